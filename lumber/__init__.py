@@ -1,0 +1,46 @@
+"""lumber: a compiler for trained tree ensembles.
+
+The public API is imported lazily so ``import lumber`` stays fast and optional
+pieces load only when used. See README.md for a tour.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_API: dict[str, str] = {
+    "load": "lumber.compiler.frontends:load",
+    "run": "lumber.compiler.pipeline:run",
+    "equivalent": "lumber.compiler.api.equivalence:equivalent",
+    "compile": "lumber.compiler.api.compile:compile",
+    "parse_constraints": "lumber.compiler.dsl:parse_constraints",
+    "sensitive_tests": "lumber.compiler.api.sensitive:sensitive_tests",
+    "counterfactual": "lumber.compiler.api.counterfactual:counterfactual",
+    "counterfactual_rules": "lumber.compiler.api.rules:counterfactual_rules",
+    "attribution": "lumber.compiler.api.attribution:attribution",
+    "Forest": "lumber.ir:Forest",
+    "Schema": "lumber.ir:Schema",
+    "Constraints": "lumber.ir:Constraints",
+    "LumberError": "lumber.ir:LumberError",
+    "datasets": "lumber.datasets",
+}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str) -> Any:
+    target = _API.get(name)
+    if target is None:
+        raise AttributeError(f"module 'lumber' has no attribute {name!r}")
+    mod, _, attr = target.partition(":")
+    module = importlib.import_module(mod)
+    value = getattr(module, attr) if attr else module
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_API))

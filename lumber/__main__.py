@@ -1,0 +1,5 @@
+import sys
+
+from lumber.compiler.cli import main
+
+sys.exit(main())

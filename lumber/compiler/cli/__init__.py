@@ -1,0 +1,63 @@
+"""The ``lumber`` command line.
+
+Each sub-command is a module in this package defining ``NAME``, ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; they are discovered, so a
+new command is a new module. A :class:`~lumber.ir.LumberError` is printed as
+diagnostics on stderr with a non-zero exit code, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from typing import Sequence
+
+from lumber import __version__
+from lumber.ir import LumberError
+
+
+def _commands() -> list:  # type: ignore[type-arg]
+    mods = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_") or info.ispkg:
+            continue
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(mod, "NAME") and hasattr(mod, "run"):
+            mods.append(mod)
+    return sorted(mods, key=lambda m: m.NAME)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lumber", description="A compiler for trained tree ensembles.")
+    parser.add_argument("--version", action="version", version=f"lumber {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for mod in _commands():
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except LumberError as exc:
+        print(exc.render(), file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""``lumber explain MODEL DATA.csv --sensitive|--counterfactual|--rules|--attribution``.
+
+Each analysis is a module in ``lumber.compiler.cli.explainers`` exposing
+``explain(ctx) -> (json_result, text)``; this command parses the shared
+options, loads the model and the rows once, and writes one JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+NAME = "explain"
+HELP = "explain predictions: sensitive tests, optimal counterfactuals, counterfactual rules, attribution"
+
+ANALYSES = ("sensitive", "counterfactual", "rules", "attribution")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model")
+    p.add_argument("data", help="CSV of cases to explain (header names the features)")
+    for a in ANALYSES:
+        p.add_argument(f"--{a}", action="store_true", help=f"run the {a} analysis")
+    p.add_argument("--constraints", help="constraint file (.lum) for actionability, costs and target")
+    p.add_argument("--metric", choices=["none", "std", "minmax"], default=None, help="feature scaling")
+    p.add_argument("--norm", choices=["l0", "l1", "l2", "linf"], default=None)
+    p.add_argument("--target", default=None, help="target class label (or lo:hi interval for regression)")
+    p.add_argument("--train", help="training CSV (scaling statistics, rules, plausibility)")
+    p.add_argument("--rows", default=None, help="rows to explain: '0:10', '3,5,8' (default: all)")
+    p.add_argument("--time-limit", type=float, default=30.0, help="seconds per MILP solve")
+    p.add_argument("--jobs", type=int, default=1, help="parallel workers for batch explanation")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", help="write the JSON result here")
+    p.add_argument("-q", "--quiet", action="store_true", help="no text summary on stdout")
+
+
+@dataclass
+class ExplainContext:
+    """What every explainer receives."""
+
+    args: argparse.Namespace
+    forest: Any
+    frame: pd.DataFrame
+    X: npt.NDArray[np.float64]
+    rows: npt.NDArray[np.int64]
+    constraints: Any
+    train_X: npt.NDArray[np.float64] | None
+
+
+def parse_rows(spec: str | None, n: int) -> npt.NDArray[np.int64]:
+    from lumber.ir import InputDataError
+
+    if spec is None:
+        return np.arange(n)
+    try:
+        if ":" in spec:
+            a, b = spec.split(":", 1)
+            rows = np.arange(int(a or 0), min(int(b) if b else n, n))
+        else:
+            rows = np.array([int(s) for s in spec.split(",") if s.strip()], dtype=np.int64)
+    except ValueError:
+        raise InputDataError(f"--rows {spec!r} is not a row selection", "use 'START:STOP' or 'I,J,K'") from None
+    if rows.size and (rows.min() < 0 or rows.max() >= n):
+        raise InputDataError(f"--rows {spec!r} selects rows outside 0..{n - 1}")
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from lumber.compiler.data import read_rows
+    from lumber.compiler.frontends import load
+    from lumber.ir import InputDataError, atomic_write_text
+
+    chosen = [a for a in ANALYSES if getattr(args, a)]
+    if not chosen:
+        raise InputDataError("no analysis chosen", "add --sensitive, --counterfactual, --rules or --attribution")
+    forest = load(args.model)
+    frame, X = read_rows(args.data, forest)
+    constraints = None
+    if args.constraints:
+        from lumber.compiler.dsl import parse_constraints
+
+        constraints = parse_constraints(args.constraints, schema=forest.schema)
+    train_X = read_rows(args.train, forest)[1] if args.train else None
+    ctx = ExplainContext(args, forest, frame, X, parse_rows(args.rows, len(X)), constraints, train_X)
+    result: dict[str, Any] = {"model": str(args.model), "data": str(args.data),
+                              "rows": ctx.rows.tolist(), "analyses": {}}
+    texts = []
+    for name in chosen:
+        mod = importlib.import_module(f"lumber.compiler.cli.explainers.{name}")
+        js, text = mod.explain(ctx)
+        result["analyses"][name] = js
+        texts.append(text)
+    doc = json.dumps(result, indent=2, sort_keys=True, default=_jsonable)
+    if args.output:
+        atomic_write_text(args.output, doc + "\n")
+    if not args.quiet:
+        print("\n\n".join(t for t in texts if t))
+    elif not args.output:
+        print(doc)
+    return 0
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return str(v)

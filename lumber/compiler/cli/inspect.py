@@ -1,0 +1,40 @@
+"""``lumber inspect MODEL``: the shape of a model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+NAME = "inspect"
+HELP = "print trees, depth, leaves, features used, splits per feature and memory"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, pickle, .lumber, ...)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lumber.compiler.frontends import load
+
+    forest = load(args.model)
+    s = forest.summary()
+    s["source"] = dict(forest.schema.source)
+    if args.json:
+        print(json.dumps(s, indent=2, sort_keys=True))
+        return 0
+    src = forest.schema.source
+    print(f"model      {args.model}")
+    print(f"source     {src.get('library', '?')} {src.get('version', '')} {src.get('model_type', '')}".rstrip())
+    print(f"task       {s['task']} ({s['outputs']} output{'s' if s['outputs'] != 1 else ''}), "
+          f"post-transform {forest.schema.post_transform.name.lower()}, inputs {forest.schema.input_dtype}")
+    print(f"trees      {s['trees']}  ({'averaged' if forest.schema.average else 'summed'})")
+    print(f"nodes      {s['nodes']}  leaves {s['leaves']}  max depth {s['max_depth']}  "
+          f"mean leaf depth {s['mean_leaf_depth']:.2f}")
+    print(f"features   {s['features_used']} of {s['features']} used; categorical splits {s['categorical_splits']}")
+    print(f"memory     {s['memory_bytes'] / 1e6:.2f} MB in the IR")
+    print("splits per feature:")
+    width = max((len(k) for k in s["splits_per_feature"]), default=0)
+    for name, c in sorted(s["splits_per_feature"].items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"  {name:<{width}}  {c}")
+    return 0

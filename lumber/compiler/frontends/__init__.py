@@ -1,0 +1,135 @@
+"""Frontends: lower a model object or file from any supported library to a Forest.
+
+One module per source library, one entry function each, importing the library
+inside. :func:`load` dispatches on the object's library or the file's content
+(never on the file name alone) and refuses anything it does not recognise with
+a message listing what is accepted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from pathlib import Path
+from typing import Any, Callable
+
+from lumber.ir import Forest, ModelFormatError, UnsupportedModelError
+
+ACCEPTED = (
+    "scikit-learn DecisionTree*/RandomForest*/ExtraTrees*/GradientBoosting*/HistGradientBoosting*/IsolationForest, "
+    "LightGBM Booster/LGBMModel or model text file, XGBoost Booster/XGBModel or JSON/UBJSON model file, "
+    "treelite.Model, CatBoost model or JSON export, a lumber .lumber IR file, or a pickle/joblib file of one of these"
+)
+
+_OBJECT_FRONTENDS: dict[str, str] = {
+    "sklearn": "lumber.compiler.frontends.sklearn:from_sklearn",
+    "lightgbm": "lumber.compiler.frontends.lightgbm:from_lightgbm",
+    "xgboost": "lumber.compiler.frontends.xgboost:from_xgboost",
+    "treelite": "lumber.compiler.frontends.treelite:from_treelite",
+    "catboost": "lumber.compiler.frontends.catboost:from_catboost",
+}
+
+
+def _resolve(target: str) -> Callable[..., Forest]:
+    mod, name = target.split(":")
+    return getattr(importlib.import_module(mod), name)  # type: ignore[no-any-return]
+
+
+def content_hash(data: bytes) -> str:
+    """The fingerprint recorded in artifacts (sha256 of the model's canonical bytes)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def load(model_or_path: Any, **options: Any) -> Forest:
+    """Any supported model object or file -> a validated :class:`~lumber.ir.Forest`.
+
+    Keyword options are passed to the frontend (e.g. ``feature_names=``).
+    """
+    if isinstance(model_or_path, Forest):
+        return model_or_path
+    if isinstance(model_or_path, (str, Path)):
+        return load_file(Path(model_or_path), **options)
+    top = type(model_or_path).__module__.split(".")[0]
+    target = _OBJECT_FRONTENDS.get(top)
+    if target is None:
+        raise UnsupportedModelError(
+            f"cannot load an object of type {type(model_or_path).__module__}.{type(model_or_path).__name__}",
+            f"accepted: {ACCEPTED}")
+    return _resolve(target)(model_or_path, **options)
+
+
+def sniff(data: bytes) -> str:
+    """Name the format of a model file from its first bytes."""
+    head = data[:4096]
+    if head.startswith(b"PK\x03\x04"):
+        return "lumber-ir"
+    if head[:1] in (b"\x80",) or head.startswith(b"\x80\x04") or head.startswith(b"\x80\x05"):
+        return "pickle"
+    stripped = head.lstrip()
+    if stripped.startswith(b"{"):
+        if b'"learner"' in data[:1 << 20]:
+            return "xgboost-json"
+        if b'"oblivious_trees"' in data or b'"features_info"' in data[:1 << 20]:
+            return "catboost-json"
+        if b'"tree_info"' in data[:1 << 22]:
+            return "lightgbm-json"
+        return "json"
+    if head.startswith(b"{L") or head.startswith(b"{$") or head.startswith(b"{i") or head.startswith(b"{U"):
+        return "xgboost-ubjson"
+    if head.startswith(b"tree\n") or head.startswith(b"tree\r\n") or b"\nversion=v" in head[:200]:
+        return "lightgbm-text"
+    if head.startswith(b"CBM1") or b"CBM1" in head[:16]:
+        return "catboost-cbm"
+    return "unknown"
+
+
+_FILE_FRONTENDS: dict[str, str] = {
+    "lightgbm-text": "lumber.compiler.frontends.lightgbm:load_lightgbm_text",
+    "xgboost-json": "lumber.compiler.frontends.xgboost:load_xgboost_file",
+    "xgboost-ubjson": "lumber.compiler.frontends.xgboost:load_xgboost_file",
+    "catboost-json": "lumber.compiler.frontends.catboost:load_catboost_file",
+    "catboost-cbm": "lumber.compiler.frontends.catboost:load_catboost_file",
+}
+
+
+def load_file(path: Path, **options: Any) -> Forest:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ModelFormatError(f"{path}: is a directory, expected a model file") from None
+    except OSError as exc:
+        raise ModelFormatError(f"{path}: cannot read ({exc.strerror})") from None
+    if not data.strip():
+        raise ModelFormatError(f"{path}: file is empty", f"accepted: {ACCEPTED}")
+    kind = sniff(data)
+    if kind == "lumber-ir":
+        from lumber.ir import load_ir
+
+        ir = load_ir(path)
+        if not isinstance(ir, Forest):
+            raise UnsupportedModelError(f"{path}: holds a {type(ir).__name__}; a Forest is needed here")
+        return ir
+    if kind == "pickle":
+        return load(_unpickle(path, data), **options)
+    target = _FILE_FRONTENDS.get(kind)
+    if target is None:
+        if kind == "lightgbm-json":
+            raise UnsupportedModelError(f"{path}: looks like a LightGBM dump_model() JSON",
+                                        "save the model with booster.save_model('model.txt') and load that")
+        raise ModelFormatError(f"{path}: unrecognised model file format", f"accepted: {ACCEPTED}")
+    return _resolve(target)(path, data=data, **options)
+
+
+def _unpickle(path: Path, data: bytes) -> Any:
+    """Load a pickle/joblib file (trusted input only: unpickling runs code)."""
+    import io
+
+    import joblib
+
+    try:
+        return joblib.load(io.BytesIO(data))
+    except Exception as exc:  # any unpickling failure is a format problem of this file
+        raise ModelFormatError(f"{path}: cannot unpickle ({type(exc).__name__}: {exc})",
+                               "pickle/joblib files must hold a supported model object") from None

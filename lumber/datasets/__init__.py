@@ -1,0 +1,127 @@
+"""Small real data sets shipped with lumber, loaded offline.
+
+``load("adult")`` returns a :class:`Dataset`: features as a float DataFrame
+(categorical text encoded to integer codes), the target, and a feature schema
+read from the file's second header row. Provenance: ``data/PROVENANCE.md``.
+
+The typed-CSV reader is shared with the CLI: a CSV whose second row holds one
+type code per column (F, D, B, E, T) is read with those kinds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from lumber.ir import Feature, FeatureKind, InputDataError
+
+NAMES = ("adult", "compas", "credit")
+TYPE_CODES = {"F": FeatureKind.NUMERICAL, "D": FeatureKind.ORDINAL, "B": FeatureKind.BINARY,
+              "E": FeatureKind.CATEGORICAL}
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A bundled data set: ``X`` (features), ``y`` (0/1 target) and the feature schema."""
+
+    name: str
+    X: pd.DataFrame
+    y: npt.NDArray[np.int64]
+    features: tuple[Feature, ...]
+    target: str
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [f.name for f in self.features]
+
+    def split(self, test_size: float = 0.25, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, npt.NDArray, npt.NDArray]:
+        """Stratified train/test split (scikit-learn's), reproducible by seed."""
+        from sklearn.model_selection import train_test_split
+
+        return train_test_split(self.X, self.y, test_size=test_size, random_state=seed, stratify=self.y)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class TypedTable:
+    frame: pd.DataFrame
+    features: tuple[Feature, ...]
+    target: str | None
+
+
+def _is_type_row(row: list[str]) -> bool:
+    return bool(row) and all(str(v).strip() in ("F", "D", "B", "E", "T") for v in row)
+
+
+def read_typed_csv(source: str | Path | IO[str], name: str | None = None) -> TypedTable:
+    """Read a CSV, honouring an optional second header row of type codes.
+
+    Categorical text columns become integer codes (sorted labels); the labels
+    are kept in ``Feature.categories``. Without a type row every column is
+    numerical (text columns are categorical) and no target is known.
+    """
+    label = name or str(source)
+    try:
+        raw = pd.read_csv(source, dtype=str, keep_default_na=False, na_values=["", "NA", "NaN", "nan", "?"])
+    except FileNotFoundError:
+        raise InputDataError(f"{label}: no such file") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError) as exc:
+        raise InputDataError(f"{label}: cannot read as CSV ({exc})",
+                             "expected comma-separated values with a header row") from None
+    kinds: dict[str, str] = {}
+    if len(raw) and _is_type_row(list(raw.iloc[0].fillna(""))):
+        kinds = {c: str(v).strip() for c, v in zip(raw.columns, raw.iloc[0])}
+        raw = raw.iloc[1:].reset_index(drop=True)
+    target = next((c for c, k in kinds.items() if k == "T"), None)
+    feats: list[Feature] = []
+    cols: dict[str, Any] = {}
+    for c in raw.columns:
+        col = raw[c]
+        num = pd.to_numeric(col, errors="coerce")
+        textual = bool((num.isna() & col.notna()).any())
+        code = kinds.get(c)
+        if c == target:
+            cols[c] = col
+            continue
+        if textual:
+            labels = tuple(sorted(col.dropna().unique()))
+            lookup = {v: i for i, v in enumerate(labels)}
+            cols[c] = col.map(lookup).astype(float)
+            feats.append(Feature(c, FeatureKind.CATEGORICAL, labels))
+            continue
+        cols[c] = num.astype(float)
+        kind = TYPE_CODES.get(code or "F", FeatureKind.NUMERICAL)
+        cats = None
+        if kind == FeatureKind.CATEGORICAL:
+            vals = num.dropna()
+            if len(vals) and (vals >= 0).all() and (vals == np.trunc(vals)).all():
+                cats = tuple(range(int(vals.max()) + 1))
+        feats.append(Feature(c, kind, cats))
+    frame = pd.DataFrame({f.name: cols[f.name] for f in feats})
+    if target is not None:
+        frame[target] = cols[target]
+    return TypedTable(frame, tuple(feats), target)
+
+
+def load(name: str) -> Dataset:
+    """Load a bundled data set by name (``adult``, ``compas`` or ``credit``)."""
+    if name not in NAMES:
+        raise InputDataError(f"unknown data set {name!r}", f"bundled data sets: {', '.join(NAMES)}")
+    data = resources.files(__name__).joinpath("data", f"{name}.csv.gz").read_bytes()
+    text = gzip.decompress(data).decode()
+    table = read_typed_csv(io.StringIO(text), name=f"{name}.csv")
+    assert table.target is not None, "bundled data sets always name their target"
+    y = pd.to_numeric(table.frame[table.target]).to_numpy().astype(np.int64)
+    X = table.frame.drop(columns=[table.target])
+    return Dataset(name, X, y, table.features, table.target)
+
+
+def provenance() -> str:
+    return resources.files(__name__).joinpath("data", "PROVENANCE.md").read_text()

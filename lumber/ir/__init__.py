@@ -1,0 +1,26 @@
+"""lumber's intermediate representations: data types, validation, reference evaluators.
+
+``ir`` imports nothing else from the package; every other layer builds on it.
+"""
+
+from .atomic import OutputError, atomic_open, atomic_write_bytes, atomic_write_text
+from .constraints import (
+    Bound, Constraints, Direction, Event, FeatureEvent, FeatureRule, Implication,
+    LinearRelation, Membership, Norm, Plausibility, Scale, Target,
+)
+from .diagnostics import (
+    CompileError, Diagnostic, DiagnosticSink, InputDataError, IRLocation, LumberError,
+    ModelFormatError, Severity, SourceSpan, UnsupportedModelError, ValidationError,
+)
+from .forest import Forest
+from .schema import CategoryRule, Feature, FeatureKind, PostTransform, Schema, Task, default_features
+from .serialize import load_ir, save_ir
+
+__all__ = [
+    "Bound", "CategoryRule", "CompileError", "Constraints", "Diagnostic", "DiagnosticSink", "Direction",
+    "Event", "Feature", "FeatureEvent", "FeatureKind", "FeatureRule", "Forest", "IRLocation", "Implication",
+    "InputDataError", "LinearRelation", "LumberError", "Membership", "ModelFormatError", "Norm", "OutputError",
+    "Plausibility", "PostTransform", "Scale", "Schema", "Severity", "SourceSpan", "Target", "Task",
+    "UnsupportedModelError", "ValidationError", "atomic_open", "atomic_write_bytes", "atomic_write_text",
+    "default_features", "load_ir", "save_ir",
+]

@@ -1,0 +1,280 @@
+"""The constraint model: what may change in a case, at what cost, toward what target.
+
+The constraint language (``lumber/compiler/dsl``) compiles to these objects, and
+every analysis (sensitive tests, MILP counterfactuals, counterfactual rules)
+consumes them; Python users may also build them directly. All values are in
+the model's feature space (category codes, not labels); ``schema`` resolves
+labels when a DSL file is checked.
+
+Linear relations are normalised to ``sum a_i * x_i + sum b_i * x0_i  op  rhs``
+where ``x`` is the counterfactual and ``x0`` the original case; a change
+``dX`` is ``x - x0``. For one case ``x0`` is known, so every relation is a plain
+linear constraint over ``x`` (:meth:`LinearRelation.over_x`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Mapping, Sequence, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from .diagnostics import SourceSpan
+
+
+class Direction(enum.IntEnum):
+    ANY = 0
+    INCREASE = 1
+    """The value may only grow (or stay)."""
+    DECREASE = 2
+
+
+class Norm(enum.IntEnum):
+    L0 = 0
+    L1 = 1
+    L2 = 2
+    LINF = 3
+
+
+class Scale(enum.IntEnum):
+    NONE = 0
+    STD = 1
+    """Divide each change by the feature's standard deviation on reference data."""
+    MINMAX = 2
+    """Divide each change by the feature's range on reference data."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A bound that is absolute (``value``) or relative to the original (``x0 + value``)."""
+
+    value: float
+    relative: bool = False
+
+    def resolve(self, x0: float) -> float:
+        return x0 + self.value if self.relative else self.value
+
+
+@dataclass(frozen=True)
+class FeatureRule:
+    """Everything said about one feature. Unset fields mean "no restriction"."""
+
+    feature: str
+    immutable: bool = False
+    direction: Direction = Direction.ANY
+    lower: Bound | None = None
+    upper: Bound | None = None
+    allowed: tuple[float, ...] | None = None
+    """Allowed category codes (categorical) or levels (ordinal) for the new value."""
+    order: tuple[float, ...] | None = None
+    """Ordinal features: the levels from lowest to highest (as codes)."""
+    cost_up: float | None = None
+    """Cost per unit of increase (before scaling); None means the default weight 1."""
+    cost_down: float | None = None
+    span: SourceSpan | None = field(default=None, compare=False)
+
+    def bounds_for(self, x0: float) -> tuple[float, float]:
+        """Interval the new value must lie in for original ``x0`` (immutable and direction included)."""
+        lo, hi = -np.inf, np.inf
+        if self.lower is not None:
+            lo = max(lo, self.lower.resolve(x0))
+        if self.upper is not None:
+            hi = min(hi, self.upper.resolve(x0))
+        if self.immutable:
+            lo, hi = max(lo, x0), min(hi, x0)
+        elif self.direction == Direction.INCREASE:
+            lo = max(lo, x0)
+        elif self.direction == Direction.DECREASE:
+            hi = min(hi, x0)
+        return lo, hi
+
+
+@dataclass(frozen=True)
+class LinearRelation:
+    """``sum(a * x[f] for f, a in x_terms) + sum(b * x0[f] for f, b in x0_terms)  op  rhs``."""
+
+    x_terms: tuple[tuple[str, float], ...]
+    x0_terms: tuple[tuple[str, float], ...] = ()
+    op: str = "<="
+    """One of ``<=``, ``>=``, ``==``."""
+    rhs: float = 0.0
+    span: SourceSpan | None = field(default=None, compare=False)
+
+    def over_x(self, names: Sequence[str], x0: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], str, float]:
+        """Coefficients over the feature vector, the operator and the constant for case ``x0``."""
+        idx = {n: i for i, n in enumerate(names)}
+        a = np.zeros(len(names))
+        for f, c in self.x_terms:
+            a[idx[f]] += c
+        rhs = self.rhs - sum(c * float(x0[idx[f]]) for f, c in self.x0_terms)
+        return a, self.op, rhs
+
+    def holds(self, names: Sequence[str], x0: npt.NDArray[np.float64], x: npt.NDArray[np.float64], tol: float = 1e-9) -> bool:
+        a, op, rhs = self.over_x(names, x0)
+        lhs = float(a @ np.asarray(x, dtype=np.float64))
+        if op == "<=":
+            return lhs <= rhs + tol
+        if op == ">=":
+            return lhs >= rhs - tol
+        return abs(lhs - rhs) <= tol
+
+
+class Event(enum.IntEnum):
+    INCREASES = 0
+    DECREASES = 1
+    CHANGES = 2
+    UNCHANGED = 3
+
+
+@dataclass(frozen=True)
+class FeatureEvent:
+    """Condition "feature increases / decreases / changes / is unchanged"."""
+
+    feature: str
+    event: Event
+    span: SourceSpan | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Membership:
+    """Condition "the new value of feature is one of ``values``" (codes)."""
+
+    feature: str
+    values: tuple[float, ...]
+    original: bool = False
+    """Test the original value instead of the new one."""
+    span: SourceSpan | None = field(default=None, compare=False)
+
+
+Condition = Union[FeatureEvent, Membership, LinearRelation]
+
+
+@dataclass(frozen=True)
+class Implication:
+    """``if condition then every consequence holds``."""
+
+    condition: Condition
+    then: tuple[Condition, ...]
+    span: SourceSpan | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Plausibility:
+    """A plausibility requirement, e.g. ``isolation-forest(contamination=0.1)``."""
+
+    method: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def param(self, name: str, default: Any = None) -> Any:
+        return dict(self.params).get(name, default)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The decision sought: a class (label) or an interval of the prediction (regression)."""
+
+    label: Any = None
+    interval: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """The compiled constraint model (see module docstring).
+
+    ``rules`` holds at most one :class:`FeatureRule` per feature; features not
+    mentioned are free with unit cost. ``norm``/``scale``/``target`` left as
+    ``None`` mean "use the caller's keyword default".
+    """
+
+    rules: tuple[FeatureRule, ...] = ()
+    norm: Norm | None = None
+    scale: Scale | None = None
+    max_changes: int | None = None
+    relations: tuple[LinearRelation, ...] = ()
+    implications: tuple[Implication, ...] = ()
+    plausibility: Plausibility | None = None
+    target: Target | None = None
+    source: str | None = field(default=None, compare=False)
+
+    def rule(self, feature: str) -> FeatureRule:
+        for r in self.rules:
+            if r.feature == feature:
+                return r
+        return FeatureRule(feature)
+
+    def with_rule(self, rule: FeatureRule) -> "Constraints":
+        others = tuple(r for r in self.rules if r.feature != rule.feature)
+        return replace(self, rules=others + (rule,))
+
+    def immutable_features(self) -> list[str]:
+        return [r.feature for r in self.rules if r.immutable]
+
+    def bounds(self, names: Sequence[str], x0: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Per-feature interval for the new values of case ``x0``."""
+        lo = np.full(len(names), -np.inf)
+        hi = np.full(len(names), np.inf)
+        for i, n in enumerate(names):
+            lo[i], hi[i] = self.rule(n).bounds_for(float(x0[i]))
+        return lo, hi
+
+    def costs(self, names: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Per-feature (cost_down, cost_up) weights; 1 where unspecified."""
+        down = np.ones(len(names))
+        up = np.ones(len(names))
+        for i, n in enumerate(names):
+            r = self.rule(n)
+            if r.cost_down is not None:
+                down[i] = r.cost_down
+            if r.cost_up is not None:
+                up[i] = r.cost_up
+        return down, up
+
+    def to_dict(self) -> dict[str, Any]:
+        def clean(v: Any) -> Any:
+            if isinstance(v, enum.Enum):
+                return v.name.lower()
+            if isinstance(v, dict):
+                return {k: clean(x) for k, x in v.items() if k != "span"}
+            if isinstance(v, (list, tuple)):
+                return [clean(x) for x in v]
+            if isinstance(v, np.generic):
+                return v.item()
+            return v
+
+        d = {f: clean(getattr(self, f)) for f in ("norm", "scale", "max_changes", "target", "plausibility")}
+        d["target"] = clean(asdict(self.target)) if self.target is not None else None
+        d["plausibility"] = clean(asdict(self.plausibility)) if self.plausibility is not None else None
+        d["rules"] = [clean(asdict(r)) for r in self.rules]
+        d["relations"] = [clean(asdict(r)) for r in self.relations]
+        d["implications"] = [clean(asdict(i)) for i in self.implications]
+        return d
+
+    @staticmethod
+    def from_mapping(m: Mapping[str, Any]) -> "Constraints":
+        """Quick construction from plain Python: ``{"immutable": [...], "increase": [...], ...}``."""
+        rules: dict[str, FeatureRule] = {}
+
+        def upd(name: str, **kw: Any) -> None:
+            rules[name] = replace(rules.get(name, FeatureRule(name)), **kw)
+
+        for n in m.get("immutable", ()):
+            upd(n, immutable=True)
+        for n in m.get("increase", ()):
+            upd(n, direction=Direction.INCREASE)
+        for n in m.get("decrease", ()):
+            upd(n, direction=Direction.DECREASE)
+        for n, (lo, hi) in dict(m.get("bounds", {})).items():
+            upd(n, lower=None if lo is None else Bound(float(lo)), upper=None if hi is None else Bound(float(hi)))
+        for n, c in dict(m.get("cost", {})).items():
+            up, down = (c, c) if np.isscalar(c) else c
+            upd(n, cost_up=float(up), cost_down=float(down))
+        norm = m.get("norm")
+        scale = m.get("scale")
+        return Constraints(
+            rules=tuple(rules.values()),
+            norm=Norm[norm.upper()] if isinstance(norm, str) else norm,
+            scale=Scale[scale.upper()] if isinstance(scale, str) else scale,
+            max_changes=m.get("max_changes"),
+        )

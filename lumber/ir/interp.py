@@ -1,0 +1,255 @@
+"""Reference semantics of the Forest IR: the oracle for every test.
+
+Evaluation advances all rows through all trees together, one tree level per
+numpy step (no Python loop over nodes or rows), in row blocks so memory stays
+bounded. Sums run tree by tree in the source model's accumulation order so
+margins match it bit for bit where the source allows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .diagnostics import InputDataError
+from .schema import CategoryRule, FeatureKind, PostTransform, Schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .forest import Forest
+
+BLOCK_ENTRIES = 1 << 21
+"""Rows x trees advanced together; bounds the temporary arrays to a few tens of MB."""
+
+
+def _frame_to_array(schema: Schema, frame: Any) -> npt.NDArray[np.float64]:
+    """A pandas DataFrame -> float64 array in the schema's column order (labels mapped to codes)."""
+    import pandas as pd
+
+    names = schema.feature_names
+    cols = [str(c) for c in frame.columns]
+    if set(names) <= set(cols):
+        frame = frame[[c for c in frame.columns if str(c) in set(names)]]
+        frame.columns = [str(c) for c in frame.columns]
+        frame = frame[names]
+    elif len(cols) != len(names):
+        missing = [n for n in names if n not in cols][:5]
+        raise InputDataError(
+            f"data has {len(cols)} columns but the model reads {len(names)} features",
+            f"missing feature columns: {', '.join(missing)}" if missing else "",
+            "pass the model's feature columns (extra columns are ignored when names match)")
+    out = np.empty((len(frame), len(names)), dtype=np.float64)
+    for j, feat in enumerate(schema.features):
+        col = frame.iloc[:, j]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            col = col.astype(object)
+        if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_numeric_dtype(col.dtype):
+            out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            continue
+        # text labels: map through the feature's categories
+        if feat.categories is None:
+            num = pd.to_numeric(col, errors="coerce")
+            bad = num.isna() & col.notna()
+            if bad.any():
+                row = int(np.flatnonzero(bad.to_numpy())[0])
+                raise InputDataError(
+                    f"column '{feat.name}' holds non-numeric value {col.iloc[row]!r} (row {row + 1})",
+                    f"feature '{feat.name}' is {feat.kind.name.lower()}: it accepts numbers")
+            out[:, j] = num.to_numpy(dtype=np.float64)
+            continue
+        lookup = {str(c): float(i) for i, c in enumerate(feat.categories)}
+        vals = np.full(len(col), np.nan)
+        for i, v in enumerate(col.to_numpy(dtype=object)):
+            if v is None or (isinstance(v, float) and np.isnan(v)):
+                continue
+            code = lookup.get(str(v))
+            if code is None:
+                try:
+                    code = float(v)
+                except (TypeError, ValueError):
+                    shown = ", ".join(map(str, feat.categories[:8]))
+                    raise InputDataError(
+                        f"column '{feat.name}' holds unknown category {v!r} (row {i + 1})",
+                        f"known categories: {shown}{', ...' if len(feat.categories) > 8 else ''}") from None
+            vals[i] = code
+        out[:, j] = vals
+    return out
+
+
+def prepare_input(schema: Schema, X: Any) -> npt.NDArray[np.float64]:
+    """Validate user data and round it to the model's input dtype (returned as float64).
+
+    Accepts a 2-D array-like or a pandas DataFrame (columns matched by name when
+    they carry the feature names). Errors name the problem and what is accepted.
+    """
+    if hasattr(X, "iloc") and hasattr(X, "columns"):
+        arr = _frame_to_array(schema, X)
+    else:
+        try:
+            arr = np.asarray(X)
+        except Exception as exc:  # ragged lists and the like
+            raise InputDataError(f"data is not a rectangular array: {exc}") from None
+        if arr.dtype == object or arr.dtype.kind in "USV":
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError):
+                raise InputDataError("data holds non-numeric values",
+                                     "pass numbers (category labels need a DataFrame with named columns)") from None
+        if arr.dtype.kind == "c":
+            raise InputDataError("data holds complex numbers; pass real numbers")
+        if arr.ndim == 1:
+            arr = arr.reshape(1, -1) if schema.n_features != 1 else arr.reshape(-1, 1)
+        if arr.ndim != 2:
+            raise InputDataError(f"data must be 2-D (rows x features), got {arr.ndim} dimensions")
+        arr = np.asarray(arr, dtype=np.float64)
+    if arr.shape[1] != schema.n_features:
+        raise InputDataError(
+            f"data has {arr.shape[1]} columns but the model reads {schema.n_features} features",
+            f"expected columns: {', '.join(schema.feature_names[:12])}{' ...' if schema.n_features > 12 else ''}")
+    if schema.input_dtype == "float32":
+        with np.errstate(over="ignore"):
+            arr = arr.astype(np.float32).astype(np.float64)
+    if not schema.allow_nan and np.isnan(arr).any():
+        r, c = np.argwhere(np.isnan(arr))[0]
+        raise InputDataError(
+            f"NaN in column '{schema.features[c].name}' (row {r + 1}): this model cannot route missing values",
+            f"{schema.source.get('library', 'the source library')} rejects NaN for this model; impute first")
+    if not schema.allow_inf and np.isinf(arr).any():
+        r, c = np.argwhere(np.isinf(arr))[0]
+        raise InputDataError(
+            f"infinite value in column '{schema.features[c].name}' (row {r + 1})"
+            + (" after rounding to float32" if schema.input_dtype == "float32" else ""),
+            "the source model rejects infinite inputs; pass finite values")
+    return np.ascontiguousarray(arr)
+
+
+def category_codes(x: npt.NDArray[np.float64], rule: CategoryRule) -> npt.NDArray[np.int64]:
+    """Category code of each value under the library's rule; -1 marks invalid (NaN included)."""
+    codes = np.full(x.shape, -1, dtype=np.int64)
+    finite = np.isfinite(x)
+    if rule == CategoryRule.LIGHTGBM:
+        ok = finite & (np.abs(x) < 2.0**31)
+        t = np.trunc(np.where(ok, x, 0.0))
+        ok &= t >= 0
+    elif rule == CategoryRule.XGBOOST:
+        ok = finite & (x >= 0) & (x < 2.0**24)
+        t = np.trunc(np.where(ok, x, 0.0))
+    else:
+        ok = finite & (x >= 0) & (x < 2.0**32)
+        t = np.trunc(np.where(ok, x, 0.0))
+    codes[ok] = t[ok].astype(np.int64)
+    return codes
+
+
+def _membership_keys(forest: "Forest") -> npt.NDArray[np.int64]:
+    """Sorted keys ``node << 32 | category`` of every category set (for searchsorted)."""
+    sizes = np.diff(forest.cat_offset)
+    nodes = np.repeat(np.arange(forest.n_nodes, dtype=np.int64), sizes)
+    return (nodes << 32) | forest.cat_values
+
+
+def go_left(forest: "Forest", nodes: npt.NDArray[np.int64], x: npt.NDArray[np.float64],
+            keys: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.bool_]:
+    """Branch decision for input values ``x`` at (non-leaf) ``nodes``: True means left."""
+    isnan = np.isnan(x)
+    missing = isnan | (forest.missing_zero[nodes] & (np.abs(x) <= 1e-35))
+    with np.errstate(invalid="ignore"):
+        left = x <= forest.threshold[nodes]
+    cat = forest.is_categorical[nodes]
+    if cat.any():
+        ci = np.flatnonzero(cat)
+        cn = nodes[ci]
+        codes = category_codes(x[ci], forest.schema.category_rule)
+        valid = codes >= 0
+        if keys is None:
+            keys = _membership_keys(forest)
+        q = (cn << 32) | np.where(valid, codes, 0)
+        pos = np.searchsorted(keys, q)
+        member = np.zeros(ci.shape[0], dtype=bool)
+        inb = pos < keys.shape[0]
+        member[inb] = keys[pos[inb]] == q[inb]
+        member &= valid
+        dec = np.where(member, forest.cat_in_set_left[cn], ~forest.cat_in_set_left[cn])
+        dec = np.where(valid, dec, forest.cat_invalid_left[cn])
+        left[ci] = dec
+    return np.where(missing, forest.missing_left[nodes], left)
+
+
+def forest_apply(forest: "Forest", X: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Global leaf id per row and tree, ``(n, n_trees)``; ``X`` already prepared."""
+    n, T = X.shape[0], forest.n_trees
+    out = np.empty((n, T), dtype=np.int64)
+    if n == 0 or T == 0:
+        return out
+    keys = _membership_keys(forest) if forest.is_categorical.any() else None
+    roots = forest.tree_offset[:-1].astype(np.int64)
+    block = max(1, BLOCK_ENTRIES // max(T, 1))
+    left_arr = forest.left.astype(np.int64)
+    right_arr = forest.right.astype(np.int64)
+    feat = forest.feature
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        m = stop - start
+        node = np.broadcast_to(roots, (m, T)).reshape(-1).copy()
+        row = np.repeat(np.arange(start, stop, dtype=np.int64), T)
+        active = np.flatnonzero(left_arr[node] >= 0)
+        while active.size:
+            nd = node[active]
+            x = X[row[active], feat[nd]]
+            gl = go_left(forest, nd, x, keys)
+            nxt = np.where(gl, left_arr[nd], right_arr[nd])
+            node[active] = nxt
+            active = active[left_arr[nxt] >= 0]
+        out[start:stop] = node.reshape(m, T)
+    return out
+
+
+def accumulate(forest: "Forest", leaves: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """Raw margins from leaf ids: start at base_score, add trees in order, then average."""
+    schema = forest.schema
+    n = leaves.shape[0]
+    K = schema.n_outputs
+    acc_dtype = np.dtype(schema.accumulate_dtype)
+    acc = np.empty((n, K), dtype=acc_dtype)
+    acc[:] = np.asarray(schema.base_score, dtype=acc_dtype)
+    tout = forest.tree_output
+    for t in range(forest.n_trees):
+        k = int(tout[t])
+        if k >= 0:
+            acc[:, k] += forest.value[leaves[:, t], k].astype(acc_dtype)
+        else:
+            acc += forest.value[leaves[:, t]].astype(acc_dtype)
+    out = acc.astype(np.float64)
+    if schema.average:
+        counts = trees_per_output(forest)
+        out = out / np.maximum(counts, 1)[None, :]
+    if K == 1:
+        return out[:, 0]
+    return out
+
+
+def trees_per_output(forest: "Forest") -> npt.NDArray[np.float64]:
+    """How many trees contribute to each output (the divisor of averaged forests)."""
+    K = forest.n_outputs
+    tout = forest.tree_output
+    counts = np.bincount(tout[tout >= 0], minlength=K).astype(np.float64)
+    counts += float((tout < 0).sum())
+    return counts
+
+
+def forest_evaluate(forest: "Forest", X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Raw margins of prepared input ``X``."""
+    return accumulate(forest, forest_apply(forest, X))
+
+
+def is_classifier(schema: Schema) -> bool:
+    from .schema import Task
+
+    return schema.task in (Task.BINARY, Task.MULTICLASS)
+
+
+__all__ = [
+    "prepare_input", "category_codes", "go_left", "forest_apply", "forest_evaluate",
+    "accumulate", "trees_per_output", "is_classifier", "FeatureKind", "PostTransform",
+]

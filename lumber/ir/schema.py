@@ -1,0 +1,269 @@
+"""The schema of a model: its features, task and how outputs are formed.
+
+The schema is data, shared by every IR form (Forest, Polynomial,
+ObliviousEnsemble) and by the constraint checker. It answers "what does the
+model read and what does it return", never "how is it computed".
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .diagnostics import IRLocation, ValidationError
+
+
+class FeatureKind(enum.IntEnum):
+    """How a feature's values are to be read and changed."""
+
+    NUMERICAL = 0
+    """Real-valued; ordered."""
+    BINARY = 1
+    """Takes the values 0 and 1 only."""
+    CATEGORICAL = 2
+    """Unordered integer codes; ``Feature.categories`` names them when known."""
+    ORDINAL = 3
+    """Ordered integer levels (discrete numeric); ``Feature.categories`` may name them."""
+
+
+class Task(enum.IntEnum):
+    REGRESSION = 0
+    BINARY = 1
+    MULTICLASS = 2
+    ANOMALY = 3
+    """Isolation forests: outputs are mean path lengths."""
+
+
+class PostTransform(enum.IntEnum):
+    """Map from raw margins (``Forest.evaluate``) to what ``predict_proba``/``predict`` return."""
+
+    IDENTITY = 0
+    SIGMOID = 1
+    """``1 / (1 + exp(-alpha * m))``; alpha is ``Schema.sigmoid_alpha``."""
+    SOFTMAX = 2
+    EXP = 3
+    """Poisson, gamma, tweedie objectives: ``exp(m)``."""
+    ISOLATION = 4
+    """scikit-learn IsolationForest: ``score_samples = -2 ** (-m / c(max_samples))``."""
+
+
+class CategoryRule(enum.IntEnum):
+    """How a library turns a float input into a category code for a categorical split.
+
+    The code of a finite value is ``trunc(x)`` (toward zero). The rule says which
+    values are *invalid* (never members of any category set); an invalid value
+    takes the node's ``cat_invalid_left`` branch. NaN always takes the node's
+    ``missing_left`` branch.
+    """
+
+    LIGHTGBM = 0
+    """Invalid iff trunc(x) < 0 or |x| >= 2**31 or x is infinite (-0.5 is category 0)."""
+    XGBOOST = 1
+    """Invalid iff x < 0 or x >= 2**24 (-0.5 is invalid)."""
+    SKLEARN = 2
+    """Invalid iff x < 0 or x >= 2**32 (HistGradientBoosting casts to unsigned)."""
+    TREELITE = 3
+    """Invalid iff x < 0 or x >= 2**32 (gtil: every negative value is invalid)."""
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One input column."""
+
+    name: str
+    kind: FeatureKind = FeatureKind.NUMERICAL
+    categories: tuple[Any, ...] | None = None
+    """For categorical/ordinal features: the label of code i is ``categories[i]``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "kind": self.kind.name.lower()}
+        if self.categories is not None:
+            d["categories"] = [c if isinstance(c, (str, int, float, bool)) else str(c) for c in self.categories]
+        return d
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "Feature":
+        cats = d.get("categories")
+        return Feature(str(d["name"]), FeatureKind[str(d.get("kind", "numerical")).upper()],
+                       tuple(cats) if cats is not None else None)
+
+
+@dataclass(frozen=True)
+class Schema:
+    """What a model reads and returns.
+
+    Outputs: ``Forest.evaluate`` returns raw margins of shape ``(n,)`` when
+    ``n_outputs == 1`` and ``(n, n_outputs)`` otherwise; ``base_score`` has
+    ``n_outputs`` entries and is added after trees are combined.
+    """
+
+    features: tuple[Feature, ...]
+    task: Task
+    n_outputs: int
+    base_score: tuple[float, ...]
+    post_transform: PostTransform = PostTransform.IDENTITY
+    average: bool = False
+    """Trees are averaged (random forests) instead of summed (boosting)."""
+    input_dtype: str = "float64"
+    """``float32`` or ``float64``: inputs are rounded to this type before any comparison."""
+    accumulate_dtype: str = "float64"
+    """Type the source sums leaf values in (XGBoost: float32), starting from ``base_score``."""
+    classes: tuple[Any, ...] | None = None
+    """Class labels for classifiers, in output order (binary: negative first)."""
+    sigmoid_alpha: float = 1.0
+    category_rule: CategoryRule = CategoryRule.LIGHTGBM
+    allow_nan: bool = True
+    """The source model accepts NaN inputs (and routes them by ``missing_left``)."""
+    allow_inf: bool = True
+    """The source model accepts infinite inputs."""
+    isolation_c: float = 1.0
+    """For ``PostTransform.ISOLATION``: ``c(max_samples)``; ``offset`` is in ``isolation_offset``."""
+    isolation_offset: float = 0.0
+    source: dict[str, str] = field(default_factory=dict)
+    """Provenance: library, version, model content hash, objective."""
+
+    @property
+    def n_features(self) -> int:
+        return len(self.features)
+
+    @property
+    def feature_names(self) -> list[str]:
+        return [f.name for f in self.features]
+
+    @property
+    def np_input_dtype(self) -> np.dtype[Any]:
+        return np.dtype(self.input_dtype)
+
+    def index(self, name: str) -> int:
+        """Column index of a feature by name (raises ``KeyError``)."""
+        for i, f in enumerate(self.features):
+            if f.name == name:
+                return i
+        raise KeyError(name)
+
+    def with_(self, **changes: Any) -> "Schema":
+        return replace(self, **changes)
+
+    def validate(self) -> None:
+        loc = IRLocation(field="schema")
+        if self.accumulate_dtype not in ("float32", "float64"):
+            raise ValidationError(f"schema.accumulate_dtype must be 'float32' or 'float64', got {self.accumulate_dtype!r}", location=loc)
+        if self.input_dtype not in ("float32", "float64"):
+            raise ValidationError(f"schema.input_dtype must be 'float32' or 'float64', got {self.input_dtype!r}", location=loc)
+        if self.n_outputs < 1:
+            raise ValidationError("schema.n_outputs must be at least 1", location=loc)
+        if len(self.base_score) != self.n_outputs:
+            raise ValidationError(
+                f"schema.base_score has {len(self.base_score)} entries for {self.n_outputs} outputs", location=loc)
+        if not all(np.isfinite(self.base_score)):
+            raise ValidationError("schema.base_score must be finite", location=loc)
+        names = [f.name for f in self.features]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ValidationError(f"duplicate feature names: {', '.join(dup)}", location=loc)
+        if self.task in (Task.BINARY, Task.MULTICLASS) and self.classes is not None:
+            expected = 2 if self.task == Task.BINARY else self.n_outputs
+            if len(self.classes) != expected:
+                raise ValidationError(f"schema.classes has {len(self.classes)} labels, expected {expected}", location=loc)
+
+    # -- transforms of raw margins --------------------------------------------------------
+
+    def transform(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Apply the post-transform to raw margins (same shape in, same shape out)."""
+        m = np.asarray(margin, dtype=np.float64)
+        pt = self.post_transform
+        if pt == PostTransform.IDENTITY:
+            return m
+        if pt == PostTransform.SIGMOID:
+            with np.errstate(over="ignore"):
+                return 1.0 / (1.0 + np.exp(-self.sigmoid_alpha * m))
+        if pt == PostTransform.SOFTMAX:
+            z = m - m.max(axis=-1, keepdims=True)
+            e = np.exp(z)
+            return e / e.sum(axis=-1, keepdims=True)
+        if pt == PostTransform.EXP:
+            return np.exp(m)
+        if pt == PostTransform.ISOLATION:
+            return -np.power(2.0, -m / self.isolation_c)
+        raise ValueError(pt)
+
+    def proba(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Class probabilities ``(n, n_classes)`` from raw margins, as ``predict_proba`` returns."""
+        p = self.transform(margin)
+        if self.task == Task.BINARY and self.n_outputs == 1:
+            p = p.reshape(-1)
+            return np.column_stack([1.0 - p, p])
+        return p.reshape(p.shape[0], -1)
+
+    def decide(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[Any]:
+        """What ``predict`` returns: class labels, regression values or anomaly labels."""
+        if self.task in (Task.BINARY, Task.MULTICLASS):
+            p = self.proba(margin)
+            idx = np.argmax(p, axis=1)
+            if self.classes is not None:
+                return np.asarray(self.classes)[idx]
+            return idx
+        if self.task == Task.ANOMALY:
+            score = self.transform(margin) - self.isolation_offset
+            return np.where(score < 0, -1, 1)
+        return self.transform(margin)
+
+    # -- (de)serialization ----------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        def plain(v: Any) -> Any:
+            if isinstance(v, np.generic):
+                return v.item()
+            return v
+
+        return {
+            "features": [f.to_dict() for f in self.features],
+            "task": self.task.name.lower(),
+            "n_outputs": self.n_outputs,
+            "base_score": [float(b) for b in self.base_score],
+            "post_transform": self.post_transform.name.lower(),
+            "average": self.average,
+            "input_dtype": self.input_dtype,
+            "accumulate_dtype": self.accumulate_dtype,
+            "classes": None if self.classes is None else [plain(c) for c in self.classes],
+            "sigmoid_alpha": self.sigmoid_alpha,
+            "category_rule": self.category_rule.name.lower(),
+            "allow_nan": self.allow_nan,
+            "allow_inf": self.allow_inf,
+            "isolation_c": self.isolation_c,
+            "isolation_offset": self.isolation_offset,
+            "source": dict(self.source),
+        }
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "Schema":
+        classes = d.get("classes")
+        return Schema(
+            features=tuple(Feature.from_dict(f) for f in d["features"]),
+            task=Task[d["task"].upper()],
+            n_outputs=int(d["n_outputs"]),
+            base_score=tuple(float(b) for b in d["base_score"]),
+            post_transform=PostTransform[d["post_transform"].upper()],
+            average=bool(d["average"]),
+            input_dtype=str(d["input_dtype"]),
+            accumulate_dtype=str(d.get("accumulate_dtype", "float64")),
+            classes=None if classes is None else tuple(classes),
+            sigmoid_alpha=float(d.get("sigmoid_alpha", 1.0)),
+            category_rule=CategoryRule[str(d.get("category_rule", "lightgbm")).upper()],
+            allow_nan=bool(d.get("allow_nan", True)),
+            allow_inf=bool(d.get("allow_inf", True)),
+            isolation_c=float(d.get("isolation_c", 1.0)),
+            isolation_offset=float(d.get("isolation_offset", 0.0)),
+            source={str(k): str(v) for k, v in d.get("source", {}).items()},
+        )
+
+
+def default_features(n: int, names: Sequence[str] | None = None) -> tuple[Feature, ...]:
+    """Numerical features named ``f0..f{n-1}`` (or by ``names``)."""
+    if names is None:
+        names = [f"f{i}" for i in range(n)]
+    return tuple(Feature(str(nm)) for nm in names)

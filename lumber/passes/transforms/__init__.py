@@ -1,0 +1,1 @@
+"""lumber.passes.transforms."""

@@ -1,0 +1,76 @@
+"""The Forest IR on hand-built trees: semantics, validation, storage."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from builders import categorical, make_forest
+from lumber.ir import Forest, InputDataError, Task, ValidationError
+from lumber.ir.build import concat_trees
+
+
+def test_numerical_routing_and_sum() -> None:
+    f = make_forest([("a", 0.5, 1.0, ("b", 2.0, 2.0, 3.0)), ("b", 0.0, 10.0, 20.0)], ["a", "b"])
+    X = np.array([[0.5, -1.0], [0.6, 2.0], [0.6, 2.5], [np.nan, np.nan]])
+    # NaN goes right by default
+    assert f.evaluate(X).tolist() == [11.0, 22.0, 23.0, 23.0]
+    assert f.apply(X)[:, 0].tolist() == [1, 3, 4, 4]
+
+
+def test_missing_left_and_categorical() -> None:
+    f = make_forest([("c", {1, 3}, ("a", 0.0, 1.0, 2.0, True), 5.0)], ["a", categorical("c")])
+    X = np.array([[np.nan, 1.0], [1.0, 3.9], [0.0, 2.0], [0.0, -0.5], [0.0, np.nan], [0.0, 1e12]])
+    # LightGBM rule: 3.9 -> 3 (in set), -0.5 -> 0 (not in set), NaN and 1e12 go right
+    assert f.evaluate(X).tolist() == [1.0, 2.0, 5.0, 5.0, 5.0, 5.0]
+
+
+def test_average_and_multiclass() -> None:
+    f = make_forest([("a", 0.0, [1.0, 0.0], [0.0, 1.0]), ("a", 1.0, [1.0, 0.0], [0.5, 0.5])], ["a"],
+                    task=Task.MULTICLASS, n_outputs=2, average=True, classes=["x", "y"])
+    X = np.array([[-1.0], [0.5], [2.0]])
+    np.testing.assert_array_equal(f.evaluate(X), [[1.0, 0.0], [0.5, 0.5], [0.25, 0.75]])
+    assert f.predict(X).tolist() == ["x", "x", "y"]
+
+
+def test_float32_inputs_round_before_compare() -> None:
+    t = float(np.float32(1.0)) + 1e-9  # between two float32 values
+    f = make_forest([("a", t, 0.0, 1.0)], ["a"], input_dtype="float32")
+    x = 1.0 + 2e-9  # rounds to 1.0 in float32, so it goes left
+    assert f.evaluate([[x]]).tolist() == [0.0]
+
+
+def test_wrong_width_is_a_clear_error() -> None:
+    f = make_forest([("a", 0.5, 1.0, 2.0)], ["a", "b"])
+    with pytest.raises(InputDataError, match="3 columns but the model reads 2"):
+        f.evaluate(np.zeros((2, 3)))
+    with pytest.raises(InputDataError, match="non-numeric"):
+        f.evaluate(np.array([["x", "y"]], dtype=object))
+
+
+def test_save_load_round_trip_is_byte_identical(tmp_path) -> None:
+    f = make_forest([("c", {0, 7}, ("a", 0.1, 1.0, 2.0, True), 5.0)], ["a", categorical("c")])
+    p1, p2 = tmp_path / "a.lumber", tmp_path / "b.lumber"
+    f.save(p1)
+    g = Forest.load(p1)
+    g.save(p2)
+    assert p1.read_bytes() == p2.read_bytes()
+    X = np.array([[0.0, 7.0], [np.nan, 0.0], [1.0, 2.0]])
+    np.testing.assert_array_equal(f.evaluate(X), g.evaluate(X))
+
+
+def test_validate_catches_broken_structure() -> None:
+    f = make_forest([("a", 0.5, 1.0, 2.0)], ["a"])
+    bad = f.replace(left=np.array([0, -1, -1], dtype=np.int32))
+    with pytest.raises(ValidationError, match="not after its parent"):
+        bad.validate()
+    bad = f.replace(feature=np.array([3, -1, -1], dtype=np.int32))
+    with pytest.raises(ValidationError, match="out of range"):
+        bad.validate()
+
+
+def test_networkx_view() -> None:
+    f = make_forest([("a", 0.5, 1.0, 2.0), 3.0], ["a"])
+    g = f.to_networkx()
+    assert g.number_of_nodes() == 4 and g.number_of_edges() == 2
+    assert g.nodes[0]["threshold"] == 0.5
