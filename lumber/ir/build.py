@@ -108,7 +108,7 @@ def concat_trees(schema: Schema, trees: Sequence[TreeArrays], validate: bool = T
         sl = slice(offset[i], offset[i + 1])
         v = np.asarray(t.value, dtype=np.float64)
         if t.output >= 0:
-            value[sl, t.output] = v.reshape(-1)
+            value[sl, t.output] = v[:, t.output] if v.ndim == 2 and v.shape[1] == K and K > 1 else v.reshape(-1)
         else:
             value[sl] = v.reshape(t.n_nodes, K)
         tree_output[i] = t.output
