@@ -15,8 +15,9 @@ from .schema import Schema
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
-ZERO_THRESHOLD = 1e-35
-"""LightGBM's ``kZeroThreshold``: with ``missing_zero`` a value with ``|x| <= 1e-35`` is missing."""
+ZERO_THRESHOLD = 1.0000000180025095e-35
+"""LightGBM's ``kZeroThreshold`` (declared ``1e-35f``: float32(1e-35) widened to double, not the
+double 1e-35): with ``missing_zero`` a value with ``|x| <= ZERO_THRESHOLD`` is missing."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +44,7 @@ class Forest:
     missing_left : bool[n_nodes]
         Branch taken when the input is NaN (and, with ``missing_zero``, zero).
     missing_zero : bool[n_nodes]
-        LightGBM ``missing_type=Zero``: ``|x| <= 1e-35`` also counts as missing.
+        LightGBM ``missing_type=Zero``: ``|x| <= ZERO_THRESHOLD`` (~1e-35) also counts as missing.
     is_categorical : bool[n_nodes]
         The node tests category membership instead of a threshold.
     cat_offset : int64[n_nodes + 1], cat_values : int64[n_cat_values]

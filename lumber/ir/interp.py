@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from .diagnostics import InputDataError
 from .schema import CategoryRule, FeatureKind, PostTransform, Schema
+from .forest import ZERO_THRESHOLD
 
 if TYPE_CHECKING:  # pragma: no cover
     from .forest import Forest
@@ -153,7 +154,7 @@ def go_left(forest: "Forest", nodes: npt.NDArray[np.int64], x: npt.NDArray[np.fl
             keys: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.bool_]:
     """Branch decision for input values ``x`` at (non-leaf) ``nodes``: True means left."""
     isnan = np.isnan(x)
-    missing = isnan | (forest.missing_zero[nodes] & (np.abs(x) <= 1e-35))
+    missing = isnan | (forest.missing_zero[nodes] & (np.abs(x) <= ZERO_THRESHOLD))
     with np.errstate(invalid="ignore"):
         left = x <= forest.threshold[nodes]
     cat = forest.is_categorical[nodes]
