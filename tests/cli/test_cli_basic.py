@@ -1,0 +1,71 @@
+"""CLI basics on a saved IR file: inspect, predict, and clear errors with non-zero exits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from builders import categorical, make_forest
+from lumber.compiler.cli import main
+from lumber.ir import PostTransform, Task
+
+
+@pytest.fixture
+def model_file(tmp_path: Path) -> Path:
+    f = make_forest([("a", 0.5, -1.0, ("c", {1, 2}, 0.5, 2.0)), ("a", 1.5, 0.25, -0.25)],
+                    ["a", categorical("c", ["x", "y", "z"])], task=Task.BINARY,
+                    post_transform=PostTransform.SIGMOID, classes=[0, 1])
+    p = tmp_path / "m.lumber"
+    f.save(p)
+    return p
+
+
+def test_inspect(model_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(model_file)]) == 0
+    out = capsys.readouterr().out
+    assert "trees      2" in out and "categorical splits 1" in out
+
+
+def test_predict_matches_evaluate(model_file: Path, tmp_path: Path) -> None:
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"c": ["y", "x", "z"], "a": [1.0, 0.2, np.nan]}).to_csv(data, index=False)
+    out = tmp_path / "p.csv"
+    assert main(["predict", str(model_file), str(data), "-o", str(out)]) == 0
+    got = pd.read_csv(out)
+    # row 0: a=1 > .5, c=y(1) in {1,2} -> .5 ; second tree a<=1.5 -> .25
+    assert got["raw"].tolist() == [0.75, -0.75, 0.25]  # NaN goes right, z is in {y, z}
+    assert got["prediction"].tolist() == [1, 0, 1]
+
+
+@pytest.mark.parametrize("content,msg", [
+    (b"", "file is empty"), (b"hello world", "unrecognised model file format"),
+    (b"PK\x03\x04garbage", "not a lumber IR file"),
+])
+def test_bad_model_files(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, msg: str) -> None:
+    p = tmp_path / "bad.model"
+    p.write_bytes(content)
+    assert main(["inspect", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and "Traceback" not in err
+
+
+def test_missing_file_and_bad_data(model_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(tmp_path / "nope.txt")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"a": [1.0], "c": ["w"]}).to_csv(data, index=False)
+    assert main(["predict", str(model_file), str(data)]) == 2
+    assert "unknown category 'w'" in capsys.readouterr().err
+    pd.DataFrame({"q": [1.0]}).to_csv(data, index=False)
+    assert main(["predict", str(model_file), str(data)]) == 2
+    assert "1 columns but the model reads 2" in capsys.readouterr().err
+
+
+def test_unwritable_output(model_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"a": [1.0], "c": [1]}).to_csv(data, index=False)
+    assert main(["predict", str(model_file), str(data), "-o", str(tmp_path / "no" / "dir" / "p.csv")]) == 2
+    assert "does not exist" in capsys.readouterr().err
