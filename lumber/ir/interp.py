@@ -139,6 +139,8 @@ def category_codes(x: npt.NDArray[np.float64], rule: CategoryRule) -> npt.NDArra
     else:
         ok = finite & (x >= 0) & (x < 2.0**32)
         t = np.trunc(np.where(ok, x, 0.0))
+        if rule == CategoryRule.SKLEARN:
+            ok &= t == x
     codes[ok] = t[ok].astype(np.int64)
     return codes
 

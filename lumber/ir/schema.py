@@ -65,7 +65,9 @@ class CategoryRule(enum.IntEnum):
     XGBOOST = 1
     """Invalid iff x < 0 or x >= 2**24 (-0.5 is invalid)."""
     SKLEARN = 2
-    """Invalid iff x < 0 or x >= 2**32 (HistGradientBoosting casts to unsigned)."""
+    """Invalid iff x is not an integer, x < 0 or x >= 2**32. scikit-learn >= 1.4
+    HistGradientBoosting maps inputs through an OrdinalEncoder: only the exact known
+    category values have a code, so 0.5 or 2.5 is missing, not category 0 or 2."""
     TREELITE = 3
     """Invalid iff x < 0 or x >= 2**32 (gtil: every negative value is invalid)."""
 
