@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given
 
+from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.ir.interp import category_codes
 from strategies import boundary_rows, forests
 
@@ -15,7 +16,7 @@ def _walk(forest, x):  # plain per-row reference, independent of the vectorized 
         n = int(forest.tree_offset[t])
         while forest.left[n] >= 0:
             v = x[forest.feature[n]]
-            if np.isnan(v) or (forest.missing_zero[n] and abs(v) <= 1e-35):
+            if np.isnan(v) or (forest.missing_zero[n] and abs(v) <= ZERO_THRESHOLD):
                 go = forest.missing_left[n]
             elif forest.is_categorical[n]:
                 c = int(category_codes(np.array([v]), forest.schema.category_rule)[0])
