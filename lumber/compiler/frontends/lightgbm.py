@@ -128,7 +128,7 @@ def _objective_schema(m: LightGBMText, raw_output: bool) -> dict[str, Any]:
             task = Task.MULTICLASS if K > 1 else Task.REGRESSION
             return {"task": task, "post_transform": PostTransform.IDENTITY}
         raise UnsupportedModelError(
-            f"{m.name}: objective {m.objective!r} maps raw scores through {reason}, which lumber cannot express",
+            f"objective {m.objective!r} maps raw scores through {reason}, which lumber cannot express",
             "pass raw_output=True to load it anyway (evaluate() stays exact; predict() then returns raw scores)",
             location=loc)
 
@@ -156,7 +156,7 @@ def _objective_schema(m: LightGBMText, raw_output: bool) -> dict[str, Any]:
         if kind != "custom":
             single_output()
         return {"task": Task.MULTICLASS if K > 1 else Task.REGRESSION, "post_transform": PostTransform.IDENTITY}
-    raise UnsupportedModelError(f"{m.name}: unknown LightGBM objective {m.objective!r}",
+    raise UnsupportedModelError(f"unknown LightGBM objective {m.objective!r}",
                                 f"supported objectives: {ACCEPTED_OBJECTIVES}", location=loc)
 
 
@@ -380,8 +380,8 @@ def lower_lightgbm(m: LightGBMText, *, content_hash: str = "", classes: Sequence
     if not np.all(np.isfinite(m.leaf_value)):
         j = int(np.flatnonzero(~np.isfinite(m.leaf_value))[0])
         t = int(leaf_tree[j])
-        raise _fail(m, f"leaf {j - int(leaf_start[t])} has value {m.leaf_value[j]!r}", t, None, "leaf_value",
-                    "leaf values must be finite numbers")
+        raise _fail(m, f"leaf {j - int(leaf_start[t])} has value {float(m.leaf_value[j])}, leaf values must be finite",
+                    t, None, "leaf_value")
 
     tree_output = (np.arange(T) % K).astype(np.int32)
     value = np.zeros((n, K), dtype=np.float64)

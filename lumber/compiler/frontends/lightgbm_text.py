@@ -196,7 +196,7 @@ def parse_lightgbm_text(data: bytes | str, name: str) -> LightGBMText:
                        field_name=key)
     version = kv["version"].strip()
     if version not in KNOWN_VERSIONS:
-        raise UnsupportedModelError(f"{name}: LightGBM model format version {version!r} is not supported",
+        raise UnsupportedModelError(f"LightGBM model format version {version!r} is not supported",
                                     f"supported versions: {', '.join(KNOWN_VERSIONS)}",
                                     location=IRLocation(file=name, field="version"))
     num_class = _int(name, kv["num_class"], "num_class")
@@ -267,7 +267,7 @@ def parse_lightgbm_text(data: bytes | str, name: str) -> LightGBMText:
         num_cat[t] = nc
         if kvt.get("is_linear", "0").strip() not in ("0", ""):
             raise UnsupportedModelError(
-                f"{name}: tree {t} is a linear tree (is_linear={kvt['is_linear'].strip()})",
+                f"tree {t} is a linear tree (is_linear={kvt['is_linear'].strip()})",
                 "lumber compiles piecewise-constant trees only; retrain with linear_tree=False",
                 location=IRLocation(file=name, tree=t, field="is_linear"))
         for key in INTERNAL_FIELDS:
