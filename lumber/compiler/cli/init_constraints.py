@@ -1,0 +1,44 @@
+"""``lumber init-constraints MODEL [--data TRAIN.csv] [-o FILE]``: a starter constraint file.
+
+Every feature is listed in comments with its kind, categories, observed values
+and split thresholds; no statement is active, so the file passes ``lumber check``
+as written and the user decides what may change.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+NAME = "init-constraints"
+HELP = "write a starter constraint file describing every feature of a model"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="model file")
+    p.add_argument("--data", help="training CSV: observed ranges and categories go into the comments")
+    p.add_argument("-o", "--output", help="write here (default: standard output)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lumber.compiler.data import read_frame
+    from lumber.compiler.dsl.starter import starter_text
+    from lumber.compiler.frontends import load
+    from lumber.ir import InputDataError, OutputError, atomic_write_text
+
+    if args.output and Path(args.output).exists() and not args.force:
+        raise OutputError(f"{args.output}: already exists", "pass --force to overwrite it")
+    forest = load(args.model)
+    frame = read_frame(args.data) if args.data else None
+    if frame is not None:
+        missing = [f.name for f in forest.schema.features if f.name not in frame.columns]
+        if len(missing) == forest.schema.n_features:
+            raise InputDataError(f"{args.data}: none of the model's features is a column",
+                                 f"expected columns such as {', '.join(forest.schema.feature_names[:5])}")
+    text = starter_text(forest, Path(args.model).name, frame, Path(args.data).name if args.data else None)
+    if args.output:
+        atomic_write_text(args.output, text)
+    else:
+        print(text, end="")
+    return 0
