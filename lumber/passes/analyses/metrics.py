@@ -1,0 +1,458 @@
+"""The metric of an explanation: what a change costs and which changes are allowed.
+
+Alvarez (section 4) scales each axis (min/max or standard deviation from
+reference data), lets the user weight features, weight the two directions of
+a feature differently, freeze a feature or one of its directions. A
+:class:`Metric` holds exactly that, per feature, resolved from a
+:class:`~lumber.ir.Constraints` (what the constraint language compiles to)
+and plain keyword options. Keywords give defaults; a constraint object
+overrides them (DESIGN.md).
+
+Costs: a numerical change ``dx`` costs ``dx * up[f]`` when it increases the
+value and ``-dx * down[f]`` when it decreases it, with ``up = weight_up /
+spread`` (``spread`` = 1, the standard deviation or the range on reference
+data). A categorical feature (kind CATEGORICAL, or tested by a categorical
+split) is nominal: any change of category costs ``up[f]`` (its weight, never
+scaled), so L1 counts weighted changed categories and L2 adds their squares.
+The per-feature costs combine by the L1, L2 or L-infinity norm.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import (
+    CompileError, Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
+)
+
+from .realizable import above, below
+
+
+class Kind(enum.IntEnum):
+    """How the metric moves a feature."""
+
+    CONTINUOUS = 0
+    INTEGER = 1
+    """Binary and ordinal features: changes land on integers."""
+    CATEGORICAL = 2
+    """Nominal: a change picks another category code at a fixed cost."""
+
+
+@dataclass(frozen=True, eq=False)
+class Metric:
+    """Per-feature costs and admissible moves, for one model (see module docstring).
+
+    norm : Norm
+        L1, L2 or LINF.
+    up, down : float64[d]
+        Cost of one unit of increase / decrease (weights divided by spreads);
+        for categorical features ``up`` is the cost of any change.
+    spread : float64[d]
+        The scaling divisor of each feature (1 when unscaled or categorical).
+    kind : int8[d]
+        :class:`Kind` of each feature.
+    domain_lo, domain_hi : float64[d]
+        Values a moved feature may take (binary [0, 1]; ordinal levels; category codes).
+    n_codes : int64[d]
+        Category codes ``0..n_codes-1`` a categorical feature may move to.
+    immutable, increase_only, decrease_only : bool[d]
+        Frozen features and frozen directions.
+    lower, upper : float64[d]; lower_relative, upper_relative : bool[d]
+        Bounds on the new value (relative bounds are offsets from the case's value).
+    allowed : dict feature -> int64 codes
+        Categories a categorical feature may move to (all when absent).
+    max_changes : int or None
+        At most this many features may change.
+    """
+
+    names: tuple[str, ...]
+    input_dtype: str
+    norm: Norm
+    scale: Scale | None
+    up: npt.NDArray[np.float64]
+    down: npt.NDArray[np.float64]
+    spread: npt.NDArray[np.float64]
+    kind: npt.NDArray[np.int8]
+    domain_lo: npt.NDArray[np.float64]
+    domain_hi: npt.NDArray[np.float64]
+    n_codes: npt.NDArray[np.int64]
+    immutable: npt.NDArray[np.bool_]
+    increase_only: npt.NDArray[np.bool_]
+    decrease_only: npt.NDArray[np.bool_]
+    lower: npt.NDArray[np.float64]
+    upper: npt.NDArray[np.float64]
+    lower_relative: npt.NDArray[np.bool_]
+    upper_relative: npt.NDArray[np.bool_]
+    allowed: dict[int, npt.NDArray[np.int64]] = field(default_factory=dict)
+    max_changes: int | None = None
+
+    @property
+    def n_features(self) -> int:
+        return len(self.names)
+
+    @property
+    def integer(self) -> npt.NDArray[np.bool_]:
+        return self.kind == Kind.INTEGER
+
+    @property
+    def categorical(self) -> npt.NDArray[np.bool_]:
+        return self.kind == Kind.CATEGORICAL
+
+    @property
+    def constrained(self) -> npt.NDArray[np.bool_]:
+        """Features whose admissible values depend on the case (need per-case bounds)."""
+        return (self.immutable | self.increase_only | self.decrease_only
+                | np.isfinite(self.lower) | np.isfinite(self.upper))
+
+    @property
+    def all_frozen(self) -> bool:
+        return bool(self.immutable.all())
+
+    def case_bounds(self, X0: npt.NDArray[np.float64], features: Sequence[int] | None = None
+                    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Realizable closed interval ``[lo, hi]`` each case may move feature ``f`` in.
+
+        Returns ``(n, len(features))`` arrays (all features by default). A missing
+        original value gives ``(-inf, inf)``: missing values never move (see
+        ``sensitive_tests``).
+        """
+        cols = np.arange(self.n_features) if features is None else np.asarray(features, dtype=np.int64)
+        x = X0[:, cols]
+        lo = np.where(self.lower_relative[cols], x + self.lower[cols], self.lower[cols])
+        hi = np.where(self.upper_relative[cols], x + self.upper[cols], self.upper[cols])
+        lo = np.where(np.isnan(lo), -np.inf, lo)
+        hi = np.where(np.isnan(hi), np.inf, hi)
+        up_ok = ~(self.immutable[cols] | self.decrease_only[cols])
+        down_ok = ~(self.immutable[cols] | self.increase_only[cols])
+        with np.errstate(invalid="ignore"):
+            hi = np.where(~up_ok & ~np.isnan(x), np.minimum(hi, x), hi)
+            lo = np.where(~down_ok & ~np.isnan(x), np.maximum(lo, x), lo)
+        integer = self.integer[cols]
+        return (above(lo, False, self.input_dtype, integer), below(hi, False, self.input_dtype, integer))
+
+    def feature_costs(self, X0: npt.NDArray[np.float64], P: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """``(n, d)`` cost of moving each feature from ``X0`` to ``P`` (NaN to NaN costs 0)."""
+        with np.errstate(invalid="ignore"):
+            delta = P - X0
+            c = np.where(delta > 0, delta * self.up, -delta * self.down)
+            changed = ~((P == X0) | (np.isnan(P) & np.isnan(X0)))
+        c = np.where(self.categorical, np.where(changed, self.up, 0.0), np.where(changed, c, 0.0))
+        return np.where(changed & (np.isnan(P) | np.isnan(X0)), np.inf, c)
+
+    def combine(self, costs: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
+        """Norm of per-feature costs."""
+        if self.norm == Norm.L1:
+            return costs.sum(axis=axis)
+        if self.norm == Norm.LINF:
+            return costs.max(axis=axis, initial=0.0)
+        return np.sqrt(np.square(costs).sum(axis=axis))
+
+    def distance(self, X0: npt.NDArray[np.float64], P: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Metric distance of each row pair ``(n,)``."""
+        return self.combine(self.feature_costs(X0, P))
+
+    def describe(self) -> dict[str, Any]:
+        """What the metric is, for reports (JSON-ready)."""
+        def per_feature(a: npt.NDArray[Any]) -> dict[str, float]:
+            return {n: float(v) for n, v in zip(self.names, a)}
+
+        return {
+            "norm": self.norm.name.lower(),
+            "scale": "none" if self.scale is None else self.scale.name.lower(),
+            "spread": per_feature(self.spread),
+            "cost_up": per_feature(self.up),
+            "cost_down": per_feature(self.down),
+            "immutable": [n for n, v in zip(self.names, self.immutable) if v],
+            "increase_only": [n for n, v in zip(self.names, self.increase_only) if v],
+            "decrease_only": [n for n, v in zip(self.names, self.decrease_only) if v],
+            "max_changes": self.max_changes,
+        }
+
+
+# -- building a metric ----------------------------------------------------------------------
+
+NORMS = {"l1": Norm.L1, "l2": Norm.L2, "linf": Norm.LINF, "l-inf": Norm.LINF, "inf": Norm.LINF}
+SCALES = {"none": Scale.NONE, "std": Scale.STD, "minmax": Scale.MINMAX}
+
+
+def _unknown(names: Sequence[str], bad: str, what: str) -> InputDataError:
+    near = difflib.get_close_matches(bad, list(names), n=1)
+    hint = f"did you mean '{near[0]}'?" if near else f"features: {', '.join(list(names)[:12])}"
+    return InputDataError(f"{what} names unknown feature '{bad}'", hint)
+
+
+def _norm(value: Any) -> Norm:
+    if isinstance(value, Norm):
+        norm = value
+    elif isinstance(value, str) and value.lower() in NORMS:
+        norm = NORMS[value.lower()]
+    else:
+        raise InputDataError(f"unknown norm {value!r}", "accepted: 'l1', 'l2', 'linf'")
+    if norm == Norm.L0:
+        raise InputDataError("norm l0 has no unique projection onto a leaf",
+                             "use norm l1, l2 or linf, and max_changes to limit how many features change")
+    return norm
+
+
+def _resolve_scale(value: Any, names: Sequence[str]) -> tuple[Scale | None, npt.NDArray[np.float64] | None]:
+    """A named scaling, or explicit per-feature spreads (array or mapping)."""
+    if value is None:
+        return None, None
+    if isinstance(value, Scale):
+        return (None if value == Scale.NONE else value), None
+    if isinstance(value, str):
+        if value.lower() not in SCALES:
+            raise InputDataError(f"unknown scale {value!r}", "accepted: 'none', 'std', 'minmax', or per-feature spreads")
+        s = SCALES[value.lower()]
+        return (None if s == Scale.NONE else s), None
+    spreads = np.ones(len(names))
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if k not in names:
+                raise _unknown(names, str(k), "scale")
+            spreads[list(names).index(k)] = float(v)
+    else:
+        arr = np.asarray(value, dtype=np.float64).reshape(-1)
+        if arr.shape[0] != len(names):
+            raise InputDataError(f"scale has {arr.shape[0]} entries for {len(names)} features")
+        spreads = arr
+    bad = np.flatnonzero(~(spreads > 0) | ~np.isfinite(spreads))
+    if bad.size:
+        raise InputDataError(f"scale of feature '{names[bad[0]]}' is {spreads[bad[0]]}: scales must be positive and finite")
+    return None, spreads
+
+
+def _reference_spread(scale: Scale, reference: npt.NDArray[np.float64], names: Sequence[str],
+                      used: npt.NDArray[np.bool_], categorical: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if scale == Scale.STD:
+            spread = np.nanstd(reference, axis=0)
+        else:
+            spread = np.nanmax(reference, axis=0) - np.nanmin(reference, axis=0)
+    bad = np.flatnonzero(used & ~categorical & ~(spread > 0))
+    if bad.size:
+        shown = ", ".join(f"'{names[i]}'" for i in bad[:5])
+        what = "standard deviation" if scale == Scale.STD else "range"
+        raise InputDataError(
+            f"feature {shown} has zero {what} in the reference data, so it cannot be scaled",
+            "pass more reference rows, explicit scale={name: spread}, or freeze the feature")
+    return np.where(used & ~categorical, spread, 1.0)
+
+
+def _weights(weights: Any, names: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """User weights: scalar, array, or mapping name -> w or (w_down, w_up)."""
+    d = len(names)
+    down, up = np.ones(d), np.ones(d)
+    if weights is None:
+        return down, up
+    if isinstance(weights, Mapping):
+        for k, v in weights.items():
+            if k not in names:
+                raise _unknown(names, str(k), "weights")
+            i = list(names).index(k)
+            if np.isscalar(v):
+                down[i] = up[i] = float(v)  # type: ignore[arg-type]
+            else:
+                down[i], up[i] = (float(w) for w in v)
+    else:
+        arr = np.asarray(weights, dtype=np.float64)
+        if arr.ndim == 0:
+            down[:] = up[:] = float(arr)
+        elif arr.shape == (d,):
+            down, up = arr.copy(), arr.copy()
+        else:
+            raise InputDataError(f"weights has shape {arr.shape}; expected ({d},) or a mapping name -> weight")
+    for arr in (down, up):
+        bad = np.flatnonzero(~(arr > 0) | ~np.isfinite(arr))
+        if bad.size:
+            raise InputDataError(f"weight of feature '{names[bad[0]]}' is {arr[bad[0]]}: weights must be positive and finite",
+                                 "to keep a feature from changing, freeze it instead")
+    return down, up
+
+
+def _check_supported(c: Constraints) -> None:
+    """Sensitive tests project onto boxes: statements beyond per-feature rules need the MILP."""
+    from lumber.ir import Diagnostic, Severity
+
+    diags = []
+    for what, items in (("a linear relation", c.relations), ("an implication", c.implications)):
+        for it in items:
+            diags.append(Diagnostic(Severity.ERROR, f"{what} is not supported by sensitive tests", it.span,
+                                    ("sensitive tests move each feature independently; use lumber.counterfactual",)))
+    if c.plausibility is not None:
+        diags.append(Diagnostic(Severity.ERROR, f"plausibility '{c.plausibility.method}' is not supported by sensitive tests",
+                                None, ("use lumber.counterfactual for plausible counterfactuals",)))
+    if diags:
+        raise CompileError(diags)
+
+
+def as_constraints(constraints: Any) -> Constraints:
+    """A Constraints object from ``None``, a Constraints or a plain mapping (``Constraints.from_mapping``)."""
+    if constraints is None:
+        return Constraints()
+    if isinstance(constraints, Constraints):
+        return constraints
+    if isinstance(constraints, Mapping):
+        try:
+            return Constraints.from_mapping(constraints)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputDataError(f"constraints mapping is malformed: {exc}",
+                                 "keys: immutable, increase, decrease, bounds, cost, norm, scale, max_changes") from None
+    raise InputDataError(f"constraints must be a lumber.Constraints or a mapping, got {type(constraints).__name__}",
+                         "build one with lumber.parse_constraints(path) or Constraints.from_mapping({...})")
+
+
+def used_features(forest: Forest) -> npt.NDArray[np.bool_]:
+    used = np.zeros(forest.n_features, dtype=bool)
+    used[forest.feature[forest.feature >= 0]] = True
+    return used
+
+
+def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", scale: Any = None,
+                 reference: Any = None, weights: Any = None, frozen: Sequence[str] = (),
+                 increase_only: Sequence[str] = (), decrease_only: Sequence[str] = (),
+                 max_changes: int | None = None) -> Metric:
+    """Resolve constraints and keyword options into a :class:`Metric` for ``forest``.
+
+    ``reference`` (rows in the model's feature space) supplies the statistics of
+    ``scale="std"``/``"minmax"``; ``scale`` may also be explicit per-feature spreads.
+    """
+    schema = forest.schema
+    names = tuple(schema.feature_names)
+    d = len(names)
+    cons = as_constraints(constraints)
+    _check_supported(cons)
+    for n in (*frozen, *increase_only, *decrease_only):
+        if n not in names:
+            raise _unknown(names, n, "frozen/increase_only/decrease_only")
+    for n in frozen:
+        cons = cons.with_rule(replace(cons.rule(n), immutable=True))
+    for n in increase_only:
+        cons = cons.with_rule(replace(cons.rule(n), direction=Direction.INCREASE))
+    for n in decrease_only:
+        cons = cons.with_rule(replace(cons.rule(n), direction=Direction.DECREASE))
+    for r in cons.rules:
+        if r.feature not in names:
+            raise _unknown(names, r.feature, "a constraint rule")
+
+    the_norm = _norm(cons.norm if cons.norm is not None else norm)
+    scale_kind, spreads = _resolve_scale(cons.scale if cons.scale is not None else scale, names)
+
+    # kinds and domains
+    cat_split = np.zeros(d, dtype=bool)
+    cat_split[forest.feature[forest.is_categorical]] = True
+    kind = np.zeros(d, dtype=np.int8)
+    dlo, dhi = np.full(d, -np.inf), np.full(d, np.inf)
+    n_codes = np.zeros(d, dtype=np.int64)
+    for i, feat in enumerate(schema.features):
+        if feat.kind == FeatureKind.CATEGORICAL or cat_split[i]:
+            kind[i] = Kind.CATEGORICAL
+            n_codes[i] = _code_count(forest, i, feat.categories)
+            dlo[i], dhi[i] = 0.0, float(n_codes[i] - 1)
+        elif feat.kind == FeatureKind.BINARY:
+            kind[i] = Kind.INTEGER
+            dlo[i], dhi[i] = 0.0, 1.0
+        elif feat.kind == FeatureKind.ORDINAL:
+            kind[i] = Kind.INTEGER
+            if feat.categories is not None:
+                dlo[i], dhi[i] = 0.0, float(len(feat.categories) - 1)
+    categorical = kind == Kind.CATEGORICAL
+    used = used_features(forest)
+
+    if scale_kind is not None:
+        if reference is None:
+            raise InputDataError(f"scale '{scale_kind.name.lower()}' needs reference data",
+                                 "pass reference=<training rows> (the statistics of each feature come from them)")
+        ref = forest.prepare_input(reference)
+        if ref.shape[0] < 2:
+            raise InputDataError("reference data needs at least 2 rows to estimate a scale")
+        spread = _reference_spread(scale_kind, ref, names, used, categorical)
+    elif spreads is not None:
+        spread = np.where(categorical, 1.0, spreads)
+    else:
+        spread = np.ones(d)
+
+    w_down, w_up = _weights(weights, names)
+    immutable = np.zeros(d, dtype=bool)
+    inc, dec = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
+    lower, upper = np.full(d, -np.inf), np.full(d, np.inf)
+    lrel, urel = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
+    allowed: dict[int, npt.NDArray[np.int64]] = {}
+    for r in cons.rules:
+        i = names.index(r.feature)
+        _apply_rule(r, i, categorical[i], immutable, inc, dec, lower, upper, lrel, urel, allowed, w_down, w_up)
+    mc = cons.max_changes if cons.max_changes is not None else max_changes
+    if mc is not None and (not isinstance(mc, (int, np.integer)) or mc < 0):
+        raise InputDataError(f"max_changes must be a non-negative integer, got {mc!r}")
+    return Metric(
+        names=names, input_dtype=schema.input_dtype, norm=the_norm, scale=scale_kind,
+        up=np.where(categorical, w_up, w_up / spread), down=np.where(categorical, w_up, w_down / spread),
+        spread=spread, kind=kind, domain_lo=dlo, domain_hi=dhi, n_codes=n_codes,
+        immutable=immutable, increase_only=inc, decrease_only=dec, lower=lower, upper=upper,
+        lower_relative=lrel, upper_relative=urel, allowed=allowed, max_changes=None if mc is None else int(mc),
+    )
+
+
+def _code_count(forest: Forest, f: int, categories: tuple[Any, ...] | None) -> int:
+    """Category codes a categorical feature may move to: its labels, else the codes its splits name."""
+    if categories is not None and len(categories):
+        return len(categories)
+    nodes = np.flatnonzero(forest.feature == f)
+    cmax = -1
+    for node in nodes[forest.is_categorical[nodes]]:
+        cats = forest.categories_of(int(node))
+        if cats.size:
+            cmax = max(cmax, int(cats.max()))
+    thr = forest.threshold[nodes[~forest.is_categorical[nodes]]]
+    thr = thr[np.isfinite(thr)]
+    if thr.size:
+        cmax = max(cmax, int(np.floor(thr.max())) + 1)
+    return max(cmax + 1, 1)
+
+
+def _apply_rule(r: FeatureRule, i: int, categorical: bool, immutable: npt.NDArray[np.bool_],
+                inc: npt.NDArray[np.bool_], dec: npt.NDArray[np.bool_], lower: npt.NDArray[np.float64],
+                upper: npt.NDArray[np.float64], lrel: npt.NDArray[np.bool_], urel: npt.NDArray[np.bool_],
+                allowed: dict[int, npt.NDArray[np.int64]], w_down: npt.NDArray[np.float64],
+                w_up: npt.NDArray[np.float64]) -> None:
+    where = f" ({r.span})" if r.span is not None else ""
+    immutable[i] |= r.immutable
+    if r.direction != Direction.ANY:
+        if categorical:
+            raise CompileError(f"feature '{r.feature}' is categorical: it has no direction to freeze{where}",
+                               "use 'allowed' categories or make it immutable")
+        inc[i] |= r.direction == Direction.INCREASE
+        dec[i] |= r.direction == Direction.DECREASE
+    for bound, arr, rel in ((r.lower, lower, lrel), (r.upper, upper, urel)):
+        if bound is None:
+            continue
+        if categorical:
+            raise CompileError(f"feature '{r.feature}' is categorical: bounds do not apply{where}",
+                               "use 'allowed' categories instead")
+        if not np.isfinite(bound.value):
+            raise InputDataError(f"bound of feature '{r.feature}' is {bound.value}: bounds must be finite{where}")
+        arr[i] = bound.value
+        rel[i] = bound.relative
+    if r.allowed is not None:
+        if not categorical:
+            raise CompileError(f"feature '{r.feature}' is not categorical: 'allowed' values are not supported "
+                               f"by sensitive tests{where}", "give lower/upper bounds instead")
+        allowed[i] = np.unique(np.asarray(r.allowed, dtype=np.float64)).astype(np.int64)
+    for cost, arr in ((r.cost_up, w_up), (r.cost_down, w_down)):
+        if cost is None:
+            continue
+        if not (cost > 0 and np.isfinite(cost)):
+            raise InputDataError(f"cost of feature '{r.feature}' is {cost}: costs must be positive and finite{where}",
+                                 "to keep a feature from changing, make it immutable")
+        arr[i] = float(cost)
+
+
+__all__ = ["Kind", "Metric", "build_metric", "as_constraints", "used_features", "NORMS", "SCALES"]

@@ -1,0 +1,225 @@
+"""Results of the sensitive-tests analysis: arrays for machines, per-case objects for people.
+
+The analysis fills a :class:`SensitiveResult` with arrays (distances, witness
+points, chosen leaves); the per-case :class:`CaseSensitivity` objects and
+their sensitive tests are built on access, so a batch of 100k cases costs no
+Python objects until someone looks at them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Forest
+
+from .metrics import Metric
+
+UNREACHABLE = "no class change reachable under these constraints"
+
+
+@dataclass(frozen=True)
+class SensitiveTest:
+    """One test the case must cross for the decision to change.
+
+    ``op`` and ``threshold`` state the test as the case satisfies it now (the paper's
+    convention: "Age <= 28.5"); ``new_value`` is where the witness point puts the
+    feature. ``margin`` is the metric distance from the case to the test's boundary
+    (for a categorical test, the cost of changing category).
+    """
+
+    feature: str
+    index: int
+    op: str
+    threshold: float | None
+    direction: str
+    value: float
+    new_value: float
+    margin: float
+    categories: tuple[int, ...] | None = None
+    """Categorical tests: the codes the new value must take (the leaf's allowed set)."""
+    tree: int = -1
+    node: int = -1
+    """Local node id of the test in ``tree`` (-1 when not tied to one node)."""
+
+    def __str__(self) -> str:
+        if self.categories is not None:
+            return (f"{self.feature} not in {{{', '.join(map(str, self.categories))}}} "
+                    f"({_num(self.value)} -> {_num(self.new_value)}, margin {self.margin:.4g})")
+        thr = "?" if self.threshold is None else _num(self.threshold)
+        return f"{self.feature} {self.op} {thr} ({_num(self.value)} -> {_num(self.new_value)}, margin {self.margin:.4g})"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "feature": self.feature, "op": self.op, "threshold": self.threshold, "direction": self.direction,
+            "value": _plain(self.value), "new_value": _plain(self.new_value), "margin": _plain(self.margin),
+        }
+        if self.categories is not None:
+            d["categories"] = list(self.categories)
+        if self.tree >= 0:
+            d["tree"], d["node"] = self.tree, self.node
+        return d
+
+
+@dataclass(frozen=True)
+class ClassChange:
+    """The nearest point of one other class (multiclass models)."""
+
+    label: Any
+    distance: float
+    point: npt.NDArray[np.float64] | None
+    tests: tuple[SensitiveTest, ...]
+    reachable: bool
+
+    def to_dict(self, names: Sequence[str]) -> dict[str, Any]:
+        return {"label": _plain(self.label), "distance": _plain(self.distance), "reachable": self.reachable,
+                "point": None if self.point is None else {n: _plain(v) for n, v in zip(names, self.point)},
+                "tests": [t.to_dict() for t in self.tests]}
+
+
+@dataclass(frozen=True)
+class CaseSensitivity:
+    """Where one case sits relative to the decision surface."""
+
+    row: int
+    prediction: Any
+    trace: int
+    """Tests on the case's root-to-leaf path (summed over trees for an ensemble)."""
+    distance: float
+    """Metric distance to the nearest decision change (``inf`` when unreachable)."""
+    tests: tuple[SensitiveTest, ...]
+    """Sensitive tests, most sensitive (largest margin) first."""
+    point: npt.NDArray[np.float64] | None
+    """Witness: a point at ``distance`` whose decision differs, verified on the model."""
+    target: Any
+    """Decision at ``point`` (class label, or ``in``/``out`` of a regression interval)."""
+    reachable: bool
+    exact: bool
+    method: str
+    verified: bool
+    per_class: dict[Any, ClassChange] = field(default_factory=dict)
+    message: str = ""
+
+    def to_dict(self, names: Sequence[str]) -> dict[str, Any]:
+        return {
+            "row": self.row, "prediction": _plain(self.prediction), "trace": self.trace,
+            "distance": _plain(self.distance), "reachable": self.reachable, "target": _plain(self.target),
+            "exact": self.exact, "method": self.method, "verified": self.verified, "message": self.message,
+            "tests": [t.to_dict() for t in self.tests],
+            "point": None if self.point is None else {n: _plain(v) for n, v in zip(names, self.point)},
+            "per_class": [c.to_dict(names) for c in self.per_class.values()],
+        }
+
+
+@dataclass(eq=False)
+class SensitiveResult(Sequence[CaseSensitivity]):
+    """Sensitive tests of a batch of cases (arrays; per-case objects on access).
+
+    X, point : float64[n, d]
+        Cases (as the model sees them) and witness points (rows of unreachable cases are NaN).
+    distance : float64[n]
+        Distance to the nearest decision change; ``inf`` when unreachable.
+    group, target_group : int64[n]
+        Decision index of the case and at the witness (-1 when unreachable).
+    leaf : int64[n]
+        Single trees: global id of the leaf projected onto (-1 otherwise).
+    trace : int32[n]
+    group_distance : float64[n, G]; group_point : float64[n, G, d] or None
+        Nearest change to each decision (0 and the case itself for its own).
+    """
+
+    forest: Forest
+    metric: Metric
+    X: npt.NDArray[np.float64]
+    distance: npt.NDArray[np.float64]
+    point: npt.NDArray[np.float64]
+    group: npt.NDArray[np.int64]
+    target_group: npt.NDArray[np.int64]
+    leaf: npt.NDArray[np.int64]
+    trace: npt.NDArray[np.int32]
+    verified: npt.NDArray[np.bool_]
+    exact: bool
+    method: str
+    group_labels: tuple[Any, ...]
+    group_distance: npt.NDArray[np.float64] | None = None
+    group_point: npt.NDArray[np.float64] | None = None
+    group_leaf: npt.NDArray[np.int64] | None = None
+    rows: npt.NDArray[np.int64] | None = None
+    messages: dict[int, str] = field(default_factory=dict)
+    tests_of: Any = None
+    """Callable ``(x, p, leaf) -> tuple[SensitiveTest, ...]`` set by the analysis."""
+    predictions: npt.NDArray[Any] | None = None
+
+    @property
+    def reachable(self) -> npt.NDArray[np.bool_]:
+        return self.target_group >= 0
+
+    def __len__(self) -> int:
+        return int(self.X.shape[0])
+
+    @overload
+    def __getitem__(self, i: int) -> CaseSensitivity: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[CaseSensitivity]: ...
+
+    def __getitem__(self, i: int | slice) -> CaseSensitivity | list[CaseSensitivity]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._case(i)
+
+    def __iter__(self) -> Iterator[CaseSensitivity]:
+        return (self._case(i) for i in range(len(self)))
+
+    def _case(self, i: int) -> CaseSensitivity:
+        ok = bool(self.target_group[i] >= 0)
+        x = self.X[i]
+        p = self.point[i] if ok else None
+        tests = self.tests_of(x, p, int(self.leaf[i])) if ok else ()
+        per_class: dict[Any, ClassChange] = {}
+        if self.group_distance is not None and self.group_point is not None and len(self.group_labels) > 2:
+            for g, label in enumerate(self.group_labels):
+                if g == self.group[i]:
+                    continue
+                dist = float(self.group_distance[i, g])
+                reach = bool(np.isfinite(dist))
+                gp = self.group_point[i, g] if reach else None
+                gl = int(self.group_leaf[i, g]) if self.group_leaf is not None else -1
+                per_class[label] = ClassChange(label, dist, gp, self.tests_of(x, gp, gl) if reach else (), reach)
+        pred = self.predictions[i] if self.predictions is not None else self.group_labels[int(self.group[i])]
+        return CaseSensitivity(
+            row=int(self.rows[i]) if self.rows is not None else i, prediction=_plain(pred),
+            trace=int(self.trace[i]), distance=float(self.distance[i]), tests=tests, point=p,
+            target=self.group_labels[int(self.target_group[i])] if ok else None, reachable=ok,
+            exact=self.exact, method=self.method, verified=bool(self.verified[i]), per_class=per_class,
+            message=self.messages.get(i, "" if ok else UNREACHABLE))
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict: metric, method and one entry per case."""
+        names = self.metric.names
+        return {"method": self.method, "exact": self.exact, "metric": self.metric.describe(),
+                "cases": [c.to_dict(names) for c in self]}
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return None if np.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def _num(v: float) -> str:
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:.6g}"
+
+
+__all__ = ["SensitiveTest", "ClassChange", "CaseSensitivity", "SensitiveResult", "UNREACHABLE"]
