@@ -1,0 +1,42 @@
+/* Public interface of a lumber-compiled tree ensemble (generated; do not edit).
+ *
+ * Rows are C-contiguous arrays of @IN_T@ with @PREFIX@_n_features() columns.
+ * NaN means "missing" and is routed as the source model routes it.
+ * Outputs are @PREFIX@_n_outputs() doubles per row.
+ */
+#ifndef @GUARD@
+#define @GUARD@
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Raw margins (what Forest.evaluate returns) for n rows; threads <= 1 runs serially
+   (more threads are used only when the library was built with OpenMP). */
+void @PREFIX@_predict_raw(const @IN_T@ *rows, int64_t n, double *out, int32_t threads);
+/* Margins after the model's post-transform (sigmoid, softmax, exp, isolation score). */
+void @PREFIX@_predict_transformed(const @IN_T@ *rows, int64_t n, double *out, int32_t threads);
+/* Raw margins of one row: the low-latency entry point. */
+void @PREFIX@_predict_row(const @IN_T@ *row, double *out);
+/* Leaf reached in every tree, as a node id local to its tree: n x n_trees int32. */
+void @PREFIX@_apply(const @IN_T@ *rows, int64_t n, int32_t *out);
+
+int32_t @PREFIX@_n_features(void);
+int32_t @PREFIX@_n_outputs(void);
+int32_t @PREFIX@_n_trees(void);
+/* 1 when rows are float (the source model compares in float32), 0 for double. */
+int32_t @PREFIX@_input_is_float32(void);
+int32_t @PREFIX@_has_openmp(void);
+int32_t @PREFIX@_abi_version(void);
+/* Content hash of the model this code was generated from (hex sha256). */
+const char *@PREFIX@_fingerprint(void);
+/* JSON: schema, fingerprint and generator version. */
+const char *@PREFIX@_metadata(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* @GUARD@ */

@@ -1,0 +1,254 @@
+"""Print a Forest as one self-contained C99 file: tables of node slots plus the shipped runtime.
+
+The model is data (``static const`` arrays), so the file compiles in about a
+second whatever the model size; small models can also be printed as nested
+``if``/``else`` code (``unroll=True``). Names and order are deterministic: the
+same Forest gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import CompileError, Diagnostic, Forest, IRLocation, PostTransform
+from lumber.ir.diagnostics import error
+from lumber.ir.forest import ZERO_THRESHOLD
+
+from ..base import Artifact, EmitOptions, fingerprint
+from .layout import FLAG_CATEGORICAL, FLAG_MISSING_LEFT, FLAG_MISSING_ZERO, MODE_CODE, MODE_GENERAL, Layout, layout
+
+ABI_VERSION = 1
+UNROLL_MAX_NODES = 2048
+"""``unroll=None`` prints code (if/else) for models with at most this many nodes."""
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class COptions(EmitOptions):
+    """C emission knobs."""
+
+    prefix: str = "lumber"
+    """Exported symbols are ``<prefix>_predict_raw`` and so on."""
+    unroll: bool | None = False
+    """Trees as if/else code instead of tables; None picks code for small models."""
+    block: int = 64
+    """Rows walked together through one tree before moving to the next."""
+
+
+def _template(name: str) -> str:
+    return resources.files("lumber.backends.c").joinpath(name).read_text(encoding="utf-8")
+
+
+def c_reals(values: npt.NDArray[np.float64], single: bool) -> list[str]:
+    """Exact C literals (hex floats; NAN/INFINITY for the rest)."""
+    out = [float(v).hex() for v in values.tolist()]
+    bad = np.flatnonzero(~np.isfinite(values))
+    for i in bad:
+        v = values[i]
+        out[i] = "NAN" if np.isnan(v) else ("INFINITY" if v > 0 else "-INFINITY")
+    if single:
+        out = [s + "f" if s[0] in "-0" else s for s in out]
+    return out
+
+
+def c_string(text: str) -> str:
+    """A C string literal holding ``text`` (ASCII, escaped)."""
+    esc = text.encode("ascii", "backslashreplace").decode().replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + esc + '"'
+
+
+def _array(ctype: str, name: str, items: Sequence[str], per_line: int = 8) -> str:
+    if not items:
+        items = ["0"]
+    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    return f"static const {ctype} {name}[{len(items)}] = {{\n  " + ",\n  ".join(lines) + "\n};\n"
+
+
+def check(forest: Forest, options: COptions) -> list[Diagnostic]:
+    """What C cannot hold: everything a Forest means is expressible; only sizes and names are limited."""
+    diags = []
+    if not _IDENT.match(options.prefix):
+        diags.append(error(f"C symbol prefix {options.prefix!r} is not a C identifier",
+                           IRLocation(field="prefix"), "use letters, digits and underscores"))
+    if forest.n_nodes > _INT32_MAX or forest.n_features > _INT32_MAX:
+        diags.append(error(f"model too large for 32-bit node ids ({forest.n_nodes} nodes)", IRLocation()))
+    if options.block < 8 or options.block > 4096:
+        diags.append(error(f"block must be between 8 and 4096 rows, got {options.block}", IRLocation(field="block")))
+    return diags
+
+
+def _code_tree(lay: Layout, t: int, thr: list[str], name: str) -> str:
+    """One tree as nested if/else returning its leaf slot."""
+    lines = [f"static int32_t {name}(const LUMBER_IN_T *x)\n{{"]
+
+    def visit(s: int, indent: int) -> None:
+        pad = "    " * indent
+        c = int(lay.child[s])
+        if c == s:
+            lines.append(f"{pad}return {s};")
+            return
+        f = int(lay.feature[s])
+        fl = int(lay.flags[s])
+        if fl & (FLAG_MISSING_ZERO | FLAG_CATEGORICAL):
+            cond = f"lumber_go_left({s}, x[{f}])"
+        elif fl & FLAG_MISSING_LEFT:
+            cond = f"!(x[{f}] > {thr[s]})"
+        else:
+            cond = f"x[{f}] <= {thr[s]}"
+        lines.append(f"{pad}if ({cond}) {{")
+        visit(c, indent + 1)
+        lines.append(f"{pad}}} else {{")
+        visit(c + 1, indent + 1)
+        lines.append(f"{pad}}}")
+
+    visit(int(lay.root[t]), 1)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def emit_source(forest: Forest, options: COptions | None = None) -> Artifact:
+    """The C file (and its header) for ``forest``."""
+    options = options or COptions()
+    diags = check(forest, options)
+    if diags:
+        raise CompileError(diags)
+    schema = forest.schema
+    fp = fingerprint(forest)
+    lay = layout(forest)
+    single = schema.input_dtype == "float32"
+    acc_single = schema.accumulate_dtype == "float32"
+    in_t = "float" if single else "double"
+    acc_t = "float" if acc_single else "double"
+    K = schema.n_outputs
+    T = forest.n_trees
+    n_slots = lay.node_of.shape[0]
+    unroll = options.unroll if options.unroll is not None else forest.n_nodes <= UNROLL_MAX_NODES
+    mode = lay.mode.copy()
+    if unroll:
+        mode[:] = MODE_CODE
+    tout = forest.tree_output
+    has_scalar = bool((tout >= 0).any())
+    has_vector = bool((tout < 0).any())
+    has_cat = lay.cats is not None
+    has_special = bool((lay.mode == MODE_GENERAL).any())
+    meta = {
+        "generator": "lumber",
+        "abi_version": ABI_VERSION,
+        "fingerprint": fp,
+        "prefix": options.prefix,
+        "input_dtype": schema.input_dtype,
+        "n_trees": T,
+        "schema": schema.to_dict(),
+    }
+    from lumber import __version__
+
+    meta["lumber_version"] = __version__
+    defines = {
+        "LUMBER_ABI_VERSION": str(ABI_VERSION),
+        "LUMBER_IN_T": in_t,
+        "LUMBER_ACC_T": acc_t,
+        "LUMBER_N_FEATURES": str(forest.n_features),
+        "LUMBER_N_OUTPUTS": str(K),
+        "LUMBER_N_TREES": str(T),
+        "LUMBER_N_SLOTS": str(n_slots),
+        "LUMBER_RULE": str(int(schema.category_rule)),
+        "LUMBER_HAS_SCALAR": str(int(has_scalar)),
+        "LUMBER_HAS_VECTOR": str(int(has_vector)),
+        "LUMBER_HAS_SPECIAL": str(int(has_special)),
+        "LUMBER_HAS_CAT": str(int(has_cat)),
+        "LUMBER_HAS_CAT_LIST": str(int(has_cat and lay.cats is not None and lay.cats.codes.size > 0)),
+        "LUMBER_HAS_CODE": str(int(unroll and T > 0)),
+        "LUMBER_AVERAGE": str(int(schema.average)),
+        "LUMBER_TRANSFORM": str(int(schema.post_transform)),
+        "LUMBER_SIGMOID_ALPHA": c_reals(np.array([schema.sigmoid_alpha]), False)[0],
+        "LUMBER_ISOLATION_C": c_reals(np.array([schema.isolation_c]), False)[0],
+        "LUMBER_ZERO_THRESHOLD": float(ZERO_THRESHOLD).hex(),
+        "LUMBER_BLOCK": str(options.block),
+    }
+    header = (_template("api.h").replace("@PREFIX@", options.prefix).replace("@IN_T@", in_t)
+              .replace("@GUARD@", f"LUMBER_{options.prefix.upper()}_H"))
+    parts: list[str] = [
+        f"/* Generated by lumber {__version__}; do not edit.\n"
+        f" * Model fingerprint {fp}\n"
+        f" * {T} trees, {forest.n_nodes} nodes, {forest.n_features} features, {K} output(s), "
+        f"{schema.input_dtype} input, {schema.accumulate_dtype} sums.\n"
+        f" * Build: cc -O3 -fPIC -shared -std=c99 {options.name}.c -o lib{options.name}.so -lm\n */\n",
+        "".join(f"#define {k} {v}\n" for k, v in defines.items()),
+        f"#define LUMBER_FN(name) {options.prefix}_##name\n\n",
+        header, "\n", _template("prelude.h"), "\n",
+    ]
+    parts.append(_tables(forest, lay, mode, single, acc_single, K, T, fp, json.dumps(meta, sort_keys=True,
+                                                                                      default=str)))
+    code_defs: list[str] = []
+    if unroll and T > 0:
+        names = [f"lumber_tree_{t}" for t in range(T)]
+        parts.append("static inline int lumber_go_left(int32_t s, LUMBER_IN_T v);\n")
+        parts.extend(f"static int32_t {nm}(const LUMBER_IN_T *x);\n" for nm in names)
+        parts.append(f"static int32_t (*const L_TREE_FN[{T}])(const LUMBER_IN_T *) = {{\n  "
+                     + ",\n  ".join(names) + "\n};\n")
+        thr = c_reals(lay.threshold, single)
+        code_defs = [_code_tree(lay, t, thr, names[t]) + "\n" for t in range(T)]
+    parts.append("\n")
+    parts.append(_template("runtime.c"))
+    parts.extend(code_defs)
+    source = "".join(parts)
+    return Artifact(
+        target="c-source",
+        files={f"{options.name}.c": source.encode(), f"{options.name}.h": header.encode()},
+        fingerprint=fp,
+        metadata=meta,
+    )
+
+
+def _tables(forest: Forest, lay: Layout, mode: npt.NDArray[np.int64], single: bool, acc_single: bool,
+            K: int, T: int, fp: str, meta_json: str) -> str:
+    schema = forest.schema
+    thr = c_reals(lay.threshold, single)
+    feats = lay.feature.tolist()
+    childs = lay.child.tolist()
+    nodes = [f"{{{a}, {b}, {c}}}" for a, b, c in zip(thr, feats, childs)]
+    out = [_array("lumber_node", "L_NODES", nodes, per_line=4)]
+    out.append(_array("uint8_t", "L_FLAGS", [str(v) for v in lay.flags.tolist()], per_line=32))
+    trees = [f"{{{r}, {o}, {s}, {m}}}" for r, o, s, m in
+             zip(lay.root.tolist(), forest.tree_output.tolist(), lay.steps.tolist(), mode.tolist())]
+    if not trees:
+        trees = ["{0, 0, 0, 0}"]
+    out.append(_array("lumber_tree", "L_TREES", trees, per_line=4))
+    acc_dtype = np.float32 if acc_single else np.float64
+    value = forest.value[lay.node_of].astype(acc_dtype).astype(np.float64)
+    tree_of_slot = forest.node_tree[lay.node_of]
+    tout = forest.tree_output
+    if (tout >= 0).any():
+        col = tout[tree_of_slot]
+        scalar = np.where(col >= 0, value[np.arange(value.shape[0]), np.maximum(col, 0)], 0.0)
+        out.append(_array("LUMBER_ACC_T", "L_LEAF_VALUE", c_reals(scalar, acc_single)))
+    if (tout < 0).any():
+        vec = np.where((tout[tree_of_slot] < 0)[:, None], value, 0.0).reshape(-1)
+        out.append(_array("LUMBER_ACC_T", "L_LEAF_VECTOR", c_reals(vec, acc_single)))
+    base = np.asarray(schema.base_score, dtype=acc_dtype).astype(np.float64)
+    out.append(_array("LUMBER_ACC_T", "L_BASE", c_reals(base, acc_single)))
+    if schema.average:
+        from lumber.ir.interp import trees_per_output
+
+        div = np.maximum(trees_per_output(forest), 1.0)
+        out.append(_array("double", "L_DIVISOR", c_reals(div, False)))
+    out.append(_array("int32_t", "L_SLOT_NODE", [str(v) for v in lay.local.tolist()], per_line=16))
+    if lay.cats is not None:
+        c = lay.cats
+        out.append(_array("int32_t", "L_CAT_REF", [str(v) for v in c.ref.tolist()], per_line=16))
+        out.append(_array("lumber_catset", "L_CAT_DESC", [f"{{{a}u, {b}u, {d}u}}" for a, b, d in c.desc.tolist()],
+                          per_line=4))
+        out.append(_array("uint32_t", "L_CAT_WORDS", [f"{v}u" for v in c.words.tolist()], per_line=8))
+        if c.codes.size:
+            out.append(_array("uint32_t", "L_CAT_LIST", [f"{v}u" for v in c.codes.tolist()], per_line=8))
+    out.append(f"static const char L_FINGERPRINT[] = {c_string(fp)};\n")
+    out.append(f"static const char L_METADATA[] = {c_string(meta_json)};\n")
+    return "".join(out)

@@ -1,0 +1,166 @@
+"""Lay a Forest out as C tables: one slot per node, siblings adjacent, leaves as self loops.
+
+The walk step is ``slot = child[slot] + went_right``, so a node needs only its
+first child; a leaf points at itself with a NaN threshold, so extra steps are
+harmless and a tree can be walked a fixed number of steps without branches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Forest
+
+MODE_FIXED, MODE_CONVERGE, MODE_GENERAL, MODE_CODE = 0, 1, 2, 3
+
+FLAG_MISSING_LEFT = 1
+FLAG_MISSING_ZERO = 2
+FLAG_CATEGORICAL = 4
+FLAG_IN_SET_LEFT = 8
+FLAG_INVALID_LEFT = 16
+
+MAX_CODE = 2**32
+"""No category rule accepts a code at or above this, so larger set members can never match."""
+
+
+@dataclass(frozen=True)
+class CatTables:
+    """Category sets of categorical slots: bitsets when dense, sorted lists when sparse."""
+
+    ref: npt.NDArray[np.int32]       # per slot: index into desc, 0 for non-categorical slots
+    desc: npt.NDArray[np.uint32]     # (n_sets, 3): offset, size, is_list
+    words: npt.NDArray[np.uint32]
+    codes: npt.NDArray[np.uint32]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Slot-ordered arrays ready to print."""
+
+    node_of: npt.NDArray[np.int64]   # forest node id of each slot
+    child: npt.NDArray[np.int64]     # first child slot (self for leaves)
+    feature: npt.NDArray[np.int64]   # 0 for leaves
+    threshold: npt.NDArray[np.float64]  # in the input dtype's values; NaN on leaves
+    flags: npt.NDArray[np.uint8]
+    local: npt.NDArray[np.int64]     # node id local to its tree (what apply() returns)
+    root: npt.NDArray[np.int64]      # per tree
+    steps: npt.NDArray[np.int64]     # per tree
+    mode: npt.NDArray[np.int64]      # per tree
+    cats: CatTables | None
+
+
+def round_down_f32(t: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
+    """Largest float32 <= t, elementwise: for float32 x, ``x <= t`` iff ``x <= round_down_f32(t)``."""
+    with np.errstate(over="ignore"):
+        t32 = t.astype(np.float32)
+    up = t32.astype(np.float64) > t
+    t32[up] = np.nextafter(t32[up], np.float32(-np.inf))
+    return t32
+
+
+def slot_order(forest: Forest) -> npt.NDArray[np.int64]:
+    """Node ids in slot order: per tree breadth first, each internal node's children adjacent."""
+    left = forest.left.astype(np.int64)
+    right = forest.right.astype(np.int64)
+    levels = []
+    frontier = forest.tree_offset[:-1].astype(np.int64)
+    while frontier.size:
+        levels.append(frontier)
+        inner = frontier[left[frontier] >= 0]
+        frontier = np.stack([left[inner], right[inner]], axis=1).reshape(-1)
+    order = np.concatenate(levels) if levels else np.zeros(0, dtype=np.int64)
+    return order[np.argsort(forest.node_tree[order], kind="stable")]
+
+
+def walk_modes(forest: Forest, special: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Per tree: steps and walk mode.
+
+    A tree whose leaves are all near its maximum depth is walked exactly that many
+    steps (no leaf test at all); a lopsided tree walks its minimum leaf depth, then
+    steps until every row of the group sits on a leaf.
+    """
+    T = forest.n_trees
+    depth = forest.depth.astype(np.int64)
+    tree = forest.node_tree.astype(np.int64)
+    leaf = forest.is_leaf
+    lt, ld = tree[leaf], depth[leaf]
+    dmax = np.zeros(T, dtype=np.int64)
+    np.maximum.at(dmax, lt, ld)
+    dmin = np.full(T, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(dmin, lt, ld)
+    nleaf = np.bincount(lt, minlength=T)
+    dmean = np.bincount(lt, weights=ld, minlength=T) / np.maximum(nleaf, 1)
+    converge = dmax > dmean + 4
+    steps = np.where(converge, dmin, dmax)
+    mode = np.where(special, MODE_GENERAL, np.where(converge, MODE_CONVERGE, MODE_FIXED))
+    return steps, mode
+
+
+def _cat_tables(forest: Forest, node_of: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8]) -> CatTables:
+    n_slots = node_of.shape[0]
+    ref = np.zeros(n_slots, dtype=np.int32)
+    desc: list[tuple[int, int, int]] = []
+    words: list[npt.NDArray[np.uint32]] = []
+    codes: list[npt.NDArray[np.uint32]] = []
+    n_words = n_codes = 0
+    for s in np.flatnonzero(flags & FLAG_CATEGORICAL):
+        vals = forest.categories_of(int(node_of[s]))
+        vals = vals[vals < MAX_CODE]
+        ref[s] = len(desc)
+        top = int(vals.max()) + 1 if vals.size else 0
+        nw = (top + 31) // 32
+        if nw <= max(8, 4 * vals.size):
+            w = np.zeros(nw, dtype=np.uint32)
+            np.bitwise_or.at(w, vals >> 5, np.left_shift(np.uint32(1), (vals & 31).astype(np.uint32)))
+            desc.append((n_words, nw, 0))
+            words.append(w)
+            n_words += nw
+        else:
+            desc.append((n_codes, vals.size, 1))
+            codes.append(vals.astype(np.uint32))
+            n_codes += vals.size
+    return CatTables(
+        ref=ref,
+        desc=np.array(desc, dtype=np.uint32).reshape(-1, 3),
+        words=np.concatenate(words) if words else np.zeros(0, dtype=np.uint32),
+        codes=np.concatenate(codes) if codes else np.zeros(0, dtype=np.uint32),
+    )
+
+
+def layout(forest: Forest) -> Layout:
+    """Slot arrays of ``forest``; thresholds rounded down to float32 when it reads float32."""
+    node_of = slot_order(forest)
+    n = node_of.shape[0]
+    slot_of = np.empty(n, dtype=np.int64)
+    slot_of[node_of] = np.arange(n)
+    left = forest.left.astype(np.int64)[node_of]
+    right = forest.right.astype(np.int64)[node_of]
+    internal = left >= 0
+    child = np.where(internal, slot_of[np.maximum(left, 0)], np.arange(n))
+    assert np.array_equal(slot_of[right[internal]], child[internal] + 1), "siblings must be adjacent"
+    cat = forest.is_categorical[node_of] & internal
+    numeric = internal & ~cat
+    thr = np.where(numeric, forest.threshold[node_of], np.where(cat, 0.0, np.nan))
+    if forest.schema.input_dtype == "float32":
+        thr = round_down_f32(thr).astype(np.float64)
+    feature = np.where(internal, forest.feature[node_of], 0).astype(np.int64)
+    flags = np.zeros(n, dtype=np.uint8)
+    flags |= np.where(forest.missing_left[node_of] | ~internal, FLAG_MISSING_LEFT, 0).astype(np.uint8)
+    flags |= np.where(forest.missing_zero[node_of] & internal, FLAG_MISSING_ZERO, 0).astype(np.uint8)
+    flags |= np.where(cat, FLAG_CATEGORICAL, 0).astype(np.uint8)
+    flags |= np.where(cat & forest.cat_in_set_left[node_of], FLAG_IN_SET_LEFT, 0).astype(np.uint8)
+    flags |= np.where(cat & forest.cat_invalid_left[node_of], FLAG_INVALID_LEFT, 0).astype(np.uint8)
+    special_slot = (flags & (FLAG_MISSING_ZERO | FLAG_CATEGORICAL)) != 0
+    tree_of_slot = forest.node_tree[node_of]
+    special = np.bincount(tree_of_slot[special_slot], minlength=forest.n_trees) > 0
+    steps, mode = walk_modes(forest, special)
+    local = node_of - forest.tree_offset[:-1][tree_of_slot]
+    return Layout(
+        node_of=node_of, child=child, feature=feature, threshold=thr, flags=flags, local=local,
+        root=slot_of[forest.tree_offset[:-1]] if forest.n_trees else np.zeros(0, dtype=np.int64),
+        steps=steps, mode=mode,
+        cats=_cat_tables(forest, node_of, flags) if cat.any() else None,
+    )

@@ -1,0 +1,144 @@
+"""Load a lumber-built shared library with ctypes and call it from numpy.
+
+ctypes releases the GIL during a call, so a library built without OpenMP is
+run on row chunks from a Python thread pool. Each load maps a private copy of
+the file: the dynamic loader caches libraries by path, and a rebuilt file at
+the same path must not resolve to the old code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import CompileError, ModelFormatError, Schema
+
+from .emit import ABI_VERSION
+
+_POOL: ThreadPoolExecutor | None = None
+CHUNK_ALIGN = 1024
+"""Row chunks handed to Python threads are multiples of this (whole C blocks)."""
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="lumber-c")
+    return _POOL
+
+
+def _open_private(path: Path) -> ctypes.CDLL:
+    with tempfile.NamedTemporaryFile(prefix="lumber-", suffix=".so", delete=False) as tmp:
+        private = tmp.name
+    try:
+        shutil.copyfile(path, private)
+        return ctypes.CDLL(private, mode=getattr(ctypes, "RTLD_LOCAL", 0))
+    except OSError as exc:
+        raise ModelFormatError(f"{path}: cannot load as a shared library ({exc})") from None
+    finally:
+        os.unlink(private)
+
+
+class CLibrary:
+    """A compiled forest: raw margins, single rows and leaf ids through its C entry points."""
+
+    def __init__(self, path: str | Path, prefix: str = "lumber") -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ModelFormatError(f"{self.path}: no such compiled model")
+        self._lib = _open_private(self.path)
+        try:
+            fn = {name: getattr(self._lib, f"{prefix}_{name}") for name in (
+                "predict_raw", "predict_transformed", "predict_row", "apply", "n_features", "n_outputs", "n_trees",
+                "input_is_float32", "has_openmp", "abi_version", "fingerprint", "metadata")}
+        except AttributeError:
+            raise ModelFormatError(f"{self.path}: not a lumber-compiled model with symbol prefix '{prefix}'",
+                                   "pass the prefix it was compiled with") from None
+        for name in ("n_features", "n_outputs", "n_trees", "input_is_float32", "has_openmp", "abi_version"):
+            fn[name].restype = ctypes.c_int32
+            fn[name].argtypes = []
+        for name in ("fingerprint", "metadata"):
+            fn[name].restype = ctypes.c_char_p
+            fn[name].argtypes = []
+        abi = fn["abi_version"]()
+        if abi != ABI_VERSION:
+            raise ModelFormatError(f"{self.path}: compiled for lumber C ABI {abi}, this lumber reads ABI {ABI_VERSION}",
+                                   "recompile the model with this lumber version")
+        self.n_features = int(fn["n_features"]())
+        self.n_outputs = int(fn["n_outputs"]())
+        self.n_trees = int(fn["n_trees"]())
+        self.dtype = np.dtype(np.float32 if fn["input_is_float32"]() else np.float64)
+        self.has_openmp = bool(fn["has_openmp"]())
+        self.fingerprint = fn["fingerprint"]().decode()
+        self.metadata: dict[str, Any] = json.loads(fn["metadata"]().decode())
+        self.schema = Schema.from_dict(self.metadata["schema"])
+        ptr = ctypes.c_void_p
+        for name in ("predict_raw", "predict_transformed"):
+            fn[name].argtypes = [ptr, ctypes.c_int64, ptr, ctypes.c_int32]
+            fn[name].restype = None
+        fn["predict_row"].argtypes = [ptr, ptr]
+        fn["predict_row"].restype = None
+        fn["apply"].argtypes = [ptr, ctypes.c_int64, ptr]
+        fn["apply"].restype = None
+        self._fn = fn
+
+    def _check(self, X: npt.NDArray[Any]) -> None:
+        if X.dtype != self.dtype or X.ndim != 2 or X.shape[1] != self.n_features or not X.flags.c_contiguous:
+            raise ValueError(f"expected a C-contiguous {self.dtype} array with {self.n_features} columns")
+
+    def _run(self, name: str, X: npt.NDArray[Any], threads: int, parallel: str) -> npt.NDArray[np.float64]:
+        self._check(X)
+        n = X.shape[0]
+        out = np.empty((n, self.n_outputs), dtype=np.float64)
+        f = self._fn[name]
+        threads = max(1, int(threads))
+        if threads == 1 or n <= CHUNK_ALIGN or (parallel == "auto" and self.has_openmp) or parallel == "openmp":
+            f(X.ctypes.data, n, out.ctypes.data, threads)
+            return out
+        step = -(-n // threads)
+        step = -(-step // CHUNK_ALIGN) * CHUNK_ALIGN
+        rb, ob = X.itemsize * self.n_features, 8 * self.n_outputs
+        jobs = [_pool().submit(f, X.ctypes.data + s * rb, min(step, n - s), out.ctypes.data + s * ob, 1)
+                for s in range(0, n, step)]
+        for j in jobs:
+            j.result()
+        return out
+
+    def predict_raw(self, X: npt.NDArray[Any], threads: int = 1, parallel: str = "auto") -> npt.NDArray[np.float64]:
+        """Margins ``(n, n_outputs)`` of prepared rows; ``parallel`` is auto, openmp or python."""
+        if parallel == "openmp" and not self.has_openmp and threads > 1:
+            raise CompileError(f"{self.path}: built without OpenMP", "use parallel='python' or rebuild with OpenMP")
+        return self._run("predict_raw", X, threads, parallel)
+
+    def predict_transformed(self, X: npt.NDArray[Any], threads: int = 1,
+                            parallel: str = "auto") -> npt.NDArray[np.float64]:
+        """Margins after the post-transform, computed in C."""
+        return self._run("predict_transformed", X, threads, parallel)
+
+    def predict_row(self, x: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+        if x.dtype != self.dtype or x.shape != (self.n_features,) or not x.flags.c_contiguous:
+            raise ValueError(f"expected a contiguous {self.dtype} vector of {self.n_features} values")
+        out = np.empty(self.n_outputs, dtype=np.float64)
+        self._fn["predict_row"](x.ctypes.data, out.ctypes.data)
+        return out
+
+    def apply(self, X: npt.NDArray[Any]) -> npt.NDArray[np.int32]:
+        """Leaf per row and tree, as local node ids (as ``Forest.apply``)."""
+        self._check(X)
+        out = np.empty((X.shape[0], self.n_trees), dtype=np.int32)
+        self._fn["apply"](X.ctypes.data, X.shape[0], out.ctypes.data)
+        return out
+
+    @property
+    def raw_function(self) -> Any:
+        """The ctypes function ``predict_row(const T *row, double *out)`` (for latency measurements)."""
+        return self._fn["predict_row"]

@@ -1,0 +1,304 @@
+/* lumber C runtime: walks the tree tables emitted above it (generated file; do not edit).
+ *
+ * Tables (emitted by lumber/backends/c/emit.py):
+ *   L_NODES[s]   {thr, feat, child}: one slot per node. Siblings are adjacent, so the
+ *                next slot is child + (went right). A leaf is a self loop (child == s)
+ *                with thr = NaN, so walking it any number of steps stays put.
+ *   L_FLAGS[s]   bit 0 missing goes left, 1 missing_zero, 2 categorical, 3 members go
+ *                left, 4 invalid categories go left.
+ *   L_TREES[t]   root slot, output column (-1: vector leaves), steps, walk mode.
+ * Sums start from the base score and add trees in order, in LUMBER_ACC_T, so margins
+ * equal the reference evaluator bit for bit.
+ */
+
+#define LUMBER_MODE_FIXED 0
+#define LUMBER_MODE_CONVERGE 1
+#define LUMBER_MODE_GENERAL 2
+#define LUMBER_MODE_CODE 3
+
+#ifndef LUMBER_BLOCK
+#define LUMBER_BLOCK 64
+#endif
+
+#define L_F ((int64_t)LUMBER_N_FEATURES)
+#define L_K LUMBER_N_OUTPUTS
+#define L_IS_LEAF(s) (L_NODES[(s)].child == (s))
+
+/* One step of a numerical node for data without NaN: right iff x > thr. */
+#define L_STEP(n, x) do { const lumber_node *nd_ = L_NODES + (n); \
+    (n) = (int64_t)nd_->child + ((x)[nd_->feat] > nd_->thr); } while (0)
+/* One step when the data may hold NaN: NaN goes right unless the node sends it left. */
+#define L_STEP_NAN(n, x) do { const lumber_node *nd_ = L_NODES + (n); const LUMBER_IN_T v_ = (x)[nd_->feat]; \
+    (n) = (int64_t)nd_->child + ((v_ > nd_->thr) | ((v_ != v_) & ~L_FLAGS[(n)] & 1)); } while (0)
+
+#define L_REP8(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+
+#if LUMBER_HAS_CAT
+/* Category code of a non-NaN value under the source library's rule; -1 when invalid. */
+static inline int64_t lumber_category(double x)
+{
+#if LUMBER_RULE == 0
+    /* LightGBM: truncate toward zero; negative (after truncation), >= 2^31 or inf is invalid. */
+    if (!(x > -1.0 && x < 2147483648.0)) return -1;
+#elif LUMBER_RULE == 1
+    /* XGBoost: negative or >= 2^24 is invalid. */
+    if (!(x >= 0.0 && x < 16777216.0)) return -1;
+#elif LUMBER_RULE == 2
+    /* scikit-learn: only exact integer codes in [0, 2^32) are categories (0.5 is invalid). */
+    if (!(x >= 0.0 && x < 4294967296.0) || (double)(int64_t)x != x) return -1;
+#else
+    /* treelite: negative or >= 2^32 is invalid. */
+    if (!(x >= 0.0 && x < 4294967296.0)) return -1;
+#endif
+    return (int64_t)x;
+}
+
+static inline int lumber_member(int32_t s, int64_t code)
+{
+    const lumber_catset *c = L_CAT_DESC + L_CAT_REF[s];
+    if (c->is_list) {
+#if LUMBER_HAS_CAT_LIST
+        uint32_t lo = c->offset, hi = c->offset + c->size;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if ((int64_t)L_CAT_LIST[mid] < code) lo = mid + 1; else hi = mid;
+        }
+        return lo < c->offset + c->size && (int64_t)L_CAT_LIST[lo] == code;
+#else
+        return 0;
+#endif
+    }
+    if (code >= (int64_t)c->size * 32) return 0;
+    return (int)((L_CAT_WORDS[c->offset + (uint32_t)(code >> 5)] >> (code & 31)) & 1u);
+}
+#endif
+
+/* Full node semantics (NaN, missing_zero, categories): the reference's go_left. */
+static inline int lumber_go_left(int32_t s, LUMBER_IN_T v)
+{
+    const unsigned f = L_FLAGS[s];
+    if (v != v) return (int)(f & 1u);
+#if LUMBER_HAS_SPECIAL
+    if ((f & 2u) && fabs((double)v) <= LUMBER_ZERO_THRESHOLD) return (int)(f & 1u);
+#if LUMBER_HAS_CAT
+    if (f & 4u) {
+        const int64_t code = lumber_category((double)v);
+        if (code < 0) return (int)((f >> 4) & 1u);
+        return lumber_member(s, code) ? (int)((f >> 3) & 1u) : (int)(((f >> 3) & 1u) ^ 1u);
+    }
+#endif
+#endif
+    return v <= L_NODES[s].thr;
+}
+
+static inline int32_t lumber_walk_general(int32_t s, const LUMBER_IN_T *x)
+{
+    while (!L_IS_LEAF(s)) {
+        const lumber_node *nd = L_NODES + s;
+        s = nd->child + !lumber_go_left(s, x[nd->feat]);
+    }
+    return s;
+}
+
+/* One row through a tree without special nodes: branch-free steps until a leaf. */
+static inline int32_t lumber_walk_one(int32_t root, const LUMBER_IN_T *x)
+{
+    int64_t s = root;
+    while (!L_IS_LEAF(s)) L_STEP_NAN(s, x);
+    return (int32_t)s;
+}
+
+/* Row j of the group is xb + j * L_F: a constant offset, so no register per row pointer. */
+#define L_DECL(j) int64_t n##j = root;
+#define L_PLAIN(j) L_STEP(n##j, xb + j * L_F);
+#define L_NAN(j) L_STEP_NAN(n##j, xb + j * L_F);
+#define L_NOTLEAF(j) !L_IS_LEAF(n##j) ||
+#define L_STORE(j) leaf[i + j] = (int32_t)n##j;
+
+/* Leaf slot of rows X[0..m) in a tree without special nodes. Eight rows advance
+ * together, one level per step, so their loads overlap; no branch depends on data. */
+static void lumber_walk_block(const lumber_tree *tr, const LUMBER_IN_T *X, int m, int has_nan, int32_t *leaf)
+{
+    const int64_t root = tr->root;
+    const int steps = tr->steps;
+    const int converge = tr->mode == LUMBER_MODE_CONVERGE;
+    int i = 0;
+    if (!has_nan) {
+        for (; i + 8 <= m; i += 8) {
+            const LUMBER_IN_T *xb = X + (int64_t)i * L_F;
+            L_REP8(L_DECL)
+            for (int s = 0; s < steps; ++s) { L_REP8(L_PLAIN) }
+            if (converge) while (L_REP8(L_NOTLEAF) 0) { L_REP8(L_PLAIN) }
+            L_REP8(L_STORE)
+        }
+    } else {
+        for (; i + 8 <= m; i += 8) {
+            const LUMBER_IN_T *xb = X + (int64_t)i * L_F;
+            L_REP8(L_DECL)
+            for (int s = 0; s < steps; ++s) { L_REP8(L_NAN) }
+            if (converge) while (L_REP8(L_NOTLEAF) 0) { L_REP8(L_NAN) }
+            L_REP8(L_STORE)
+        }
+    }
+    for (; i < m; ++i) leaf[i] = lumber_walk_one(root, X + (int64_t)i * L_F);
+}
+
+static void lumber_leaves(const lumber_tree *tr, int32_t t, const LUMBER_IN_T *X, int m, int has_nan, int32_t *leaf)
+{
+    (void)t;
+    switch (tr->mode) {
+#if LUMBER_HAS_CODE
+    case LUMBER_MODE_CODE:
+        for (int i = 0; i < m; ++i) leaf[i] = L_TREE_FN[t](X + (int64_t)i * L_F);
+        break;
+#endif
+    case LUMBER_MODE_GENERAL:
+        for (int i = 0; i < m; ++i) leaf[i] = lumber_walk_general(tr->root, X + (int64_t)i * L_F);
+        break;
+    default:
+        lumber_walk_block(tr, X, m, has_nan, leaf);
+    }
+}
+
+static inline void lumber_add(const lumber_tree *tr, const int32_t *leaf, int m, LUMBER_ACC_T *acc)
+{
+#if LUMBER_HAS_SCALAR
+    if (tr->output >= 0) {
+        LUMBER_ACC_T *a = acc + tr->output;
+        for (int i = 0; i < m; ++i) a[(int64_t)i * L_K] += L_LEAF_VALUE[leaf[i]];
+        return;
+    }
+#endif
+#if LUMBER_HAS_VECTOR
+    for (int i = 0; i < m; ++i) {
+        const LUMBER_ACC_T *v = L_LEAF_VECTOR + (int64_t)leaf[i] * L_K;
+        for (int k = 0; k < L_K; ++k) acc[(int64_t)i * L_K + k] += v[k];
+    }
+#endif
+    (void)tr; (void)leaf; (void)m; (void)acc;
+}
+
+static inline void lumber_finish(const LUMBER_ACC_T *acc, double *out)
+{
+    for (int k = 0; k < L_K; ++k) {
+#if LUMBER_AVERAGE
+        out[k] = (double)acc[k] / L_DIVISOR[k];
+#else
+        out[k] = (double)acc[k];
+#endif
+    }
+}
+
+static int lumber_block_has_nan(const LUMBER_IN_T *X, int m)
+{
+    const int64_t len = (int64_t)m * L_F;
+    int any = 0;
+    for (int64_t j = 0; j < len; ++j) any |= X[j] != X[j];
+    return any;
+}
+
+static void lumber_block(const LUMBER_IN_T *X, int m, double *out)
+{
+    LUMBER_ACC_T acc[LUMBER_BLOCK * L_K];
+    int32_t leaf[LUMBER_BLOCK];
+    for (int i = 0; i < m; ++i)
+        for (int k = 0; k < L_K; ++k) acc[i * L_K + k] = L_BASE[k];
+    const int has_nan = lumber_block_has_nan(X, m);
+    for (int32_t t = 0; t < LUMBER_N_TREES; ++t) {
+        lumber_leaves(L_TREES + t, t, X, m, has_nan, leaf);
+        lumber_add(L_TREES + t, leaf, m, acc);
+    }
+    for (int i = 0; i < m; ++i) lumber_finish(acc + i * L_K, out + (int64_t)i * L_K);
+}
+
+static void lumber_transform(double *o)
+{
+#if LUMBER_TRANSFORM == 1
+    for (int k = 0; k < L_K; ++k) o[k] = 1.0 / (1.0 + exp(-LUMBER_SIGMOID_ALPHA * o[k]));
+#elif LUMBER_TRANSFORM == 2
+    double mx = o[0], sum = 0.0;
+    for (int k = 1; k < L_K; ++k) mx = o[k] > mx ? o[k] : mx;
+    for (int k = 0; k < L_K; ++k) { o[k] = exp(o[k] - mx); sum += o[k]; }
+    for (int k = 0; k < L_K; ++k) o[k] /= sum;
+#elif LUMBER_TRANSFORM == 3
+    for (int k = 0; k < L_K; ++k) o[k] = exp(o[k]);
+#elif LUMBER_TRANSFORM == 4
+    for (int k = 0; k < L_K; ++k) o[k] = -pow(2.0, -o[k] / LUMBER_ISOLATION_C);
+#else
+    (void)o;
+#endif
+}
+
+static void lumber_blocks(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads, int transform)
+{
+    const int64_t nb = (n + LUMBER_BLOCK - 1) / LUMBER_BLOCK;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(static) if (threads > 1 && nb > 1)
+#else
+    (void)threads;
+#endif
+    for (int64_t b = 0; b < nb; ++b) {
+        const int64_t r0 = b * LUMBER_BLOCK;
+        const int m = (int)(n - r0 < LUMBER_BLOCK ? n - r0 : LUMBER_BLOCK);
+        double *o = out + r0 * L_K;
+        lumber_block(rows + r0 * L_F, m, o);
+        if (transform)
+            for (int i = 0; i < m; ++i) lumber_transform(o + (int64_t)i * L_K);
+    }
+}
+
+void LUMBER_FN(predict_raw)(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads)
+{
+    lumber_blocks(rows, n, out, threads, 0);
+}
+
+void LUMBER_FN(predict_transformed)(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads)
+{
+    lumber_blocks(rows, n, out, threads, 1);
+}
+
+void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
+{
+    LUMBER_ACC_T acc[L_K];
+    for (int k = 0; k < L_K; ++k) acc[k] = L_BASE[k];
+    for (int32_t t = 0; t < LUMBER_N_TREES; ++t) {
+        const lumber_tree *tr = L_TREES + t;
+        int32_t s;
+#if LUMBER_HAS_CODE
+        if (tr->mode == LUMBER_MODE_CODE) s = L_TREE_FN[t](row); else
+#endif
+        s = tr->mode == LUMBER_MODE_GENERAL ? lumber_walk_general(tr->root, row) : lumber_walk_one(tr->root, row);
+        lumber_add(tr, &s, 1, acc);
+    }
+    lumber_finish(acc, out);
+}
+
+void LUMBER_FN(apply)(const LUMBER_IN_T *rows, int64_t n, int32_t *out)
+{
+    int32_t leaf[LUMBER_BLOCK];
+    for (int64_t r0 = 0; r0 < n; r0 += LUMBER_BLOCK) {
+        const int m = (int)(n - r0 < LUMBER_BLOCK ? n - r0 : LUMBER_BLOCK);
+        const LUMBER_IN_T *X = rows + r0 * L_F;
+        const int has_nan = lumber_block_has_nan(X, m);
+        for (int32_t t = 0; t < LUMBER_N_TREES; ++t) {
+            lumber_leaves(L_TREES + t, t, X, m, has_nan, leaf);
+            for (int i = 0; i < m; ++i) out[(r0 + i) * LUMBER_N_TREES + t] = L_SLOT_NODE[leaf[i]];
+        }
+    }
+}
+
+int32_t LUMBER_FN(n_features)(void) { return LUMBER_N_FEATURES; }
+int32_t LUMBER_FN(n_outputs)(void) { return LUMBER_N_OUTPUTS; }
+int32_t LUMBER_FN(n_trees)(void) { return LUMBER_N_TREES; }
+int32_t LUMBER_FN(input_is_float32)(void) { return (int32_t)(sizeof(LUMBER_IN_T) == sizeof(float)); }
+int32_t LUMBER_FN(abi_version)(void) { return LUMBER_ABI_VERSION; }
+const char *LUMBER_FN(fingerprint)(void) { return L_FINGERPRINT; }
+const char *LUMBER_FN(metadata)(void) { return L_METADATA; }
+int32_t LUMBER_FN(has_openmp)(void)
+{
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
