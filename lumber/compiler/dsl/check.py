@@ -103,6 +103,10 @@ _FIELD_WORDS = {
 }
 
 
+_EXTRA_WORDS = {"lower": "bounds", "upper": "bounds", "allowed": "allowed set", "cost_up": "cost",
+                "cost_down": "cost"}
+
+
 class _Checker:
     def __init__(self, schema: Schema | None, base_dir: Path) -> None:
         self.schema = schema
@@ -298,7 +302,8 @@ class _Checker:
             if not holds:
                 self.err("this relation is never true: the features cancel out", rel.span)
                 return None
-            self.warn("this relation always holds: the features cancel out", rel.span)
+            self.warn("this relation always holds: the features cancel out", rel.span, "it is ignored")
+            return None
         return out
 
     def _strict_op(self, op: str, span: SourceSpan) -> None:
@@ -306,7 +311,7 @@ class _Checker:
             self.err("'!=' is not supported", span, "for categories write the allowed set: `X in {a, b}`")
         else:
             self.err(f"strict comparison '{op}' is not supported", span,
-                     f"use '{op}=' (for integer levels, shift the bound by one)")
+                     f"use '{op}='; for integer levels, move the bound to the next level")
 
     # -- labels ---------------------------------------------------------------------------
 
@@ -446,7 +451,7 @@ class _Checker:
                          "its codes have no order; restrict it with a set: `in {a, b}`")
                 return
             if isinstance(cl, A.CBetween):
-                lo, hi = self.bound(feat, cl.low), self.bound(feat, cl.high)
+                lo, hi = self.bound(feat, cl.low, ">="), self.bound(feat, cl.high, "<=")
                 if lo is not None and hi is not None:
                     self.set_field(rs, "lower", lo, cl.span)
                     self.set_field(rs, "upper", hi, cl.span)
@@ -454,7 +459,7 @@ class _Checker:
             if cl.op in ("<", ">", "!="):
                 self._strict_op(cl.op, cl.span)
                 return
-            b = self.bound(feat, cl.value)
+            b = self.bound(feat, cl.value, "==" if cl.op == "=" else cl.op)
             if b is None:
                 return
             if cl.op in (">=", "==", "="):
@@ -501,7 +506,7 @@ class _Checker:
             if cl.side in (None, "down"):
                 self.set_field(rs, "cost_down", amount, cl.span)
 
-    def bound(self, feat: str, e: A.Expr) -> Bound | None:
+    def bound(self, feat: str, e: A.Expr, op: str) -> Bound | None:
         lin = self.linear(e)
         if lin is None:
             return None
@@ -510,10 +515,12 @@ class _Checker:
             return Bound(lin[1])
         if terms == {(feat, ORIG): 1.0}:
             return Bound(lin[1], relative=True)
+        from .printer import expr
+
         orig = self.resolver.spell(feat, ORIG)
         self.err(f"a bound on '{feat}' must be a number or {orig} plus or minus a number", e.span,
-                 "to relate features, write a linear relation on its own line, e.g. "
-                 f"`{self.resolver.spell(feat)} - 2*{orig} <= 5`")
+                 f"to relate it to other values, write a linear relation on its own line: "
+                 f"`{self.resolver.spell(feat)} {op} {expr(e)}`")
         return None
 
     def condition(self, c: A.Cond, role: str) -> Any:
@@ -657,7 +664,7 @@ class _Checker:
             n = 2 if self.schema.task == Task.BINARY else self.schema.n_outputs
             if label.kind == "number" and float(raw) == int(float(raw)) and 0 <= float(raw) < n:
                 return int(float(raw))
-            self.err(f"unknown class {label.text}", label.span, f"the model's classes are 0..{n - 1}")
+            self.err(f"unknown class {_shown(label)}", label.span, f"the model's classes are 0..{n - 1}")
             return None
         for c in classes:
             if label.kind != "number" and str(c) == label.text:
@@ -672,7 +679,7 @@ class _Checker:
             if float(raw) == int(float(raw)) and 0 <= float(raw) < len(classes):
                 return _py(classes[int(float(raw))])
         close = difflib.get_close_matches(label.text, [str(c) for c in classes], n=1, cutoff=0.6)
-        self.err(f"unknown class {label.text}", label.span,
+        self.err(f"unknown class {_shown(label)}", label.span,
                  f"did you mean '{close[0]}'?" if close else f"the model's classes: {_list(classes)}")
         return None
 
@@ -689,9 +696,10 @@ class _Checker:
         elif imm:
             extra = [n for n in ("lower", "upper", "allowed", "cost_up", "cost_down") if n in rs.fields]
             if extra:
-                span = rs.where(extra[0])
-                self.warn(f"'{feat}' is immutable, so its {_FIELD_WORDS[extra[0]].split(' ', 1)[-1]} has no effect",
-                          span, f"declared immutable at {rs.where('immutable')}")
+                words = list(dict.fromkeys(_EXTRA_WORDS[n] for n in extra))
+                what = " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+                self.warn(f"'{feat}' is immutable, so its {what} {'have' if len(words) > 1 else 'has'} no effect",
+                          rs.where(extra[0]), f"declared immutable at {rs.where('immutable')}")
         if direction is not None and kind == FeatureKind.CATEGORICAL and rs.get("order") is None:
             self.err(f"'{feat}' is categorical: '{direction.name.lower()}' needs an order of its categories",
                      rs.where("direction"), f"declare one, e.g. `{_qn(feat)}: order a < b < c`")
@@ -818,6 +826,12 @@ def lookup_code(f: Feature | None, kind: str, text: str) -> float | None:
     if f.kind == FeatureKind.CATEGORICAL:
         return v if v == int(v) and v >= 0 else None
     return v
+
+
+def _shown(label: A.Label) -> str:
+    from .names import quote_string
+
+    return quote_string(label.text) if label.kind == "string" else label.text
 
 
 def _is_number(v: Any) -> bool:

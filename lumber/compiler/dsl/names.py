@@ -53,7 +53,8 @@ class Resolver:
     def spell(self, feature: str, reading: str = VALUE) -> str:
         """Source text that resolves back to ``(feature, reading)``: sugar when it is unambiguous."""
         bare = {VALUE: feature, ORIG: feature + "0", DELTA: "d" + feature}[reading]
-        if is_bare_name(bare) and self.resolve(bare) == (feature, reading):
+        readable = not (reading == ORIG and feature[-1:].isdigit())  # `PAY_AMT10` would read as a feature
+        if readable and is_bare_name(bare) and self.resolve(bare) == (feature, reading):
             return bare
         name = quote_name(feature)
         if reading == VALUE:

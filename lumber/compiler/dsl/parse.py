@@ -533,6 +533,14 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, file: str | None, lines:
         if tok.type not in ("NAME", "QNAME") and str(tok.value) in KEYWORDS and (
                 "NAME" in (exc.accepts or exc.expected)) and key not in ("missing-colon", "bad-clause"):
             key = "keyword-as-name"
+        first = _first_word(src(line) or "")
+        if tok.type == "COLON" and first in KEYWORDS:
+            msg = f"'{first}' is a keyword, not a feature name"
+            text_line = src(line) or ""
+            col0 = len(text_line) - len(text_line.lstrip()) + 1
+            span = SourceSpan(file, line, col0, line, col0 + len(first))
+            return error(msg, span, f"write a feature named like a keyword in backquotes: `{first}`: ...",
+                         source_line=src(line)), line
         if key is not None:
             msg, note = _MESSAGES[key]
             notes = [note]

@@ -167,7 +167,7 @@ def _cost(side: str | None, v: float) -> A.CCost:
     """``cost 1 per 1000`` when that reads back exactly, else ``cost 0.0025``."""
     if 0 < v < 1:
         per = 1.0 / v
-        if per == int(per) and per < 1e16 and 1.0 / per == v:
+        if per < 1e16 and per == int(per) and 1.0 / per == v:
             return A.CCost(side, A.Num("1", _NOWHERE), A.Num(number_text(per), _NOWHERE), _NOWHERE)
     return A.CCost(side, A.Num(number_text(v), _NOWHERE), None, _NOWHERE)
 
@@ -180,7 +180,8 @@ def _feature_name(feature: str) -> A.Name:
 
 def _ref(res: Resolver, feature: str, reading: str) -> A.Ref:
     bare = {VALUE: feature, ORIG: feature + "0", DELTA: "d" + feature}[reading]
-    if is_bare_name(bare) and res.resolve(bare) == (feature, reading):
+    readable = not (reading == ORIG and feature[-1:].isdigit())  # `PAY_AMT10` would read as a feature
+    if readable and is_bare_name(bare) and res.resolve(bare) == (feature, reading):
         return A.Ref(A.Name(bare, False, _NOWHERE), "plain", _NOWHERE)
     name = _feature_name(feature)
     if reading == VALUE:
@@ -209,10 +210,14 @@ def _linear(terms: list[tuple[float, A.Expr]]) -> A.Expr:
 
 
 def _relation(res: Resolver, r: LinearRelation) -> A.Relation:
+    """Print changes as ``dX`` where ``x0`` holds ``-a`` for ``x``'s ``a``, if that keeps the term order."""
     x, x0 = list(r.x_terms), list(r.x0_terms)
-    paired = len(x) == len(x0) and all(a[0] == b[0] and b[1] == -a[1] for a, b in zip(x, x0))
-    if paired and x:
-        terms = [(c, _ref(res, f, DELTA)) for f, c in x]
+    x0c = dict(x0)
+    paired = {f for f, c in x if f in x0c and x0c[f] == -c}
+    reread = [f for f, _ in x if f in paired] + [f for f, _ in x0 if f not in paired]
+    if paired and reread == [f for f, _ in x0]:
+        terms = [(c, _ref(res, f, DELTA if f in paired else VALUE)) for f, c in x]
+        terms += [(c, _ref(res, f, ORIG)) for f, c in x0 if f not in paired]
     else:
         terms = [(c, _ref(res, f, VALUE)) for f, c in x] + [(c, _ref(res, f, ORIG)) for f, c in x0]
     return A.Relation(_linear(terms), r.op, _num(r.rhs), _NOWHERE)
