@@ -66,6 +66,8 @@ def sniff(data: bytes) -> str:
     if head[:1] in (b"\x80",) or head.startswith(b"\x80\x04") or head.startswith(b"\x80\x05"):
         return "pickle"
     stripped = head.lstrip()
+    if head[:1] == b"{" and head[1:2] in (b"L", b"l", b"i", b"U", b"I", b"$", b"#"):
+        return "xgboost-ubjson"  # UBJSON object: a length marker follows '{' (JSON has '"' or whitespace)
     if stripped.startswith(b"{"):
         if b'"learner"' in data[:1 << 20]:
             return "xgboost-json"
