@@ -23,6 +23,7 @@ estimator's ``apply``.
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from typing import Any, Sequence
 
@@ -34,8 +35,6 @@ from lumber.ir import (
     UnsupportedModelError,
 )
 from lumber.ir.build import TreeArrays, concat_trees
-
-from . import content_hash
 
 SUPPORTED = (
     "DecisionTreeClassifier", "DecisionTreeRegressor", "ExtraTreeClassifier", "ExtraTreeRegressor",
@@ -54,21 +53,25 @@ _LINKS = {  # sklearn._loss link class -> (post transform, sigmoid alpha)
 
 
 class _Digest:
-    """Canonical bytes of the source arrays, for the schema's content hash."""
+    """Content hash of the source arrays, each prefixed by its dtype and shape.
+
+    Equals ``content_hash(b"".join(parts))`` (sha256), fed incrementally so big
+    forests are never copied into one bytes object.
+    """
 
     def __init__(self, model: Any) -> None:
-        self.parts: list[bytes] = [type(model).__name__.encode()]
+        self._sha = hashlib.sha256(type(model).__name__.encode())
 
     def add(self, *items: Any) -> None:
         for item in items:
             a = np.ascontiguousarray(item)
             if a.dtype == object:
                 a = np.asarray([str(v) for v in a.reshape(-1)], dtype=str)
-            self.parts.append(f"{a.dtype.str}{a.shape}".encode())
-            self.parts.append(a.tobytes())
+            self._sha.update(f"{a.dtype.str}{a.shape}".encode())
+            self._sha.update(memoryview(a.reshape(-1).view(np.uint8)) if a.size else b"")
 
     def hexdigest(self) -> str:
-        return content_hash(b"".join(self.parts))
+        return self._sha.hexdigest()
 
 
 # -- entry point --------------------------------------------------------------------------
