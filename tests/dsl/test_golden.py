@@ -20,7 +20,7 @@ import pytest
 from lumber.compiler.dsl import ConstraintError, check_constraints, format_constraints, format_text, parse_constraints
 from lumber.ir import CompileError
 
-from schemas import SCHEMAS
+from .schemas import SCHEMAS
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(p.stem for p in GOLDEN.glob("*.lum") if not p.stem.startswith("_"))

@@ -39,9 +39,14 @@ def is_path(source: str | Path) -> bool:
     """Whether ``parse_constraints`` reads ``source`` as a file name (else as constraint text)."""
     if isinstance(source, Path):
         return True
-    if "\n" in source:
+    if "\n" in source or "\0" in source:
         return False
-    return Path(source).is_file() or bool(_PATHLIKE.match(source.strip()))
+    try:
+        if Path(source).is_file():
+            return True
+    except (OSError, ValueError):  # a name too long for the system is text, not a file
+        return False
+    return bool(_PATHLIKE.match(source.strip()))
 
 
 def check_constraints(source: str | Path, schema: Any = None, *, base_dir: str | Path | None = None,

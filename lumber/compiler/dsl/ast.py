@@ -286,4 +286,10 @@ class Program:
 
     @property
     def lines(self) -> list[str]:
-        return self.text.splitlines()
+        return split_lines(self.text)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as the parser counts them: only ``\n`` ends a line (``str.splitlines`` would also split
+    on form feeds and other separators and shift every line number after them)."""
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]

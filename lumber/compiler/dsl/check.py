@@ -149,10 +149,13 @@ class _Checker:
             if not isinstance(st, A.Include):
                 out.append(st)
                 continue
+            if not st.path or "\0" in st.path:
+                self.err("invalid file name in include", st.span)
+                continue
             target = (here / st.path)
             try:
                 key = target.resolve()
-            except OSError:
+            except (OSError, RuntimeError):
                 key = target.absolute()
             if key in stack:
                 chain = " -> ".join(_show(p) for p in [*stack[stack.index(key):], key])

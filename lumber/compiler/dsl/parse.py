@@ -342,7 +342,7 @@ class _Builder(Transformer_NonRecursive):
 def scan_comments(text: str) -> list[A.Comment]:
     """Every ``# ...`` outside strings and quoted names (for the formatter)."""
     out = []
-    for ln, line in enumerate(text.splitlines(), start=1):
+    for ln, line in enumerate(A.split_lines(text), start=1):
         quote = None
         i = 0
         while i < len(line):
@@ -410,7 +410,8 @@ _EXAMPLES: dict[str, list[str]] = {
     "empty-set": ["Housing: in {}", "if H in {} then A >= 1"],
     "unclosed-set": ["Housing: in {a, b", "Housing: in {a b}", "if H in {a then B >= 1"],
     "bad-clause": ["Age: increasing", "Age: 3", "Age:", "Age: foo bar", "Age: `x`", "Age: \"x\"", "Age: < 3",
-                   "Age: > 3", "Age: == 3", "Age: (", "Age: and", "Age: if"],
+                   "Age: > 3", "Age: == 3", "Age: (", "Age: and", "Age: if", "Age: increase, foo",
+                   "Age: increase, 3", "Age: increase, `x`", "Age: increase, \"x\"", "Age: increase, and"],
     "one-condition": ["if A increases and B increases then C >= 1", "if A >= 1 and B >= 1 then C >= 1",
                       "if H in {a} and B >= 1 then C >= 1"],
     "missing-then": ["if A increases B >= 1", "if A increases", "if A >= 1", "if A >= 1 B >= 2",
@@ -425,7 +426,7 @@ _EXAMPLES: dict[str, list[str]] = {
     "cost-form": ["Age: cost", "Age: cost up", "Age: cost 1 per", "Age: cost -1", "Age: cost down -1",
                   "Age: cost x"],
     "include-path": ["include common.lum", "include", "include `x`"],
-    "order-form": ["Age: order a, b", "Age: order a", "Age: order", "Age: order a <", "Age: order {a, b}"],
+    "order-form": ["Age: order", "Age: order a <", "Age: order {a, b}", "Age: order a b"],
     "plausible-form": ["plausible", "plausible isolation-forest(contamination)",
                        "plausible isolation-forest(contamination=0.1", "plausible isolation-forest(=1)",
                        "plausible isolation-forest contamination=0.1"],
@@ -533,6 +534,9 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, file: str | None, lines:
         if tok.type not in ("NAME", "QNAME") and str(tok.value) in KEYWORDS and (
                 "NAME" in (exc.accepts or exc.expected)) and key not in ("missing-colon", "bad-clause"):
             key = "keyword-as-name"
+        before = (src(line) or "")[:col - 1]
+        if key in ("unclosed-set", "order-form"):  # the parser states after a label are shared
+            key = "unclosed-set" if before.rfind("{") > before.rfind("}") else "order-form"
         first = _first_word(src(line) or "")
         if tok.type == "COLON" and first in KEYWORDS:
             msg = f"'{first}' is a keyword, not a feature name"
@@ -557,6 +561,8 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, file: str | None, lines:
                 msg = f"unknown clause '{tok.value}'"
                 if close:
                     notes.insert(0, f"did you mean '{close[0]}'?")
+                if re.search(r"\border\b", src(line) or ""):
+                    notes.insert(0, "an order separates its levels with '<': `order a < b < c`")
             elif key == "keyword-as-name":
                 msg = f"'{tok.value}' is a keyword, not a name"
                 notes = [f"write a feature named like a keyword in backquotes (`{tok.value}`) "
@@ -620,7 +626,7 @@ def parse_text(text: str, file: str | None = None) -> A.Program:
     if text.startswith("\ufeff"):
         text = text[1:]
     p = parser()
-    lines = text.splitlines()
+    lines = A.split_lines(text)
     work = list(lines)
     diags: list[Diagnostic] = []
     tree = None
@@ -656,13 +662,17 @@ def parse_file(path: str | Path, display: str | None = None) -> A.Program:
     p = Path(path)
     name = display if display is not None else str(path)
     try:
+        if p.exists() and not p.is_file() and not p.is_dir():
+            raise ConstraintError(f"{name}: not a regular file")
         data = p.read_bytes()
     except FileNotFoundError:
         raise ConstraintError(f"{name}: no such file") from None
     except IsADirectoryError:
         raise ConstraintError(f"{name}: is a directory, expected a constraint file") from None
     except OSError as exc:
-        raise ConstraintError(f"{name}: cannot read ({exc.strerror})") from None
+        raise ConstraintError(f"{name}: cannot read ({exc.strerror or exc})") from None
+    except ValueError:
+        raise ConstraintError(f"{name}: invalid file name") from None
     return parse_text(decode(data, name), name)
 
 

@@ -116,7 +116,7 @@ def statement(st: A.Statement) -> str:
 
 def format_program(program: A.Program) -> str:
     """The canonical text of a parsed file (comments kept, at most one blank line in a row)."""
-    src = program.text.splitlines()
+    src = A.split_lines(program.text)
     items: list[tuple[int, int, str]] = []  # (first line, last line, text)
     trailing = {c.line: c for c in program.comments if not c.own_line}
     for st in program.statements:
