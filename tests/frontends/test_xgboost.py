@@ -29,6 +29,15 @@ from lumber.ir import (  # noqa: E402
     CategoryRule, FeatureKind, InputDataError, ModelFormatError, PostTransform, Task, UnsupportedModelError,
 )
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread() -> Any:
+    """One OpenMP thread: on a shared 2-core machine oversubscribed training is 100x slower."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        yield
+
+
 # -- helpers ------------------------------------------------------------------------------------
 
 

@@ -63,6 +63,20 @@ def from_treelite(model: Any, **options: Any) -> Forest:
 
 def from_treelite_json(data: str | bytes, *, name: str = "<treelite JSON>", **options: Any) -> Forest:
     """The text of ``treelite.Model.dump_as_json()`` -> Forest (``name`` labels errors)."""
+    return _from_json(data, name, **options)[0]
+
+
+def treelite_node_ids(model: Any, **options: Any) -> list[npt.NDArray[np.int64]]:
+    """Per tree, treelite's node id of each lumber node (identity unless a tree had to be renumbered).
+
+    ``model`` is a ``treelite.Model`` or the text of its ``dump_as_json()``.
+    """
+    if isinstance(model, (str, bytes)):
+        return _from_json(model, options.pop("name", "<treelite JSON>"), **options)[1]
+    return _from_object(model, **options)[1]
+
+
+def _from_json(data: str | bytes, name: str, **options: Any) -> tuple[Forest, list[npt.NDArray[np.int64]]]:
     doc = _Doc(name)
     root = _parse(data, name)
     if not isinstance(root, dict):
@@ -70,12 +84,7 @@ def from_treelite_json(data: str | bytes, *, name: str = "<treelite JSON>", **op
     trees = doc.get(root, "trees", "", list)
     raw = [_tree_from_json(doc, tree, t) for t, tree in enumerate(trees)]
     blob = data.encode("utf-8") if isinstance(data, str) else data
-    return _lower(doc, root, raw, blob, "", **options)[0]
-
-
-def treelite_node_ids(model: Any, **options: Any) -> list[npt.NDArray[np.int64]]:
-    """Per tree, treelite's node id of each lumber node (identity unless a tree had to be renumbered)."""
-    return _from_object(model, **options)[1]
+    return _lower(doc, root, raw, blob, "", **options)
 
 
 def _from_object(model: Any, **options: Any) -> tuple[Forest, list[npt.NDArray[np.int64]]]:
