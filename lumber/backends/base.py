@@ -86,7 +86,7 @@ def fingerprint(ir: Any) -> str:
     h = hashlib.sha256()
     schema = getattr(ir, "schema", None)
     source = getattr(schema, "source", None) or {}
-    h.update(str(source.get("hash", source.get("sha256", ""))).encode())
+    h.update(str(source.get("content_hash", source.get("hash", ""))).encode())
     h.update(b"\0")
     h.update(hashlib.sha256(to_bytes(ir)).digest())
     return h.hexdigest()

@@ -87,7 +87,7 @@ def check(forest: Forest, options: COptions) -> list[Diagnostic]:
 
 def _code_tree(lay: Layout, t: int, thr: list[str], name: str) -> str:
     """One tree as nested if/else returning its leaf slot."""
-    lines = [f"static int32_t {name}(const LUMBER_IN_T *x)\n{{"]
+    lines = [f"static int32_t {name}(const LUMBER_IN_T *x)\n{{", "    (void)x;"]
 
     def visit(s: int, indent: int) -> None:
         pad = "    " * indent

@@ -1,0 +1,229 @@
+"""C backend: bit-exact against the reference evaluator on every node kind, boundary and NaN rows."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cases import CASES, corpus
+from conftest import build_many, needs_cc
+from strategies import forests
+
+import lumber
+from lumber.backends.c import BuildOptions, CLibrary, COptions, build_shared, emit_source, find_compiler
+from lumber.backends.c.layout import round_down_f32
+from lumber.compiler.api.compile import as_rows
+from lumber.ir import CompileError, Forest, ModelFormatError, OutputError
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "c"
+
+
+def rows_for(lib: CLibrary, forest: Forest, X: np.ndarray) -> np.ndarray:
+    return as_rows(forest.schema, X, lib.dtype)
+
+
+def assert_same(lib: CLibrary, forest: Forest, X: np.ndarray) -> None:
+    """Margins, leaves and single-row margins equal the reference exactly."""
+    R = rows_for(lib, forest, X)
+    ref = forest.evaluate(X).reshape(len(X), -1)
+    got = lib.predict_raw(R)
+    bad = np.flatnonzero((got != ref).any(axis=1))
+    assert bad.size == 0, f"rows {bad[:5]}: {X[bad[:3]]} got {got[bad[:3]]} expected {ref[bad[:3]]}"
+    np.testing.assert_array_equal(lib.apply(R), forest.apply(X))
+    single = np.array([lib.predict_row(r) for r in R])
+    np.testing.assert_array_equal(single, ref)
+    want = forest.schema.transform(forest.evaluate(X)).reshape(len(X), -1)
+    np.testing.assert_allclose(lib.predict_transformed(R), want, rtol=1e-14, atol=1e-300)
+
+
+@pytest.mark.parametrize("variant", ["t", "u"], ids=["tables", "unrolled"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_case_matches_reference(case_libs: dict[str, CLibrary], case: str, variant: str) -> None:
+    forest = CASES[case]()
+    assert_same(case_libs[f"{case}_{variant}"], forest, corpus(forest))
+
+
+def _random_forests(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest], opt: str) -> None:
+    libs = build_many([(f"m{i}", f, i % 3 == 2) for i, f in enumerate(fs)],
+                      tmp_path_factory.mktemp("hyp") / "m.so", opt=opt)
+    for i, f in enumerate(fs):
+        assert_same(libs[f"m{i}"], f, corpus(f, seed=i))
+
+
+@needs_cc
+@settings(max_examples=2)
+@given(st.lists(forests(max_trees=6, max_depth=5), min_size=6, max_size=6))
+def test_random_forests_match_reference(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest]) -> None:
+    """Hypothesis forests, six per library (one compile per example), a third unrolled."""
+    _random_forests(tmp_path_factory, fs, "-O1")
+
+
+@pytest.mark.slow
+@needs_cc
+@settings(max_examples=40)
+@given(st.lists(forests(max_trees=12, max_depth=7, max_features=6), min_size=6, max_size=6))
+def test_random_forests_match_reference_thorough(tmp_path_factory: pytest.TempPathFactory,
+                                                 fs: list[Forest]) -> None:
+    _random_forests(tmp_path_factory, fs, "-O3")
+
+
+def test_float32_round_down_is_equivalent() -> None:
+    """For every float32 x: x <= t (in float64) iff x <= round_down_f32(t) (in float32)."""
+    rng = np.random.default_rng(0)
+    t = np.concatenate([
+        rng.normal(size=2000) * 10.0 ** rng.integers(-40, 39, size=2000),
+        [0.0, -0.0, 1e-46, -1e-46, 3.5e38, -3.5e38, 3.4028235677973366e38, np.inf, -np.inf, 1e300, -1e300],
+        (np.float64(np.float32(1.0)) + np.float64(np.nextafter(np.float32(1.0), np.float32(2)))) / 2 + np.zeros(1)])
+    t32 = round_down_f32(t)
+    assert (t32.astype(np.float64) <= t).all()
+    with np.errstate(over="ignore"):
+        base = t.astype(np.float32)
+    for step in range(-3, 4):
+        x = base.copy()
+        for _ in range(abs(step)):
+            x = np.nextafter(x, np.float32(np.inf if step > 0 else -np.inf))
+        with np.errstate(over="ignore"):
+            up = np.nextafter(t32, np.float32(np.inf))
+        for probe in (x, t32, up):
+            with np.errstate(invalid="ignore"):
+                np.testing.assert_array_equal(probe.astype(np.float64) <= t, probe <= t32)
+
+
+@needs_cc
+def test_threads_python_pool_and_openmp(tmp_path: Path) -> None:
+    """Row chunks on Python threads and OpenMP threads give the serial result."""
+    from cases import numeric_nan
+
+    f = numeric_nan()
+    X = np.random.default_rng(0).normal(size=(5000, 2)) * 3
+    X[::17, 0] = np.nan
+    ref = f.evaluate(X).reshape(-1, 1)
+    plain = build_many([("p", f, False)], tmp_path / "plain.so", openmp=False)["p"]
+    assert not plain.has_openmp
+    np.testing.assert_array_equal(plain.predict_raw(X, threads=2), ref)
+    np.testing.assert_array_equal(plain.predict_raw(X, threads=3, parallel="python"), ref)
+    with pytest.raises(CompileError, match="without OpenMP"):
+        plain.predict_raw(X, threads=2, parallel="openmp")
+    from lumber.backends.c import supports_openmp
+
+    if supports_openmp(find_compiler()):
+        omp = build_many([("o", f, False)], tmp_path / "omp.so", openmp=True)["o"]
+        assert omp.has_openmp
+        np.testing.assert_array_equal(omp.predict_raw(X, threads=2, parallel="openmp"), ref)
+        np.testing.assert_array_equal(omp.predict_raw(X, threads=2, parallel="python"), ref)
+
+
+def test_emitted_c_is_deterministic_and_golden(update_goldens: bool) -> None:
+    from cases import categorical_lightgbm
+
+    a = emit_source(categorical_lightgbm(), COptions(name="tiny")).text()
+    b = emit_source(categorical_lightgbm(), COptions(name="tiny")).text()
+    assert a == b
+    # the shipped runtime is not part of the golden file: it changes independently of the printer
+    head = a[: a.index("/* lumber C runtime")]
+    head = re.sub(r"Generated by lumber \S+;", "Generated by lumber VERSION;", head)
+    head = re.sub(r'\\"lumber_version\\": \\"[^"\\]*\\"', r'\\"lumber_version\\": \\"VERSION\\"', head)
+    golden = GOLDEN / "tiny.c"
+    if update_goldens:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(head)
+    assert head == golden.read_text(), "emitted C changed: review and rerun with --update-goldens"
+
+
+def test_unroll_auto_prints_code_for_small_models() -> None:
+    from cases import numeric_nan
+
+    src = emit_source(numeric_nan(), COptions(unroll=None)).text()
+    assert "#define LUMBER_HAS_CODE 1" in src and "static int32_t lumber_tree_1(const LUMBER_IN_T *x)" in src
+    assert "#define LUMBER_HAS_CODE 0" in emit_source(numeric_nan()).text()
+
+
+def test_header_declares_prefixed_api() -> None:
+    from cases import float32_average
+
+    art = emit_source(float32_average(), COptions(name="rf", prefix="rf_model"))
+    assert set(art.files) == {"rf.c", "rf.h"}
+    h = art.text("rf.h")
+    assert "void rf_model_predict_raw(const float *rows, int64_t n, double *out, int32_t threads);" in h
+    assert "const char *rf_model_fingerprint(void);" in h
+
+
+@needs_cc
+def test_header_compiles_with_a_c_program(tmp_path: Path) -> None:
+    """The .c/.h pair links into a program that calls the single-row entry point."""
+    from cases import multiclass
+
+    f = multiclass()
+    art = emit_source(f, COptions(name="mc", prefix="mc"))
+    art.write(tmp_path / "mc.c")
+    (tmp_path / "main.c").write_text(
+        '#include <stdio.h>\n#include "mc.h"\n'
+        "int main(void) { double x[2] = {0.25, 2.0}, out[3]; mc_predict_row(x, out);\n"
+        '  printf("%.17g %.17g %.17g %d\\n", out[0], out[1], out[2], mc_n_outputs()); return 0; }\n')
+    exe = tmp_path / "prog"
+    subprocess.run([find_compiler(), "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", str(tmp_path / "main.c"),
+                    str(tmp_path / "mc.c"), "-o", str(exe), "-lm"], check=True, capture_output=True)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
+    np.testing.assert_array_equal(np.array(out[:3], dtype=float), f.evaluate(np.array([[0.25, 2.0]]))[0])
+    assert out[3] == "3"
+
+
+# -- bad input ---------------------------------------------------------------------------------------
+
+def test_missing_compiler_is_a_clear_error_and_numpy_still_works(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cases import numeric_nan
+
+    f = numeric_nan()
+    with pytest.raises(CompileError, match=r"no C compiler found \(tried: no-such-cc-\w+\)"):
+        lumber.compile(f, target="c", cc="no-such-cc-xyz")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CC", raising=False)
+    with pytest.raises(CompileError, match="target 'numpy' predicts without a compiler"):
+        lumber.compile(f, target="c")
+    X = np.array([[0.2, 1.0], [np.nan, 9.0]])
+    np.testing.assert_array_equal(lumber.compile(f, target="numpy").predict_raw(X), f.evaluate(X))
+    src = lumber.compile(f, target="c-source")
+    assert "lumber_predict_raw" in src.source
+    np.testing.assert_array_equal(src.predict_raw(X), f.evaluate(X))
+
+
+@needs_cc
+def test_unwritable_output_path(tmp_path: Path) -> None:
+    from cases import numeric_nan
+
+    with pytest.raises(OutputError, match="does not exist"):
+        build_shared(emit_source(numeric_nan()).text(), tmp_path / "missing" / "m.so")
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(OutputError, match="does not exist"):
+        lumber.compile(numeric_nan(), target="c-source", path=tmp_path / "nope" / "m.c")
+
+
+def test_bad_prefix_and_block_are_refused() -> None:
+    from cases import numeric_nan
+
+    with pytest.raises(CompileError, match="not a C identifier"):
+        emit_source(numeric_nan(), COptions(prefix="9lives"))
+    with pytest.raises(CompileError, match="block must be between"):
+        emit_source(numeric_nan(), COptions(block=2))
+
+
+@needs_cc
+def test_compiler_failure_reports_output(tmp_path: Path) -> None:
+    with pytest.raises(CompileError, match="C compiler failed"):
+        build_shared("this is not C;", tmp_path / "x.so", BuildOptions())
+    assert not (tmp_path / "x.so").exists()
+
+
+@needs_cc
+def test_loader_rejects_foreign_files(tmp_path: Path) -> None:
+    (tmp_path / "junk.so").write_bytes(b"not a library")
+    with pytest.raises(ModelFormatError, match="cannot load as a shared library"):
+        CLibrary(tmp_path / "junk.so")
+    with pytest.raises(ModelFormatError, match="no such compiled model"):
+        CLibrary(tmp_path / "absent.so")
