@@ -1,6 +1,7 @@
 """``lumber check FILE --model MODEL``: compile a constraint file against a model's schema.
 
-Exit codes: 0 when the file is valid (warnings may be printed), 1 when it has
+``--data TRAIN.csv`` supplies feature kinds and category labels that the
+model does not record (scikit-learn models see only numbers). Exit codes: 0 when the file is valid (warnings may be printed), 1 when it has
 errors (all of them are printed, compiler-style), 2 when the model or the file
 cannot be read at all.
 """
@@ -19,6 +20,9 @@ HELP = "check a constraint file (.lum) against a model's features"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="constraint file")
     p.add_argument("--model", "-m", required=True, help="model file whose features the constraints refer to")
+    p.add_argument("--data", metavar="TRAIN.csv",
+                   help="CSV (optionally with a row of type codes) giving feature kinds and category labels "
+                        "the model does not record, e.g. for scikit-learn models")
     p.add_argument("--json", action="store_true", help="print the compiled constraints as JSON on stdout")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing when the file is valid")
 
@@ -32,7 +36,13 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise InputDataError(f"{args.file}: no such file" if not path.exists() else f"{args.file}: not a file")
     forest = load(args.model)
-    result = check_constraints(path, forest.schema)
+    schema = forest.schema
+    if args.data:
+        from lumber.compiler.dsl import refine_schema
+        from lumber.datasets import read_typed_csv
+
+        schema = refine_schema(schema, read_typed_csv(args.data).features)
+    result = check_constraints(path, schema)
     for w in result.warnings:
         print(w.render(), file=sys.stderr)
     if args.json:

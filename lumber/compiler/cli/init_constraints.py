@@ -31,6 +31,11 @@ def run(args: argparse.Namespace) -> int:
         raise OutputError(f"{args.output}: already exists", "pass --force to overwrite it")
     forest = load(args.model)
     frame = read_frame(args.data) if args.data else None
+    if args.data:
+        from lumber.compiler.dsl import refine_schema
+        from lumber.datasets import read_typed_csv
+
+        forest = forest.replace(schema=refine_schema(forest.schema, read_typed_csv(args.data).features))
     if frame is not None:
         missing = [f.name for f in forest.schema.features if f.name not in frame.columns]
         if len(missing) == forest.schema.n_features:

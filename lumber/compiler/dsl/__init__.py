@@ -8,12 +8,13 @@ in docs/constraints.md; the grammar is ``actionability.lark``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from lumber.ir import Constraints, Schema
+from lumber.ir import Constraints, Feature, FeatureKind, Schema
 
 from .check import PLAUSIBILITY, CheckResult, check_program, lookup_code
 from .parse import ConstraintError, parse_file, parse_text
@@ -79,6 +80,23 @@ def parse_constraints(path_or_text: str | Path, schema: Any = None, *, base_dir:
     return result.constraints
 
 
+def refine_schema(schema: Schema, features: Sequence[Feature]) -> Schema:
+    """``schema`` with kinds and category labels taken from ``features`` (e.g. a typed training CSV)
+    where the model records none: a numerical feature without categories, or categories without labels.
+
+    Models from libraries that see only numbers (scikit-learn) cannot know that a column
+    holds categories; the data can say so.
+    """
+    by_name = {f.name: f for f in features}
+    out = []
+    for f in schema.features:
+        d = by_name.get(f.name)
+        if d is not None and f.categories is None and (f.kind == FeatureKind.NUMERICAL or d.kind == f.kind):
+            f = Feature(f.name, d.kind, d.categories)
+        out.append(f)
+    return dataclasses.replace(schema, features=tuple(out))
+
+
 def format_text(text: str, file: str | None = None) -> str:
     """The canonical formatting of constraint text (comments kept; syntax errors raise)."""
     return format_program(parse_text(text, file))
@@ -87,5 +105,5 @@ def format_text(text: str, file: str | None = None) -> str:
 __all__ = [
     "CheckResult", "ConstraintError", "ConstraintWarning", "PLAUSIBILITY", "check_constraints", "check_program",
     "format_constraints", "format_program", "format_text", "is_path", "lookup_code", "parse_constraints",
-    "parse_file", "parse_text",
+    "parse_file", "parse_text", "refine_schema",
 ]

@@ -472,7 +472,9 @@ class _Checker:
         elif isinstance(cl, A.CIn):
             if kind == FeatureKind.NUMERICAL:
                 self.err(f"a category set on numerical feature '{feat}'", cl.span,
-                         "restrict a numerical feature with a range: `between 20 and 60`")
+                         "restrict a numerical feature with a range: `between 20 and 60`",
+                         "if the model does not record that it holds categories (scikit-learn), give the "
+                         "kinds with `lumber check --data TRAIN.csv`")
                 return
             codes = self.codes(feat, cl.labels, "the set")
             if codes is not None:
