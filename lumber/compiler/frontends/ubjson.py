@@ -11,6 +11,7 @@ the bytes left, and every problem raises :class:`UBJSONError` with the byte offs
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,12 @@ MAX_DEPTH = 64
 _NUMERIC: dict[bytes, str] = {
     b"i": ">i1", b"U": ">u1", b"I": ">i2", b"l": ">i4", b"L": ">i8", b"d": ">f4", b"D": ">f8",
 }
+
+
+_SCALAR: dict[bytes, struct.Struct] = {
+    m: struct.Struct(">" + c) for m, c in zip(_NUMERIC, ("b", "B", "h", "i", "q", "f", "d"))
+}
+"""The same types for single values (``struct`` is several times faster than numpy per scalar)."""
 
 
 class UBJSONError(ValueError):
@@ -51,9 +58,8 @@ class _Decoder:
                 return m
 
     def _number(self, marker: bytes) -> int | float:
-        dt = _NUMERIC[marker]
-        size = np.dtype(dt).itemsize
-        return np.frombuffer(self._take(size), dtype=dt)[0].item()  # type: ignore[no-any-return]
+        fmt = _SCALAR[marker]
+        return fmt.unpack(self._take(fmt.size))[0]  # type: ignore[no-any-return]
 
     def _length(self) -> int:
         start = self.pos
