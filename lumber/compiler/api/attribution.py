@@ -1,0 +1,34 @@
+"""``lumber.attribution(model, X)``: MonoForest nu(k) per feature and output (signed).
+
+The model is lowered to its polynomial (exact), then
+:func:`lumber.passes.analyses.attribution.attribution` averages formula (8)
+of the paper over the rows ``X``. Pass ``polynomial=`` to reuse one, e.g. a
+pruned polynomial from ``lumber.run``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lumber.compiler.pipeline import as_ir
+from lumber.ir import CompileError, Forest, Polynomial
+from lumber.passes.analyses.attribution import AttributionResult
+from lumber.passes.analyses.attribution import attribution as _attribution
+from lumber.passes.transforms.to_polynomial import DEFAULT_MAX_MONOMIALS, forest_to_polynomial
+
+
+def attribution(model: Any, X: Any, *, polynomial: Polynomial | None = None,
+                max_monomials: int = DEFAULT_MAX_MONOMIALS) -> AttributionResult:
+    """nu per feature (``.nu``, ``[n_features, n_outputs]``) and per condition (``.condition_nu``)."""
+    if polynomial is None:
+        ir = as_ir(model)
+        if isinstance(ir, Polynomial):
+            polynomial = ir
+        elif isinstance(ir, Forest):
+            polynomial = forest_to_polynomial(ir, max_monomials=max_monomials)
+        else:
+            raise CompileError(f"attribution needs a tree model or a Polynomial, got {type(ir).__name__}")
+    return _attribution(polynomial, X)
+
+
+__all__ = ["AttributionResult", "attribution"]

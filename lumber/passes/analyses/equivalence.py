@@ -1,0 +1,194 @@
+"""Equivalence of two models through their canonical polynomials (MonoForest, Theorem 1).
+
+Both polynomials are brought to one basis, then subtracted:
+
+1. float32-input polynomials get the float64 thresholds that split float64
+   inputs exactly as rounding to float32 would (:func:`widen_to_float64`);
+2. every feature goes to explicit NaN mode (``x > b or missing`` becomes
+   ``[x > b] + [x is missing]``), so the per-feature basis is the same on both
+   sides (:func:`to_explicit_missing`); on a domain without NaN, monomials with
+   a MISSING condition vanish;
+3. the condition tables are united and ``P_a - P_b`` is merged; weights within
+   ``atol`` of zero are dropped, and conditions no monomial uses go with them
+   (a redundant split, one whose monomials cancel, disappears this way).
+
+For a fixed condition set the basis functions are linearly independent, so the
+models are equal iff nothing is left (Theorem 1). Otherwise a minimal nonzero
+monomial M (fewest conditions, then lowest thresholds) gives a counterexample:
+x satisfies exactly the conditions of M (each feature of M just above M's
+threshold, or NaN for MISSING) and every other feature sits below all its
+thresholds; then every other monomial that holds at x is smaller than M and
+has weight zero, so ``P_a(x) - P_b(x) = w_M``. Callers verify it by
+evaluating both models at x.
+
+Limits: equality is up to ``atol`` on each monomial weight (float sums of leaf
+values differ in the last bits between tree shapes); categorical and
+zero-as-missing splits have no polynomial form yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir.polynomial import ConditionKind, Polynomial, expand_products, from_terms
+
+
+@dataclass(frozen=True, eq=False)
+class EquivalenceResult:
+    """``equal``; otherwise a ``counterexample`` row and both models' outputs there."""
+
+    equal: bool
+    counterexample: npt.NDArray[np.float64] | None = None
+    output_a: npt.NDArray[np.float64] | None = None
+    output_b: npt.NDArray[np.float64] | None = None
+    difference: float | None = None
+    """max |output_a - output_b| at the counterexample."""
+    verified: bool = False
+    """The counterexample was evaluated with both models and they differ by more than ``tolerance``."""
+    differing_monomials: int = 0
+    tolerance: float = 0.0
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.equal
+
+
+def widen_to_float64(poly: Polynomial) -> Polynomial:
+    """A float64-input polynomial equal to ``poly`` (float32 inputs) on every float64 input:
+    ``float32(x) > t`` iff ``x > t'`` with ``t'`` the largest double that rounds to at most ``t``."""
+    if poly.schema.input_dtype != "float32":
+        return poly
+    gt = poly.cond_kind == ConditionKind.GREATER
+    t32 = poly.cond_threshold[gt].astype(np.float32)
+    t = t32.astype(np.float64)
+    nxt = np.nextafter(t32, np.float32(np.inf)).astype(np.float64)
+    mid = np.where(np.isinf(nxt), t + 2.0 ** 103, (t + nxt) / 2)  # 2**103: half an ulp at float32 max
+    with np.errstate(over="ignore"):
+        down = mid.astype(np.float32) == t32
+    thr = poly.cond_threshold.copy()
+    thr[gt] = np.where(down, mid, np.nextafter(mid, -np.inf))
+    return poly.replace(schema=poly.schema.with_(input_dtype="float64"), cond_threshold=thr)
+
+
+def to_explicit_missing(poly: Polynomial, allow_nan: bool = True) -> Polynomial:
+    """The same function with no condition true on NaN except ``MISSING`` ones.
+
+    With ``allow_nan=False`` the result only has to agree on NaN-free inputs:
+    MISSING conditions vanish and so do the monomials that hold them.
+    """
+    F = poly.n_features
+    gt = poly.cond_kind == ConditionKind.GREATER
+    f = poly.cond_feature.astype(np.int64)
+    need = np.zeros(F, dtype=bool)
+    if allow_nan:
+        need[f[~gt]] = True
+        need[f[gt & poly.cond_nan_true]] = True
+    m_f = np.bincount(f[gt], minlength=F)
+    block = m_f + need
+    c_off = np.concatenate([[0], np.cumsum(block)])
+    n_new = int(c_off[-1])
+    g_idx = np.flatnonzero(gt)
+    rank = np.arange(g_idx.shape[0]) - np.concatenate([[0], np.cumsum(m_f)])[f[g_idx]]
+    new_g = np.full(poly.n_conditions, -1, dtype=np.int64)
+    new_g[g_idx] = c_off[f[g_idx]] + rank
+    miss = c_off[:-1] + m_f
+    cond_feature = np.repeat(np.arange(F, dtype=np.int32), block)
+    cond_kind = np.full(n_new, ConditionKind.MISSING, dtype=np.int8)
+    cond_threshold = np.full(n_new, np.nan)
+    cond_nan_true = np.ones(n_new, dtype=bool)
+    cond_kind[new_g[g_idx]] = ConditionKind.GREATER
+    cond_threshold[new_g[g_idx]] = poly.cond_threshold[g_idx]
+    cond_nan_true[new_g[g_idx]] = False
+    # one factor per monomial entry: [G'] or [G', MISSING] (x > b or missing), or [MISSING], or nothing
+    tc = np.full((poly.n_conditions, 2), -2, dtype=np.int64)
+    tw = np.zeros((poly.n_conditions, 2))
+    tc[gt, 0] = new_g[gt]
+    tw[gt, 0] = 1.0
+    split = gt & poly.cond_nan_true & allow_nan
+    tc[split, 1] = miss[f[split]]
+    tw[split, 1] = 1.0
+    if allow_nan:
+        tc[~gt, 0] = miss[f[~gt]]
+        tw[~gt, 0] = 1.0
+    nt_c = (tc != -2).sum(axis=1)
+    entry_tc, entry_tw, entry_nt = tc[poly.mono_cond], tw[poly.mono_cond], nt_c[poly.mono_cond]
+    ids, w = expand_products(np.arange(poly.n_monomials), poly.degree, poly.mono_offset[:-1], entry_nt,
+                             entry_tc, entry_tw, poly.weight, max(1, poly.max_degree), n_new)
+    schema = poly.schema if allow_nan == poly.schema.allow_nan else poly.schema.with_(allow_nan=allow_nan)
+    return from_terms(schema, cond_feature, cond_kind, cond_threshold, cond_nan_true, ids, w, poly.bias)
+
+
+def polynomial_difference(a: Polynomial, b: Polynomial, atol: float = 0.0) -> Polynomial:
+    """Canonical ``a - b`` in one basis (explicit NaN mode, common input dtype, united conditions)."""
+    if a.schema.input_dtype != b.schema.input_dtype:
+        a, b = widen_to_float64(a), widen_to_float64(b)
+    allow_nan = a.schema.allow_nan and b.schema.allow_nan
+    ea, eb = to_explicit_missing(a, allow_nan), to_explicit_missing(b, allow_nan)
+    feat = np.concatenate([ea.cond_feature, eb.cond_feature]).astype(np.int64)
+    kind = np.concatenate([ea.cond_kind, eb.cond_kind]).astype(np.int64)
+    thr = np.concatenate([ea.cond_threshold, eb.cond_threshold])
+    key_thr = np.nan_to_num(thr, nan=np.inf)
+    order = np.lexsort((key_thr, kind, feat))
+    new = np.ones(order.shape[0], dtype=bool)
+    new[1:] = ((feat[order][1:] != feat[order][:-1]) | (kind[order][1:] != kind[order][:-1])
+               | (key_thr[order][1:] != key_thr[order][:-1]))
+    pos = np.empty(order.shape[0], dtype=np.int64)
+    pos[order] = np.cumsum(new) - 1
+    n_u = int(new.sum())
+    u = order[new]
+    W = max(ea.padded_ids.shape[1], eb.padded_ids.shape[1])
+
+    def mapped(p: Polynomial, shift: int) -> npt.NDArray[np.int32]:
+        ids = p.padded_ids
+        out = np.full((ids.shape[0], W), n_u, dtype=np.int32)
+        real = ids < p.n_conditions
+        out[:, :ids.shape[1]] = np.where(real, pos[np.minimum(ids, p.n_conditions - 1) + shift] if p.n_conditions
+                                         else n_u, n_u)
+        return out
+
+    ids = np.concatenate([mapped(ea, 0), mapped(eb, ea.n_conditions)])
+    w = np.concatenate([ea.weight, -eb.weight])
+    nan_true = np.concatenate([ea.cond_nan_true, eb.cond_nan_true])[u]
+    return from_terms(ea.schema, feat[u].astype(np.int32), kind[u].astype(np.int8), thr[u], nan_true, ids, w,
+                      ea.bias - eb.bias, atol=atol)
+
+
+def counterexample_row(diff: Polynomial) -> npt.NDArray[np.float64]:
+    """A row where ``diff`` (canonical, explicit NaN mode) equals the weight of a minimal monomial.
+
+    With no monomial left the row lies below every threshold (the bias differs there).
+    """
+    F = diff.n_features
+    dtype = np.float32 if diff.schema.input_dtype == "float32" else np.float64
+    gt = diff.cond_kind == ConditionKind.GREATER
+    f = diff.cond_feature.astype(np.int64)
+    m_f = np.bincount(f[gt], minlength=F)
+    g_off = np.concatenate([[0], np.cumsum(m_f)])
+    g_idx = np.flatnonzero(gt)
+    rank = np.zeros(diff.n_conditions, dtype=np.int64)
+    rank[g_idx] = np.arange(g_idx.shape[0]) - g_off[f[g_idx]]
+    thr_sorted = diff.cond_threshold[g_idx]  # by feature then threshold
+    x = np.zeros(F, dtype=np.float64)
+    has = m_f > 0
+    x[has] = thr_sorted[g_off[:-1][has]]  # the lowest threshold: no condition on the feature holds
+    if diff.n_monomials:
+        ranksum = np.bincount(diff.mono_of_entry, weights=rank[diff.mono_cond], minlength=diff.n_monomials)
+        j = int(np.lexsort((ranksum, diff.degree))[0])
+        for c in diff.mono_cond[diff.mono_offset[j]:diff.mono_offset[j + 1]]:
+            fc = int(f[c])
+            if not gt[c]:
+                x[fc] = np.nan
+                continue
+            r = int(rank[c])
+            if r + 1 < m_f[fc]:
+                x[fc] = thr_sorted[g_off[fc] + r + 1]
+            else:
+                x[fc] = float(np.nextafter(dtype(diff.cond_threshold[c]), dtype(np.inf)))
+    return x
+
+
+__all__ = ["EquivalenceResult", "counterexample_row", "polynomial_difference", "to_explicit_missing",
+           "widen_to_float64"]

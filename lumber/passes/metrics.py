@@ -1,0 +1,99 @@
+"""Model-quality metrics on raw margins, for passes that trade size against quality.
+
+``auc`` (binary), ``accuracy`` and ``logloss`` (classifiers), ``rmse``
+(regression, on the post-transformed prediction). Each metric knows whether
+larger is better and how a tolerance applies: an absolute drop for AUC and
+accuracy, a relative rise for RMSE and log-loss (their scale is the target's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import CompileError, Schema, Task
+
+METRICS = ("auc", "accuracy", "logloss", "rmse")
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    higher_is_better: bool
+    fn: Callable[[npt.NDArray[np.float64]], float]
+
+    def within(self, value: float, reference: float, tol: float) -> bool:
+        """``value`` is at most ``tol`` worse than ``reference``."""
+        if self.higher_is_better:
+            return value >= reference - tol
+        return value <= reference * (1.0 + tol) + 1e-15
+
+    def __call__(self, margin: npt.NDArray[np.float64]) -> float:
+        return self.fn(margin)
+
+
+def auc(y: npt.NDArray[np.bool_], score: npt.NDArray[np.float64]) -> float:
+    """Area under the ROC curve (ties count one half), by ranks."""
+    from scipy.stats import rankdata
+
+    pos = int(y.sum())
+    neg = y.shape[0] - pos
+    r = rankdata(score)
+    return float((r[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
+def class_index(schema: Schema, y: Any) -> npt.NDArray[np.int64]:
+    """Labels -> output indices (via ``schema.classes`` when known, else 0..K-1 integers)."""
+    y = np.asarray(y).reshape(-1)
+    n_classes = 2 if schema.task == Task.BINARY else schema.n_outputs
+    if schema.classes is not None:
+        lookup = {c: i for i, c in enumerate(schema.classes)}
+        try:
+            return np.array([lookup[v.item() if hasattr(v, "item") else v] for v in y], dtype=np.int64)
+        except KeyError as exc:
+            raise CompileError(f"label {exc.args[0]!r} is not a class of the model",
+                               f"classes: {', '.join(map(str, schema.classes))}") from None
+    if y.dtype == bool:
+        return y.astype(np.int64)
+    yi = y.astype(np.int64)
+    if not np.all(yi == y) or yi.min(initial=0) < 0 or yi.max(initial=0) >= n_classes:
+        raise CompileError(f"labels must be class indices 0..{n_classes - 1} (the model records no class labels)")
+    return yi
+
+
+def make_metric(name: str, schema: Schema, y: Any) -> Metric:
+    """The metric ``name`` (or ``auto``: AUC for binary, log-loss for multiclass, RMSE otherwise)
+    bound to the labels ``y``."""
+    if name == "auto":
+        name = {Task.BINARY: "auc", Task.MULTICLASS: "logloss"}.get(schema.task, "rmse")
+    if name not in METRICS:
+        raise CompileError(f"unknown metric '{name}'", f"known metrics: auto, {', '.join(METRICS)}")
+    classifier = schema.task in (Task.BINARY, Task.MULTICLASS)
+    if name in ("auc", "accuracy", "logloss") and not classifier:
+        raise CompileError(f"metric '{name}' needs a classifier; this model is {schema.task.name.lower()}",
+                           "use metric=rmse")
+    if name == "auc":
+        if schema.task != Task.BINARY:
+            raise CompileError("metric 'auc' needs a binary classifier", "use metric=logloss or metric=accuracy")
+        yb = class_index(schema, y) == 1
+        if yb.all() or not yb.any():
+            raise CompileError("validation labels hold a single class; AUC needs both")
+        return Metric("auc", True, lambda m: auc(yb, np.asarray(m).reshape(-1)))
+    if name == "rmse":
+        yt = np.asarray(y, dtype=np.float64).reshape(-1)
+        return Metric("rmse", False, lambda m: float(np.sqrt(np.mean((schema.transform(m).reshape(-1) - yt) ** 2))))
+    yi = class_index(schema, y)
+    if name == "accuracy":
+        return Metric("accuracy", True, lambda m: float(np.mean(np.argmax(schema.proba(m), axis=1) == yi)))
+
+    def logloss(m: npt.NDArray[np.float64]) -> float:
+        p = schema.proba(m)[np.arange(yi.shape[0]), yi]
+        return float(-np.mean(np.log(np.clip(p, 1e-15, 1.0))))
+
+    return Metric("logloss", False, logloss)
+
+
+__all__ = ["METRICS", "Metric", "auc", "class_index", "make_metric"]

@@ -1,0 +1,148 @@
+"""``prune``: drop monomials by the training statistic eta(M) (MonoForest, section 5).
+
+``eta(M) = mean_x (w_M * prod_{c in M} c(x))^2 = |w_M|^2 * support(M)`` over
+training rows (``|w_M|^2`` sums the outputs). Monomials with ``eta < alpha``
+go. ``alpha=auto`` picks the largest alpha whose validation metric stays
+within ``tol`` of the unpruned model's (see :mod:`lumber.passes.metrics`):
+monomials are sorted by eta, the metric is priced at cut points (a coarse grid
+over the count, then two finer grids after the best cut), each cut costing
+only the monomials it removes. The result is no longer exact: the pass
+reports monomials kept and dropped and the metric before and after.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import CompileError, Polynomial
+
+from ..base import PassContext, PassReport, Transform
+from ..metrics import METRICS, Metric, make_metric
+
+GRID = 16
+"""Cut points per search level."""
+LEVELS = 3
+
+
+@dataclass(frozen=True)
+class PruneMonomials(Transform[Polynomial, Polynomial]):
+    """Drop monomials whose eta(M) on training rows is below alpha."""
+
+    name: ClassVar[str] = "prune"
+    alpha: float | Literal["auto"] = "auto"
+    """Threshold on eta(M), or ``auto`` to choose it on validation rows."""
+    tol: float = 0.0005
+    """``auto``: allowed metric loss (absolute for AUC/accuracy, relative for RMSE/log-loss)."""
+    metric: Literal["auto", "auc", "accuracy", "logloss", "rmse"] = "auto"
+    """``auto``: AUC for binary classifiers, log-loss for multiclass, RMSE for regression."""
+
+    def __post_init__(self) -> None:
+        if self.alpha != "auto" and not (isinstance(self.alpha, (int, float)) and self.alpha >= 0):
+            raise CompileError(f"alpha must be a non-negative number or 'auto', got {self.alpha!r}")
+        if not self.tol >= 0:
+            raise CompileError(f"tol must be non-negative, got {self.tol!r}")
+        if self.metric != "auto" and self.metric not in METRICS:
+            raise CompileError(f"unknown metric '{self.metric}'", f"known metrics: auto, {', '.join(METRICS)}")
+
+    def run(self, ir: Polynomial, ctx: PassContext) -> Polynomial:
+        text = self.pipeline_text()
+        data = ctx.require(text, "X_train", why="eta(M) is a mean over training rows")
+        if self.alpha == "auto":
+            ctx.require(text, "X_valid", "y_valid", why="alpha=auto is chosen on validation rows")
+        eta = monomial_eta(ir, data.X_train)
+        metric = None
+        Xv = None
+        if data.X_valid is not None and data.y_valid is not None:
+            metric = make_metric(self.metric, ir.schema, data.y_valid)
+            Xv = ir.prepare_input(data.X_valid)
+        if self.alpha == "auto":
+            assert metric is not None and Xv is not None
+            alpha, before, after = choose_alpha(ir, eta, Xv, metric, self.tol)
+            keep = eta >= alpha
+        else:
+            alpha = float(self.alpha)
+            keep = eta >= alpha
+            before = after = None
+            if metric is not None and Xv is not None:
+                full = ir.bias[None, :] + ir.partial_sum(Xv, None, prepared=True)
+                before = metric(_shape(full, ir))
+                after = metric(_shape(full - ir.partial_sum(Xv, np.flatnonzero(~keep), prepared=True), ir))
+        out = ir.select(keep)
+        ctx.report(prune_report(self.name, ir, out, alpha, metric, before, after, self.tol,
+                                n_valid=None if Xv is None else Xv.shape[0]))
+        return out
+
+
+def monomial_eta(poly: Polynomial, X: Any) -> npt.NDArray[np.float64]:
+    """``eta(M) = sum_k w_Mk^2 * (fraction of rows of X where M holds)``."""
+    return (poly.weight ** 2).sum(axis=1) * poly.support(X)
+
+
+def _shape(margin: npt.NDArray[np.float64], poly: Polynomial) -> npt.NDArray[np.float64]:
+    return margin[:, 0] if poly.n_outputs == 1 else margin
+
+
+def choose_alpha(poly: Polynomial, eta: npt.NDArray[np.float64], Xv: npt.NDArray[np.float64],
+                 metric: Metric, tol: float) -> tuple[float, float, float]:
+    """Largest alpha whose validation metric is within ``tol`` of the unpruned one.
+
+    Returns ``(alpha, metric_before, metric_after)``. ``Xv`` is prepared input.
+    """
+    n = poly.n_monomials
+    order = np.argsort(eta, kind="stable")
+    es = eta[order]
+
+    def snap(j: int) -> int:  # a cut may not split monomials of equal eta
+        return n if j >= n else int(np.searchsorted(es, es[j], side="left"))
+
+    full = before = None
+    best_j, best_val = 0, 0.0
+    lo, hi = 0, n
+    removed = np.zeros((Xv.shape[0], poly.n_outputs))  # summed contribution of order[:lo]
+    for _ in range(LEVELS):
+        cuts = sorted({snap(int(round(lo + (hi - lo) * i / GRID))) for i in range(1, GRID + 1)})
+        cuts = [c for c in cuts if lo < c <= hi]
+        bounds = [lo] + cuts
+        segs = poly.partial_sums(Xv, [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])], prepared=True)
+        if full is None:  # level 0 covers every monomial
+            full = poly.bias[None, :] + sum(segs, np.zeros_like(removed))
+            before = best_val = metric(_shape(full, poly))
+        acc = removed
+        good_lo, good_removed = lo, removed
+        for c, seg in zip(cuts, segs):
+            acc = acc + seg
+            val = metric(_shape(full - acc, poly))
+            if metric.within(val, before, tol):
+                best_j, best_val = c, val
+                good_lo, good_removed = c, acc
+        later = [c for c in cuts if c > good_lo]
+        if not later:
+            break
+        lo, removed, hi = good_lo, good_removed, later[0]
+        if hi - lo <= 1:
+            break
+    if before is None:  # no monomials
+        before = best_val = metric(_shape(np.broadcast_to(poly.bias, removed.shape), poly))
+    alpha = float(es[best_j]) if best_j < n else float(np.nextafter(es[-1], np.inf)) if n else 0.0
+    return alpha, before, best_val
+
+
+def prune_report(name: str, before_ir: Polynomial, after_ir: Polynomial, alpha: float, metric: Metric | None,
+                 before: float | None, after: float | None, tol: float, n_valid: int | None) -> PassReport:
+    kept, total = after_ir.n_monomials, before_ir.n_monomials
+    ratio = total / kept if kept else float("inf")
+    text = f"kept {kept:,} of {total:,} monomials (dropped {total - kept:,}; {ratio:.2f}x fewer), alpha={alpha:.4g}"
+    metrics: dict[str, Any] = {"kept": kept, "dropped": total - kept, "monomials_before": total,
+                               "reduction": ratio, "alpha": alpha, "conditions_before": before_ir.n_conditions,
+                               "conditions_after": after_ir.n_conditions}
+    if metric is not None and before is not None and after is not None:
+        text += f"; validation {metric.name} {before:.6f} -> {after:.6f} on {n_valid:,} rows (tol {tol:g})"
+        metrics.update(metric=metric.name, metric_before=before, metric_after=after, tol=tol, validation_rows=n_valid)
+    return PassReport(name, text, metrics)
+
+
+__all__ = ["PruneMonomials", "choose_alpha", "monomial_eta", "prune_report"]
