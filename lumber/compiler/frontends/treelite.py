@@ -117,8 +117,8 @@ class _Doc:
 
     def fail(self, path: str, message: str, *notes: str, tree: int | None = None,
              node: int | None = None) -> ModelFormatError:
-        return ModelFormatError(f"{path}: {message}", *notes,
-                                location=IRLocation(file=self.name, tree=tree, node=node, field=path))
+        # the message starts with the path, so the location names only file, tree and node
+        return ModelFormatError(f"{path}: {message}", *notes, location=IRLocation(file=self.name, tree=tree, node=node))
 
     def get(self, parent: Any, key: str, path: str, types: type | tuple[type, ...], tree: int | None = None,
             node: int | None = None) -> Any:

@@ -122,7 +122,8 @@ def _from_object(model: Any, **options: Any) -> tuple[Forest, list[npt.NDArray[n
         try:
             booster = model.get_booster()
         except Exception:  # xgboost raises NotFittedError / XGBoostError depending on version
-            raise UnsupportedModelError(f"{type(model).__name__} is not fitted", "call fit() before loading it") from None
+            raise UnsupportedModelError(f"{type(model).__name__} is not fitted",
+                                        "call fit() before loading it") from None
         missing = model.missing
         if missing is not None and not (isinstance(missing, float) and math.isnan(missing)):
             raise UnsupportedModelError(
@@ -201,8 +202,8 @@ class _Doc:
 
     def fail(self, path: str, message: str, *notes: str, tree: int | None = None,
              node: int | None = None) -> ModelFormatError:
-        return ModelFormatError(f"{path}: {message}", *notes,
-                                location=IRLocation(file=self.name, tree=tree, node=node, field=path))
+        # the message starts with the path, so the location names only file, tree and node
+        return ModelFormatError(f"{path}: {message}", *notes, location=IRLocation(file=self.name, tree=tree, node=node))
 
     def obj(self, value: Any, path: str) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -377,7 +378,8 @@ def _lower(root: Any, raw: bytes, name: str, fmt: str, *, feature_names: Sequenc
     if task == Task.MULTICLASS and num_class < 2:
         raise doc.fail(f"{mp_path}.num_class", f"objective {obj_name!r} needs num_class >= 2, found {num_class}")
     if task != Task.MULTICLASS and num_class > 1:
-        raise doc.fail(f"{mp_path}.num_class", f"objective {obj_name!r} is not multi-class, found num_class={num_class}")
+        raise doc.fail(f"{mp_path}.num_class",
+                       f"objective {obj_name!r} is not multi-class, found num_class={num_class}")
     if task == Task.BINARY and K != 1:
         raise doc.fail(f"{mp_path}.num_target", f"objective {obj_name!r} has one output, found num_target={K}")
 
