@@ -373,6 +373,25 @@ def test_random_forest_and_multi_target(diabetes: tuple[np.ndarray, np.ndarray])
     assert_same(forest, mt, X)
 
 
+def test_feature_types_and_ranker(diabetes: tuple[np.ndarray, np.ndarray]) -> None:
+    X, y = diabetes
+    Xt = np.column_stack([np.round(X[:, 0] * 100), X[:, 1] > 0, X[:, 2:]]).astype(np.float64)
+    types = ["int", "i"] + ["q"] * (Xt.shape[1] - 2)
+    names = [f"col{j}" for j in range(Xt.shape[1])]
+    booster = xgb.train({"max_depth": 3}, xgb.DMatrix(Xt, y, feature_types=types, feature_names=names), 5)
+    forest = from_xgboost(booster)
+    assert [f.kind for f in forest.schema.features[:3]] == [FeatureKind.ORDINAL, FeatureKind.BINARY,
+                                                             FeatureKind.NUMERICAL]
+    assert forest.schema.feature_names == names
+    assert from_xgboost(booster, feature_names=list("abcdefghij")).schema.feature_names[0] == "a"
+    assert_same(forest, booster, Xt, feature_types=types, feature_names=names)
+    ranker = xgb.XGBRanker(n_estimators=5, max_depth=3, objective="rank:ndcg").fit(X, np.digitize(y, [100, 200]),
+                                                                                   qid=np.arange(len(X)) // 40)
+    forest = lumber.load(ranker)
+    assert forest.schema.task == Task.REGRESSION
+    np.testing.assert_array_equal(forest.evaluate(X).astype(np.float32), ranker.predict(X))
+
+
 def test_refused_models(diabetes: tuple[np.ndarray, np.ndarray]) -> None:
     X, y = diabetes
     linear = xgb.train({"booster": "gblinear"}, xgb.DMatrix(X, y), 2)
