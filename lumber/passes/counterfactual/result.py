@@ -1,0 +1,154 @@
+"""What a counterfactual query returns: the point, its changes, its cost, how sure we are of it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import FeatureKind, Schema
+
+from .solver import INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _label(schema: Schema, i: int, v: float) -> Any:
+    """A feature value for people: the category label when the schema names it, else the number."""
+    f = schema.features[i]
+    if isinstance(v, float) and np.isnan(v):
+        return None
+    if f.categories is not None and float(v).is_integer() and 0 <= int(v) < len(f.categories):
+        return f.categories[int(v)]
+    return int(v) if float(v).is_integer() and abs(v) < 2**53 else float(v)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed feature: its value before and after (labels for named categories)."""
+
+    feature: str
+    before: Any
+    after: Any
+    delta: float | None
+    """``after - before`` for numeric features; None for categories."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"feature": self.feature, "before": _plain(self.before), "after": _plain(self.after),
+                "delta": _plain(self.delta)}
+
+
+@dataclass
+class CounterfactualResult:
+    """The outcome of one counterfactual query.
+
+    ``status`` is ``"optimal"`` (proven minimal within the MIP gap), ``"time_limit"``
+    (feasible and verified but not proven minimal; see ``gap``), ``"infeasible"``
+    (no point meets the target under the constraints), or ``"no_solution"`` (the
+    time ran out before any point was found). ``x`` is None unless a point was found.
+    """
+
+    status: str
+    schema: Schema
+    x0: FloatArray
+    x: FloatArray | None
+    target: str
+    norm: str
+    cost: float = math.inf
+    """The norm of the change, computed on the returned point (l2: the root of the sum of squares)."""
+    objective: float = math.inf
+    """The MILP objective (l2: the sum of squares)."""
+    bound: float = math.nan
+    """Best proven lower bound on the objective."""
+    gap: float = math.nan
+    verified: bool = False
+    """The model (through its own library when given) predicts the target at ``x``."""
+    prediction: Any = None
+    original_prediction: Any = None
+    violations: list[str] = field(default_factory=list)
+    """Constraints ``x`` breaks (always empty for a returned point unless something is wrong)."""
+    solve_seconds: float = 0.0
+    total_seconds: float = 0.0
+    n_variables: int = 0
+    n_binaries: int = 0
+    n_rows: int = 0
+    nnz: int = 0
+    epsilon: float = 0.0
+    attempts: int = 0
+    message: str = ""
+    alternatives: list["CounterfactualResult"] = field(default_factory=list)
+    """Further diverse counterfactuals (``k > 1``), each with a different change pattern."""
+
+    @property
+    def found(self) -> bool:
+        return self.x is not None
+
+    @property
+    def optimal(self) -> bool:
+        return self.status == OPTIMAL
+
+    @property
+    def infeasible(self) -> bool:
+        return self.status == INFEASIBLE
+
+    @property
+    def timed_out(self) -> bool:
+        return self.status in (TIME_LIMIT, NO_SOLUTION)
+
+    @property
+    def changes(self) -> list[Change]:
+        if self.x is None:
+            return []
+        out = []
+        for i, f in enumerate(self.schema.features):
+            a, b = float(self.x0[i]), float(self.x[i])
+            if a == b or (np.isnan(a) and np.isnan(b)):
+                continue
+            cat = f.kind == FeatureKind.CATEGORICAL
+            out.append(Change(f.name, _label(self.schema, i, a), _label(self.schema, i, b), None if cat else b - a))
+        return out
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The counterfactual as ``{feature: value}`` (category labels where known)."""
+        if self.x is None:
+            return {}
+        return {f.name: _label(self.schema, i, float(self.x[i])) for i, f in enumerate(self.schema.features)}
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "status": self.status, "target": self.target, "norm": self.norm, "verified": self.verified,
+            "cost": _plain(self.cost), "objective": _plain(self.objective), "bound": _plain(self.bound),
+            "gap": _plain(self.gap), "prediction": _plain(self.prediction),
+            "original_prediction": _plain(self.original_prediction),
+            "changes": [c.to_dict() for c in self.changes],
+            "counterfactual": {k: _plain(v) for k, v in self.values.items()} if self.x is not None else None,
+            "violations": list(self.violations), "solve_seconds": self.solve_seconds,
+            "total_seconds": self.total_seconds,
+            "model_size": {"variables": self.n_variables, "binaries": self.n_binaries, "rows": self.n_rows,
+                           "nonzeros": self.nnz},
+            "epsilon": self.epsilon, "attempts": self.attempts, "message": self.message,
+        }
+        if self.alternatives:
+            d["alternatives"] = [a.to_dict() for a in self.alternatives]
+        return d
+
+    def summary(self) -> str:
+        """One line per change, for the CLI."""
+        if self.x is None:
+            return f"{self.status}: {self.message or 'no counterfactual'}"
+        head = (f"{self.status}{'' if self.verified else ' (NOT verified)'}: cost {self.cost:.6g} ({self.norm}), "
+                f"prediction {self.original_prediction!r} -> {self.prediction!r}")
+        lines = [head] + [f"  {c.feature}: {c.before!r} -> {c.after!r}" for c in self.changes]
+        return "\n".join(lines)

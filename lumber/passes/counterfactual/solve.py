@@ -1,0 +1,288 @@
+"""The driver: build the MILP, solve it, map the solution back, verify it, retry if needed.
+
+Every returned point is checked against the target with the verifier (the
+source library when the caller passes one, else ``Forest.evaluate``) and
+against every constraint. If the model does not give the target there -- a
+margin met only within the MIP tolerance, a float32 tie -- the MILP is built
+again with a ten times larger margin, up to ``MARGINS``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Constraints, FeatureKind, Forest, InputDataError, Norm, Scale
+
+from . import actionability
+from .heuristic import Candidates, improve, warm_start
+from .objective import CostModel, feature_scales
+from .problem import Problem, Query, build, change_pattern
+from .result import CounterfactualResult
+from .solver import INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, SolverOptions, solve
+from .targets import TargetSpec, forest_meets, resolve_target
+
+FloatArray = npt.NDArray[np.float64]
+Verifier = Callable[[FloatArray], Any]
+
+MARGINS = (1e-5, 1e-4, 1e-3, 1e-2)
+"""Target margins tried in turn, relative to the largest leaf coefficient of each score row."""
+
+
+def parse_norm(norm: str | Norm) -> Norm:
+    if isinstance(norm, Norm):
+        return norm
+    key = str(norm).strip().upper().replace("-", "")
+    aliases = {"L0": Norm.L0, "L1": Norm.L1, "L2": Norm.L2, "LINF": Norm.LINF, "INF": Norm.LINF}
+    if key not in aliases:
+        raise InputDataError(f"unknown norm {norm!r}", "accepted: 'l0', 'l1', 'l2', 'linf'")
+    return aliases[key]
+
+
+def _weights(weights: Any, cons: Constraints | None, names: Sequence[str]) -> tuple[FloatArray, FloatArray]:
+    n = len(names)
+    if weights is None:
+        down, up = np.ones(n), np.ones(n)
+    elif isinstance(weights, tuple) and len(weights) == 2 and not np.isscalar(weights[0]):
+        down = np.asarray(weights[0], dtype=np.float64).reshape(-1)
+        up = np.asarray(weights[1], dtype=np.float64).reshape(-1)
+    else:
+        down = np.broadcast_to(np.asarray(weights, dtype=np.float64), (n,)).copy()
+        up = down.copy()
+    if down.shape[0] != n or up.shape[0] != n or np.any(~np.isfinite(down)) or np.any(down < 0) or np.any(up < 0):
+        raise InputDataError(f"weights must be non-negative and hold one value per feature ({n})")
+    if cons is not None:
+        for i, nm in enumerate(names):
+            r = cons.rule(nm)
+            if r.cost_down is not None:
+                down[i] = r.cost_down
+            if r.cost_up is not None:
+                up[i] = r.cost_up
+    return down, up
+
+
+def categorical_features(forests: Sequence[Forest]) -> npt.NDArray[np.bool_]:
+    f0 = forests[0]
+    cat = np.array([f.kind == FeatureKind.CATEGORICAL for f in f0.schema.features], dtype=bool)
+    for f in forests:
+        cat[np.unique(f.feature[f.is_categorical])] = True
+    return cat
+
+
+def category_codes(forests: Sequence[Forest], i: int, x0: float, reference: FloatArray | None) -> FloatArray:
+    """The codes a categorical feature may take: the schema's categories, else every code the model or data shows."""
+    feat = forests[0].schema.features[i]
+    if feat.categories is not None:
+        codes = np.arange(len(feat.categories), dtype=np.float64)
+    else:
+        parts = []
+        for f in forests:
+            nodes = np.flatnonzero((f.feature == i) & f.is_categorical)
+            for nd in nodes:
+                parts.append(f.categories_of(int(nd)).astype(np.float64))
+            t = f.threshold[(f.feature == i) & ~f.is_categorical & (f.left >= 0)]
+            parts += [np.floor(t), np.floor(t) + 1]
+        if reference is not None:
+            parts.append(np.trunc(np.asarray(reference, dtype=np.float64)[:, i]))
+        codes = np.concatenate(parts) if parts else np.zeros(0)
+    if np.isfinite(x0) and x0 >= 0:
+        codes = np.append(codes, np.trunc(x0))
+    codes = codes[np.isfinite(codes) & (codes >= 0)]
+    return np.unique(codes)
+
+
+def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constraints | None = None, *,
+               norm: str | Norm = "l1", scale: Any = None, weights: Any = None, reference: Any = None,
+               isolation: tuple[Forest, float] | None = None, clip_to_reference: bool = False) -> list[Query]:
+    """One :class:`Query` per acceptable target (several when ``target`` is None on a multiclass model)."""
+    schema = forest.schema
+    x0 = forest.prepare_input(np.asarray(x, dtype=np.float64).reshape(1, -1) if not hasattr(x, "iloc") else x)
+    if x0.shape[0] != 1:
+        raise InputDataError(f"one case at a time: got {x0.shape[0]} rows", "use lumber.counterfactual for batches")
+    x0 = x0[0]
+    cons = constraints
+    if cons is not None:
+        unknown = [r.feature for r in cons.rules if r.feature not in schema.feature_names]
+        if unknown:
+            raise InputDataError(f"constraints name unknown features: {', '.join(unknown)}",
+                                 f"features: {', '.join(schema.feature_names[:12])}")
+        if cons.norm is not None:
+            norm = cons.norm
+        if cons.scale is not None:
+            scale = {Scale.NONE: None, Scale.STD: "std", Scale.MINMAX: "minmax"}[cons.scale]
+        if cons.target is not None:
+            target = cons.target
+    R = None if reference is None else forest.prepare_input(reference)
+    forests = [forest] + ([isolation[0]] if isolation is not None else [])
+    cat = categorical_features(forests)
+    names = schema.feature_names
+    down, up = _weights(weights, cons, names)
+    cost = CostModel(parse_norm(norm), x0, down, up, feature_scales(scale, R, len(names), cat), cat)
+    if cons is not None:
+        lo, hi = cons.bounds(names, x0)
+    else:
+        lo, hi = np.full(len(names), -np.inf), np.full(len(names), np.inf)
+    if clip_to_reference and R is not None and len(R):
+        with np.errstate(invalid="ignore"):
+            lo = np.maximum(lo, np.fmin(np.nanmin(R, axis=0), x0))
+            hi = np.minimum(hi, np.fmax(np.nanmax(R, axis=0), x0))
+    allowed: dict[int, FloatArray] = {}
+    if cons is not None:
+        for r in cons.rules:
+            if r.allowed is not None:
+                allowed[names.index(r.feature)] = np.asarray(r.allowed, dtype=np.float64)
+    codes = {i: category_codes(forests, i, float(x0[i]), R) for i in np.flatnonzero(cat)}
+    current = schema.decide(forest.evaluate(x0[None, :]))[0]
+    specs = resolve_target(forest, target, current)
+    return [Query(forest, x0, s, cost, cons, lo, hi, allowed, cat, codes, isolation) for s in specs]
+
+
+def default_verifier(forest: Forest) -> Verifier:
+    return lambda X: forest.schema.decide(forest.evaluate(X))
+
+
+def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints: Constraints | None = None, *,
+                         norm: str | Norm = "l1", scale: Any = None, weights: Any = None, reference: Any = None,
+                         isolation: tuple[Forest, float] | None = None, k: int = 1, time_limit: float = 60.0,
+                         backend: str = "highs", presolve: bool | None = None, threads: int = 1,
+                         mip_gap: float = 1e-6, use_warm_start: bool = True, verifier: Verifier | None = None,
+                         clip_to_reference: bool = False) -> CounterfactualResult:
+    """The cheapest change of ``x`` that makes ``forest`` predict ``target`` (see the package docstring)."""
+    t0 = time.perf_counter()
+    queries = make_query(forest, x, target, constraints, norm=norm, scale=scale, weights=weights,
+                         reference=reference, isolation=isolation, clip_to_reference=clip_to_reference)
+    R = None if reference is None else forest.prepare_input(reference)
+    verify = verifier or default_verifier(forest)
+    opts = SolverOptions(backend=backend, time_limit=time_limit, threads=threads, mip_rel_gap=mip_gap,
+                         presolve=presolve)
+    best: CounterfactualResult | None = None
+    deadline = t0 + time_limit
+    for q in queries:
+        res = _solve_query(q, opts, verify, R if use_warm_start else None, use_warm_start, deadline)
+        if k > 1 and res.found:
+            res.alternatives = _diverse(q, res, k - 1, opts, verify, deadline)
+        if best is None or _better(res, best):
+            best = res
+    assert best is not None
+    best.total_seconds = time.perf_counter() - t0
+    return best
+
+
+def _better(a: CounterfactualResult, b: CounterfactualResult) -> bool:
+    if a.found != b.found:
+        return a.found
+    if a.found:
+        return (a.verified, -a.cost) > (b.verified, -b.cost)
+    return a.status == NO_SOLUTION and b.status == INFEASIBLE
+
+
+def _base(q: Query, status: str, verify: Verifier, message: str = "") -> CounterfactualResult:
+    orig = verify(q.x0[None, :])
+    return CounterfactualResult(status=status, schema=q.forest.schema, x0=q.x0.copy(), x=None,
+                                target=q.spec.describe(), norm=q.cost.norm.name.lower(),
+                                original_prediction=_first(orig), message=message)
+
+
+def _first(p: Any) -> Any:
+    a = np.asarray(p).reshape(-1)
+    return a[0].item() if isinstance(a[0], np.generic) else a[0]
+
+
+def _finish(q: Query, res: CounterfactualResult, x: FloatArray, verify: Verifier) -> CounterfactualResult:
+    pred = verify(x[None, :])
+    res.x = x
+    res.prediction = _first(pred)
+    res.verified = bool(q.spec.satisfied(pred)[0])
+    if q.isolation is not None:
+        iso, delta = q.isolation
+        if float(iso.evaluate(x[None, :])[0]) < delta - 1e-9:
+            res.verified = False
+            res.message = (res.message + "; " if res.message else "") + "the point is not plausible"
+    res.violations = actionability.violations(q.constraints, q.names, q.x0, x)
+    res.cost = float(q.cost.total(x[None, :])[0])
+    return res
+
+
+def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: FloatArray | None,
+                 use_heuristic: bool, deadline: float, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
+    meets: Callable[[FloatArray], npt.NDArray[np.bool_]] = lambda X: forest_meets(q.forest, q.spec, X)
+    x_h = warm_start(q, meets, reference) if use_heuristic and not nogoods else None
+    c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
+    res = _base(q, INFEASIBLE, verify)
+    solve_secs = 0.0
+    for attempt, eps in enumerate(MARGINS):
+        remaining = deadline - time.perf_counter()
+        prob = build(q, eps=eps, tie_eps=0.0 if attempt == 0 else eps, cost_bound=c_h, nogoods=nogoods)
+        _size(res, prob)
+        res.attempts, res.epsilon = attempt + 1, eps
+        if prob.infeasible:
+            _clear(res)
+            res.status, res.message = INFEASIBLE, prob.infeasible
+            break
+        if remaining <= 0:
+            res.status, res.message = NO_SOLUTION, "time limit reached before solving"
+            break
+        start = prob.assignment(x_h) if x_h is not None else None
+        out = solve(prob.model, SolverOptions(opts.backend, max(remaining, 0.01), opts.threads, opts.mip_rel_gap,
+                                              opts.mip_abs_gap, opts.presolve, opts.seed), start)
+        solve_secs += out.seconds
+        res.status, res.gap, res.bound, res.objective = out.status, out.gap, q.cost.from_objective(out.bound) \
+            if math.isfinite(out.bound) else out.bound, out.objective
+        if out.x is None:
+            _clear(res)
+            res.message = {INFEASIBLE: f"no point reaches {q.spec.describe()} under the constraints",
+                           NO_SOLUTION: "time limit reached before any point was found"}.get(out.status, out.message)
+            break
+        # polish: the solver's tolerances (about 1e-7) can leave a feature one grid step off its level
+        x = improve(Candidates(q, meets), prob.point(out.x))
+        _finish(q, res, x, verify)
+        if res.verified and not res.violations:
+            break
+        res.message = f"margin {eps:g} did not verify; retrying with a larger margin"
+    res.solve_seconds = solve_secs
+    if x_h is not None and (not res.found or not res.verified):
+        # the solver could not confirm anything better than the heuristic point: report it, unproven
+        fallback = _finish(q, _base(q, TIME_LIMIT, verify), x_h, verify)
+        if fallback.verified:
+            fallback.message = f"solver: {res.status} ({res.message}); returning the heuristic point"
+            fallback.solve_seconds, fallback.attempts, fallback.epsilon = solve_secs, res.attempts, res.epsilon
+            fallback.n_variables, fallback.n_binaries, fallback.n_rows, fallback.nnz = (
+                res.n_variables, res.n_binaries, res.n_rows, res.nnz)
+            fallback.bound, fallback.gap = res.bound, math.nan
+            return fallback
+    if res.found and not (res.verified and not res.violations):
+        res.status = UNVERIFIED
+        res.message = "the model does not give the target at the solver's point, even with the largest margin"
+    elif res.status == OPTIMAL and res.found:
+        res.message = ""
+    return res
+
+
+def _clear(res: CounterfactualResult) -> None:
+    """Forget the point of an earlier attempt (a later, stricter one found none)."""
+    res.x, res.verified, res.prediction, res.violations, res.cost = None, False, None, [], math.inf
+
+
+def _size(res: CounterfactualResult, prob: Problem) -> None:
+    res.n_variables, res.n_binaries = prob.model.n_cols, prob.n_binaries
+    res.n_rows, res.nnz = prob.model.n_rows, prob.model.nnz
+
+
+def _diverse(q: Query, first: CounterfactualResult, n: int, opts: SolverOptions, verify: Verifier,
+             deadline: float) -> list[CounterfactualResult]:
+    """Up to ``n`` more counterfactuals, each with a change pattern not seen before (no-good cuts)."""
+    assert first.x is not None
+    proto = build(q, cost_bound=None)
+    patterns = [change_pattern(proto, first.x)]
+    out: list[CounterfactualResult] = []
+    for _ in range(n):
+        res = _solve_query(q, opts, verify, None, False, deadline, nogoods=patterns)
+        if not res.found:
+            break
+        out.append(res)
+        patterns.append(change_pattern(proto, res.x))  # type: ignore[arg-type]
+    return out

@@ -1,0 +1,199 @@
+"""MILP backends behind one small interface: HiGHS through highspy (default) or scipy.optimize.milp.
+
+Both load the model in bulk (one ``addCols``/``addRows`` CSR call each; one
+sparse matrix for scipy), keep the solver silent, and report a
+:class:`SolveOutcome` with status, objective, dual bound, gap, time and nodes.
+Solvers are imported lazily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from .model import MilpModel
+
+FloatArray = npt.NDArray[np.float64]
+
+OPTIMAL = "optimal"
+TIME_LIMIT = "time_limit"
+"""A feasible point was found but the time ran out before optimality was proven."""
+INFEASIBLE = "infeasible"
+NO_SOLUTION = "no_solution"
+"""The time ran out before any feasible point was found."""
+ERROR = "error"
+UNVERIFIED = "unverified"
+"""A point was found but the model does not give the target there, even with the largest margin."""
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """What the MILP solver may use. ``presolve=None`` lets each backend use its measured default."""
+
+    backend: str = "highs"
+    """``"highs"`` (highspy) or ``"scipy"`` (scipy.optimize.milp, HiGHS vendored by scipy)."""
+    time_limit: float = 60.0
+    threads: int = 1
+    mip_rel_gap: float = 1e-6
+    mip_abs_gap: float = 1e-9
+    presolve: bool | None = None
+    seed: int = 0
+
+
+@dataclass
+class SolveOutcome:
+    status: str
+    x: FloatArray | None
+    objective: float
+    bound: float
+    gap: float
+    seconds: float
+    nodes: int
+    message: str = ""
+
+
+_BANNER_LOCK = threading.Lock()
+_BANNER_DONE = False
+
+
+@contextlib.contextmanager
+def quiet_stdout() -> Iterator[None]:
+    """Silence C-level writes to stdout (HiGHS's banner, scipy's vendored debug line)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, fd)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _new_highs():  # type: ignore[no-untyped-def]
+    """A silent ``highspy.Highs`` (the banner prints once per process, on first construction)."""
+    global _BANNER_DONE
+    import highspy
+
+    with _BANNER_LOCK:
+        if not _BANNER_DONE:
+            with quiet_stdout():
+                h = highspy.Highs()
+            _BANNER_DONE = True
+        else:
+            h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+def solve(model: MilpModel, options: SolverOptions, start: FloatArray | None = None) -> SolveOutcome:
+    """Solve ``model`` with the chosen backend; ``start`` is a feasible assignment to warm-start from."""
+    if model.n_cols == 0:  # everything was decided while building
+        bad = model.infeasible_constant_rows > 0
+        return SolveOutcome(INFEASIBLE if bad else OPTIMAL, None if bad else np.zeros(0), model.offset,
+                            model.offset, 0.0, 0.0, 0, "empty model")
+    if options.backend == "highs":
+        return _solve_highs(model, options, start)
+    if options.backend == "scipy":
+        return _solve_scipy(model, options)
+    from lumber.ir import InputDataError
+
+    raise InputDataError(f"unknown MILP backend {options.backend!r}", "accepted: 'highs', 'scipy'")
+
+
+def _solve_highs(model: MilpModel, opt: SolverOptions, start: FloatArray | None) -> SolveOutcome:
+    import highspy
+
+    t0 = time.perf_counter()
+    h = _new_highs()
+    h.setOptionValue("time_limit", float(opt.time_limit))
+    h.setOptionValue("threads", int(opt.threads))
+    h.setOptionValue("mip_rel_gap", float(opt.mip_rel_gap))
+    h.setOptionValue("mip_abs_gap", float(opt.mip_abs_gap))
+    h.setOptionValue("random_seed", int(opt.seed))
+    h.setOptionValue("presolve", "on" if opt.presolve in (None, True) else "off")
+    n = model.n_cols
+    empty_i = np.zeros(0, dtype=np.int32)
+    h.addCols(n, model.cost, model.lb, model.ub, 0, empty_i, empty_i, np.zeros(0))
+    ints = np.flatnonzero(model.integer).astype(np.int32)
+    if ints.size:
+        h.changeColsIntegrality(ints.shape[0], ints, np.full(ints.shape[0], 1, dtype=np.uint8))
+    lo, hi, starts, idx, vals = model.csr()
+    if model.n_rows:
+        inf = highspy.kHighsInf
+        h.addRows(model.n_rows, np.where(np.isfinite(lo), lo, -inf), np.where(np.isfinite(hi), hi, inf),
+                  int(vals.shape[0]), starts[:-1].copy(), idx, vals)
+    if model.offset:
+        h.changeObjectiveOffset(float(model.offset))
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(np.asarray(start, dtype=np.float64))
+        h.setSolution(sol)
+    h.run()
+    secs = time.perf_counter() - t0
+    st = h.getModelStatus()
+    name = h.modelStatusToString(st)
+    info = h.getInfo()
+    has_sol = int(info.primal_solution_status) == 2
+    x = np.array(h.getSolution().col_value, dtype=np.float64) if has_sol else None
+    obj = float(info.objective_function_value) if has_sol else np.inf
+    bound = float(info.mip_dual_bound)
+    gap = float(info.mip_gap) if has_sol else np.inf
+    nodes = int(info.mip_node_count)
+    if st == highspy.HighsModelStatus.kOptimal:
+        status = OPTIMAL
+    elif st in (highspy.HighsModelStatus.kInfeasible,):
+        status = INFEASIBLE
+    elif st in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit,
+                highspy.HighsModelStatus.kSolutionLimit, highspy.HighsModelStatus.kInterrupt):
+        status = TIME_LIMIT if has_sol else NO_SOLUTION
+    else:
+        status = TIME_LIMIT if has_sol else ERROR
+    return SolveOutcome(status, x, obj, bound, gap, secs, nodes, name)
+
+
+def _solve_scipy(model: MilpModel, opt: SolverOptions) -> SolveOutcome:
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import csr_matrix
+
+    t0 = time.perf_counter()
+    lo, hi, starts, idx, vals = model.csr()
+    cons = []
+    if model.n_rows:
+        A = csr_matrix((vals, idx, starts), shape=(model.n_rows, model.n_cols))
+        cons.append(LinearConstraint(A, lo, hi))
+    options = {"disp": False, "time_limit": float(opt.time_limit), "mip_rel_gap": float(opt.mip_rel_gap),
+               "presolve": opt.presolve in (None, True)}
+    with quiet_stdout():
+        res = milp(model.cost, integrality=model.integer.astype(np.uint8), bounds=Bounds(model.lb, model.ub),
+                   constraints=cons, options=options)
+    secs = time.perf_counter() - t0
+    x = np.asarray(res.x, dtype=np.float64) if res.x is not None else None
+    obj = float(res.fun) + model.offset if res.x is not None else np.inf
+    bound = float(getattr(res, "mip_dual_bound", np.nan) or np.nan) + model.offset
+    gap = float(getattr(res, "mip_gap", np.nan) or 0.0) if x is not None else np.inf
+    nodes = int(getattr(res, "mip_node_count", 0) or 0)
+    if res.status == 0:
+        status = OPTIMAL
+    elif res.status == 2:
+        status = INFEASIBLE
+    elif res.status == 1:
+        status = TIME_LIMIT if x is not None else NO_SOLUTION
+    else:
+        status = TIME_LIMIT if x is not None else ERROR
+    return SolveOutcome(status, x, obj, bound, gap, secs, nodes, str(res.message))

@@ -1,0 +1,180 @@
+"""The decision sought: class-score rows for classifiers, an interval row for regressors.
+
+Scores are the IR's raw margins ``m_k`` (``Forest.evaluate``): a sum of leaf
+values plus ``base_score`` for boosting, divided by the tree count for averaged
+forests (random-forest class fractions). Every post-transform lumber knows is
+increasing per output (softmax preserves the order), so the predicted class is
+the first argmax of ``m`` -- or, with a single output, class 1 iff ``m`` is
+above the transform's inverse at 0.5. The margin ``eps`` is relative to the
+largest coefficient of the row; ties a library resolves in the target's favour
+are allowed first (``eps = 0``) and made strict only if verification fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Forest, InputDataError, PostTransform, Task, UnsupportedModelError
+from lumber.ir.interp import trees_per_output
+
+from .model import MilpModel
+from .trees import ForestEncoding
+
+FloatArray = npt.NDArray[np.float64]
+
+MARGIN_FLOOR = 1e-6
+"""Scores below ``eps * 1e-6`` are noise for every library's float arithmetic: the margin never drops below it."""
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """A class (its output index and label) or an interval of the prediction."""
+
+    kind: str
+    """``"class"`` or ``"interval"``."""
+    index: int = -1
+    label: Any = None
+    interval: tuple[float, float] | None = None
+
+    def describe(self) -> str:
+        if self.kind == "class":
+            return f"class {self.label!r}"
+        assert self.interval is not None
+        return f"prediction in [{self.interval[0]:g}, {self.interval[1]:g}]"
+
+    def satisfied(self, predictions: Any) -> npt.NDArray[np.bool_]:
+        """Which predictions (labels or values, as the model's ``predict`` gives) meet the target."""
+        p = np.asarray(predictions)
+        if self.kind == "class":
+            try:
+                return np.asarray(p == np.asarray(self.label, dtype=p.dtype), dtype=bool).reshape(-1)
+            except (TypeError, ValueError):
+                return np.array([v == self.label for v in p.reshape(-1)], dtype=bool)
+        assert self.interval is not None
+        lo, hi = self.interval
+        v = p.astype(np.float64).reshape(-1)
+        return (v >= lo) & (v <= hi)
+
+
+def class_labels(forest: Forest) -> list[Any]:
+    s = forest.schema
+    n = 2 if s.task == Task.BINARY else s.n_outputs
+    return list(s.classes) if s.classes is not None else list(range(n))
+
+
+def resolve_target(forest: Forest, target: Any, current: Any) -> list[TargetSpec]:
+    """Target specs for a user target: a label, ``(lo, hi)``, ``None`` (any other class), or a ``Target``.
+
+    Several specs mean "any of these" (the best one wins).
+    """
+    s = forest.schema
+    if target is not None and hasattr(target, "label") and hasattr(target, "interval"):
+        target = target.interval if target.interval is not None else target.label
+    if s.task in (Task.BINARY, Task.MULTICLASS):
+        labels = class_labels(forest)
+        if target is None:
+            return [TargetSpec("class", i, lab) for i, lab in enumerate(labels) if lab != current]
+        for i, lab in enumerate(labels):
+            if lab == target or str(lab) == str(target):
+                return [TargetSpec("class", i, lab)]
+        raise InputDataError(f"target {target!r} is not a class of this model",
+                             f"classes: {', '.join(map(repr, labels))}")
+    if s.task == Task.REGRESSION:
+        if target is None or np.isscalar(target) or len(target) != 2:
+            raise InputDataError(f"target {target!r} is not an interval",
+                                 "a regression target is (lo, hi), e.g. target=(0.5, inf)")
+        lo, hi = float(target[0]), float(target[1])
+        if not lo <= hi:
+            raise InputDataError(f"target interval ({lo:g}, {hi:g}) is empty")
+        return [TargetSpec("interval", interval=(lo, hi))]
+    raise UnsupportedModelError(f"counterfactuals need a classifier or a regressor, not a {s.task.name.lower()} model")
+
+
+def _inverse(pt: PostTransform, p: float, alpha: float) -> float:
+    """Margin at which the post-transform reaches ``p``."""
+    if pt == PostTransform.IDENTITY:
+        return p
+    if pt == PostTransform.SIGMOID:
+        if p <= 0.0:
+            return -np.inf
+        if p >= 1.0:
+            return np.inf
+        return float(np.log(p / (1.0 - p)) / alpha)
+    if pt == PostTransform.EXP:
+        return float(np.log(p)) if p > 0 else -np.inf
+    raise UnsupportedModelError(f"post-transform {pt.name.lower()} has no counterfactual target form")
+
+
+def margin_terms(enc: ForestEncoding, k: int) -> tuple[npt.NDArray[np.int64], FloatArray, float, npt.NDArray[np.int64]]:
+    """Columns, coefficients, constant and tree of each term of margin ``m_k`` over the encoded flows."""
+    f = enc.forest
+    leaves, cols = enc.leaf_terms()
+    div = trees_per_output(f)[k] if f.schema.average else 1.0
+    div = max(div, 1.0)
+    fixed = enc.fixed_leaf[enc.fixed_leaf >= 0]
+    const = (f.schema.base_score[k] + float(f.value[fixed, k].sum())) / div
+    return cols, f.value[leaves, k] / div, const, f.node_tree[leaves].astype(np.int64)
+
+
+def add_target_rows(enc: ForestEncoding, spec: TargetSpec, model: MilpModel, eps: float, tie_eps: float) -> None:
+    """Rows forcing the encoded forest to meet ``spec`` with relative margin ``eps``."""
+    s = enc.forest.schema
+    if spec.kind == "interval":
+        assert spec.interval is not None
+        lo = _inverse(s.post_transform, spec.interval[0], s.sigmoid_alpha) if np.isfinite(spec.interval[0]) else -np.inf
+        hi = _inverse(s.post_transform, spec.interval[1], s.sigmoid_alpha) if np.isfinite(spec.interval[1]) else np.inf
+        scaled_row(model, *margin_terms(enc, 0), lo, hi, tie_eps)
+        return
+    if s.n_outputs == 1:
+        theta = _inverse(s.post_transform, 0.5, s.sigmoid_alpha)
+        if spec.index == 1:
+            scaled_row(model, *margin_terms(enc, 0), theta, np.inf, eps)
+        else:
+            scaled_row(model, *margin_terms(enc, 0), -np.inf, theta, tie_eps)
+        return
+    c = spec.index
+    cols, ks, bs, trees = margin_terms(enc, c)
+    for o in range(s.n_outputs):
+        if o != c:
+            _, ko, bo, _ = margin_terms(enc, o)
+            scaled_row(model, cols, ks - ko, bs - bo, trees, 0.0, np.inf, eps if o < c else tie_eps)
+
+
+def scaled_row(model: MilpModel, cols: npt.NDArray[np.int64], coef: FloatArray, const: float,
+               trees: npt.NDArray[np.int64], lo: float, hi: float, eps: float) -> None:
+    """``lo + eps*S <= const + coef @ y <= hi - eps*S``, divided by ``S = max|coef|``.
+
+    A row no choice of leaves can meet (one leaf per tree) marks the model infeasible
+    instead of reaching the solver with bounds it would read as infinite.
+    """
+    from .model import LinExpr
+
+    S = float(np.abs(coef).max()) if coef.size else 0.0
+    m = eps * max(S, MARGIN_FLOOR)
+    lo2 = lo + m if np.isfinite(lo) else -np.inf
+    hi2 = hi - m if np.isfinite(hi) else np.inf
+    if coef.size:
+        starts = np.flatnonzero(np.r_[True, trees[1:] != trees[:-1]])
+        amax = const + float(np.maximum.reduceat(coef, starts).sum())
+        amin = const + float(np.minimum.reduceat(coef, starts).sum())
+    else:
+        amax = amin = const
+    if S == 0.0:  # a constant score
+        model.infeasible_constant_rows += 0 if lo2 <= const <= hi2 else 1
+        return
+    if amax < lo2 or amin > hi2:
+        model.infeasible_constant_rows += 1
+        return
+    if amin >= lo2 and amax <= hi2:
+        return
+    model.add_expr_row(LinExpr(0.0, [int(c) for c in cols], [float(v) for v in coef / S]),
+                       (lo2 - const) / S, (hi2 - const) / S)
+
+
+def forest_meets(forest: Forest, spec: TargetSpec, X: FloatArray) -> npt.NDArray[np.bool_]:
+    """Target check through the IR's reference semantics."""
+    return spec.satisfied(forest.schema.decide(forest.evaluate(X)))
