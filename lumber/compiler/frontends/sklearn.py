@@ -350,13 +350,14 @@ def _category_values(model: Any, name: str, cats: npt.NDArray[Any]) -> tuple[npt
     return np.arange(len(labels), dtype=np.int64), Feature(name, FeatureKind.CATEGORICAL, labels)
 
 
-def _hgb_layout(model: Any, names: list[str]) -> tuple[npt.NDArray[np.int64], dict[int, npt.NDArray[np.int64]],
+def _hgb_layout(model: Any, names: list[str]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
                                                        list[Feature]]:
-    """Input column of each predictor feature, code->value maps of categorical ones, and the features."""
+    """Input column of each predictor feature, the code -> input value table (``(n, 256)``, -1 where
+    undefined; all -1 for features without an encoder), and the features."""
     n = int(model.n_features_in_)
     column_of = np.arange(n, dtype=np.int64)
     features = [Feature(s) for s in names]
-    values: dict[int, npt.NDArray[np.int64]] = {}
+    values = np.full((n, 256), -1, dtype=np.int64)
     pre = getattr(model, "_preprocessor", None)
     if pre is None:
         return column_of, values, features
@@ -373,12 +374,16 @@ def _hgb_layout(model: Any, names: list[str]) -> tuple[npt.NDArray[np.int64], di
     for k, cats in enumerate(enc.categories_):
         r = start + k
         col = int(column_of[r])
-        values[r], features[col] = _category_values(model, names[col], cats)
+        table, features[col] = _category_values(model, names[col], cats)
+        if table.shape[0] > 256:
+            raise ModelFormatError(f"{type(model).__name__}: feature '{names[col]}' has {table.shape[0]} "
+                                   "categories; HistGradientBoosting allows at most 255")
+        values[r, : table.shape[0]] = table
     return column_of, values, features
 
 
 def _lower_predictor(pred: Any, t: int, k: int, column_of: npt.NDArray[np.int64],
-                     values: dict[int, npt.NDArray[np.int64]], known: npt.NDArray[np.bool_],
+                     values: npt.NDArray[np.int64], known: npt.NDArray[np.bool_],
                      f_idx_map: npt.NDArray[np.int64]) -> TreeArrays:
     nodes = pred.nodes
     n = nodes.shape[0]
@@ -398,7 +403,7 @@ def _lower_predictor(pred: Any, t: int, k: int, column_of: npt.NDArray[np.int64]
     cat_nodes = np.flatnonzero(is_cat)
     if cat_nodes.size:
         cf = fr[cat_nodes]
-        if any(int(f) not in values for f in np.unique(cf)):
+        if not (values[cf] >= 0).any(axis=1).all():
             raise UnsupportedModelError(f"predictor {t}: categorical split without the model's category encoder",
                                         "refit the model with this scikit-learn version")
         in_left = _bits(pred.raw_left_cat_bitsets[nodes["bitset_idx"][cat_nodes]])
@@ -407,13 +412,14 @@ def _lower_predictor(pred: Any, t: int, k: int, column_of: npt.NDArray[np.int64]
         # left iff in the left set; else right iff a known category; else the missing side.
         # Missing-left: the set {known \ left} goes right. Missing-right: the left set goes left.
         members = np.where(mleft[:, None], seen & ~in_left, in_left)
-        for j, node in enumerate(cat_nodes):
-            codes = np.flatnonzero(members[j])
-            table = values[int(cf[j])]
-            if codes.size and codes[-1] >= table.shape[0]:
-                raise ModelFormatError(f"predictor {t}, node {int(node)}: category code {int(codes[-1])} "
-                                       f"is beyond the {table.shape[0]} known categories")
-            categories[int(node)] = table[codes]
+        rows, codes = np.nonzero(members)  # row-major: each node's codes in ascending order
+        mapped = values[cf[rows], codes]
+        if (mapped < 0).any():
+            j = int(np.flatnonzero(mapped < 0)[0])
+            raise ModelFormatError(f"predictor {t}, node {int(cat_nodes[rows[j]])}: category code {int(codes[j])} "
+                                   "is not a known category of its feature")
+        parts = np.split(mapped, np.cumsum(members.sum(axis=1))[:-1])
+        categories = dict(zip(cat_nodes.tolist(), parts))
     return TreeArrays(
         left=left, right=right, feature=np.where(internal, column_of[np.where(internal, fr, 0)], -1),
         threshold=np.where(internal & ~is_cat, nodes["num_threshold"].astype(np.float64), np.nan),
@@ -432,12 +438,10 @@ def _lower_hist_gradient_boosting(model: Any, names: list[str], digest: _Digest)
                                f"for {K} trees per iteration")
     known = np.zeros((0, 256), dtype=bool)
     f_idx_map = np.zeros(0, dtype=np.int64)
-    if values:
+    if (values >= 0).any():
         known_bits, fmap = model._bin_mapper.make_known_categories_bitsets()
         known, f_idx_map = _bits(known_bits), np.asarray(fmap, dtype=np.int64)
-    digest.add(base, column_of, known)
-    for r in sorted(values):
-        digest.add(values[r])
+    digest.add(base, column_of, known, values)
     trees = []
     for i, stage in enumerate(model._predictors):
         if len(stage) != K:
