@@ -15,13 +15,14 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from lumber.ir import CompileError, Diagnostic, SourceSpan
 from lumber.ir.diagnostics import error
@@ -75,34 +76,46 @@ def _cache_dir() -> Path | None:
     return None
 
 
-_OPTIONS: dict[str, Any] = dict(parser="lalr", propagate_positions=True, maybe_placeholders=True)
+_OPTIONS: dict[str, Any] = dict(parser="lalr", lexer="basic", maybe_placeholders=True)
 
 
 @lru_cache(maxsize=1)
 def parser() -> Lark:
-    """The LALR parser, loaded from the cache when its grammar and Lark version match."""
+    """The LALR parser building :mod:`.ast` nodes while it parses (tables cached per grammar version)."""
+    import io
+
     import lark
 
     text = grammar_text()
     key = hashlib.sha256(f"{text}\0{lark.__version__}\0{sys.version_info[:2]}".encode()).hexdigest()[:16]
     cdir = _cache_dir()
     path = cdir / f"dsl-{key}.lark-cache" if cdir is not None else None
+    data = None
     if path is not None and path.is_file():
         try:
-            with path.open("rb") as fh:
-                return Lark.load(fh)
+            data = path.read_bytes()
+            return _with_builder(data)
         except Exception:  # a corrupt or foreign cache file: rebuild and overwrite it
-            pass
-    p = Lark(text, strict=_strict_available(), **_OPTIONS)
+            data = None
+    buf = io.BytesIO()
+    Lark(text, strict=_strict_available(), **_OPTIONS).save(buf)
+    data = buf.getvalue()
     if path is not None:
         try:
             fd, tmp = tempfile.mkstemp(prefix=".dsl-", suffix=".tmp", dir=path.parent)
             with os.fdopen(fd, "wb") as fh:
-                p.save(fh)
+                fh.write(data)
             os.replace(tmp, path)
         except OSError:
             pass
-    return p
+    return _with_builder(data)
+
+
+def _with_builder(data: bytes) -> Lark:
+    import io
+
+    inst = Lark.__new__(Lark)
+    return inst._load(io.BytesIO(data), transformer=_Builder())  # type: ignore[no-any-return]
 
 
 def _strict_available() -> bool:
@@ -113,7 +126,7 @@ def _strict_available() -> bool:
     return True
 
 
-# -- tree -> AST ---------------------------------------------------------------------------
+# -- tree -> AST (applied by the parser at each reduction) ---------------------------------
 
 
 class _TooDeep(Exception):
@@ -121,8 +134,46 @@ class _TooDeep(Exception):
         self.span = span
 
 
-def _span(file: str | None, meta: Any) -> SourceSpan:
-    return SourceSpan(file, meta.line, meta.column, meta.end_line, meta.end_column)
+_STATE = threading.local()
+"""Per-parse state of the (shared) builder: the file name and expression depths."""
+
+
+def _start(x: Any) -> tuple[int, int] | None:
+    if isinstance(x, Token):
+        return x.line, x.column  # type: ignore[return-value]
+    span = getattr(x, "span", None)
+    if span is not None:
+        return span.line, span.column
+    if isinstance(x, (list, tuple)) and x:
+        return _start(x[0])
+    return None
+
+
+def _end(x: Any) -> tuple[int, int] | None:
+    if isinstance(x, Token):
+        return x.end_line, x.end_column  # type: ignore[return-value]
+    span = getattr(x, "span", None)
+    if span is not None:
+        return span.end_line or span.line, span.end_column or span.column
+    if isinstance(x, (list, tuple)) and x:
+        return _end(x[-1])
+    return None
+
+
+def _span_of(children: list[Any]) -> SourceSpan:
+    """From the first positioned child's start to the last one's end."""
+    first = last = None
+    for c in children:
+        first = _start(c)
+        if first is not None:
+            break
+    for c in reversed(children):
+        last = _end(c)
+        if last is not None:
+            break
+    if first is None or last is None:
+        return SourceSpan(_STATE.file, 1, 1)
+    return SourceSpan(_STATE.file, first[0], first[1], last[0], last[1])
 
 
 def _unescape(body: str) -> str:
@@ -143,197 +194,238 @@ def _unescape(body: str) -> str:
 def _toks(children: list[Any]) -> list[Any]:
     """Children minus keyword and punctuation tokens (kept: names, literals and subtrees)."""
     keep = {"NAME", "QNAME", "STRING", "NUMBER"}
-    return [c for c in children if not isinstance(c, Token) or c.type in keep]
+    return [c for c in children if c is not None and (not isinstance(c, Token) or c.type in keep)]
 
 
-@v_args(meta=True)
-class _Builder(Transformer_NonRecursive):
-    """Lark tree -> :mod:`.ast` nodes (total: never raises except for over-deep nesting)."""
+class _Set:
+    """``{a, b}``: its labels and the span including the braces."""
 
-    def __init__(self, file: str | None) -> None:
-        super().__init__()
-        self.file = file
-        self.depth: dict[int, int] = {}
+    def __init__(self, labels: tuple[A.Label, ...], span: SourceSpan) -> None:
+        self.labels = labels
+        self.span = span
 
-    def sp(self, meta: Any) -> SourceSpan:
-        return _span(self.file, meta)
+
+class _Method:
+    def __init__(self, name: str, span: SourceSpan) -> None:
+        self.name = name
+        self.span = span
+
+
+class _Builder(Transformer):  # type: ignore[type-arg]
+    """Parser callbacks -> :mod:`.ast` nodes (total: never raises except for over-deep nesting)."""
 
     def tsp(self, tok: Token) -> SourceSpan:
-        return SourceSpan(self.file, tok.line, tok.column, tok.end_line, tok.end_column)
+        return SourceSpan(getattr(_STATE, "file", None), tok.line, tok.column, tok.end_line, tok.end_column)
 
     def _deep(self, node: Any, *children: Any, base: int = 0) -> Any:
-        d = max(base, 1 + max((self.depth.get(id(c), 0) for c in children), default=0))
+        depth: dict[int, int] = _STATE.depth
+        d = max(base, 1 + max((depth.get(id(c), 0) for c in children), default=0))
         if d > MAX_DEPTH:
             raise _TooDeep(node.span)
-        self.depth[id(node)] = d
+        depth[id(node)] = d
+        _STATE.keep.append(node)  # ids stay unique while the parse runs
         return node
 
     # leaves
-    def name(self, meta: Any, ch: list[Any]) -> A.Name:
+    def name(self, ch: list[Any]) -> A.Name:
+        sp = _span_of(ch)
         tok = ch[0]
         if tok.type == "QNAME":
-            return A.Name(_unescape(tok.value[1:-1]), True, self.tsp(tok))
-        return A.Name(tok.value, False, self.tsp(tok))
+            return A.Name(_unescape(tok.value[1:-1]), True, sp)
+        return A.Name(tok.value, False, sp)
 
-    def signed(self, meta: Any, ch: list[Any]) -> A.Label:
+    def signed(self, ch: list[Any]) -> A.Label:
+        sp = _span_of(ch)
         neg = any(isinstance(c, Token) and c.type == "MINUS" for c in ch)
-        num = ch[-1]
-        return A.Label("number", ("-" if neg else "") + num.value, self.sp(meta))
+        return A.Label("number", ("-" if neg else "") + ch[-1].value, sp)
 
-    def label(self, meta: Any, ch: list[Any]) -> A.Label:
+    def label(self, ch: list[Any]) -> A.Label:
+        sp = _span_of(ch)
         c = ch[0]
         if isinstance(c, A.Label):
             return c
         if c.type == "STRING":
-            return A.Label("string", _unescape(c.value[1:-1]), self.tsp(c))
-        return A.Label("name", c.value, self.tsp(c))
+            return A.Label("string", _unescape(c.value[1:-1]), sp)
+        return A.Label("name", c.value, sp)
 
-    def value_set(self, meta: Any, ch: list[Any]) -> tuple[A.Label, ...]:
-        return tuple(c for c in ch if isinstance(c, A.Label))
+    def value_set(self, ch: list[Any]) -> _Set:
+        sp = _span_of(ch)
+        return _Set(tuple(c for c in ch if isinstance(c, A.Label)), sp)
 
-    def cmp(self, meta: Any, ch: list[Any]) -> str:
-        return str(ch[0].value)
+    def cmp(self, ch: list[Any]) -> Token:
+        return ch[0]  # type: ignore[no-any-return]
 
-    def direction(self, meta: Any, ch: list[Any]) -> str:
-        return str(ch[0].value)
+    direction = cmp
+    side = cmp
 
-    def side(self, meta: Any, ch: list[Any]) -> str:
-        return str(ch[0].value)
+    def event(self, ch: list[Any]) -> Token:
+        tok = Token.new_borrow_pos("EVENT", " ".join(str(c) for c in ch), ch[0])
+        tok.end_line, tok.end_column = ch[-1].end_line, ch[-1].end_column
+        return tok
 
-    def event(self, meta: Any, ch: list[Any]) -> str:
-        return " ".join(str(c.value) for c in ch)
-
-    def method(self, meta: Any, ch: list[Any]) -> tuple[str, SourceSpan]:
-        return "-".join(c.value for c in ch if c.type == "NAME"), self.sp(meta)
+    def method(self, ch: list[Any]) -> _Method:
+        sp = _span_of(ch)
+        return _Method("-".join(c.value for c in ch if c.type == "NAME"), sp)
 
     # expressions
-    def number(self, meta: Any, ch: list[Any]) -> A.Num:
-        return A.Num(ch[0].value, self.sp(meta))
+    def number(self, ch: list[Any]) -> A.Num:
+        sp = _span_of(ch)
+        return A.Num(ch[0].value, sp)
 
-    def plain_ref(self, meta: Any, ch: list[Any]) -> A.Ref:
-        return A.Ref(ch[0], "plain", self.sp(meta))
+    def plain_ref(self, ch: list[Any]) -> A.Ref:
+        name = self.name(ch)
+        return A.Ref(name, "plain", name.span)
 
-    def orig_ref(self, meta: Any, ch: list[Any]) -> A.Ref:
-        return A.Ref(_toks(ch)[0], "orig", self.sp(meta))
+    def orig_ref(self, ch: list[Any]) -> A.Ref:
+        sp = _span_of(ch)
+        return A.Ref(_toks(ch)[0], "orig", sp)
 
-    def delta_ref(self, meta: Any, ch: list[Any]) -> A.Ref:
-        return A.Ref(_toks(ch)[0], "delta", self.sp(meta))
+    def delta_ref(self, ch: list[Any]) -> A.Ref:
+        sp = _span_of(ch)
+        return A.Ref(_toks(ch)[0], "delta", sp)
 
-    def paren(self, meta: Any, ch: list[Any]) -> A.Paren:
-        inner = ch[1]
-        return self._deep(A.Paren(inner, self.sp(meta)), inner)
+    def paren(self, ch: list[Any]) -> A.Paren:
+        sp = _span_of(ch)
+        return self._deep(A.Paren(ch[1], sp), ch[1])  # type: ignore[no-any-return]
 
-    def neg(self, meta: Any, ch: list[Any]) -> A.Neg:
-        return self._deep(A.Neg(ch[1], self.sp(meta)), ch[1])
+    def neg(self, ch: list[Any]) -> A.Neg:
+        sp = _span_of(ch)
+        return self._deep(A.Neg(ch[1], sp), ch[1])  # type: ignore[no-any-return]
 
-    def pos(self, meta: Any, ch: list[Any]) -> A.Neg:
-        return self._deep(A.Neg(ch[1], self.sp(meta), plus=True), ch[1])
+    def pos(self, ch: list[Any]) -> A.Neg:
+        sp = _span_of(ch)
+        return self._deep(A.Neg(ch[1], sp, plus=True), ch[1])  # type: ignore[no-any-return]
 
-    def _chain(self, meta: Any, ch: list[Any], ops: str) -> A.Chain:
+    def _chain(self, sp: SourceSpan, ch: list[Any], ops: str) -> A.Chain:
         left, op, right = ch
         if isinstance(left, A.Chain) and left.rest[0][0] in ops:
-            node = A.Chain(left.first, left.rest + ((op.value, right),), self.sp(meta))
-            return self._deep(node, right, base=self.depth.get(id(left), 1))
-        return self._deep(A.Chain(left, ((op.value, right),), self.sp(meta)), left, right)
+            node = A.Chain(left.first, left.rest + ((op.value, right),), sp)
+            return self._deep(node, right, base=_STATE.depth.get(id(left), 1))  # type: ignore[no-any-return]
+        return self._deep(A.Chain(left, ((op.value, right),), sp), left, right)  # type: ignore[no-any-return]
 
-    def add(self, meta: Any, ch: list[Any]) -> A.Chain:
-        return self._chain(meta, ch, "+-")
+    def add(self, ch: list[Any]) -> A.Chain:
+        return self._chain(_span_of(ch), ch, "+-")
 
     sub = add
 
-    def mul(self, meta: Any, ch: list[Any]) -> A.Chain:
-        return self._chain(meta, ch, "*/")
+    def mul(self, ch: list[Any]) -> A.Chain:
+        return self._chain(_span_of(ch), ch, "*/")
 
     div = mul
 
     # clauses
-    def c_immutable(self, meta: Any, ch: list[Any]) -> A.CImmutable:
-        return A.CImmutable(self.sp(meta))
+    def c_immutable(self, ch: list[Any]) -> A.CImmutable:
+        sp = _span_of(ch)
+        return A.CImmutable(sp)
 
-    def c_direction(self, meta: Any, ch: list[Any]) -> A.CDirection:
-        return A.CDirection(ch[0], self.sp(meta))
+    def c_direction(self, ch: list[Any]) -> A.CDirection:
+        sp = _span_of(ch)
+        return A.CDirection(str(ch[0]), sp)
 
-    def c_between(self, meta: Any, ch: list[Any]) -> A.CBetween:
+    def c_between(self, ch: list[Any]) -> A.CBetween:
+        sp = _span_of(ch)
         lo, hi = _toks(ch)
-        return A.CBetween(lo, hi, self.sp(meta))
+        return A.CBetween(lo, hi, sp)
 
-    def c_compare(self, meta: Any, ch: list[Any]) -> A.CCompare:
-        return A.CCompare(ch[0], ch[1], self.sp(meta))
+    def c_compare(self, ch: list[Any]) -> A.CCompare:
+        sp = _span_of(ch)
+        return A.CCompare(str(ch[0]), ch[1], sp)
 
-    def c_in(self, meta: Any, ch: list[Any]) -> A.CIn:
-        return A.CIn(ch[1], self.sp(meta))
+    def c_in(self, ch: list[Any]) -> A.CIn:
+        sp = _span_of(ch)
+        return A.CIn(ch[1].labels, sp)
 
-    def c_order(self, meta: Any, ch: list[Any]) -> A.COrder:
-        return A.COrder(tuple(c for c in ch if isinstance(c, A.Label)), self.sp(meta))
+    def c_order(self, ch: list[Any]) -> A.COrder:
+        sp = _span_of(ch)
+        return A.COrder(tuple(c for c in ch if isinstance(c, A.Label)), sp)
 
-    def c_cost(self, meta: Any, ch: list[Any]) -> A.CCost:
-        side = next((c for c in ch if isinstance(c, str) and not isinstance(c, Token)), None)
+    def c_cost(self, ch: list[Any]) -> A.CCost:
+        sp = _span_of(ch)
+        side = next((str(c) for c in ch if isinstance(c, Token) and c.type in ("UP", "DOWN")), None)
         nums = [A.Num(c.value, self.tsp(c)) for c in ch if isinstance(c, Token) and c.type == "NUMBER"]
-        return A.CCost(side, nums[0], nums[1] if len(nums) > 1 else None, self.sp(meta))
+        return A.CCost(side, nums[0], nums[1] if len(nums) > 1 else None, sp)
 
     # conditions
-    def event_cond(self, meta: Any, ch: list[Any]) -> A.EventCond:
-        return A.EventCond(ch[0], ch[1], self.sp(meta))
+    def event_cond(self, ch: list[Any]) -> A.EventCond:
+        sp = _span_of(ch)
+        return A.EventCond(ch[0], str(ch[1]), sp)
 
-    def member_cond(self, meta: Any, ch: list[Any]) -> A.MemberCond:
-        return A.MemberCond(ch[0], ch[2], self.sp(meta))
+    def member_cond(self, ch: list[Any]) -> A.MemberCond:
+        sp = _span_of(ch)
+        return A.MemberCond(ch[0], ch[2].labels, sp)
 
-    def relation_cond(self, meta: Any, ch: list[Any]) -> A.Relation:
-        return A.Relation(ch[0], ch[1], ch[2], self.sp(meta))
+    def relation_cond(self, ch: list[Any]) -> A.Relation:
+        sp = _span_of(ch)
+        return A.Relation(ch[0], str(ch[1]), ch[2], sp)
 
     # statements
-    def include(self, meta: Any, ch: list[Any]) -> A.Include:
-        return A.Include(_unescape(ch[1].value[1:-1]), self.sp(meta))
+    def include(self, ch: list[Any]) -> A.Include:
+        sp = _span_of(ch)
+        return A.Include(_unescape(ch[1].value[1:-1]), sp)
 
-    def immutable_list(self, meta: Any, ch: list[Any]) -> A.NameList:
-        return A.NameList("immutable", tuple(c for c in ch if isinstance(c, A.Name)), self.sp(meta))
+    def immutable_list(self, ch: list[Any]) -> A.NameList:
+        sp = _span_of(ch)
+        return A.NameList("immutable", tuple(c for c in ch if isinstance(c, A.Name)), sp)
 
-    def direction_list(self, meta: Any, ch: list[Any]) -> A.NameList:
-        return A.NameList(ch[0], tuple(c for c in ch if isinstance(c, A.Name)), self.sp(meta))
+    def direction_list(self, ch: list[Any]) -> A.NameList:
+        sp = _span_of(ch)
+        return A.NameList(str(ch[0]), tuple(c for c in ch if isinstance(c, A.Name)), sp)
 
-    def feature_stmt(self, meta: Any, ch: list[Any]) -> A.FeatureStmt:
-        return A.FeatureStmt(ch[0], tuple(c for c in ch[1:] if not isinstance(c, Token)), self.sp(meta))
+    def feature_stmt(self, ch: list[Any]) -> A.FeatureStmt:
+        sp = _span_of(ch)
+        return A.FeatureStmt(ch[0], tuple(c for c in ch[1:] if not isinstance(c, Token)), sp)
 
-    def relation_stmt(self, meta: Any, ch: list[Any]) -> A.RelationStmt:
-        return A.RelationStmt(A.Relation(ch[0], ch[1], ch[2], self.sp(meta)), self.sp(meta))
+    def relation_stmt(self, ch: list[Any]) -> A.RelationStmt:
+        sp = _span_of(ch)
+        return A.RelationStmt(A.Relation(ch[0], str(ch[1]), ch[2], sp), sp)
 
-    def implication(self, meta: Any, ch: list[Any]) -> A.ImplicationStmt:
+    def implication(self, ch: list[Any]) -> A.ImplicationStmt:
+        sp = _span_of(ch)
         conds = [c for c in ch if not isinstance(c, Token)]
-        return A.ImplicationStmt(conds[0], tuple(conds[1:]), self.sp(meta))
+        return A.ImplicationStmt(conds[0], tuple(conds[1:]), sp)
 
-    def changes_stmt(self, meta: Any, ch: list[Any]) -> A.ChangesStmt:
-        return A.ChangesStmt(ch[1], ch[2], self.sp(meta))
+    def changes_stmt(self, ch: list[Any]) -> A.ChangesStmt:
+        sp = _span_of(ch)
+        return A.ChangesStmt(str(ch[1]), ch[2], sp)
 
-    def norm_stmt(self, meta: Any, ch: list[Any]) -> A.Setting:
-        return A.Setting("norm", ch[1].value, self.tsp(ch[1]), self.sp(meta))
+    def norm_stmt(self, ch: list[Any]) -> A.Setting:
+        sp = _span_of(ch)
+        return A.Setting("norm", ch[1].value, self.tsp(ch[1]), sp)
 
-    def scale_stmt(self, meta: Any, ch: list[Any]) -> A.Setting:
-        return A.Setting("scale", ch[1].value, self.tsp(ch[1]), self.sp(meta))
+    def scale_stmt(self, ch: list[Any]) -> A.Setting:
+        sp = _span_of(ch)
+        return A.Setting("scale", ch[1].value, self.tsp(ch[1]), sp)
 
-    def param(self, meta: Any, ch: list[Any]) -> A.Param:
-        return A.Param(ch[0].value, ch[2], self.sp(meta))
+    def param(self, ch: list[Any]) -> A.Param:
+        sp = _span_of(ch)
+        return A.Param(ch[0].value, ch[2], sp)
 
-    def plausible_stmt(self, meta: Any, ch: list[Any]) -> A.PlausibleStmt:
-        method, mspan = ch[1]
+    def plausible_stmt(self, ch: list[Any]) -> A.PlausibleStmt:
+        sp = _span_of(ch)
+        method = ch[1]
         has_parens = any(isinstance(c, Token) and c.type == "LPAR" for c in ch)
         params = tuple(c for c in ch if isinstance(c, A.Param)) if has_parens else None
-        return A.PlausibleStmt(method, mspan, params, self.sp(meta))
+        return A.PlausibleStmt(method.name, method.span, params, sp)
 
-    def target_class(self, meta: Any, ch: list[Any]) -> A.TargetClass:
-        return A.TargetClass(ch[2], self.sp(meta))
+    def target_class(self, ch: list[Any]) -> A.TargetClass:
+        sp = _span_of(ch)
+        return A.TargetClass(ch[2], sp)
 
-    def target_between(self, meta: Any, ch: list[Any]) -> A.TargetRange:
+    def target_between(self, ch: list[Any]) -> A.TargetRange:
+        sp = _span_of(ch)
         lo, hi = [c for c in ch if isinstance(c, A.Label)]
-        return A.TargetRange(None, lo, hi, self.sp(meta))
+        return A.TargetRange(None, lo, hi, sp)
 
-    def target_compare(self, meta: Any, ch: list[Any]) -> A.TargetRange:
-        op, val = ch[1], ch[2]
-        if op == ">=" or op == ">":
-            return A.TargetRange(op, val, None, self.sp(meta))
-        return A.TargetRange(op, None, val, self.sp(meta))
+    def target_compare(self, ch: list[Any]) -> A.TargetRange:
+        sp = _span_of(ch)
+        op, val = str(ch[1]), ch[2]
+        if op in (">=", ">"):
+            return A.TargetRange(op, val, None, sp)
+        return A.TargetRange(op, None, val, sp)
 
-    def start(self, meta: Any, ch: list[Any]) -> list[A.Statement]:
-        return list(ch)
+    def start(self, ch: list[Any]) -> list[A.Statement]:
+        sp = _span_of(ch)
+        return [c for c in ch if c is not None and not isinstance(c, Token)]
 
 
 # -- comments ------------------------------------------------------------------------------
@@ -529,12 +621,19 @@ def _syntax_diagnostic(exc: UnexpectedInput, text: str, file: str | None, lines:
         pos = exc.state.position if exc.state is not None else None
         key = exact.get((pos, tok.type)) or by_state.get(pos)
         expected = _describe_expected(set(exc.accepts or exc.expected))
-        if key == "missing-colon" and tok.type in ("NAME", "QNAME", "NUMBER", "STRING", "LBRACE"):
-            key = "unknown-statement"
+        before = (src(line) or "")[:col - 1]
+        if key in ("missing-colon", "unknown-statement"):  # the state after a name is shared by all contexts
+            if not re.fullmatch(r"\s*([A-Za-z_][A-Za-z0-9_]*|`([^`\\]|\\.)*`)\s*", before):
+                key = None
+            elif tok.type in ("NAME", "QNAME", "NUMBER", "STRING", "LBRACE"):
+                key = "unknown-statement"
+        if tok.type == "NUMBER" and before.endswith("`"):
+            return error("a number right after a quoted name", span,
+                         "the original value of a quoted name is written orig(`x`), its change delta(`x`)",
+                         source_line=src(line)), line
         if tok.type not in ("NAME", "QNAME") and str(tok.value) in KEYWORDS and (
                 "NAME" in (exc.accepts or exc.expected)) and key not in ("missing-colon", "bad-clause"):
             key = "keyword-as-name"
-        before = (src(line) or "")[:col - 1]
         if key in ("unclosed-set", "order-form"):  # the parser states after a label are shared
             key = "unclosed-set" if before.rfind("{") > before.rfind("}") else "order-form"
         first = _first_word(src(line) or "")
@@ -629,27 +728,29 @@ def parse_text(text: str, file: str | None = None) -> A.Program:
     lines = A.split_lines(text)
     work = list(lines)
     diags: list[Diagnostic] = []
-    tree = None
-    while True:
-        try:
-            tree = p.parse("\n".join(work) + "\n")
-            break
-        except UnexpectedInput as exc:
-            diag, line = _syntax_diagnostic(exc, "\n".join(work) + "\n", file, lines)
-            diags.append(diag)
-            if len(diags) >= MAX_ERRORS or not _blank_statement(work, line):
+    statements = None
+    _STATE.file = file
+    try:
+        while True:
+            _STATE.depth, _STATE.keep = {}, []
+            try:
+                statements = p.parse("\n".join(work) + "\n")
                 break
+            except UnexpectedInput as exc:
+                diag, line = _syntax_diagnostic(exc, "\n".join(work) + "\n", file, lines)
+                diags.append(diag)
+                if len(diags) >= MAX_ERRORS or not _blank_statement(work, line):
+                    break
+            except _TooDeep as exc:
+                diags.append(error(f"expression nested too deeply (more than {MAX_DEPTH} levels)", exc.span,
+                                   source_line=_line(lines, exc.span.line)))
+                if len(diags) >= MAX_ERRORS or not _blank_statement(work, exc.span.line):
+                    break
+    finally:
+        _STATE.depth, _STATE.keep, _STATE.file = {}, [], None
     if diags:
         raise ConstraintError(diags)
-    assert tree is not None
-    try:
-        statements = _Builder(file).transform(tree)
-    except VisitError as exc:
-        inner = exc.orig_exc
-        if isinstance(inner, _TooDeep):
-            raise ConstraintError([error(f"expression nested too deeply (more than {MAX_DEPTH} levels)",
-                                         inner.span, source_line=_line(lines, inner.span.line))]) from None
-        raise
+    assert statements is not None
     return A.Program(file, text, statements, scan_comments(text))
 
 
