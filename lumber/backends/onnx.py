@@ -28,7 +28,8 @@ Exactness, piece by piece:
   so it is refused unless ``exact=False``; it has no category sets.
 
 Outputs: ``margin`` (raw margins, ``(n, n_outputs)``) and ``output`` (after the
-post-transform, as explicit Sigmoid/Softmax/Exp ops).
+post-transform, as explicit ops: ``1 / (1 + Exp(-alpha * m))`` rather than ORT's
+approximate Sigmoid kernel, Softmax, Exp, and ``-2 ** (-m / c)`` for isolation scores).
 """
 
 from __future__ import annotations
@@ -317,9 +318,13 @@ def _post(g: _Graph, forest: Forest, margin: str) -> str:
     if pt == PostTransform.IDENTITY:
         return g.op("Identity", [margin], "output", out="output")
     if pt == PostTransform.SIGMOID:
-        m = margin if s.sigmoid_alpha == 1.0 else g.op("Mul", [margin, g.const("alpha", np.array(s.sigmoid_alpha))],
-                                                      "scaled")
-        return g.op("Sigmoid", [m], "output", out="output")
+        # 1 / (1 + exp(-alpha * m)) spelled out: onnxruntime's Sigmoid kernel is an approximation
+        # (1.32: 0.1% off at m = -30, exactly 0 below about -37); its Exp is within an ulp.
+        neg = (g.op("Neg", [margin], "neg") if s.sigmoid_alpha == 1.0 else
+               g.op("Mul", [margin, g.const("minus_alpha", np.array(-s.sigmoid_alpha))], "neg_scaled"))
+        one = g.const("one", np.array(1.0))
+        den = g.op("Add", [one, g.op("Exp", [neg], "exp")], "den")
+        return g.op("Div", [one, den], "output", out="output")
     if pt == PostTransform.SOFTMAX:
         return g.op("Softmax", [margin], "output", out="output", axis=-1)
     if pt == PostTransform.EXP:

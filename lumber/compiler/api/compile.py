@@ -169,6 +169,7 @@ class OnnxPredictor(Predictor):
         if self._session is None:
             import onnxruntime as ort
 
+            check_runtime(ort.__version__, self.model)
             so = ort.SessionOptions()
             so.intra_op_num_threads = self.threads
             so.inter_op_num_threads = 1
@@ -196,6 +197,15 @@ class OnnxPredictor(Predictor):
         atomic_write_bytes(path, self.data)
         self.path = Path(path)
         return self.path
+
+
+def check_runtime(version: str, model: Any) -> None:
+    """Refuse to run an ml-5 TreeEnsemble on onnxruntime < 1.21 (older versions return NOT_IMPLEMENTED)."""
+    ml = next((o.version for o in model.opset_import if o.domain == "ai.onnx.ml"), 0)
+    parts = [int(p) for p in version.split(".")[:2] if p.isdigit()]
+    if ml >= 5 and len(parts) == 2 and tuple(parts) < (1, 21):
+        raise CompileError(f"onnxruntime {version} cannot run ai.onnx.ml opset 5 TreeEnsemble (needs >= 1.21)",
+                           "upgrade onnxruntime, or compile with opset=3 and exact=False (float32 outputs)")
 
 
 def _forest(model: Any) -> Forest:

@@ -1,0 +1,175 @@
+"""``lumber.compile``, ``load_compiled`` and ``lumber compile``: predictors, artifacts, staleness, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cases import CASES, corpus
+from conftest import needs_cc
+
+import lumber
+from lumber.compiler.api.compile import TARGETS, load_compiled
+from lumber.compiler.cli import main
+from lumber.ir import CompileError, Forest, InputDataError, ModelFormatError
+
+
+@pytest.fixture(scope="module")
+def multiclass() -> Forest:
+    return CASES["multiclass"]()
+
+
+@pytest.fixture(scope="module")
+def c_pred(multiclass: Forest, tmp_path_factory: pytest.TempPathFactory) -> lumber.compiler.api.compile.CPredictor:
+    from conftest import have_compiler
+
+    if not have_compiler():
+        pytest.skip("no C compiler")
+    return lumber.compile(multiclass, target="c", path=tmp_path_factory.mktemp("api") / "mc.so")
+
+
+@pytest.mark.parametrize("target", ["numpy", "c-source", "onnx", "c"])
+def test_predictor_answers_like_the_forest(target: str, multiclass: Forest, c_pred: object) -> None:
+    pred = c_pred if target == "c" else lumber.compile(multiclass, target=target)
+    X = corpus(multiclass)
+    np.testing.assert_array_equal(pred.predict_raw(X), multiclass.evaluate(X))
+    np.testing.assert_array_equal(pred.predict_proba(X), multiclass.predict_proba(X))
+    np.testing.assert_array_equal(pred.predict(X), multiclass.predict(X))
+    assert pred.target == target and len(pred.fingerprint) == 64
+
+
+def test_c_predictor_extras(c_pred: lumber.compiler.api.compile.CPredictor, multiclass: Forest) -> None:
+    X = corpus(multiclass)
+    np.testing.assert_array_equal(c_pred.predict_row(X[3]), multiclass.evaluate(X[3:4])[0])
+    np.testing.assert_array_equal(c_pred.apply(X), multiclass.apply(X))
+    np.testing.assert_array_equal(c_pred.predict_raw(X, threads=2), multiclass.evaluate(X))
+    assert "lumber_predict_raw" in c_pred.source
+    import pandas as pd
+
+    frame = pd.DataFrame(X[:, ::-1], columns=["x1", "x0"])  # columns matched by name
+    np.testing.assert_array_equal(c_pred.predict_raw(frame), multiclass.evaluate(X))
+
+
+def test_bad_rows_are_input_errors(c_pred: lumber.compiler.api.compile.CPredictor) -> None:
+    with pytest.raises(InputDataError, match="data has 3 columns but the model reads 2 features"):
+        c_pred.predict_raw(np.zeros((4, 3)))
+    with pytest.raises(InputDataError, match="non-numeric"):
+        c_pred.predict_raw([["a", "b"]])
+
+
+def test_unknown_target() -> None:
+    with pytest.raises(CompileError, match="unknown target 'wasm'"):
+        lumber.compile(CASES["numeric_nan"](), target="wasm")
+    assert set(TARGETS) == {"c", "c-source", "onnx", "numpy"}
+
+
+@needs_cc
+def test_saved_library_reloads_and_detects_staleness(c_pred: lumber.compiler.api.compile.CPredictor,
+                                                     multiclass: Forest, tmp_path: Path) -> None:
+    path = c_pred.save(tmp_path / "copy.so")
+    again = load_compiled(path, multiclass)
+    X = corpus(multiclass)
+    np.testing.assert_array_equal(again.predict_raw(X), multiclass.evaluate(X))
+    other = CASES["numeric_nan"]()
+    with pytest.raises(CompileError, match="stale artifact"):
+        load_compiled(path, other)
+
+
+def test_onnx_artifact_reloads_and_detects_staleness(multiclass: Forest, tmp_path: Path) -> None:
+    lumber.compile(multiclass, target="onnx", path=tmp_path / "m.onnx")
+    pred = load_compiled(tmp_path / "m.onnx", multiclass)
+    X = corpus(multiclass)
+    np.testing.assert_array_equal(pred.predict_raw(X), multiclass.evaluate(X))
+    with pytest.raises(CompileError, match="stale artifact"):
+        load_compiled(tmp_path / "m.onnx", CASES["numeric_nan"]())
+    (tmp_path / "junk.onnx").write_bytes(b"\x08\x01garbage")
+    with pytest.raises(ModelFormatError, match="junk.onnx"):
+        load_compiled(tmp_path / "junk.onnx")
+    with pytest.raises(ModelFormatError, match="no such file"):
+        load_compiled(tmp_path / "absent.onnx")
+
+
+@needs_cc
+def test_library_at_path_is_reused_only_when_fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lumber.backends.c as cbackend
+
+    f = CASES["numeric_nan"]()
+    path = tmp_path / "m.so"
+    lumber.compile(f, target="c", path=path)
+    calls: list[int] = []
+    real = cbackend.build_shared
+    monkeypatch.setattr(cbackend, "build_shared", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    lumber.compile(f, target="c", path=path)
+    assert calls == []  # same fingerprint: no rebuild
+    g = CASES["single_leaves"]()
+    pred = lumber.compile(g, target="c", path=path)
+    assert calls == [1]  # different model: rebuilt in place
+    assert load_compiled(path, g).fingerprint == pred.fingerprint
+
+
+def test_c_source_writes_source_and_header(tmp_path: Path) -> None:
+    pred = lumber.compile(CASES["numeric_nan"](), target="c-source", path=tmp_path / "m.c", prefix="nan_model")
+    assert (tmp_path / "m.c").read_text() == pred.source
+    assert "nan_model_predict_row" in (tmp_path / "m.h").read_text()
+
+
+# -- CLI ----------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lgb_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    lgb = pytest.importorskip("lightgbm")
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    X = X.copy()
+    X[::11, 2] = np.nan
+    bst = lgb.train({"objective": "regression", "num_leaves": 7, "verbose": -1, "num_threads": 1},
+                    lgb.Dataset(X, y), 10)
+    path = tmp_path_factory.mktemp("cli") / "diabetes.txt"
+    bst.save_model(str(path))
+    return path, X
+
+
+def test_cli_compile_onnx_and_c_source(lgb_file: tuple[Path, np.ndarray], tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    path, X = lgb_file
+    forest = lumber.load(path)
+    assert main(["compile", str(path), "--emit", "onnx", "-o", str(tmp_path / "d.onnx")]) == 0
+    assert "wrote" in capsys.readouterr().out
+    np.testing.assert_array_equal(load_compiled(tmp_path / "d.onnx", path).predict_raw(X), forest.evaluate(X))
+    assert main(["compile", str(path), "--emit", "c-source", "-o", str(tmp_path / "d.c"), "--prefix", "diab"]) == 0
+    assert "diab_predict_raw" in (tmp_path / "d.h").read_text()
+
+
+@needs_cc
+def test_cli_compile_c(lgb_file: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    path, X = lgb_file
+    assert main(["compile", str(path), "-o", str(tmp_path / "d.so")]) == 0
+    np.testing.assert_array_equal(load_compiled(tmp_path / "d.so", path).predict_raw(X), lumber.load(path).evaluate(X))
+
+
+def test_cli_passes_emit_lumber_and_refuse_c(lgb_file: tuple[Path, np.ndarray], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path, X = lgb_file
+    assert main(["compile", str(path), "--passes", "polynomial", "--time-passes", "-o", str(tmp_path / "p.lumber")]) == 0
+    out = capsys.readouterr()
+    assert "wrote" in out.out and "polynomial" in out.err
+    poly = lumber.ir.load_ir(tmp_path / "p.lumber")
+    np.testing.assert_allclose(poly.evaluate(X), lumber.load(path).evaluate(X), rtol=1e-12)
+    assert main(["compile", str(path), "--passes", "polynomial", "--emit", "c", "-o", str(tmp_path / "p.so")]) == 2
+    assert "needs a Forest; the pipeline produced a Polynomial" in capsys.readouterr().err
+    assert not (tmp_path / "p.so").exists()
+
+
+def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], lgb_file: tuple[Path, np.ndarray]) -> None:
+    assert main(["compile", str(tmp_path / "absent.txt")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    path, _ = lgb_file
+    assert main(["compile", str(path), "--emit", "onnx", "-o", str(tmp_path / "no" / "x.onnx")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["compile", str(path), "--emit", "onnx", "--opset", "3", "-o", str(tmp_path / "x.onnx")]) == 2
+    assert "always returns float32" in capsys.readouterr().err
+    assert main(["compile", str(path), "--time-passes", "--emit", "onnx", "-o", str(tmp_path / "x.onnx")]) == 2
+    assert "--time-passes needs --passes" in capsys.readouterr().err
