@@ -122,7 +122,9 @@ def main() -> None:
 
     schema = make_schema()
     text = make_text(schema, args.lines)
-    path = RESULTS / "dsl_bench_input.lum"
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / "lumber-dsl-bench-input.lum"
     RESULTS.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     parser()  # tables loaded once per process, as in any CLI run
