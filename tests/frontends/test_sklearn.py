@@ -298,6 +298,14 @@ def test_hgb_categorical_codes(classifier: bool) -> None:
     assert [f.kind for f in forest.schema.features if f.kind == FeatureKind.CATEGORICAL] == [FeatureKind.CATEGORICAL] * 4
     # unseen, negative, non-integer, huge and NaN categories follow the missing direction
     assert_matches(model, forest, np.vstack([Xn, _category_probes(X, cats)]))
+    # the encoder rejects infinity in a categorical column; the schema cannot say "only there"
+    assert not forest.schema.allow_inf
+    Xi = X[:3].copy()
+    Xi[1, cats[0]] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        model.predict(Xi)
+    with pytest.raises(InputDataError, match="infinite value"):
+        forest.evaluate(Xi)
 
 
 def test_hgb_categorical_multiclass_unseen_training_gaps() -> None:

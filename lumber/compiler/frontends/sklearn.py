@@ -13,6 +13,7 @@ raw output and summation order:
   ``_baseline_prediction`` in float64. Categorical splits are expressed on the
   model's input values (before its OrdinalEncoder) with ``CategoryRule.SKLEARN``;
   unknown, negative, non-integer and NaN values follow the missing direction.
+  Infinity is accepted only by models without categorical features.
 - IsolationForest: a leaf holds ``depth + c(n_samples_in_leaf) - 1`` (root depth
   1, as ``compute_node_depths``), trees are averaged and ``PostTransform.ISOLATION``
   maps mean path lengths to ``score_samples``.
@@ -438,7 +439,10 @@ def _lower_hist_gradient_boosting(model: Any, names: list[str], digest: _Digest)
                                f"for {K} trees per iteration")
     known = np.zeros((0, 256), dtype=bool)
     f_idx_map = np.zeros(0, dtype=np.int64)
-    if (values >= 0).any():
+    # sklearn accepts infinity in numerical columns but its OrdinalEncoder rejects it in categorical ones;
+    # the schema has one flag, so a model with categorical features refuses infinity everywhere.
+    encoded = bool((values >= 0).any())
+    if encoded:
         known_bits, fmap = model._bin_mapper.make_known_categories_bitsets()
         known, f_idx_map = _bits(known_bits), np.asarray(fmap, dtype=np.int64)
     digest.add(base, column_of, known, values)
@@ -454,7 +458,7 @@ def _lower_hist_gradient_boosting(model: Any, names: list[str], digest: _Digest)
         digest.add(np.asarray(model.classes_))
     schema = _schema(model, names, digest, features=tuple(features), n_outputs=K,
                      base_score=tuple(float(b) for b in base), input_dtype="float64",
-                     category_rule=CategoryRule.SKLEARN, allow_nan=True, allow_inf=True,
+                     category_rule=CategoryRule.SKLEARN, allow_nan=True, allow_inf=not encoded,
                      **_link_fields(model), **fields)
     return concat_trees(schema, trees)
 
