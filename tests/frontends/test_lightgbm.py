@@ -114,6 +114,7 @@ def test_adult_binary_categorical(adult: tuple[np.ndarray, np.ndarray, list[int]
               categorical_feature=cats)
     f = from_lightgbm(b)
     assert f.is_categorical.any(), "the model must use categorical splits for this test to mean anything"
+    assert parse_lightgbm_text(b.model_to_string(), "adult").num_cat.max() >= 2  # several bitsets in one tree
     assert f.schema.task == Task.BINARY and f.schema.post_transform == PostTransform.SIGMOID
     assert {f.schema.features[i].kind for i in cats} == {FeatureKind.CATEGORICAL}
     assert f.schema.source["library"] == "lightgbm" and len(f.schema.source["content_hash"]) == 64
@@ -186,6 +187,20 @@ def test_cross_entropy() -> None:
     b = train({"objective": "cross_entropy", "num_leaves": 6}, X, y * 0.8 + 0.1, rounds=8)
     f = from_lightgbm(b)
     assert f.schema.task == Task.REGRESSION and f.schema.post_transform == PostTransform.SIGMOID
+    assert_matches(b, f, probe_rows(f, X))
+
+
+def test_custom_objective_has_no_transform() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+
+    def l2(preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
+        return preds - data.get_label(), np.ones_like(preds)
+
+    b = train({"objective": l2, "num_leaves": 4}, X, X[:, 0], rounds=3)
+    assert "\nobjective=" not in b.model_to_string().split("end of trees")[0]
+    f = from_lightgbm(b)
+    assert f.schema.post_transform == PostTransform.IDENTITY and f.schema.source["objective"] == ""
     assert_matches(b, f, probe_rows(f, X))
 
 

@@ -225,21 +225,37 @@ def _renumber_internal(m: LightGBMText, t: int, lo: int, hi: int, left: npt.NDAr
         a[lo:hi] = a[lo:hi][perm]
 
 
-def _category_sets(m: LightGBMText, t: int, cat_idx: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64],
-                                                                                    npt.NDArray[np.int64]]:
-    """Sizes and concatenated members of the bitsets ``cat_idx`` (in node order) of tree ``t``."""
-    b = m.cat_boundaries[t]
-    words = m.cat_threshold[t].astype("<u4")
-    bits = np.unpackbits(words.view(np.uint8), bitorder="little")
-    pos = np.flatnonzero(bits).astype(np.int64)
-    k = np.searchsorted(b, pos // 32, side="right") - 1
-    members = pos - 32 * b[k]
-    per_k = np.bincount(k, minlength=b.shape[0] - 1)
-    start_k = np.concatenate([[0], np.cumsum(per_k)[:-1]])
-    sizes = per_k[cat_idx]
+def _category_sets(m: LightGBMText, node_tree: npt.NDArray[np.int64],
+                   cat_idx: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Sizes and concatenated members of the bitsets of categorical nodes (all trees at once).
+
+    Node ``i`` of tree ``node_tree[i]`` uses bitset ``cat_idx[i]`` of its tree.
+    Bits are numbered from the least significant bit of the first word.
+    """
+    C = m.cat_trees.shape[0]
+    nb = m.num_cat[m.cat_trees] + 1
+    b_first = np.zeros(C, dtype=np.int64)
+    np.cumsum(nb[:-1], out=b_first[1:])
+    # absolute word offset at which every bitset starts (the last boundary of each tree is dropped)
+    keep = np.ones(m.cat_boundaries.shape[0], dtype=bool)
+    keep[b_first + nb - 1] = False
+    owner = np.repeat(np.arange(C), nb)
+    abs_start = (m.cat_boundaries + m.cat_word_offset[:-1][owner])[keep]
+    words = m.cat_threshold.astype("<u4")
+    pos = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little")).astype(np.int64)
+    g = np.searchsorted(abs_start, pos // 32, side="right") - 1
+    members = pos - 32 * abs_start[g]
+    per_g = np.bincount(g, minlength=abs_start.shape[0])
+    start_g = np.zeros(abs_start.shape[0], dtype=np.int64)
+    np.cumsum(per_g[:-1], out=start_g[1:])
+    c_of_tree = np.full(m.n_trees, -1, dtype=np.int64)
+    c_of_tree[m.cat_trees] = np.arange(C)
+    gid = (b_first - np.arange(C))[c_of_tree[node_tree]] + cat_idx
+    sizes = per_g[gid]
+    out_start = np.zeros(sizes.shape[0], dtype=np.int64)
+    np.cumsum(sizes[:-1], out=out_start[1:])
     total = int(sizes.sum())
-    first = np.repeat(start_k[cat_idx] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
-    values = members[first + np.arange(total)]
+    values = members[np.repeat(start_g[gid] - out_start, sizes) + np.arange(total)]
     return sizes, values
 
 
@@ -353,25 +369,21 @@ def lower_lightgbm(m: LightGBMText, *, content_hash: str = "", classes: Sequence
 
     # categorical bitsets
     cat_sizes = np.zeros(I, dtype=np.int64)
-    cat_parts: list[npt.NDArray[np.int64]] = []
+    cat_values = np.zeros(0, dtype=np.int64)
     if is_cat_int.any():
-        cat_trees = np.unique(tree_of_int[is_cat_int])
-        for t in cat_trees:
-            t = int(t)
-            lo, hi = int(int_start[t]), int(int_start[t + 1])
-            nodes = np.flatnonzero(is_cat_int[lo:hi])
-            raw_idx = threshold[lo:hi][nodes]
-            nc = int(m.num_cat[t])
-            if nc == 0:
-                raise _fail(m, "categorical split in a tree with num_cat=0", t, int(nodes[0]), "num_cat")
-            idx = raw_idx.astype(np.int64) if np.all(np.isfinite(raw_idx)) else None
-            if idx is None or np.any(idx != raw_idx) or np.any((idx < 0) | (idx >= nc)):
-                j = 0 if idx is None else int(np.flatnonzero((idx != raw_idx) | (idx < 0) | (idx >= nc))[0])
-                raise _fail(m, f"categorical split refers to bitset {raw_idx[j]!r}, expected an integer in [0, {nc})",
-                            t, int(nodes[j]), "threshold", "for categorical splits 'threshold' indexes cat_boundaries")
-            s, vals = _category_sets(m, t, idx)
-            cat_sizes[lo + nodes] = s
-            cat_parts.append(vals)
+        cat_nodes = np.flatnonzero(is_cat_int)
+        raw_idx = threshold[cat_nodes]
+        nc = m.num_cat[tree_of_int[cat_nodes]]
+        with np.errstate(invalid="ignore"):
+            idx = np.where(np.isfinite(raw_idx), raw_idx, -1).astype(np.int64)
+        bad = (idx != raw_idx) | (idx < 0) | (idx >= nc)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            t, i = int(tree_of_int[cat_nodes[j]]), int(local[cat_nodes[j]])
+            raise _fail(m, f"categorical split refers to bitset {float(raw_idx[j])}, expected an integer in "
+                           f"[0, num_cat={int(nc[j])})", t, i, "threshold",
+                        "for categorical splits 'threshold' indexes cat_boundaries")
+        cat_sizes[cat_nodes], cat_values = _category_sets(m, tree_of_int[cat_nodes], idx)
     node_cat_sizes = np.zeros(n, dtype=np.int64)
     node_cat_sizes[g_int] = cat_sizes
     cat_offset = np.zeros(n + 1, dtype=np.int64)
@@ -396,7 +408,7 @@ def lower_lightgbm(m: LightGBMText, *, content_hash: str = "", classes: Sequence
     right_g = scatter(np.int32, -1, gr)
     count = None
     if internal_count is not None and m.leaf_count is not None:
-        count = scatter(np.float64, 0.0, internal_count)
+        count = scatter(np.float64, 0.0, internal_count.astype(np.float64))
         count[g_leaf] = m.leaf_count
 
     used_cat = np.zeros(m.max_feature_idx + 1, dtype=bool)
@@ -426,7 +438,7 @@ def lower_lightgbm(m: LightGBMText, *, content_hash: str = "", classes: Sequence
         missing_zero=scatter(bool, False, missing_zero),
         is_categorical=scatter(bool, False, is_cat_int),
         cat_offset=cat_offset,
-        cat_values=np.concatenate(cat_parts) if cat_parts else np.zeros(0, dtype=np.int64),
+        cat_values=cat_values,
         cat_in_set_left=scatter(bool, False, is_cat_int),
         cat_invalid_left=np.zeros(n, dtype=bool),
         value=value,

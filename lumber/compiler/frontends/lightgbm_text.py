@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,12 +56,17 @@ class LightGBMText:
     left_child: npt.NDArray[np.int64]
     right_child: npt.NDArray[np.int64]
     leaf_value: npt.NDArray[np.float64]
-    internal_count: npt.NDArray[np.float64] | None
-    leaf_count: npt.NDArray[np.float64] | None
+    internal_count: npt.NDArray[np.int64] | None
+    leaf_count: npt.NDArray[np.int64] | None
     num_cat: npt.NDArray[np.int64]
-    cat_boundaries: dict[int, npt.NDArray[np.int64]] = field(default_factory=dict)
-    cat_threshold: dict[int, npt.NDArray[np.int64]] = field(default_factory=dict)
-    """Per tree with ``num_cat > 0``: category bitset boundaries and 32-bit words."""
+    cat_trees: npt.NDArray[np.int64]
+    """Trees with ``num_cat > 0``, ascending; the ``cat_*`` arrays below hold their bitsets in this order."""
+    cat_boundaries: npt.NDArray[np.int64]
+    """Every such tree's ``num_cat + 1`` boundaries (word offsets local to the tree), concatenated."""
+    cat_threshold: npt.NDArray[np.int64]
+    """Every such tree's 32-bit bitset words, concatenated."""
+    cat_word_offset: npt.NDArray[np.int64]
+    """``cat_threshold[cat_word_offset[c]:cat_word_offset[c + 1]]`` are the words of tree ``cat_trees[c]``."""
 
     @property
     def n_trees(self) -> int:
@@ -129,22 +134,40 @@ def _block_starts(name: str, text: str, start: int, end: int, tree_sizes: list[i
 
 def _fast_count(value: str) -> int:
     """Number of values in a canonically written field (single spaces)."""
-    v = value.strip()
-    return v.count(" ") + 1 if v else 0
+    return value.count(" ") + 1 if value else 0
 
 
-def _numbers(name: str, parts: list[str], counts: npt.NDArray[np.int64], dtype: type, what: str,
-             trees: npt.NDArray[np.int64] | None = None) -> npt.NDArray[Any]:
-    """Parse the field ``what`` of all trees at once; locate the bad token on failure."""
-    total = int(counts.sum())
-    joined = " ".join(parts)
-    arr: npt.NDArray[Any] | None
+def _fromstring(text: str, dtype: type) -> npt.NDArray[Any] | None:
+    """Strict whitespace-separated parse (exactly rounded); None if any token is not a number."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            arr = np.fromstring(joined, sep=" ", dtype=dtype)  # type: ignore[call-overload]
+            return np.fromstring(text, sep=" ", dtype=dtype)  # type: ignore[call-overload, no-any-return]
     except (ValueError, DeprecationWarning):
-        arr = None
+        return None
+
+
+def _numbers(name: str, parts: list[str], counts: npt.NDArray[np.int64], dtype: type, what: str,
+             trees: npt.NDArray[np.int64] | None = None, dedupe: bool = False) -> npt.NDArray[Any]:
+    """Parse the field ``what`` of all trees at once; locate the bad token on failure.
+
+    ``dedupe`` parses each distinct token once: thresholds repeat a lot (they
+    are histogram bin edges), and float parsing is the slowest step of a load.
+    """
+    total = int(counts.sum())
+    joined = " ".join(parts)
+    arr: npt.NDArray[Any] | None = None
+    if dedupe:
+        tokens = joined.split()
+        if len(tokens) == total:
+            uniq = list(dict.fromkeys(tokens))
+            vals = _fromstring(" ".join(uniq), dtype)
+            if vals is not None and vals.shape[0] == len(uniq):
+                lookup = dict(zip(uniq, vals.tolist()))
+                arr = np.fromiter(map(lookup.__getitem__, tokens), dtype=dtype, count=total)
+        del tokens
+    else:
+        arr = _fromstring(joined, dtype)
     if arr is not None and arr.shape[0] == total:
         return arr
     conv = int if dtype is np.int64 else float
@@ -160,14 +183,13 @@ def _numbers(name: str, parts: list[str], counts: npt.NDArray[np.int64], dtype: 
     raise _err(name, f"field '{what}' could not be parsed ({total} values expected)", field_name=what)
 
 
-def _check_count(name: str, t: int, what: str, value: str, expected: int, num_leaves: int) -> None:
-    """Exact value count of one field, tolerant of extra whitespace."""
+def _check_count(name: str, t: int, what: str, value: str, expected: int, why: str) -> None:
+    """Exact value count of one field, tolerant of extra whitespace; ``why`` explains ``expected``."""
     if _fast_count(value) == expected:
         return
     got = len(value.split())
     if got != expected:
-        unit = "num_leaves - 1" if what in INTERNAL_FIELDS or what == "internal_count" else "num_leaves"
-        raise _err(name, f"field '{what}' has {got} values, expected {expected} ({unit} with num_leaves={num_leaves})",
+        raise _err(name, f"field '{what}' has {got} values, expected {expected} ({why})",
                    "the arrays of a tree must have consistent lengths", tree=t, field_name=what)
 
 
@@ -237,7 +259,9 @@ def parse_lightgbm_text(data: bytes | str, name: str) -> LightGBMText:
     num_cat = np.zeros(T, dtype=np.int64)
     parts: dict[str, list[str]] = {f: [] for f in (*INTERNAL_FIELDS, "leaf_value", "leaf_count", "internal_count")}
     have_counts = True
-    cat_raw: dict[int, tuple[str, str]] = {}
+    cat_trees: list[int] = []
+    cat_parts: dict[str, list[str]] = {"cat_boundaries": [], "cat_threshold": []}
+    n_words: list[int] = []
     for t in range(T):
         block = text[starts[t]:starts[t + 1]]
         lines = block.split("\n")
@@ -274,13 +298,13 @@ def parse_lightgbm_text(data: bytes | str, name: str) -> LightGBMText:
             if L > 1 and key not in kvt:
                 raise _err(name, f"tree has no '{key}=' line", "the tree block is incomplete", tree=t, field_name=key)
             value = kvt.get(key, "")
-            _check_count(name, t, key, value, L - 1, L)
+            _check_count(name, t, key, value, L - 1, f"num_leaves - 1 with num_leaves={L}")
             parts[key].append(value)
-        _check_count(name, t, "leaf_value", kvt["leaf_value"], L, L)
+        _check_count(name, t, "leaf_value", kvt["leaf_value"], L, "num_leaves")
         parts["leaf_value"].append(kvt["leaf_value"])
         if have_counts and "leaf_count" in kvt and "internal_count" in kvt:
-            _check_count(name, t, "leaf_count", kvt["leaf_count"], L, L)
-            _check_count(name, t, "internal_count", kvt["internal_count"], L - 1, L)
+            _check_count(name, t, "leaf_count", kvt["leaf_count"], L, "num_leaves")
+            _check_count(name, t, "internal_count", kvt["internal_count"], L - 1, f"num_leaves - 1 with num_leaves={L}")
             parts["leaf_count"].append(kvt["leaf_count"])
             parts["internal_count"].append(kvt["internal_count"])
         else:
@@ -289,7 +313,11 @@ def parse_lightgbm_text(data: bytes | str, name: str) -> LightGBMText:
             for key in ("cat_boundaries", "cat_threshold"):
                 if key not in kvt:
                     raise _err(name, f"num_cat={nc} but the tree has no '{key}=' line", tree=t, field_name=key)
-            cat_raw[t] = (kvt["cat_boundaries"], kvt["cat_threshold"])
+            _check_count(name, t, "cat_boundaries", kvt["cat_boundaries"], nc + 1, f"num_cat + 1 with num_cat={nc}")
+            cat_trees.append(t)
+            cat_parts["cat_boundaries"].append(kvt["cat_boundaries"])
+            cat_parts["cat_threshold"].append(kvt["cat_threshold"])
+            n_words.append(len(kvt["cat_threshold"].split()))
         del block, lines, kvt
 
     if tree_sizes is None and T == 0 and "Tree=" in text[:end_mark]:
@@ -299,30 +327,20 @@ def parse_lightgbm_text(data: bytes | str, name: str) -> LightGBMText:
     arrays: dict[str, npt.NDArray[Any]] = {}
     for key in INTERNAL_FIELDS:
         dtype = np.float64 if key == "threshold" else np.int64
-        arrays[key] = _numbers(name, parts.pop(key), n_int, dtype, key, tree_ids)
+        arrays[key] = _numbers(name, parts.pop(key), n_int, dtype, key, tree_ids, dedupe=key == "threshold")
     leaf_value = _numbers(name, parts.pop("leaf_value"), num_leaves, np.float64, "leaf_value", tree_ids)
     internal_count = leaf_count = None
     if have_counts and T:
-        internal_count = _numbers(name, parts.pop("internal_count"), n_int, np.float64, "internal_count", tree_ids)
-        leaf_count = _numbers(name, parts.pop("leaf_count"), num_leaves, np.float64, "leaf_count", tree_ids)
-    cat_boundaries: dict[int, npt.NDArray[np.int64]] = {}
-    cat_threshold: dict[int, npt.NDArray[np.int64]] = {}
-    for t, (b_text, w_text) in cat_raw.items():
-        nc = int(num_cat[t])
-        b = _numbers(name, [b_text], np.array([len(b_text.split())]), np.int64, "cat_boundaries", np.array([t]))
-        w = _numbers(name, [w_text], np.array([len(w_text.split())]), np.int64, "cat_threshold", np.array([t]))
-        if b.shape[0] != nc + 1:
-            raise _err(name, f"cat_boundaries has {b.shape[0]} values, expected num_cat + 1 = {nc + 1}",
-                       "categorical bitset boundaries and num_cat disagree", tree=t, field_name="cat_boundaries")
-        if b[0] != 0 or np.any(np.diff(b) < 0) or b[-1] != w.shape[0]:
-            raise _err(name, f"cat_boundaries {b.tolist()[:8]} do not partition the {w.shape[0]} words of cat_threshold",
-                       "boundaries must start at 0, never decrease and end at len(cat_threshold)",
-                       tree=t, field_name="cat_boundaries")
-        if np.any((w < 0) | (w >= 2**32)):
-            raise _err(name, "cat_threshold words must be unsigned 32-bit integers", tree=t,
-                       field_name="cat_threshold")
-        cat_boundaries[t] = b
-        cat_threshold[t] = w
+        internal_count = _numbers(name, parts.pop("internal_count"), n_int, np.int64, "internal_count", tree_ids)
+        leaf_count = _numbers(name, parts.pop("leaf_count"), num_leaves, np.int64, "leaf_count", tree_ids)
+    cat_tree_ids = np.asarray(cat_trees, dtype=np.int64)
+    n_bound = num_cat[cat_tree_ids] + 1
+    bounds = _numbers(name, cat_parts["cat_boundaries"], n_bound, np.int64, "cat_boundaries", cat_tree_ids)
+    words_per_tree = np.asarray(n_words, dtype=np.int64)
+    words = _numbers(name, cat_parts["cat_threshold"], words_per_tree, np.int64, "cat_threshold", cat_tree_ids)
+    word_offset = np.zeros(len(cat_trees) + 1, dtype=np.int64)
+    np.cumsum(words_per_tree, out=word_offset[1:])
+    _check_bitsets(name, cat_tree_ids, n_bound, bounds, words_per_tree, words)
 
     return LightGBMText(
         name=name, version=version, num_class=num_class, num_tree_per_iteration=ntpi,
@@ -332,8 +350,36 @@ def parse_lightgbm_text(data: bytes | str, name: str) -> LightGBMText:
         num_leaves=num_leaves, split_feature=arrays["split_feature"], threshold=arrays["threshold"],
         decision_type=arrays["decision_type"], left_child=arrays["left_child"], right_child=arrays["right_child"],
         leaf_value=leaf_value, internal_count=internal_count, leaf_count=leaf_count, num_cat=num_cat,
-        cat_boundaries=cat_boundaries, cat_threshold=cat_threshold,
+        cat_trees=cat_tree_ids, cat_boundaries=bounds, cat_threshold=words, cat_word_offset=word_offset,
     )
+
+
+def _check_bitsets(name: str, trees: npt.NDArray[np.int64], n_bound: npt.NDArray[np.int64],
+                   bounds: npt.NDArray[np.int64], n_words: npt.NDArray[np.int64], words: npt.NDArray[np.int64]) -> None:
+    """Each tree's boundaries start at 0, never decrease and end at its number of words."""
+    if not trees.size:
+        return
+    first = np.zeros(trees.shape[0], dtype=np.int64)
+    np.cumsum(n_bound[:-1], out=first[1:])
+    last = first + n_bound - 1
+    step_ok = np.ones(bounds.shape[0], dtype=bool)
+    step_ok[1:] = np.diff(bounds) >= 0
+    step_ok[first] = True
+    bad_step = np.zeros(trees.shape[0], dtype=bool)
+    np.logical_or.at(bad_step, np.repeat(np.arange(trees.shape[0]), n_bound), ~step_ok)
+    bad = (bounds[first] != 0) | (bounds[last] != n_words) | bad_step
+    if bad.any():
+        c = int(np.flatnonzero(bad)[0])
+        shown = bounds[first[c]:last[c] + 1].tolist()
+        raise _err(name, f"cat_boundaries {shown[:8]}{' ...' if len(shown) > 8 else ''} do not partition the "
+                         f"{int(n_words[c])} words of cat_threshold",
+                   "boundaries must start at 0, never decrease and end at len(cat_threshold)",
+                   tree=int(trees[c]), field_name="cat_boundaries")
+    if np.any((words < 0) | (words >= 2**32)):
+        i = int(np.flatnonzero((words < 0) | (words >= 2**32))[0])
+        c = int(np.searchsorted(np.cumsum(n_words), i, side="right"))
+        raise _err(name, f"cat_threshold word {int(words[i])} is not an unsigned 32-bit integer",
+                   tree=int(trees[c]), field_name="cat_threshold")
 
 
 def _pandas_categorical(name: str, text: str, end_mark: int) -> list[list[Any]] | None:
