@@ -122,6 +122,10 @@ class Schema:
     """The source model accepts NaN inputs (and routes them by ``missing_left``)."""
     allow_inf: bool = True
     """The source model accepts infinite inputs."""
+    decision: str = "proba"
+    """How ``predict`` picks a class: ``proba`` (argmax of probabilities), ``margin`` (argmax of
+    margins; binary ``m > 0``: HistGradientBoosting) or ``margin_ge`` (binary ``m >= 0``: GradientBoosting).
+    They differ only where rounding in sigmoid/softmax makes probabilities tie."""
     isolation_c: float = 1.0
     """For ``PostTransform.ISOLATION``: ``c(max_samples)``; ``offset`` is in ``isolation_offset``."""
     isolation_offset: float = 0.0
@@ -156,6 +160,8 @@ class Schema:
             raise ValidationError(f"schema.accumulate_dtype must be 'float32' or 'float64', got {self.accumulate_dtype!r}", location=loc)
         if self.input_dtype not in ("float32", "float64"):
             raise ValidationError(f"schema.input_dtype must be 'float32' or 'float64', got {self.input_dtype!r}", location=loc)
+        if self.decision not in ("proba", "margin", "margin_ge"):
+            raise ValidationError(f"schema.decision must be proba, margin or margin_ge, got {self.decision!r}", location=loc)
         if self.n_outputs < 1:
             raise ValidationError("schema.n_outputs must be at least 1", location=loc)
         if len(self.base_score) != self.n_outputs:
@@ -204,8 +210,14 @@ class Schema:
     def decide(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[Any]:
         """What ``predict`` returns: class labels, regression values or anomaly labels."""
         if self.task in (Task.BINARY, Task.MULTICLASS):
-            p = self.proba(margin)
-            idx = np.argmax(p, axis=1)
+            m = np.asarray(margin, dtype=np.float64)
+            if self.decision != "proba" and self.n_outputs == 1:
+                m1 = m.reshape(-1)
+                idx = (m1 >= 0 if self.decision == "margin_ge" else m1 > 0).astype(np.int64)
+            elif self.decision != "proba":
+                idx = np.argmax(m.reshape(m.shape[0], -1), axis=1)
+            else:
+                idx = np.argmax(self.proba(margin), axis=1)
             if self.classes is not None:
                 return np.asarray(self.classes)[idx]
             return idx
@@ -236,6 +248,7 @@ class Schema:
             "category_rule": self.category_rule.name.lower(),
             "allow_nan": self.allow_nan,
             "allow_inf": self.allow_inf,
+            "decision": self.decision,
             "isolation_c": self.isolation_c,
             "isolation_offset": self.isolation_offset,
             "source": dict(self.source),
@@ -258,6 +271,7 @@ class Schema:
             category_rule=CategoryRule[str(d.get("category_rule", "lightgbm")).upper()],
             allow_nan=bool(d.get("allow_nan", True)),
             allow_inf=bool(d.get("allow_inf", True)),
+            decision=str(d.get("decision", "proba")),
             isolation_c=float(d.get("isolation_c", 1.0)),
             isolation_offset=float(d.get("isolation_offset", 0.0)),
             source={str(k): str(v) for k, v in d.get("source", {}).items()},

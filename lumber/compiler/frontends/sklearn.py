@@ -311,7 +311,8 @@ def _lower_gradient_boosting(model: Any, names: list[str], digest: _Digest) -> F
     if "classes" in fields:
         digest.add(np.asarray(model.classes_))
     schema = _schema(model, names, digest, n_outputs=K, base_score=tuple(float(b) for b in base),
-                     input_dtype="float32", allow_nan=False, allow_inf=False, **_link_fields(model), **fields)
+                     input_dtype="float32", allow_nan=False, allow_inf=False,
+                     decision="margin_ge" if "classes" in fields else "proba", **_link_fields(model), **fields)
     return concat_trees(schema, trees)
 
 
@@ -459,7 +460,7 @@ def _lower_hist_gradient_boosting(model: Any, names: list[str], digest: _Digest)
     schema = _schema(model, names, digest, features=tuple(features), n_outputs=K,
                      base_score=tuple(float(b) for b in base), input_dtype="float64",
                      category_rule=CategoryRule.SKLEARN, allow_nan=True, allow_inf=not encoded,
-                     **_link_fields(model), **fields)
+                     decision="margin" if "classes" in fields else "proba", **_link_fields(model), **fields)
     return concat_trees(schema, trees)
 
 
