@@ -178,14 +178,14 @@ class Metric:
 
 # -- building a metric ----------------------------------------------------------------------
 
-NORMS = {"l1": Norm.L1, "l2": Norm.L2, "linf": Norm.LINF, "l-inf": Norm.LINF, "inf": Norm.LINF}
+NORMS = {"l0": Norm.L0, "l1": Norm.L1, "l2": Norm.L2, "linf": Norm.LINF, "l-inf": Norm.LINF, "inf": Norm.LINF}
 SCALES = {"none": Scale.NONE, "std": Scale.STD, "minmax": Scale.MINMAX}
 
 
 def _unknown(names: Sequence[str], bad: str, what: str) -> InputDataError:
     near = difflib.get_close_matches(bad, list(names), n=1)
     hint = f"did you mean '{near[0]}'?" if near else f"features: {', '.join(list(names)[:12])}"
-    return InputDataError(f"{what} names unknown feature '{bad}'", hint)
+    return InputDataError(f"{what}: unknown feature '{bad}'", hint)
 
 
 def _norm(value: Any) -> Norm:

@@ -159,6 +159,22 @@ def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goa
     return result
 
 
+def leaf_distances(forest: Forest, X: Any, metric: Metric, tree: int = 0
+                   ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """Distance from every case to every leaf of one tree (the paper's Table 5) and the leaf ids.
+
+    Returns ``(n, L)`` distances (``inf`` where unreachable under the metric) and the
+    ``L`` global leaf ids.
+    """
+    Xp = forest.prepare_input(X)
+    boxes = tree_boxes(forest, tree)
+    plan = TreePlan(forest, boxes, metric)
+    cfeat = np.flatnonzero(metric.constrained)
+    blo, bhi = metric.case_bounds(Xp, cfeat)
+    acc = plan.costs(Xp, _bounds(cfeat, blo, bhi, slice(None))).T
+    return (np.sqrt(acc) if metric.norm == Norm.L2 else acc), boxes.leaf
+
+
 def _bounds(cfeat: npt.NDArray[np.int64], blo: npt.NDArray[np.float64], bhi: npt.NDArray[np.float64],
             sl: slice) -> Bounds:
     return {int(f): (blo[sl, j], bhi[sl, j]) for j, f in enumerate(cfeat)}
@@ -314,20 +330,57 @@ def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: 
             f"projection is exact for single trees; this model has {forest.n_trees} trees",
             "use method='auto' (MILP when available, else the labelled upper bound) or 'upper-bound'")
     if single and method in ("auto", "projection"):
-        return project_tree(forest, Xp, metric, goal)
-    if method in ("auto", "milp"):
-        solver = exact_ensemble_solver()
+        result = project_tree(forest, Xp, metric, goal)
+    else:
+        solver = exact_ensemble_solver() if method in ("auto", "milp") else None
         if solver is not None:
             from .sensitive_ensemble import milp_sensitive
 
-            return milp_sensitive(forest, Xp, metric, goal, solver, **search)
-        if method == "milp":
+            result = milp_sensitive(forest, Xp, metric, goal, solver, **search)
+        elif method == "milp":
             raise UnsupportedModelError("the counterfactual MILP (lumber.passes.counterfactual) is not available",
                                         "use method='upper-bound'")
-    from .sensitive_ensemble import upper_bound_sensitive
+        else:
+            from .sensitive_ensemble import upper_bound_sensitive
 
-    return upper_bound_sensitive(forest, Xp, metric, goal, **search)
+            result = upper_bound_sensitive(forest, Xp, metric, goal, **search)
+    if forest.schema.input_dtype != "float64":
+        _show_original_values(result, forest.schema.with_(input_dtype="float64"), X)
+    _verify(result, goal)
+    return result
 
 
-__all__ = ["Goal", "METHODS", "sensitive_tests", "project_tree", "decision_labels", "decisions",
+def _show_original_values(result: SensitiveResult, schema64: Any, X: Any) -> None:
+    """Report the user's own values (not their float32 roundings) for features left unchanged.
+
+    The model rounds them back identically, so the witnesses stay valid (re-verified next).
+    """
+    from lumber.ir.interp import prepare_input
+
+    raw = prepare_input(schema64, X)
+    Xp = result.X
+
+    def merge(P: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        same = (P == Xp) | (np.isnan(P) & np.isnan(Xp))
+        return np.where(same, raw, P)
+
+    result.point = np.where(result.reachable[:, None], merge(result.point), np.nan)
+    if result.group_point is not None:
+        result.group_point = np.stack([merge(result.group_point[:, g]) for g in range(result.group_point.shape[1])],
+                                      axis=1)
+    result.X = raw
+
+
+def _verify(result: SensitiveResult, goal: Goal) -> None:
+    """Every reported witness must reach its decision on the model (Forest.evaluate)."""
+    ok = np.flatnonzero(result.reachable)
+    result.verified = np.zeros(len(result), dtype=bool)
+    if ok.size:
+        got = decisions(result.forest, result.forest.evaluate(result.point[ok]), goal)
+        result.verified[ok] = got == result.target_group[ok]
+    for i in ok[~result.verified[ok]]:
+        result.messages[int(i)] = "witness point NOT confirmed by the model"
+
+
+__all__ = ["Goal", "METHODS", "sensitive_tests", "project_tree", "leaf_distances", "decision_labels", "decisions",
            "resolve_target", "check_goal", "TestExtractor", "exact_ensemble_solver"]

@@ -1,0 +1,78 @@
+"""``lumber explain MODEL DATA.csv --sensitive``: per case the prediction, the trace length,
+the sensitive tests (most sensitive first) and the distance to the decision surface.
+
+``--metric std|minmax`` scales features with statistics from ``--train`` (or, when
+it is absent, from every row of DATA, as the output records); ``--norm`` picks
+l1/l2/linf; ``--constraints FILE`` freezes features and directions and sets costs;
+``--target`` asks for a given class (or ``lo:hi`` for a regressor).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lumber.compiler.api.sensitive import sensitive_tests
+from lumber.ir import InputDataError, Task
+from lumber.passes.analyses.sensitive_results import CaseSensitivity, SensitiveResult
+
+
+def explain(ctx: Any) -> tuple[dict[str, Any], str]:
+    args = ctx.args
+    scale = None if args.metric in (None, "none") else args.metric
+    reference, ref_name = None, None
+    if scale is not None:
+        reference, ref_name = (ctx.train_X, "train") if ctx.train_X is not None else (ctx.X, "data")
+    if args.norm == "l0":
+        raise InputDataError("--norm l0 is not supported by sensitive tests", "use l1, l2 or linf")
+    target = _target(args.target, ctx.forest.schema.task)
+    result = sensitive_tests(ctx.forest, ctx.frame.iloc[ctx.rows], constraints=ctx.constraints,
+                             norm=args.norm or "l2", scale=scale, reference=reference, target=target)
+    result.rows = np.asarray(ctx.rows)
+    js = result.to_json()
+    js["reference"] = ref_name
+    return js, format_text(result, ref_name)
+
+
+def _target(spec: str | None, task: Task) -> Any:
+    if spec is None or task != Task.REGRESSION:
+        return spec
+    try:
+        lo, hi = spec.split(":", 1)
+        return (float(lo) if lo.strip() else -np.inf, float(hi) if hi.strip() else np.inf)
+    except ValueError:
+        raise InputDataError(f"--target {spec!r} is not an interval", "for a regressor use --target LO:HI") from None
+
+
+def format_text(result: SensitiveResult, reference: str | None) -> str:
+    m = result.metric
+    head = (f"sensitive tests ({result.method}{'' if result.exact else ', upper bound'}; norm "
+            f"{m.norm.name.lower()}, scale {'none' if m.scale is None else m.scale.name.lower()}"
+            + (f" from {reference} rows" if reference else "") + ")")
+    return "\n".join([head] + [_case_text(c) for c in result])
+
+
+def _case_text(c: CaseSensitivity) -> str:
+    lines = [f"row {c.row}: predicted {c.prediction}, trace {c.trace} tests"]
+    if not c.reachable or c.point is None:
+        lines[0] += f"; {c.message}"
+        return "\n".join(lines)
+    if c.distance == 0:
+        lines[0] += f"; {c.message or 'already at the target'}"
+        return "\n".join(lines)
+    lines[0] += f", distance {c.distance:.4g} to {c.target}{'' if c.exact else ' (upper bound)'}"
+    if not c.verified:
+        lines[0] += " [NOT VERIFIED]"
+    for t in c.tests:
+        lines.append(f"    {t}")
+    for label, ch in c.per_class.items():
+        if ch.label == c.target:
+            continue
+        lines.append(f"  to {label}: " + (f"distance {ch.distance:.4g}, " + "; ".join(
+            f"{t.feature} {t.op} {'' if t.threshold is None else f'{t.threshold:g}'}".strip() for t in ch.tests)
+            if ch.reachable else "unreachable"))
+    return "\n".join(lines)
+
+
+__all__ = ["explain", "format_text"]
