@@ -207,17 +207,20 @@ class Schema:
             return np.column_stack([1.0 - p, p])
         return p.reshape(p.shape[0], -1)
 
+    def class_index(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        """Index (into ``classes``) of the class ``predict`` picks, for classifiers."""
+        m = np.asarray(margin, dtype=np.float64)
+        if self.decision != "proba" and self.n_outputs == 1:
+            m1 = m.reshape(-1)
+            return (m1 >= 0 if self.decision == "margin_ge" else m1 > 0).astype(np.int64)
+        if self.decision != "proba":
+            return np.argmax(m.reshape(m.shape[0], -1), axis=1)
+        return np.argmax(self.proba(margin), axis=1)
+
     def decide(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[Any]:
         """What ``predict`` returns: class labels, regression values or anomaly labels."""
         if self.task in (Task.BINARY, Task.MULTICLASS):
-            m = np.asarray(margin, dtype=np.float64)
-            if self.decision != "proba" and self.n_outputs == 1:
-                m1 = m.reshape(-1)
-                idx = (m1 >= 0 if self.decision == "margin_ge" else m1 > 0).astype(np.int64)
-            elif self.decision != "proba":
-                idx = np.argmax(m.reshape(m.shape[0], -1), axis=1)
-            else:
-                idx = np.argmax(self.proba(margin), axis=1)
+            idx = self.class_index(margin)
             if self.classes is not None:
                 return np.asarray(self.classes)[idx]
             return idx
