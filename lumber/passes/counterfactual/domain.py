@@ -136,6 +136,8 @@ class NumericDomain:
     binary_cuts: set[float] = field(default_factory=set)
     integer_x: bool = False
     """Add an integer column equal to x (integer grid features in linear relations)."""
+    in_relation: bool = False
+    """A linear relation reads x itself, so an interior point is kept (rounded to the grid)."""
     levels: FloatArray = field(default_factory=lambda: np.zeros(0))
     mu: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     x_int_col: int = -1
@@ -247,7 +249,8 @@ class NumericDomain:
         if frac <= tol:
             return float(lv[j])
         a, b = float(lv[j]), float(lv[j + 1])
-        if self.grid.up(np.array([a]))[0] >= b:  # a gap: either end is the same cell for every split
+        if self.grid.up(np.array([a]))[0] >= b or not self.integer_x and not self.in_relation:
+            # no split between a and b: every point of the interval routes alike, so take the end nearer x0
             return a if abs(a - self.x0) <= abs(b - self.x0) else b
         return self.grid.nearest(a + (b - a) * frac, a, b)
 

@@ -1,16 +1,17 @@
 """A quick feasible counterfactual to warm-start the MILP and bound its domains.
 
-Two sources of candidates, both checked with the IR's own evaluation:
+Two sources of candidates:
 
 - reference rows (training data) that reach the target once repaired to the
   constraints (immutable features reset, bounds clipped, values put on the
-  feature's grid);
+  feature's grid), cheapest first;
 - a greedy walk from the case across one split at a time, taking the move
   with the best gain in target score per unit of cost (feature tweaking).
 
-The best candidate is then pulled back toward the case feature by feature,
-to the split level nearest the original value that keeps the target. The
-result is only a heuristic: it bounds the optimum from above.
+The best candidate is then pulled back toward the case feature by feature, to
+the split level nearest the original value that keeps it feasible. Searching
+uses a fast leaf-sum margin; the point returned is re-checked with the IR's
+reference evaluation. The result only bounds the optimum from above.
 """
 
 from __future__ import annotations
@@ -20,23 +21,31 @@ from typing import Callable
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Task
+from lumber.ir import Forest
+from lumber.ir.interp import forest_apply, trees_per_output
 
 from . import actionability
-from .problem import Query
-from .domain import grid_for
-from .problem import _numeric_kind
+from .domain import Grid, grid_for
+from .problem import Query, _numeric_kind
 from .targets import _inverse
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def target_score(q: Query, X: FloatArray) -> FloatArray:
-    """How far inside the target each row is (positive inside, for class targets with a margin of 0 allowed)."""
-    f, spec = q.forest, q.spec
-    m = f.evaluate(X)
-    s = f.schema
+def fast_margins(forest: Forest, X: FloatArray) -> FloatArray:
+    """Raw margins of on-grid rows by one vectorised leaf sum (search only; not bit-exact)."""
+    leaves = forest_apply(forest, X)
+    s = forest.schema
+    m = forest.value[leaves].sum(axis=1) + np.asarray(s.base_score)[None, :]
+    if s.average:
+        m = m / np.maximum(trees_per_output(forest), 1.0)[None, :]
+    return m[:, 0] if s.n_outputs == 1 else m
+
+
+def target_score(q: Query, m: FloatArray) -> FloatArray:
+    """How far inside the target each row's margins are (positive inside)."""
+    s, spec = q.forest.schema, q.spec
     if spec.kind == "interval":
         assert spec.interval is not None
         p = s.transform(m).reshape(-1)
@@ -45,20 +54,46 @@ def target_score(q: Query, X: FloatArray) -> FloatArray:
         theta = _inverse(s.post_transform, 0.5, s.sigmoid_alpha)
         return (m - theta) if spec.index == 1 else (theta - m)
     c = spec.index
-    others = np.delete(m, c, axis=1)
-    return m[:, c] - others.max(axis=1)
+    return m[:, c] - np.delete(m, c, axis=1).max(axis=1)
 
 
 class Candidates:
-    """Feasibility checks shared by the heuristics."""
+    """Grids, split levels and feasibility checks shared by the heuristics."""
 
     def __init__(self, q: Query, meets: Callable[[FloatArray], BoolArray]) -> None:
         self.q = q
-        self.meets = meets
+        self.exact_meets = meets
         s = q.forest.schema
-        self.grids = [None if q.categorical[i] else grid_for(_numeric_kind(q, i), s.input_dtype, float(q.x0[i]),
-                                                            q.allowed.get(i))
-                      for i in range(s.n_features)]
+        n = s.n_features
+        self.grids: list[Grid | None] = [
+            None if q.categorical[i] else grid_for(_numeric_kind(q, i), s.input_dtype, float(q.x0[i]), q.allowed.get(i))
+            for i in range(n)]
+        self.codes = {i: self._codes(i) for i in range(n) if q.categorical[i]}
+        self._cuts: dict[int, FloatArray] = {}
+        c = q.constraints
+        self.coupled = c is not None and bool(c.relations or c.implications or c.max_changes is not None)
+
+    def _codes(self, i: int) -> FloatArray:
+        q = self.q
+        codes = q.cat_codes[i]
+        if i in q.allowed:
+            codes = codes[np.isin(codes, q.allowed[i])]
+        return codes[(codes >= q.lo[i]) & (codes <= q.hi[i])]
+
+    def cuts(self, i: int) -> FloatArray:
+        """On-grid values just on each side of every split of numeric feature ``i``, within bounds."""
+        if i not in self._cuts:
+            g = self.grids[i]
+            assert g is not None
+            q = self.q
+            vals = []
+            for f in [q.forest] + ([q.isolation[0]] if q.isolation is not None else []):
+                t = f.threshold[(f.feature == i) & ~f.is_categorical & (f.left >= 0)]
+                if t.size:
+                    vals += [g.down(t), g.up(t)]
+            v = np.unique(np.concatenate(vals)) if vals else np.zeros(0)
+            self._cuts[i] = v[np.isfinite(v) & (v >= q.lo[i]) & (v <= q.hi[i])]
+        return self._cuts[i]
 
     def repair(self, X: FloatArray) -> tuple[FloatArray, BoolArray]:
         """Clip to bounds, reset what cannot change, put values on grids; rows that cannot be repaired are False."""
@@ -67,20 +102,16 @@ class Candidates:
         ok = np.ones(X.shape[0], dtype=bool)
         for i in range(X.shape[1]):
             x0 = float(q.x0[i])
-            if not np.isfinite(x0):
-                X[:, i] = x0
+            if not np.isfinite(x0) or q.lo[i] == q.hi[i]:
+                X[:, i] = x0 if np.isfinite(x0) or not np.isfinite(q.lo[i]) else q.lo[i]
                 continue
-            col = np.nan_to_num(X[:, i], nan=x0)
-            col = np.clip(col, q.lo[i], q.hi[i])
+            col = np.clip(np.nan_to_num(X[:, i], nan=x0), q.lo[i], q.hi[i])
             if q.categorical[i]:
-                codes = q.cat_codes[i]
-                if i in q.allowed:
-                    codes = codes[np.isin(codes, q.allowed[i])]
-                codes = codes[(codes >= q.lo[i]) & (codes <= q.hi[i])]
+                codes = self.codes[i]
                 c = np.trunc(col)
-                good = np.isin(c, codes)
                 x0c = np.trunc(x0)
                 col = np.where(c == x0c, x0, c)
+                good = np.isin(c, codes)
                 if x0c in set(codes.tolist()):
                     col = np.where(good, col, x0)
                 else:
@@ -93,39 +124,42 @@ class Candidates:
                 if not lo <= hi:
                     ok[:] = False
                     continue
-                d = g.down(col)
-                col = np.where(np.abs(d - col) <= np.abs(g.ceil(col) - col), d, g.ceil(col))
-                col = np.clip(col, lo, hi)
+                d, u = g.down(col), g.ceil(col)
+                col = np.clip(np.where(np.abs(d - col) <= np.abs(u - col), d, u), lo, hi)
             X[:, i] = col
         return X, ok
 
-    def feasible(self, X: FloatArray) -> BoolArray:
-        """Target met, plausible, and every constraint holds."""
+    def meets(self, X: FloatArray) -> BoolArray:
+        """Target reached and plausible, by the fast margins."""
         q = self.q
-        ok = self.meets(X)
+        f = q.forest
+        ok = q.spec.satisfied(f.schema.decide(fast_margins(f, X)))
         if q.isolation is not None and ok.any():
             iso, delta = q.isolation
-            ok &= iso.evaluate(X) >= delta
-        if q.constraints is not None and (q.constraints.relations or q.constraints.implications
-                                          or q.constraints.max_changes is not None):
+            ok &= fast_margins(iso, X).reshape(-1) >= delta
+        return ok
+
+    def feasible(self, X: FloatArray) -> BoolArray:
+        """Target met, plausible, and every coupling constraint holds."""
+        ok = self.meets(X)
+        if self.coupled:
+            q = self.q
             for r in np.flatnonzero(ok):
                 if actionability.violations(q.constraints, q.names, q.x0, X[r]):
                     ok[r] = False
         return ok
 
-
-def cut_values(q: Query, i: int, grid) -> FloatArray:  # type: ignore[no-untyped-def]
-    """Values just on each side of every split of feature ``i`` (both forests)."""
-    vals = []
-    for f in [q.forest] + ([q.isolation[0]] if q.isolation is not None else []):
-        t = f.threshold[(f.feature == i) & ~f.is_categorical & (f.left >= 0)]
-        if t.size:
-            vals += [grid.down(t), grid.up(t)]
-    v = np.unique(np.concatenate(vals)) if vals else np.zeros(0)
-    return v[np.isfinite(v) & (v >= q.lo[i]) & (v <= q.hi[i])]
+    def exact(self, x: FloatArray) -> bool:
+        """The IR's reference evaluation agrees (plus plausibility and constraints)."""
+        q = self.q
+        if not bool(self.exact_meets(x[None, :])[0]):
+            return False
+        if q.isolation is not None and float(q.isolation[0].evaluate(x[None, :])[0]) < q.isolation[1]:
+            return False
+        return not actionability.violations(q.constraints, q.names, q.x0, x)
 
 
-def improve(cands: Candidates, x: FloatArray, passes: int = 3) -> FloatArray:
+def improve(cands: Candidates, x: FloatArray, passes: int = 2) -> FloatArray:
     """Pull each changed feature back toward the case while the point stays feasible."""
     q = cands.q
     cost = q.cost
@@ -136,27 +170,30 @@ def improve(cands: Candidates, x: FloatArray, passes: int = 3) -> FloatArray:
             if d[i] <= 0:
                 break
             v, v0 = float(x[i]), float(q.x0[i])
-            if q.categorical[i] or cands.grids[i] is None:
-                trial = np.array([v0])
+            home = [v0] if q.lo[i] <= v0 <= q.hi[i] else []
+            if q.categorical[i]:
+                trial = np.array([c for c in home if np.trunc(c) in set(cands.codes[i].tolist())])
             else:
-                cv = cut_values(q, i, cands.grids[i])
+                cv = cands.cuts(i)
                 between = cv[(cv > min(v, v0)) & (cv < max(v, v0))]
-                trial = np.concatenate([[v0], between[np.argsort(np.abs(between - v0))]])
+                trial = np.concatenate([home, between[np.argsort(np.abs(between - v0))]])
+            if trial.size == 0:
+                continue
             X = np.tile(x, (trial.shape[0], 1))
             X[:, i] = trial
-            X, rep = cands.repair(X)
-            ok = rep & cands.feasible(X)
-            better = ok & (cost.total(X) < cost.total(x[None, :])[0] - 1e-15)
-            if better.any():
-                x = X[int(np.argmax(better))]
-                changed = True
-                d = cost.feature_costs(x[None, :])[0]
+            ok = cands.feasible(X)
+            if ok.any():
+                j = int(np.argmax(ok))
+                if cost.feature_costs(X[j:j + 1])[0, i] < d[i]:
+                    x = X[j]
+                    changed = True
+                    d = cost.feature_costs(x[None, :])[0]
         if not changed:
             break
     return x
 
 
-def greedy(cands: Candidates, max_steps: int = 60) -> FloatArray | None:
+def greedy(cands: Candidates, max_steps: int = 40) -> FloatArray | None:
     """Cross one split at a time, best target gain per unit cost, until the target is met."""
     q = cands.q
     x = q.x0.copy()
@@ -164,38 +201,25 @@ def greedy(cands: Candidates, max_steps: int = 60) -> FloatArray | None:
     for i in range(q.x0.shape[0]):
         if not np.isfinite(q.x0[i]) or q.lo[i] == q.hi[i]:
             continue
-        if q.categorical[i]:
-            codes = q.cat_codes[i]
-            if i in q.allowed:
-                codes = codes[np.isin(codes, q.allowed[i])]
-            moves.append((i, codes.astype(np.float64)))
-        else:
-            g = cands.grids[i]
-            moves.append((i, cut_values(q, i, g)))
-    moves = [(i, v) for i, v in moves if v.size]
+        vals = cands.codes[i].astype(np.float64) if q.categorical[i] else cands.cuts(i)
+        if vals.size:
+            moves.append((i, vals))
     if not moves:
         return None
     for _ in range(max_steps):
-        rows, feat = [], []
-        for i, vals in moves:
-            X = np.tile(x, (vals.shape[0], 1))
-            X[:, i] = vals
-            rows.append(X)
-            feat.append(np.full(vals.shape[0], i))
-        X = np.concatenate(rows)
-        X, rep = cands.repair(X)
-        if not rep.any():
-            return None
-        ok = rep & cands.meets(X)
-        if ok.any():
-            feas = cands.feasible(X) & rep
+        X = np.concatenate([np.tile(x, (v.shape[0], 1)) for _, v in moves])
+        col = np.concatenate([np.full(v.shape[0], i) for i, v in moves])
+        X[np.arange(X.shape[0]), col] = np.concatenate([v for _, v in moves])
+        m = fast_margins(q.forest, X)
+        hit = cands.meets(X)
+        if hit.any():
+            feas = cands.feasible(X) if cands.coupled else hit
             if feas.any():
                 c = np.where(feas, q.cost.total(X), np.inf)
                 return X[int(np.argmin(c))]
-        s_now = target_score(q, x[None, :])[0]
-        gain = target_score(q, X) - s_now
+        gain = target_score(q, m) - target_score(q, fast_margins(q.forest, x[None, :]))[0]
         dc = q.cost.total(X) - q.cost.total(x[None, :])[0]
-        ratio = np.where(rep & (gain > 0), gain / np.maximum(dc, 1e-12), -np.inf)
+        ratio = np.where(gain > 0, gain / np.maximum(dc, 1e-12), -np.inf)
         if not np.isfinite(ratio).any():
             return None
         x = X[int(np.argmax(ratio))]
@@ -203,34 +227,28 @@ def greedy(cands: Candidates, max_steps: int = 60) -> FloatArray | None:
 
 
 def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: FloatArray | None,
-               n_refine: int = 3) -> FloatArray | None:
-    """The cheapest feasible point the heuristics find, or None."""
-    if q.forest.schema.task not in (Task.BINARY, Task.MULTICLASS, Task.REGRESSION):
-        return None
+               n_refine: int = 2) -> FloatArray | None:
+    """The cheapest feasible point the heuristics find (checked exactly), or None."""
     cands = Candidates(q, meets)
     pool: list[FloatArray] = []
     if reference is not None and len(reference):
         R, rep = cands.repair(np.asarray(reference, dtype=np.float64))
         R = R[rep]
         if R.shape[0]:
-            cost = q.cost.total(R)
-            order = np.argsort(cost, kind="stable")
-            R = R[order]
-            good = np.zeros(0, dtype=np.int64)
-            for start in range(0, R.shape[0], 512):  # cheapest first, stop once enough are found
-                blk = R[start:start + 512]
-                hit = np.flatnonzero(cands.feasible(blk))
-                good = np.concatenate([good, hit + start])
-                if good.shape[0] >= n_refine:
+            R = R[np.argsort(q.cost.total(R), kind="stable")]
+            for start in range(0, R.shape[0], 1024):  # cheapest first, stop once enough are found
+                blk = R[start:start + 1024]
+                pool += [blk[j] for j in np.flatnonzero(cands.feasible(blk))[:n_refine - len(pool)]]
+                if len(pool) >= n_refine:
                     break
-            pool += [R[j] for j in good[:n_refine]]
-    g = greedy(cands)
+    # single-feature moves are always tried (one batch); the walk goes further only without other candidates
+    g = greedy(cands, max_steps=40 if not pool else 1)
     if g is not None:
         pool.append(g)
     best, best_cost = None, np.inf
     for x in pool:
         x = improve(cands, x)
         c = float(q.cost.total(x[None, :])[0])
-        if c < best_cost:
+        if c < best_cost and cands.exact(x):
             best, best_cost = x, c
     return best

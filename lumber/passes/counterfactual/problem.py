@@ -272,6 +272,7 @@ def _relation_support(q: Query, doms: list[Domain]) -> None:
             d = doms[names.index(f)]
             if not isinstance(d, NumericDomain):
                 continue
+            d.in_relation = True
             if d.grid.kind == "int":
                 d.integer_x = True
             span = max(1.0, abs(d.x0))

@@ -238,7 +238,11 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
                            NO_SOLUTION: "time limit reached before any point was found"}.get(out.status, out.message)
             break
         # polish: the solver's tolerances (about 1e-7) can leave a feature one grid step off its level
-        x = improve(Candidates(q, meets), prob.point(out.x))
+        x = prob.point(out.x)
+        cands = Candidates(q, meets)
+        polished = improve(cands, x)
+        if polished is not x and cands.exact(polished):
+            x = polished
         _finish(q, res, x, verify)
         if res.verified and not res.violations:
             break
