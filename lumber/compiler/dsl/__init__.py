@@ -16,7 +16,9 @@ from typing import Any, Sequence
 
 from lumber.ir import Constraints, Feature, FeatureKind, Schema
 
-from .check import PLAUSIBILITY, CheckResult, check_program, lookup_code
+from .check import CheckResult, check_program
+from .labels import lookup_code
+from .plausibility import PLAUSIBILITY
 from .parse import ConstraintError, parse_file, parse_text
 from .printer import format_constraints, format_program
 

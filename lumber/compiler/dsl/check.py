@@ -15,9 +15,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
-
-import numpy as np
+from typing import Any, Sequence
 
 from lumber.ir import (
     Bound, Constraints, Diagnostic, DiagnosticSink, Direction, Event, Feature, FeatureEvent, FeatureKind,
@@ -26,46 +24,15 @@ from lumber.ir import (
 )
 
 from . import ast as A
+from .labels import as_float, is_number, lookup_code, param_value, plain, short_list, shown
 from .names import DELTA, ORIG, VALUE, Resolver
 from .parse import ConstraintError, parse_file
+from .plausibility import PLAUSIBILITY
 
 NORMS = {"l0": Norm.L0, "l1": Norm.L1, "l2": Norm.L2, "linf": Norm.LINF}
 SCALES = {"std": Scale.STD, "minmax": Scale.MINMAX, "none": Scale.NONE}
 EVENTS = {"increases": Event.INCREASES, "decreases": Event.DECREASES, "changes": Event.CHANGES,
           "is unchanged": Event.UNCHANGED}
-
-
-def _int_at_least(lo: int) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        ok = isinstance(v, int) and not isinstance(v, bool) and v >= lo
-        return None if ok else f"an integer >= {lo}"
-    return check
-
-
-def _in_range(lo: float, hi: float, lo_open: bool = True) -> Callable[[Any], str | None]:
-    def check(v: Any) -> str | None:
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (v > lo if lo_open else v >= lo) and v <= hi
-        return None if ok else f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
-    return check
-
-
-def _samples(v: Any) -> str | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return "an integer >= 1 or a fraction in (0, 1]"
-    if isinstance(v, int):
-        return None if v >= 1 else "an integer >= 1 or a fraction in (0, 1]"
-    return None if 0 < v <= 1 else "an integer >= 1 or a fraction in (0, 1]"
-
-
-PLAUSIBILITY: dict[str, dict[str, Callable[[Any], str | None]]] = {
-    "isolation-forest": {
-        "contamination": _in_range(0.0, 0.5),
-        "n_estimators": _int_at_least(1),
-        "max_samples": _samples,
-        "random_state": _int_at_least(0),
-    },
-}
-"""Known plausibility methods and their parameters (each with a validator returning what is expected)."""
 
 
 @dataclass
@@ -335,10 +302,10 @@ class _Checker:
             cats = f.categories or ()
             close = difflib.get_close_matches(label.text, [str(c) for c in cats], n=1, cutoff=0.6)
             self.err(f"unknown category '{label.text}' of '{feat}'", label.span,
-                     f"did you mean '{close[0]}'?" if close else f"categories: {_list(cats)}")
+                     f"did you mean '{close[0]}'?" if close else f"categories: {short_list(cats)}")
         elif f.categories:
             self.err(f"{label.text} is neither a category of '{feat}' nor a code in 0..{len(f.categories) - 1}",
-                     label.span, f"categories: {_list(f.categories)}")
+                     label.span, f"categories: {short_list(f.categories)}")
         elif f.kind == FeatureKind.BINARY:
             self.err(f"'{feat}' is binary: its values are 0 and 1, not {label.text}", label.span)
         else:
@@ -491,7 +458,7 @@ class _Checker:
             if cats:
                 missing = [str(cats[i]) for i in range(len(cats)) if float(i) not in codes]
                 if missing:
-                    self.err(f"the order of '{feat}' leaves out {_list(missing)}", cl.span,
+                    self.err(f"the order of '{feat}' leaves out {short_list(missing)}", cl.span,
                              "list every category, lowest first")
                     return
             self.set_field(rs, "order", tuple(codes), cl.span)
@@ -669,23 +636,23 @@ class _Checker:
             n = 2 if self.schema.task == Task.BINARY else self.schema.n_outputs
             if label.kind == "number" and float(raw) == int(float(raw)) and 0 <= float(raw) < n:
                 return int(float(raw))
-            self.err(f"unknown class {_shown(label)}", label.span, f"the model's classes are 0..{n - 1}")
+            self.err(f"unknown class {shown(label)}", label.span, f"the model's classes are 0..{n - 1}")
             return None
         for c in classes:
             if label.kind != "number" and str(c) == label.text:
-                return _py(c)
+                return plain(c)
         if label.kind == "number":
             for c in classes:
-                if _is_number(c) and float(c) == float(raw):
-                    return _py(c)
+                if is_number(c) and float(c) == float(raw):
+                    return plain(c)
             for c in classes:
-                if isinstance(c, str) and _as_float(c) == float(raw):
-                    return _py(c)
+                if isinstance(c, str) and as_float(c) == float(raw):
+                    return plain(c)
             if float(raw) == int(float(raw)) and 0 <= float(raw) < len(classes):
-                return _py(classes[int(float(raw))])
+                return plain(classes[int(float(raw))])
         close = difflib.get_close_matches(label.text, [str(c) for c in classes], n=1, cutoff=0.6)
-        self.err(f"unknown class {_shown(label)}", label.span,
-                 f"did you mean '{close[0]}'?" if close else f"the model's classes: {_list(classes)}")
+        self.err(f"unknown class {shown(label)}", label.span,
+                 f"did you mean '{close[0]}'?" if close else f"the model's classes: {short_list(classes)}")
         return None
 
     # -- whole-rule checks ----------------------------------------------------------------
@@ -785,78 +752,6 @@ def _declared(statements: Sequence[A.Statement]) -> set[str]:
                 if isinstance(c, A.EventCond):
                     out.add(c.name.text)
     return out
-
-
-def param_value(label: A.Label) -> Any:
-    """A literal as a Python value: int for integer literals, float for other numbers, bool, or text."""
-    if label.kind == "number":
-        t = label.text.lstrip("-")
-        if t.isdigit():
-            return int(label.text)
-        return float(label.text)
-    if label.kind == "name" and label.text in ("true", "false"):
-        return label.text == "true"
-    return label.text
-
-
-def lookup_code(f: Feature | None, kind: str, text: str) -> float | None:
-    """The code a label denotes for feature ``f`` (None: no such category; see docs/constraints.md).
-
-    Words and strings match category labels by text; numbers match numeric labels,
-    then labels that read as that number, then codes ``0..n-1``. Without categories
-    a number is the value itself (0/1 for binary, a non-negative integer for categorical).
-    """
-    if kind == "number":
-        v = float(text)
-        if not math.isfinite(v):
-            return None
-    if f is None:
-        return v if kind == "number" else None
-    cats = f.categories
-    if kind != "number":
-        for i, c in enumerate(cats or ()):
-            if str(c) == text:
-                return float(i)
-        return None
-    if cats:
-        for i, c in enumerate(cats):
-            if _is_number(c) and float(c) == v:
-                return float(i)
-        for i, c in enumerate(cats):
-            if isinstance(c, str) and _as_float(c) == v:
-                return float(i)
-        return v if v == int(v) and 0 <= v < len(cats) else None
-    if f.kind == FeatureKind.BINARY:
-        return v if v in (0.0, 1.0) else None
-    if f.kind == FeatureKind.CATEGORICAL:
-        return v if v == int(v) and v >= 0 else None
-    return v
-
-
-def _shown(label: A.Label) -> str:
-    from .names import quote_string
-
-    return quote_string(label.text) if label.kind == "string" else label.text
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-
-
-def _as_float(s: str) -> float | None:
-    try:
-        return float(s)
-    except ValueError:
-        return None
-
-
-def _py(v: Any) -> Any:
-    return v.item() if isinstance(v, np.generic) else v
-
-
-def _list(values: Sequence[Any], limit: int = 12) -> str:
-    shown = [str(v) for v in values[:limit]]
-    return ", ".join(shown) + (", ..." if len(values) > limit else "")
 
 
 def _qn(feat: str) -> str:

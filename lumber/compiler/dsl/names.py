@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from typing import Iterable
 
-from .parse import KEYWORDS, NAME_RE
+from .lexicon import KEYWORDS, NAME_RE
 
 VALUE, ORIG, DELTA = "value", "orig", "delta"
 

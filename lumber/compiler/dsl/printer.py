@@ -21,7 +21,7 @@ from lumber.ir import (
 )
 
 from . import ast as A
-from .check import lookup_code
+from .labels import lookup_code
 from .names import DELTA, ORIG, VALUE, Resolver, is_bare_name, quote_name, quote_string
 
 # -- syntax tree -> text ---------------------------------------------------------------------

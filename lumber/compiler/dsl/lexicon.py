@@ -1,0 +1,16 @@
+"""The words of the constraint language, shared by the parser, the checker and the printers."""
+
+from __future__ import annotations
+
+import re
+
+KEYWORDS = frozenset({
+    "include", "immutable", "increase", "decrease", "between", "and", "in", "order", "cost", "up", "down",
+    "per", "if", "then", "increases", "decreases", "changes", "is", "unchanged", "norm", "scale",
+    "plausible", "target", "class", "orig", "delta",
+})
+"""Reserved words (must match the keyword terminals of actionability.lark)."""
+STATEMENT_KEYWORDS = ("include", "immutable", "increase", "decrease", "if", "changes", "norm", "scale",
+                      "plausible", "target")
+CLAUSE_KEYWORDS = ("immutable", "increase", "decrease", "between", "<=", ">=", "in", "order", "cost")
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
