@@ -223,7 +223,7 @@ class Polynomial:
         index = np.arange(self.n_monomials) if monomials is None else np.asarray(monomials, dtype=np.int64)
         hits = np.zeros(index.shape[0], dtype=np.int64)
         for _, cbits in row_blocks(self, Xp):
-            for monos, bits in active_chunks(self, cbits, index, chunk_words=ENTRY_BUDGET):
+            for monos, bits in active_chunks(self, cbits, index, max(1, ENTRY_BUDGET // cbits.shape[1])):
                 hits[monos] += np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
         return hits / max(Xp.shape[0], 1)
 
@@ -325,24 +325,28 @@ def unpack_rows(bits: npt.NDArray[np.uint64], n_rows: int) -> npt.NDArray[np.boo
     return np.unpackbits(bits.view(np.uint8), axis=1, count=n_rows, bitorder="little").view(bool)
 
 
+SUM_CHUNK = 2048
+"""Monomials summed together into each row's margin. Fixed, so a row's result never depends on
+how many rows are evaluated with it."""
+
+
 def weighted_row_sums(bits: npt.NDArray[np.uint64], weight: npt.NDArray[np.float64], n_rows: int) -> npt.NDArray[np.float64]:
     """``sum_M weight[M] * bit_M(r)`` for every row r, ``(n_rows, K)``.
 
-    Works per byte (8 rows): a weighted histogram of the byte values over the
-    monomials, then for each bit the sum over the byte values that set it; 8x less work than
-    unpacking every bit.
+    Each row adds its monomials' weights in monomial order (inactive ones add an
+    exact 0.0), so identical rows get bit-identical sums wherever they sit in
+    the batch.
     """
-    b8 = bits.view(np.uint8)
-    nb = b8.shape[1]
-    key = (b8 + (np.arange(nb, dtype=np.int32) * 256)[None, :]).reshape(-1)
     out = np.empty((n_rows, weight.shape[1]), dtype=np.float64)
-    for k in range(weight.shape[1]):
-        w = np.repeat(weight[:, k], nb)
-        hist = np.bincount(key, weights=w, minlength=nb * 256).reshape((nb,) + (2,) * 8)
-        per_bit = np.empty((nb, 8))
-        for i in range(8):  # bit i of a byte is axis 8 - i; plain reductions (no BLAS threads for tiny products)
-            per_bit[:, i] = hist.take(1, axis=8 - i).reshape(nb, -1).sum(axis=1)
-        out[:, k] = per_bit.reshape(-1)[:n_rows]
+    step = 128  # words: 8192 rows per unpacked slice
+    for w0 in range(0, bits.shape[1], step):
+        r0 = w0 * 64
+        count = min(n_rows - r0, step * 64)
+        # at least 2 columns: numpy reduces a single column pairwise, several columns sequentially
+        act = np.unpackbits(np.ascontiguousarray(bits[:, w0:w0 + step]).view(np.uint8), axis=1,
+                            count=max(count, 2), bitorder="little").view(bool)
+        for k in range(weight.shape[1]):
+            out[r0:r0 + count, k] = np.einsum("ij,i->j", act, weight[:, k])[:count]
     return out
 
 
@@ -362,12 +366,11 @@ def row_blocks(poly: Polynomial, Xp: npt.NDArray[np.float64]) -> Iterator[tuple[
 
 
 def active_chunks(poly: Polynomial, cbits: npt.NDArray[np.uint64], index: npt.NDArray[np.int64],
-                  chunk_words: int = 1 << 19) -> Iterator[tuple[slice, npt.NDArray[np.uint64]]]:
+                  per_chunk: int = SUM_CHUNK) -> Iterator[tuple[slice, npt.NDArray[np.uint64]]]:
     """Yield ``(position_slice, bits)``: on which rows of a block monomials ``index[position_slice]``
     hold, as ``[k, words]`` bitsets (AND of their conditions' bits)."""
     nc, words = poly.n_conditions, cbits.shape[1]
     ids_all = poly.padded_ids
-    per_chunk = max(1, chunk_words // max(words, 1))
     for m0 in range(0, index.shape[0], per_chunk):
         m1 = min(index.shape[0], m0 + per_chunk)
         ids = ids_all[index[m0:m1]]

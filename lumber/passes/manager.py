@@ -80,7 +80,7 @@ class DumpInstrument:
         from lumber.ir.serialize import save_ir
 
         self.directory.mkdir(parents=True, exist_ok=True)
-        stem = self.directory / f"{len(ctx.timings):02d}-{p.name}"
+        stem = self.directory / f"{len(ctx.timings) - 1:02d}-{p.name}"
         try:
             save_ir(ir_out, stem.with_suffix(".lumber"))
         except TypeError:

@@ -54,7 +54,7 @@ def equivalent(a: Any, b: Any, *, rtol: float = 1e-9, max_monomials: int = DEFAU
         return EquivalenceResult(False, reason=f"the models have {sa.n_outputs} and {sb.n_outputs} outputs")
     atol = rtol * max(model_scale(A), model_scale(B), 1e-300)
     diff = polynomial_difference(_polynomial(A, max_monomials), _polynomial(B, max_monomials), atol=atol)
-    x = counterexample_row(diff)
+    x = counterexample_row(diff, atol)
     margins_equal = diff.n_monomials == 0 and bool(np.all(np.abs(diff.bias) <= atol))
     same_transform = (sa.post_transform, sa.sigmoid_alpha) == (sb.post_transform, sb.sigmoid_alpha)
     if margins_equal and same_transform:

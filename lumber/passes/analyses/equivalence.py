@@ -14,7 +14,8 @@ Both polynomials are brought to one basis, then subtracted:
 
 For a fixed condition set the basis functions are linearly independent, so the
 models are equal iff nothing is left (Theorem 1). Otherwise a minimal nonzero
-monomial M (fewest conditions, then lowest thresholds) gives a counterexample:
+monomial M (fewest conditions, then lowest thresholds; the constant when the
+biases differ) gives a counterexample:
 x satisfies exactly the conditions of M (each feature of M just above M's
 threshold, or NaN for MISSING) and every other feature sits below all its
 thresholds; then every other monomial that holds at x is smaller than M and
@@ -156,10 +157,11 @@ def polynomial_difference(a: Polynomial, b: Polynomial, atol: float = 0.0) -> Po
                       ea.bias - eb.bias, atol=atol)
 
 
-def counterexample_row(diff: Polynomial) -> npt.NDArray[np.float64]:
+def counterexample_row(diff: Polynomial, atol: float = 0.0) -> npt.NDArray[np.float64]:
     """A row where ``diff`` (canonical, explicit NaN mode) equals the weight of a minimal monomial.
 
-    With no monomial left the row lies below every threshold (the bias differs there).
+    The empty monomial is the smallest: when the bias differs by more than ``atol`` (or no
+    monomial is left) the row lies below every threshold, where ``diff`` is its bias.
     """
     F = diff.n_features
     dtype = np.float32 if diff.schema.input_dtype == "float32" else np.float64
@@ -174,7 +176,7 @@ def counterexample_row(diff: Polynomial) -> npt.NDArray[np.float64]:
     x = np.zeros(F, dtype=np.float64)
     has = m_f > 0
     x[has] = thr_sorted[g_off[:-1][has]]  # the lowest threshold: no condition on the feature holds
-    if diff.n_monomials:
+    if diff.n_monomials and not np.any(np.abs(diff.bias) > atol):
         ranksum = np.bincount(diff.mono_of_entry, weights=rank[diff.mono_cond], minlength=diff.n_monomials)
         j = int(np.lexsort((ranksum, diff.degree))[0])
         for c in diff.mono_cond[diff.mono_offset[j]:diff.mono_offset[j + 1]]:

@@ -11,8 +11,10 @@ features on the path. Expansion is vectorized over leaves, one numpy step per
 factor; monomials are packed into int64 keys and merged with a stable sort, in
 batches that bound memory. Exact zeros are dropped.
 
-Unsupported, with a clear error: categorical splits, LightGBM zero-as-missing
-splits, thresholds that are not finite in the model's input dtype.
+A ``+inf`` threshold (scikit-learn's split of NaN from every number) needs no
+condition: numbers go left, so only the NaN term remains. Unsupported, with a
+clear error: categorical splits, LightGBM zero-as-missing splits, ``-inf``
+thresholds.
 """
 
 from __future__ import annotations
@@ -92,8 +94,8 @@ def _check_supported(forest: Forest, internal: npt.NDArray[np.int64], thr: npt.N
            "encode the feature as ordered numeric codes and retrain, or keep the Forest form")
     report(forest.missing_zero[internal] & ~forest.is_categorical[internal], "zero-as-missing split (LightGBM missing_type=Zero)",
            "retrain with zero_as_missing=false, or keep the Forest form")
-    report(~np.isfinite(thr) & ~forest.is_categorical[internal], "non-finite threshold",
-           f"thresholds must be finite {forest.schema.input_dtype} values")
+    report((thr == -np.inf) & ~forest.is_categorical[internal], "threshold -inf",
+           f"thresholds must be finite {forest.schema.input_dtype} values or +inf (a NaN-only split)")
     sink.raise_if_errors(CompileError)
 
 
@@ -105,18 +107,20 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
     thr = canonical_thresholds(forest.threshold[internal], schema.input_dtype)
     _check_supported(forest, internal, thr)
 
-    # GREATER conditions: the unique (feature, threshold) pairs, sorted
+    # GREATER conditions: the unique (feature, finite threshold) pairs, sorted. A +inf threshold
+    # (scikit-learn's NaN-only split) sends every number left: it gets index m_f, past every cell.
     feat = forest.feature[internal].astype(np.int64)
-    order = np.lexsort((thr, feat))
+    fin = np.isfinite(thr)
+    order = np.flatnonzero(fin)[np.lexsort((thr[fin], feat[fin]))]
     fs, ts = feat[order], thr[order]
     first = np.ones(order.shape[0], dtype=bool)
     first[1:] = (fs[1:] != fs[:-1]) | (ts[1:] != ts[:-1])
-    g_of = np.empty(order.shape[0], dtype=np.int64)
+    g_of = np.zeros(internal.shape[0], dtype=np.int64)
     g_of[order] = np.cumsum(first) - 1
     g_feat, g_thr = fs[first], ts[first]
     m_f = np.bincount(g_feat, minlength=F).astype(np.int64)  # thresholds per feature
     off_f = np.concatenate([[0], np.cumsum(m_f)])
-    k_of = g_of - off_f[feat]  # threshold index within its feature
+    k_of = np.where(fin, g_of - off_f[feat], m_f[feat])  # threshold index within its feature
 
     # NaN mode per feature: point mode iff one cell p routes like NaN at every split on the feature
     ml = forest.missing_left[internal]
