@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -172,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets": {"seconds": TARGET_SECONDS, "memory_ratio": TARGET_MEMORY_RATIO},
         "meets_targets": med["lumber"] < TARGET_SECONDS and max(tm_peak, rss["lumber"]) / size < TARGET_MEMORY_RATIO,
         "environment": {"python": platform.python_version(), "machine": platform.machine(),
+                        "cpus": os.cpu_count(), "load_average_1min": os.getloadavg()[0],
                         "numpy": np.__version__, **_versions()},
     }
     RESULTS.mkdir(exist_ok=True)
@@ -214,7 +216,8 @@ def _markdown(r: dict[str, Any]) -> str:
         f"Targets (< {r['targets']['seconds']} s, < {r['targets']['memory_ratio']:.0f}x file size): "
         f"{'met' if r['meets_targets'] else 'NOT met'}.",
         "",
-        f"Environment: Python {r['environment']['python']} ({r['environment']['machine']}), numpy "
+        f"Environment: Python {r['environment']['python']} ({r['environment']['machine']}, "
+        f"{r['environment']['cpus']} CPUs, load average {r['environment']['load_average_1min']:.1f} at the end), numpy "
         f"{r['environment']['numpy']}, lightgbm {r['environment']['lightgbm']}, treelite {r['environment']['treelite']}.",
         "",
     ]

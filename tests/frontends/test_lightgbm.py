@@ -369,7 +369,7 @@ def test_internal_nodes_out_of_order_are_renumbered() -> None:
 # -- hypothesis -------------------------------------------------------------------------------------
 
 
-@settings(max_examples=12, deadline=None)
+@settings(deadline=None)  # examples: the profile (25 by default, 300 with HYPOTHESIS_PROFILE=thorough)
 @given(seed=st.integers(0, 2**16), objective=st.sampled_from(["regression", "binary", "multiclass", "poisson"]),
        num_leaves=st.integers(2, 12), rounds=st.integers(1, 6), categorical=st.booleans(),
        missing=st.sampled_from([{}, {"zero_as_missing": True}, {"use_missing": False}]),

@@ -110,9 +110,8 @@ def _block_starts(name: str, text: str, start: int, end: int, tree_sizes: list[i
         for i, size in enumerate(tree_sizes):
             pos = starts[-1]
             if not text.startswith(f"Tree={i}\n", pos) and not text.startswith(f"Tree={i}\r\n", pos):
-                found = text[pos:pos + 20].split("\n")[0]
                 raise _err(name, f"tree_sizes does not match the tree blocks: tree {i} should start at byte "
-                                 f"{pos - start} of the trees section, found {found!r}",
+                                 f"{pos - start} of the trees section, found {text[pos:pos + 24]!r}",
                            "the header line 'tree_sizes=' was edited or the file was modified; "
                            "re-save the model with LightGBM", tree=i, field_name="tree_sizes")
             starts.append(pos + size)
