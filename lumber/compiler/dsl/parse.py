@@ -120,6 +120,8 @@ def scan_comments(text: str) -> list[A.Comment]:
     """Every ``# ...`` outside strings and quoted names (for the formatter)."""
     out = []
     for ln, line in enumerate(A.split_lines(text), start=1):
+        if "#" not in line:
+            continue
         quote = None
         i = 0
         while i < len(line):
