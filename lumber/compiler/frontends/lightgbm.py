@@ -19,6 +19,11 @@ Split semantics reproduced exactly (LightGBM ``Tree::NumericalDecision`` /
 * Categorical: ``int(x)`` truncates toward zero (-0.5 is category 0); NaN,
   negative codes, ``|x| >= 2**31`` and infinities go right; members of the
   bitset go left.
+
+Margins are summed in tree order in float64 from 0 (LightGBM folds its initial
+score into the first tree), so ``evaluate`` equals ``predict(raw_score=True)``
+bit for bit; for ``boosting=rf`` it equals that sum divided by the number of
+iterations, which is what LightGBM's ``predict`` transforms.
 """
 
 from __future__ import annotations
