@@ -35,7 +35,8 @@ class LeafBoxes:
     """Boxes of the leaves of one tree (rows follow node order within the tree).
 
     leaf : int64[L]
-        Global node id of each leaf.
+        Global node id of each row: the leaves (:func:`tree_boxes`), or every node of the
+        tree (:func:`node_boxes`).
     depth : int32[L]
         Path length (number of tests from the root).
     lo, hi : float64[L, d]
@@ -146,6 +147,15 @@ def category_slots(forest: Forest) -> tuple[npt.NDArray[np.int64], int]:
 
 def tree_boxes(forest: Forest, t: int) -> LeafBoxes:
     """The boxes of every leaf of tree ``t``, one vectorized step per level."""
+    return _boxes(forest, t, leaves_only=True)
+
+
+def node_boxes(forest: Forest, t: int) -> LeafBoxes:
+    """The box of every node of tree ``t`` (row ``i`` is local node ``i``): the inputs reaching it."""
+    return _boxes(forest, t, leaves_only=False)
+
+
+def _boxes(forest: Forest, t: int, leaves_only: bool) -> LeafBoxes:
     s, e = int(forest.tree_offset[t]), int(forest.tree_offset[t + 1])
     n, d = e - s, forest.n_features
     cat_feats, C = category_slots(forest)
@@ -211,7 +221,7 @@ def tree_boxes(forest: Forest, t: int) -> LeafBoxes:
             _apply_categorical(forest, Lc[cat], Rc[cat], g[cat], cat_col[f[cat]], C,
                                allowed, invalid_ok, cat_node)
 
-    leaves = np.flatnonzero(left < 0)
+    leaves = np.flatnonzero(left < 0) if leaves_only else np.arange(n)
     return LeafBoxes(
         tree=t, leaf=(leaves + s).astype(np.int64), depth=depth[leaves].astype(np.int32),
         lo=lo[leaves], hi=hi[leaves],
@@ -254,4 +264,4 @@ def forest_boxes(forest: Forest) -> list[LeafBoxes]:
     return [tree_boxes(forest, t) for t in range(forest.n_trees)]
 
 
-__all__ = ["LeafBoxes", "tree_boxes", "forest_boxes", "category_slots", "MAX_CATEGORY_CODE"]
+__all__ = ["LeafBoxes", "tree_boxes", "node_boxes", "forest_boxes", "category_slots", "MAX_CATEGORY_CODE"]

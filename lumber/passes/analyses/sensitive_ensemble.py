@@ -36,7 +36,7 @@ from .leaf_boxes import forest_boxes
 from .metrics import Metric
 from .realizable import above, below
 from .sensitive_results import SensitiveResult
-from .sensitive_tests import Goal, TestExtractor, decision_labels, decisions, _messages
+from .sensitive_tests import Goal, TestExtractor, _messages, decision_labels, decisions, verify
 from .tree_projection import Bounds, TreePlan
 
 FloatArray = npt.NDArray[np.float64]
@@ -344,9 +344,7 @@ def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: G
     ok = target >= 0
     point = np.full((n, d), np.nan)
     point[ok] = gpoint[idx[ok], target[ok]]
-    verified = np.zeros(n, dtype=bool)
-    if ok.any():
-        verified[ok] = decisions(forest, forest_evaluate(forest, point[ok]), goal) == target[ok]
+    verified = np.zeros(n, dtype=bool)  # filled by sensitive_tests._verify
     leaves = forest_apply(forest, X)
     result = SensitiveResult(
         forest=forest, metric=metric, X=X, distance=dist, point=point, group=g, target_group=target,
@@ -356,6 +354,7 @@ def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: G
         messages=_messages(g, target, labels, goal),
     )
     result.tests_of = TestExtractor(forest, metric).tests
+    verify(result, goal)
     return result
 
 

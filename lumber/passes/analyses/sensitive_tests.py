@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from lumber.ir import Forest, InputDataError, Norm, Task, UnsupportedModelError
 from lumber.ir.forest import ZERO_THRESHOLD
-from lumber.ir.interp import accumulate, forest_apply, forest_evaluate
+from lumber.ir.interp import accumulate, forest_apply
 
 from .leaf_boxes import LeafBoxes, tree_boxes
 from .metrics import Metric, build_metric
@@ -79,10 +79,10 @@ def check_goal(forest: Forest, goal: Goal) -> None:
 
 
 def decisions(forest: Forest, margins: npt.NDArray[np.float64], goal: Goal) -> npt.NDArray[np.int64]:
-    """Decision index of raw margins: argmax of probabilities, or inside the interval."""
+    """Decision index of raw margins: the class ``predict`` picks, or inside the interval."""
     schema = forest.schema
     if schema.task in (Task.BINARY, Task.MULTICLASS):
-        return np.argmax(schema.proba(margins), axis=1).astype(np.int64)
+        return schema.class_index(margins).astype(np.int64)
     assert goal.interval is not None
     pred = schema.transform(margins).reshape(-1)
     lo, hi = goal.interval
@@ -144,9 +144,7 @@ def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goa
     group_point = None
     if G > 2:
         group_point = np.stack([_witness(plan, X, grow[:, g], grow[:, g] >= 0, bounds_all) for g in range(G)], axis=1)
-    verified = np.zeros(n, dtype=bool)
-    if ok.any():
-        verified[ok] = decisions(forest, forest_evaluate(forest, point[ok]), goal) == target[ok]
+    verified = np.zeros(n, dtype=bool)  # filled by _verify once the points are final
     leaf = np.where(ok, boxes.leaf[grow[idx, np.maximum(target, 0)]], -1)
     group_leaf = np.where(grow >= 0, boxes.leaf[np.maximum(grow, 0)], -1)
     result = SensitiveResult(
@@ -156,6 +154,7 @@ def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goa
         messages=_messages(cgroup, target, labels, goal),
     )
     result.tests_of = TestExtractor(forest, metric, plan).tests
+    verify(result, goal)
     return result
 
 
@@ -346,7 +345,7 @@ def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: 
             result = upper_bound_sensitive(forest, Xp, metric, goal, **search)
     if forest.schema.input_dtype != "float64":
         _show_original_values(result, forest.schema.with_(input_dtype="float64"), X)
-    _verify(result, goal)
+        verify(result, goal)
     return result
 
 
@@ -371,7 +370,7 @@ def _show_original_values(result: SensitiveResult, schema64: Any, X: Any) -> Non
     result.X = raw
 
 
-def _verify(result: SensitiveResult, goal: Goal) -> None:
+def verify(result: SensitiveResult, goal: Goal) -> None:
     """Every reported witness must reach its decision on the model (Forest.evaluate)."""
     ok = np.flatnonzero(result.reachable)
     result.verified = np.zeros(len(result), dtype=bool)
@@ -383,4 +382,4 @@ def _verify(result: SensitiveResult, goal: Goal) -> None:
 
 
 __all__ = ["Goal", "METHODS", "sensitive_tests", "project_tree", "leaf_distances", "decision_labels", "decisions",
-           "resolve_target", "check_goal", "TestExtractor", "exact_ensemble_solver"]
+           "resolve_target", "check_goal", "TestExtractor", "exact_ensemble_solver", "verify"]

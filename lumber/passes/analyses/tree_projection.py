@@ -42,7 +42,7 @@ from .realizable import above, below, empty
 Bounds = dict[int, tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]]
 """Per-case realizable bounds ``(lo, hi)`` of the constrained features, keyed by feature."""
 
-TARGET_ENTRIES = 1 << 16
+TARGET_ENTRIES = 1 << 19
 """Leaves x cases handled per block (keeps temporaries in cache)."""
 
 
@@ -56,6 +56,21 @@ class _Fast:
     hi_raw: npt.NDArray[np.float64]
     nan_ok: npt.NDArray[np.bool_]
     integer: bool
+
+
+@dataclass(frozen=True, eq=False)
+class _Level:
+    """One tree level of the incremental kernel: each internal node's split feature and the
+    weighted realizable bounds of the node (``Ap``, ``Bp``) and of its children on that feature."""
+
+    P: npt.NDArray[np.int64]
+    f: npt.NDArray[np.int64]
+    Lc: npt.NDArray[np.int64]
+    Rc: npt.NDArray[np.int64]
+    Apu: npt.NDArray[np.float64]
+    Bpd: npt.NDArray[np.float64]
+    Bld: npt.NDArray[np.float64]
+    Aru: npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,8 +122,96 @@ class TreePlan:
                 self.fast.append(_Fast(
                     f, sel, self.A[rows, f] * metric.up[f], self.B[rows, f] * metric.down[f],
                     boxes.lo[rows, f], boxes.hi[rows, f], boxes.nan_ok[rows, f], bool(metric.integer[f])))
+        self.fast_features = np.array([k.f for k in self.fast], dtype=np.int64)
+        self._build_levels()
 
     # -- preparation ------------------------------------------------------------------------
+
+    def _build_levels(self) -> None:
+        """Node boxes for the incremental kernel (L1/L2): a child's cost is its parent's plus the
+        change on the one feature its split tests, so each tree level costs one vectorized step."""
+        from .leaf_boxes import node_boxes
+
+        forest, m = self.forest, self.metric
+        t = self.boxes.tree
+        s = int(forest.tree_offset[t])
+        nb = node_boxes(forest, t)
+        integer = m.integer[None, :]
+        A = above(nb.lo, nb.lo_open, m.input_dtype, integer)
+        B = below(nb.hi, nb.hi_open, m.input_dtype, integer)
+        A = np.where(nb.tested, np.maximum(A, m.domain_lo), A)
+        B = np.where(nb.tested, np.minimum(B, m.domain_hi), B)
+        fast = np.zeros(forest.n_features, dtype=bool)
+        fast[self.fast_features] = True
+        dead = (empty(A, B) & fast[None, :]).any(axis=1)
+        left = forest.left[s:s + nb.n_leaves].astype(np.int64) - s
+        right = forest.right[s:s + nb.n_leaves].astype(np.int64) - s
+        feat = forest.feature[s:s + nb.n_leaves].astype(np.int64)
+        self.n_nodes = nb.n_leaves
+        self.leaf_local = self.boxes.leaf - s
+        self.dead_leaf = dead[self.leaf_local]
+        self.levels: list[_Level] = []
+        for level in range(int(nb.depth.max()) if nb.n_leaves else 0):
+            P = np.flatnonzero((nb.depth == level) & (left >= 0))
+            if P.size == 0:
+                continue
+            f = feat[P]
+            on = fast[f]
+            Lc, Rc = left[P], right[P]
+            up, down = m.up[f], m.down[f]
+            self.levels.append(_Level(
+                P, f, Lc, Rc,
+                Apu=np.where(on, A[P, f] * up, -np.inf), Bpd=np.where(on, B[P, f] * down, np.inf),
+                Bld=np.where(on, B[Lc, f] * down, np.inf), Aru=np.where(on, A[Rc, f] * up, -np.inf)))
+
+    def _incremental(self, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """``(L, m)`` costs of the fast features, level by level (L1 sums, L2 sums of squares)."""
+        m = self.metric
+        square = m.norm == Norm.L2
+        Xt = np.zeros((X.shape[1], X.shape[0]))
+        Xt[self.fast_features] = X[:, self.fast_features].T  # other features contribute 0 here
+        XU = Xt * m.up[:, None]
+        XD = Xt * m.down[:, None]
+        C = np.empty((self.n_nodes, X.shape[0]))
+        C[0] = 0.0
+        with np.errstate(invalid="ignore"):
+            for lv in self.levels:
+                xu = XU[lv.f]
+                xd = XD[lv.f]
+                dl = xd - lv.Bld[:, None]
+                pl = np.subtract(xd, lv.Bpd[:, None], out=xd)
+                dr = lv.Aru[:, None] - xu
+                pr = np.subtract(lv.Apu[:, None], xu, out=xu)
+                for a in (dl, pl, dr, pr):
+                    np.maximum(a, 0.0, out=a)
+                    if square:
+                        np.multiply(a, a, out=a)
+                base = C[lv.P]
+                dl -= pl
+                dl += base
+                C[lv.Lc] = dl
+                dr -= pr
+                dr += base
+                C[lv.Rc] = dr
+        acc = C[self.leaf_local]
+        acc[self.dead_leaf] = np.inf
+        return acc
+
+    def _incremental_ok(self, X: npt.NDArray[np.float64]) -> bool:
+        """The incremental kernel needs L1/L2, no change count, and plain values in fast features."""
+        m = self.metric
+        if m.norm == Norm.LINF or m.max_changes is not None or not self.levels:
+            return False
+        Xf = X[:, self.fast_features]
+        if np.isnan(Xf).any():
+            return False
+        ints = m.integer[self.fast_features]
+        if ints.any():
+            xi = Xf[:, ints]
+            lo, hi = m.domain_lo[self.fast_features][ints], m.domain_hi[self.fast_features][ints]
+            if ((xi != np.round(xi)) | (xi < lo) | (xi > hi)).any():
+                return False
+        return True
 
     def _pieces(self, f: int) -> npt.NDArray[np.float64]:
         """Realizable pieces of each leaf's set on feature ``f`` (zero band split out)."""
@@ -184,7 +287,11 @@ class TreePlan:
             else:
                 acc[idx] += c
 
-        for k in self.fast:
+        fast = self.fast
+        if self._incremental_ok(X):
+            acc = self._incremental(X)
+            fast = []
+        for k in fast:
             x = X[:, k.f]
             c = k.Aw[:, None] - (x * m.up[k.f])[None, :]
             down = (x * m.down[k.f])[None, :] - k.Bw[:, None]
