@@ -27,7 +27,7 @@ from lumber.ir.interp import forest_apply, trees_per_output
 from . import actionability
 from .domain import Grid, grid_for
 from .problem import Query, _numeric_kind
-from .targets import _inverse
+from .targets import decision_threshold
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -51,7 +51,7 @@ def target_score(q: Query, m: FloatArray) -> FloatArray:
         p = s.transform(m).reshape(-1)
         return np.minimum(p - spec.interval[0], spec.interval[1] - p)
     if s.n_outputs == 1:
-        theta = _inverse(s.post_transform, 0.5, s.sigmoid_alpha)
+        theta = decision_threshold(s)
         return (m - theta) if spec.index == 1 else (theta - m)
     c = spec.index
     return m[:, c] - np.delete(m, c, axis=1).max(axis=1)

@@ -46,6 +46,8 @@ class SolverOptions:
     mip_abs_gap: float = 1e-9
     presolve: bool | None = None
     seed: int = 0
+    highs_options: tuple[tuple[str, object], ...] = ()
+    """Further HiGHS options by name (e.g. ``(("mip_heuristic_effort", 0.01),)``), applied last."""
 
 
 @dataclass
@@ -127,6 +129,8 @@ def _solve_highs(model: MilpModel, opt: SolverOptions, start: FloatArray | None)
     h.setOptionValue("mip_abs_gap", float(opt.mip_abs_gap))
     h.setOptionValue("random_seed", int(opt.seed))
     h.setOptionValue("presolve", "on" if opt.presolve in (None, True) else "off")
+    for name, value in opt.highs_options:
+        h.setOptionValue(name, value)
     n = model.n_cols
     empty_i = np.zeros(0, dtype=np.int32)
     h.addCols(n, model.cost, model.lb, model.ub, 0, empty_i, empty_i, np.zeros(0))

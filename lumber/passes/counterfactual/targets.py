@@ -5,7 +5,8 @@ values plus ``base_score`` for boosting, divided by the tree count for averaged
 forests (random-forest class fractions). Every post-transform lumber knows is
 increasing per output (softmax preserves the order), so the predicted class is
 the first argmax of ``m`` -- or, with a single output, class 1 iff ``m`` is
-above the transform's inverse at 0.5. The margin ``eps`` is relative to the
+above the transform's inverse at 0.5 (``>= 0`` or ``> 0`` for ``Schema.decision``
+``margin_ge`` / ``margin``). The margin ``eps`` is relative to the
 largest coefficient of the row; ties a library resolves in the target's favour
 are allowed first (``eps = 0``) and made strict only if verification fails.
 """
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest, InputDataError, PostTransform, Task, UnsupportedModelError
+from lumber.ir import Forest, InputDataError, PostTransform, Schema, Task, UnsupportedModelError
 from lumber.ir.interp import trees_per_output
 
 from .model import MilpModel
@@ -109,6 +110,13 @@ def _inverse(pt: PostTransform, p: float, alpha: float) -> float:
     raise UnsupportedModelError(f"post-transform {pt.name.lower()} has no counterfactual target form")
 
 
+def decision_threshold(s: Schema) -> float:
+    """The margin where a single-output classifier switches to class 1 (``Schema.decision``)."""
+    if getattr(s, "decision", "proba") in ("margin", "margin_ge"):
+        return 0.0
+    return _inverse(s.post_transform, 0.5, s.sigmoid_alpha)
+
+
 def margin_terms(enc: ForestEncoding, k: int) -> tuple[npt.NDArray[np.int64], FloatArray, float, npt.NDArray[np.int64]]:
     """Columns, coefficients, constant and tree of each term of margin ``m_k`` over the encoded flows."""
     f = enc.forest
@@ -130,11 +138,12 @@ def add_target_rows(enc: ForestEncoding, spec: TargetSpec, model: MilpModel, eps
         scaled_row(model, *margin_terms(enc, 0), lo, hi, tie_eps)
         return
     if s.n_outputs == 1:
-        theta = _inverse(s.post_transform, 0.5, s.sigmoid_alpha)
+        theta = decision_threshold(s)
+        up_ties = s.decision == "margin_ge"  # class 1 iff m >= theta; otherwise iff m > theta
         if spec.index == 1:
-            scaled_row(model, *margin_terms(enc, 0), theta, np.inf, eps)
+            scaled_row(model, *margin_terms(enc, 0), theta, np.inf, tie_eps if up_ties else eps)
         else:
-            scaled_row(model, *margin_terms(enc, 0), -np.inf, theta, tie_eps)
+            scaled_row(model, *margin_terms(enc, 0), -np.inf, theta, eps if up_ties else tie_eps)
         return
     c = spec.index
     cols, ks, bs, trees = margin_terms(enc, c)

@@ -67,8 +67,10 @@ def check_against_brute(forest: Forest, x0: np.ndarray, target, norm: str, wd: n
         assert not np.isfinite(robust), (exact, robust)
         return "infeasible"
     assert res.found and res.verified, (res.status, res.message)
-    # only a vanishing target margin (below the solver's) may leave the optimum unproven
-    assert res.status == "optimal" or not np.isfinite(robust), (res.status, res.message)
+    # only a vanishing target margin (below the solver's) may leave the optimum unproven: then the
+    # verified heuristic point is returned, labelled as not proven minimal
+    assert res.status == "optimal" or not np.isfinite(robust) or (
+        res.status == "time_limit" and "heuristic" in res.message), (res.status, res.message)
     tol = 1e-6 * (1 + exact)  # the MIP gap the solver is asked to close
     assert res.cost >= exact - tol, (res.cost, exact)
     assert res.cost <= robust + tol, (res.cost, exact, robust, res.x)
