@@ -1,0 +1,553 @@
+"""The ObliviousEnsemble IR: symmetric (oblivious) trees as decision tables.
+
+Every node at one depth of an oblivious tree tests the same condition, so a
+tree of depth ``d`` is ``d`` conditions (its *levels*) and a table of ``2^d``
+outputs: level ``l`` contributes bit ``l`` of the row's table index. This is
+CatBoost's model form and the target of MonoForest's re-composition
+(``oblivious`` pass); evaluation is a few bit operations and one lookup per
+tree, with no data-dependent branch.
+
+A level's condition is the Polynomial IR's: ``x > threshold`` for a non-NaN
+``x`` (``x`` rounded to ``schema.input_dtype``) and ``nan_true`` for NaN.
+``threshold = +inf`` with ``nan_true`` is ``I{x is NaN}`` (the polynomial's
+MISSING condition).
+
+Quantization (the ``quantize`` pass) adds integer *bins*: each level reads a
+binarized column whose value is ``bin(x) = #{borders b : x > b}`` (NaN maps
+to ``col_nan_bin``), and its bit is ``bin > level_bin``. The C table
+evaluator binarizes every column once per row and then works on small
+integers only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .diagnostics import IRLocation, ModelFormatError, ValidationError
+from .schema import Schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
+
+    from .forest import Forest
+
+MAX_DEPTH = 24
+"""Deepest table accepted (16M entries); re-composition caps far below this."""
+BLOCK_ENTRIES = 1 << 21
+"""Rows x levels handled in one numpy step during evaluation."""
+QUANT_FIELDS = ("col_feature", "col_nan_bin", "border_offset", "border", "level_col", "level_bin")
+
+
+@dataclass(frozen=True, eq=False)
+class ObliviousEnsemble:
+    """Oblivious trees as parallel level arrays plus one flat value array.
+
+    Tree ``t`` has ``depth[t]`` levels ``level_offset[t]:level_offset[t + 1]``;
+    level ``l`` of the tree sets bit ``l`` of the leaf index
+    ``idx = sum_l bit_l << l``. Its table is ``value[value_offset[t]:value_offset[t + 1]]``:
+    ``2^depth`` scalars when ``tree_output[t] = k >= 0`` (the tree adds to output
+    ``k`` only), else ``2^depth`` rows of ``n_outputs`` values (row-major).
+
+    schema : Schema
+        As the Forest's: raw margin = ``base_score`` + trees in order (in
+        ``accumulate_dtype``), divided by the trees per output when ``average``.
+    depth : int32[n_trees]
+        Levels per tree, ``0 <= depth <= MAX_DEPTH`` (depth 0: a constant).
+    level_feature : int32[n_levels]
+    level_threshold : float64[n_levels]
+        Bit is ``x > threshold`` for non-NaN ``x``; never NaN (``+inf``: only NaN can set
+        the bit). For float32 inputs a float32 value or an infinity.
+    level_nan_true : bool[n_levels]
+        The bit when ``x`` is NaN.
+    tree_output : int32[n_trees]
+        Output column of a scalar tree, or -1 for a tree with vector rows.
+    value : float64[n_values]
+        Tables, tree after tree (finite).
+
+    Quantization (all ``None``, or all set by the ``quantize`` pass):
+
+    col_feature : int32[n_cols]
+        Input feature of each binarized column.
+    col_nan_bin : int32[n_cols]
+        Bin of a NaN input.
+    border_offset : int64[n_cols + 1], border : float64[n_borders]
+        CSR: column ``c``'s borders ``border[border_offset[c]:border_offset[c + 1]]``,
+        strictly increasing; ``bin(x) = #{b : x > b}``.
+    level_col : int32[n_levels], level_bin : int32[n_levels]
+        Level ``i`` reads column ``level_col[i]`` and its bit is ``bin > level_bin[i]``;
+        ``border[border_offset[level_col[i]] + level_bin[i]] == level_threshold[i]``.
+    """
+
+    schema: Schema
+    depth: npt.NDArray[np.int32]
+    level_feature: npt.NDArray[np.int32]
+    level_threshold: npt.NDArray[np.float64]
+    level_nan_true: npt.NDArray[np.bool_]
+    tree_output: npt.NDArray[np.int32]
+    value: npt.NDArray[np.float64]
+    col_feature: npt.NDArray[np.int32] | None = None
+    col_nan_bin: npt.NDArray[np.int32] | None = None
+    border_offset: npt.NDArray[np.int64] | None = None
+    border: npt.NDArray[np.float64] | None = None
+    level_col: npt.NDArray[np.int32] | None = None
+    level_bin: npt.NDArray[np.int32] | None = None
+
+    ARRAY_FIELDS = (
+        ("depth", np.int32), ("level_feature", np.int32), ("level_threshold", np.float64),
+        ("level_nan_true", np.bool_), ("tree_output", np.int32), ("value", np.float64),
+        ("col_feature", np.int32), ("col_nan_bin", np.int32), ("border_offset", np.int64),
+        ("border", np.float64), ("level_col", np.int32), ("level_bin", np.int32),
+    )
+
+    def __post_init__(self) -> None:
+        for name, dtype in self.ARRAY_FIELDS:
+            arr = getattr(self, name)
+            if arr is None:
+                continue
+            a = np.ascontiguousarray(arr, dtype=dtype).reshape(-1).view()
+            a.flags.writeable = False
+            object.__setattr__(self, name, a)
+
+    # -- shape ------------------------------------------------------------------------------
+
+    @property
+    def n_trees(self) -> int:
+        return int(self.depth.shape[0])
+
+    @property
+    def n_levels(self) -> int:
+        return int(self.level_feature.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return self.schema.n_features
+
+    @property
+    def n_outputs(self) -> int:
+        return self.schema.n_outputs
+
+    @property
+    def max_depth(self) -> int:
+        return int(self.depth.max()) if self.n_trees else 0
+
+    @property
+    def quantized(self) -> bool:
+        """The ``quantize`` pass has filled the bin arrays."""
+        return self.level_col is not None
+
+    @cached_property
+    def level_offset(self) -> npt.NDArray[np.int64]:
+        """``[n_trees + 1]``: tree ``t``'s levels are ``level_offset[t]:level_offset[t + 1]``."""
+        off = np.zeros(self.n_trees + 1, dtype=np.int64)
+        np.cumsum(self.depth, out=off[1:])
+        off.flags.writeable = False
+        return off
+
+    @cached_property
+    def table_width(self) -> npt.NDArray[np.int64]:
+        """Values per table row: 1 for scalar trees, ``n_outputs`` for vector trees."""
+        w = np.where(self.tree_output >= 0, 1, self.n_outputs).astype(np.int64)
+        w.flags.writeable = False
+        return w
+
+    @cached_property
+    def value_offset(self) -> npt.NDArray[np.int64]:
+        """``[n_trees + 1]``: tree ``t``'s table is ``value[value_offset[t]:value_offset[t + 1]]``."""
+        off = np.zeros(self.n_trees + 1, dtype=np.int64)
+        np.cumsum(self.table_width << self.depth.astype(np.int64), out=off[1:])
+        off.flags.writeable = False
+        return off
+
+    @cached_property
+    def level_position(self) -> npt.NDArray[np.int64]:
+        """Bit of the leaf index each level sets (its rank inside its tree)."""
+        pos = np.arange(self.n_levels, dtype=np.int64) - np.repeat(self.level_offset[:-1], self.depth)
+        pos.flags.writeable = False
+        return pos
+
+    @cached_property
+    def level_tree(self) -> npt.NDArray[np.int64]:
+        t = np.repeat(np.arange(self.n_trees, dtype=np.int64), self.depth)
+        t.flags.writeable = False
+        return t
+
+    def replace(self, **changes: Any) -> "ObliviousEnsemble":
+        return replace(self, **changes)
+
+    def table(self, t: int) -> npt.NDArray[np.float64]:
+        """Tree ``t``'s table as ``[2^depth, n_outputs]`` (zeros in columns a scalar tree does not feed)."""
+        rows = 1 << int(self.depth[t])
+        vals = self.value[self.value_offset[t]:self.value_offset[t + 1]]
+        k = int(self.tree_output[t])
+        if k < 0:
+            return vals.reshape(rows, self.n_outputs)
+        out = np.zeros((rows, self.n_outputs))
+        out[:, k] = vals
+        return out
+
+    def levels(self, t: int) -> slice:
+        return slice(int(self.level_offset[t]), int(self.level_offset[t + 1]))
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def validate(self) -> "ObliviousEnsemble":
+        """Check every documented invariant; raises ``ValidationError``. Returns self."""
+        verify_oblivious(self)
+        return self
+
+    # -- semantics ----------------------------------------------------------------------------
+
+    def prepare_input(self, X: Any) -> npt.NDArray[np.float64]:
+        """Check and convert user data exactly as ``Forest.prepare_input`` does."""
+        from .interp import prepare_input
+
+        return prepare_input(self.schema, X)
+
+    def level_bits(self, Xp: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+        """``(n, n_levels)`` bit of every level on prepared rows."""
+        xs = Xp[:, self.level_feature]
+        with np.errstate(invalid="ignore"):
+            bits = xs > self.level_threshold[None, :]
+        nan = np.isnan(xs)
+        if nan.any():
+            bits = np.where(nan, self.level_nan_true[None, :], bits)
+        return bits
+
+    def _leaf_block(self, Xp: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        bits = self.level_bits(Xp).astype(np.int64) << self.level_position[None, :]
+        out = np.zeros((Xp.shape[0], self.n_trees), dtype=np.int64)
+        live = np.flatnonzero(self.depth > 0)
+        if live.size:
+            out[:, live] = np.add.reduceat(bits, self.level_offset[live], axis=1)
+        return out
+
+    def _block_rows(self) -> int:
+        return max(1, BLOCK_ENTRIES // max(self.n_levels + self.n_trees * self.n_outputs, 1))
+
+    def apply(self, X: Any) -> npt.NDArray[np.int64]:
+        """Table index of every row in every tree, ``(n, n_trees)``."""
+        Xp = self.prepare_input(X)
+        out = np.empty((Xp.shape[0], self.n_trees), dtype=np.int64)
+        step = self._block_rows()
+        for r0 in range(0, Xp.shape[0], step):
+            out[r0:r0 + step] = self._leaf_block(Xp[r0:r0 + step])
+        return out
+
+    def evaluate(self, X: Any) -> npt.NDArray[np.float64]:
+        """Raw margins: ``(n,)`` when ``n_outputs == 1``, else ``(n, n_outputs)``.
+
+        Sums run tree by tree from ``base_score`` (numpy's ``cumsum`` is sequential),
+        the order the C evaluator uses, so both agree bit for bit.
+        """
+        Xp = self.prepare_input(X)
+        n, K, T = Xp.shape[0], self.n_outputs, self.n_trees
+        acc_dtype = np.dtype(self.schema.accumulate_dtype)
+        base = np.asarray(self.schema.base_score, dtype=acc_dtype)
+        out = np.empty((n, K), dtype=np.float64)
+        tout = self.tree_output
+        voff = self.value_offset[:-1]
+        width = self.table_width
+        step = self._block_rows()
+        for r0 in range(0, n, step):
+            leaf = self._leaf_block(Xp[r0:r0 + step])
+            m = leaf.shape[0]
+            terms = np.zeros((m, T + 1, K), dtype=acc_dtype)
+            terms[:, 0, :] = base
+            pos = voff[None, :] + leaf * width[None, :]
+            for k in range(K):
+                scalar = tout == k
+                col = np.where(tout >= 0, 0, k)
+                feeds = scalar | (tout < 0)
+                v = self.value[pos + col[None, :]].astype(acc_dtype)
+                terms[:, 1:, k] = np.where(feeds[None, :], v, 0)
+            out[r0:r0 + m] = np.cumsum(terms, axis=1, dtype=acc_dtype)[:, -1, :]
+        if self.schema.average:
+            out = out / np.maximum(self.trees_per_output(), 1.0)[None, :]
+        return out[:, 0] if K == 1 else out
+
+    def trees_per_output(self) -> npt.NDArray[np.float64]:
+        """How many trees feed each output (the divisor of averaged ensembles)."""
+        tout = self.tree_output
+        counts = np.bincount(tout[tout >= 0], minlength=self.n_outputs).astype(np.float64)
+        return counts + float((tout < 0).sum())
+
+    def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
+        return self.schema.proba(self.evaluate(X))
+
+    def predict(self, X: Any) -> npt.NDArray[Any]:
+        return self.schema.decide(self.evaluate(X))
+
+    # -- conversions --------------------------------------------------------------------------
+
+    def to_forest(self) -> "Forest":
+        """The same model as a Forest of complete binary trees (exact: same routing, same leaves).
+
+        The root tests the last level, so the leaves in breadth-first order are the table rows.
+        Unreachable rows (``x > 2`` but not ``x > 1``) become unreachable leaves.
+        """
+        from .build import TreeArrays, concat_trees
+
+        K = self.n_outputs
+        trees = []
+        for t in range(self.n_trees):
+            d = int(self.depth[t])
+            lv = self.levels(t)
+            n_int = (1 << d) - 1
+            n_nodes = 2 * n_int + 1
+            ids = np.arange(n_nodes)
+            internal = ids < n_int
+            node_level = np.zeros(n_nodes, dtype=np.int64)
+            if d:
+                # depth of node i in a complete tree is floor(log2(i + 1)); it tests level d - 1 - depth
+                node_level[internal] = d - 1 - np.floor(np.log2(ids[internal] + 1)).astype(np.int64)
+            feat = np.where(internal, self.level_feature[lv][node_level] if d else -1, -1)
+            thr = np.where(internal, self.level_threshold[lv][node_level] if d else np.nan, np.nan)
+            ml = np.where(internal, ~self.level_nan_true[lv][node_level] if d else False, False)
+            left = np.where(internal, 2 * ids + 1, -1)
+            right = np.where(internal, 2 * ids + 2, -1)
+            value = np.zeros((n_nodes, K))
+            k = int(self.tree_output[t])
+            tab = self.table(t)
+            value[n_int:] = tab
+            trees.append(TreeArrays(left=left, right=right, feature=feat, threshold=thr, missing_left=ml,
+                                    value=value[:, k] if k >= 0 else value, output=k))
+        return concat_trees(self.schema, trees)
+
+    @staticmethod
+    def from_forest(forest: "Forest") -> "ObliviousEnsemble":
+        """A Forest whose every tree is oblivious (CatBoost's) as tables; ``ValidationError`` otherwise."""
+        return forest_to_oblivious(forest)
+
+    # -- storage and views ------------------------------------------------------------------
+
+    def save(self, path: str | Path) -> None:
+        """Write the versioned ``.lumber`` format atomically (see docs/ir.md)."""
+        from .serialize import save_ir
+
+        save_ir(self, path)
+
+    @staticmethod
+    def load(path: str | Path) -> "ObliviousEnsemble":
+        from .serialize import load_ir
+
+        ir = load_ir(path)
+        if not isinstance(ir, ObliviousEnsemble):
+            raise ModelFormatError(f"{path}: holds a {type(ir).__name__}, not an ObliviousEnsemble")
+        return ir
+
+    def describe_level(self, i: int) -> str:
+        """``age > 30.5``, ``age > 30.5 or missing``, ``age is missing``."""
+        name = self.schema.features[int(self.level_feature[i])].name
+        thr = float(self.level_threshold[i])
+        if thr == np.inf:
+            return f"{name} is missing" if self.level_nan_true[i] else "false"
+        text = f"{name} > {thr!r}"
+        return text + " or missing" if self.level_nan_true[i] else text
+
+    def statistics(self) -> dict[str, Any]:
+        """Trees, depths, table sizes (``--time-passes`` reports and ``lumber inspect``)."""
+        by_depth = np.bincount(self.depth, minlength=self.max_depth + 1) if self.n_trees else np.zeros(1, np.int64)
+        entries = int(self.value.shape[0])
+        return {
+            "trees": self.n_trees,
+            "levels": self.n_levels,
+            "max_depth": self.max_depth,
+            "mean_depth": float(self.depth.mean()) if self.n_trees else 0.0,
+            "trees_by_depth": {int(d): int(c) for d, c in enumerate(by_depth) if c},
+            "table_entries": entries,
+            "table_bytes": entries * 8,
+            "features_used": int(np.unique(self.level_feature).shape[0]),
+            "outputs": self.n_outputs,
+            "quantized": self.quantized,
+        }
+
+    summary = statistics
+
+    def to_networkx(self) -> "nx.DiGraph":
+        """One chain per tree: ``("tree", t) -> ("level", t, 0) -> ... `` with the conditions as labels."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for t in range(self.n_trees):
+            g.add_node(("tree", t), depth=int(self.depth[t]), output=int(self.tree_output[t]),
+                       table_entries=1 << int(self.depth[t]))
+            prev: Any = ("tree", t)
+            for pos, i in enumerate(range(*self.levels(t).indices(self.n_levels))):
+                node = ("level", t, pos)
+                g.add_node(node, label=self.describe_level(i), feature=int(self.level_feature[i]),
+                           threshold=float(self.level_threshold[i]), nan_true=bool(self.level_nan_true[i]))
+                g.add_edge(prev, node)
+                prev = node
+        return g
+
+
+# -- conversions --------------------------------------------------------------------------------
+
+
+def forest_to_oblivious(forest: "Forest") -> ObliviousEnsemble:
+    """Tables of a Forest whose trees are all oblivious: complete, one numerical condition per depth.
+
+    Raises ``ValidationError`` naming the first tree that is not (categorical or
+    zero-as-missing splits, unequal leaf depths, different splits at one depth).
+    """
+    from .graph import parents
+
+    n = forest.n_nodes
+    depth = forest.depth.astype(np.int64)
+    is_leaf = forest.is_leaf
+    tree_of = forest.node_tree.astype(np.int64)
+    T = forest.n_trees
+    internal = ~is_leaf
+
+    def fail(t: int, why: str) -> ValidationError:
+        return ValidationError(f"tree {t} is not oblivious: {why}",
+                               "use the 'polynomial,oblivious' passes to re-compose any forest",
+                               location=IRLocation(tree=t))
+
+    bad = internal & (forest.is_categorical | forest.missing_zero)
+    if bad.any():
+        raise fail(int(tree_of[np.flatnonzero(bad)[0]]), "it has a categorical or zero-as-missing split")
+    tdepth = np.zeros(T, dtype=np.int64)
+    np.maximum.at(tdepth, tree_of, depth)
+    leaf_ids = np.flatnonzero(is_leaf)
+    shallow = depth[leaf_ids] != tdepth[tree_of[leaf_ids]]
+    if shallow.any():
+        raise fail(int(tree_of[leaf_ids[shallow][0]]), "its leaves are not all at the same depth")
+    # path index of every node: root 0, left child 2p, right child 2p + 1 (the root's bit is the MSB)
+    par = parents(forest)
+    pos = np.zeros(n, dtype=np.int64)
+    order = np.argsort(depth, kind="stable")
+    for dd in range(1, int(depth.max()) + 1 if n else 1):
+        nodes = order[depth[order] == dd]
+        p = par[nodes]
+        pos[nodes] = 2 * pos[p] + (forest.right[p] == nodes)
+    # every internal node at depth L of tree t tests the same condition: level d - 1 - L
+    level_key = np.stack([tree_of[internal], depth[internal]], axis=1)
+    sig_thr = forest.threshold[internal]
+    sig = np.stack([forest.feature[internal].astype(np.float64), sig_thr,
+                    forest.missing_left[internal].astype(np.float64)], axis=1)
+    o = np.lexsort((level_key[:, 1], level_key[:, 0]))
+    ks, ss = level_key[o], sig[o]
+    same_group = np.all(ks[1:] == ks[:-1], axis=1)
+    differs = same_group & ~np.all(ss[1:] == ss[:-1], axis=1)
+    if differs.any():
+        raise fail(int(ks[1:][differs][0, 0]), f"two nodes at depth {int(ks[1:][differs][0, 1])} test different conditions")
+    first = np.concatenate([[True], ~same_group]) if ks.shape[0] else np.zeros(0, bool)
+    kf, sf = ks[first], ss[first]
+    # levels: tree t, level l = d - 1 - L; sort by (tree, level)
+    lvl = tdepth[kf[:, 0]] - 1 - kf[:, 1]
+    o2 = np.lexsort((lvl, kf[:, 0]))
+    kf, sf = kf[o2], sf[o2]
+    K = forest.n_outputs
+    vals = []
+    for t in range(T):
+        sl = forest.tree_slice(t)
+        leaves = np.flatnonzero(is_leaf[sl]) + sl.start
+        tab = np.zeros((1 << int(tdepth[t]), K))
+        tab[pos[leaves]] = forest.value[leaves]
+        k = int(forest.tree_output[t])
+        vals.append(tab[:, k] if k >= 0 else tab.reshape(-1))
+    return ObliviousEnsemble(
+        schema=forest.schema, depth=tdepth.astype(np.int32), level_feature=sf[:, 0].astype(np.int32),
+        level_threshold=sf[:, 1], level_nan_true=sf[:, 2] == 0, tree_output=forest.tree_output,
+        value=np.concatenate(vals) if vals else np.zeros(0),
+    ).validate()
+
+
+# -- invariants --------------------------------------------------------------------------------
+
+
+def verify_oblivious(e: ObliviousEnsemble) -> None:
+    """Raise ``ValidationError`` at the first broken invariant (docs/ir.md, ObliviousEnsemble)."""
+
+    def fail(msg: str, field: str | None = None, tree: int | None = None) -> ValidationError:
+        return ValidationError(msg, location=IRLocation(field=field, tree=tree))
+
+    e.schema.validate()
+    T, L, K = e.n_trees, e.n_levels, e.n_outputs
+    if np.any((e.depth < 0) | (e.depth > MAX_DEPTH)):
+        t = int(np.flatnonzero((e.depth < 0) | (e.depth > MAX_DEPTH))[0])
+        raise fail(f"depth {int(e.depth[t])} out of range [0, {MAX_DEPTH}]", "depth", t)
+    if int(e.depth.sum()) != L:
+        raise fail(f"depths sum to {int(e.depth.sum())} but there are {L} levels", "depth")
+    for name in ("level_threshold", "level_nan_true"):
+        if getattr(e, name).shape != (L,):
+            raise fail(f"'{name}' has shape {getattr(e, name).shape}, expected ({L},)", name)
+    if e.tree_output.shape != (T,):
+        raise fail(f"'tree_output' has shape {e.tree_output.shape}, expected ({T},)", "tree_output")
+    if np.any((e.level_feature < 0) | (e.level_feature >= e.n_features)):
+        i = int(np.flatnonzero((e.level_feature < 0) | (e.level_feature >= e.n_features))[0])
+        raise fail(f"level feature out of range (model has {e.n_features} features)", "level_feature",
+                   int(e.level_tree[i]))
+    if np.any(np.isnan(e.level_threshold)):
+        i = int(np.flatnonzero(np.isnan(e.level_threshold))[0])
+        raise fail("level threshold is NaN", "level_threshold", int(e.level_tree[i]))
+    if e.schema.input_dtype == "float32":
+        with np.errstate(over="ignore"):
+            back = e.level_threshold.astype(np.float32).astype(np.float64)
+        bad = back != e.level_threshold
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise fail("float32-input model has a threshold that is not a float32 value", "level_threshold",
+                       int(e.level_tree[i]))
+    if np.any((e.tree_output < -1) | (e.tree_output >= K)):
+        t = int(np.flatnonzero((e.tree_output < -1) | (e.tree_output >= K))[0])
+        raise fail(f"tree_output must be -1 or an output column below {K}", "tree_output", t)
+    if e.value.shape[0] != int(e.value_offset[-1]):
+        raise fail(f"value has {e.value.shape[0]} entries, the trees' tables need {int(e.value_offset[-1])}", "value")
+    if not np.all(np.isfinite(e.value)):
+        i = int(np.flatnonzero(~np.isfinite(e.value))[0])
+        t = int(np.searchsorted(e.value_offset, i, side="right") - 1)
+        raise fail("table value is NaN or infinite", "value", t)
+    present = [getattr(e, f) is not None for f in QUANT_FIELDS]
+    if any(present) and not all(present):
+        raise fail("quantization arrays must be all present or all absent", "level_col")
+    if all(present):
+        _verify_quantization(e, fail)
+
+
+def _verify_quantization(e: ObliviousEnsemble, fail: Any) -> None:
+    assert e.col_feature is not None and e.col_nan_bin is not None and e.border_offset is not None
+    assert e.border is not None and e.level_col is not None and e.level_bin is not None
+    C, L = e.col_feature.shape[0], e.n_levels
+    if e.col_nan_bin.shape != (C,) or e.border_offset.shape != (C + 1,):
+        raise fail("col_nan_bin / border_offset do not match col_feature", "col_nan_bin")
+    off = e.border_offset
+    if off[0] != 0 or off[-1] != e.border.shape[0] or np.any(np.diff(off) < 0):
+        raise fail("border_offset must run from 0 to len(border)", "border_offset")
+    if np.any((e.col_feature < 0) | (e.col_feature >= e.n_features)):
+        raise fail("column feature out of range", "col_feature")
+    m = np.diff(off)
+    if np.any((e.col_nan_bin < 0) | (e.col_nan_bin > m)):
+        raise fail("col_nan_bin must lie in [0, number of borders]", "col_nan_bin")
+    if np.any(np.isnan(e.border)):
+        raise fail("border is NaN", "border")
+    inner = np.ones(e.border.shape[0], dtype=bool)
+    inner[off[:-1][m > 0]] = False
+    if e.border.shape[0] > 1 and np.any(inner[1:] & ~(e.border[1:] > e.border[:-1])):
+        raise fail("borders of a column must be strictly increasing", "border")
+    if e.level_col.shape != (L,) or e.level_bin.shape != (L,):
+        raise fail("level_col / level_bin must have one entry per level", "level_col")
+    if np.any((e.level_col < 0) | (e.level_col >= C)):
+        raise fail("level column out of range", "level_col")
+    lc = e.level_col
+    if np.any((e.level_bin < 0) | (e.level_bin >= m[lc])):
+        raise fail("level bin out of its column's border range", "level_bin")
+    if np.any(e.col_feature[lc] != e.level_feature):
+        i = int(np.flatnonzero(e.col_feature[lc] != e.level_feature)[0])
+        raise fail("level reads a column of another feature", "level_col", int(e.level_tree[i]))
+    if np.any(e.border[off[lc] + e.level_bin] != e.level_threshold):
+        i = int(np.flatnonzero(e.border[off[lc] + e.level_bin] != e.level_threshold)[0])
+        raise fail("level bin does not match its threshold", "level_bin", int(e.level_tree[i]))
+    if np.any((e.col_nan_bin[lc] > e.level_bin) != e.level_nan_true):
+        i = int(np.flatnonzero((e.col_nan_bin[lc] > e.level_bin) != e.level_nan_true)[0])
+        raise fail("column NaN bin does not give the level's NaN bit", "col_nan_bin", int(e.level_tree[i]))
+
+
+__all__ = ["MAX_DEPTH", "ObliviousEnsemble", "forest_to_oblivious", "verify_oblivious"]
