@@ -13,6 +13,7 @@ from .diagnostics import (
     ModelFormatError, Severity, SourceSpan, UnsupportedModelError, ValidationError,
 )
 from .forest import Forest
+from .oblivious import ObliviousEnsemble
 from .polynomial import ConditionKind, Polynomial
 from .schema import CategoryRule, Feature, FeatureKind, PostTransform, Schema, Task, default_features
 from .serialize import load_ir, save_ir
@@ -20,7 +21,8 @@ from .serialize import load_ir, save_ir
 __all__ = [
     "Bound", "CategoryRule", "CompileError", "ConditionKind", "Constraints", "Diagnostic", "DiagnosticSink", "Direction",
     "Event", "Feature", "FeatureEvent", "FeatureKind", "FeatureRule", "Forest", "IRLocation", "Implication",
-    "InputDataError", "LinearRelation", "LumberError", "Membership", "ModelFormatError", "Norm", "OutputError",
+    "InputDataError", "LinearRelation", "LumberError", "Membership", "ModelFormatError", "Norm", "ObliviousEnsemble",
+    "OutputError",
     "Plausibility", "Polynomial", "PostTransform", "Scale", "Schema", "Severity", "SourceSpan", "Target", "Task",
     "UnsupportedModelError", "ValidationError", "atomic_open", "atomic_write_bytes", "atomic_write_text",
     "default_features", "load_ir", "save_ir",
