@@ -135,7 +135,7 @@ class PassContext:
             raise CompileError(
                 f"pass '{pass_text}' needs {', '.join(missing)} ({why})",
                 "Python: lumber.run(model, passes, data={'train': (X, y), 'valid': (X, y)}); "
-                "CLI: lumber compile MODEL --passes ... --train TRAIN.csv --valid VALID.csv")
+                "CLI: lumber compile MODEL --passes ... --train TRAIN.csv --valid VALID.csv --label COLUMN")
         return data
 
 
