@@ -103,8 +103,12 @@ def resolve_target(labels: tuple[Any, ...], target: Any) -> int:
 
 # -- single trees: exact projection ------------------------------------------------------------
 
-def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goal: Goal) -> SensitiveResult:
-    """Exact nearest decision change for every case of a single-tree model."""
+def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goal: Goal,
+                 check: bool = True) -> SensitiveResult:
+    """Exact nearest decision change for every case (prepared rows ``X``) of a single-tree model.
+
+    ``check=False`` leaves ``verified`` unset for a caller that verifies the final points itself.
+    """
     boxes = tree_boxes(forest, 0)
     plan = TreePlan(forest, boxes, metric)
     labels = decision_labels(forest, goal)
@@ -154,7 +158,8 @@ def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goa
         messages=_messages(cgroup, target, labels, goal),
     )
     result.tests_of = TestExtractor(forest, metric, plan).tests
-    verify(result, goal)
+    if check:
+        verify(result, goal)
     return result
 
 
@@ -328,8 +333,9 @@ def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: 
         raise UnsupportedModelError(
             f"projection is exact for single trees; this model has {forest.n_trees} trees",
             "use method='auto' (MILP when available, else the labelled upper bound) or 'upper-bound'")
+    float32 = forest.schema.input_dtype != "float64"
     if single and method in ("auto", "projection"):
-        result = project_tree(forest, Xp, metric, goal)
+        result = project_tree(forest, Xp, metric, goal, check=not float32)
     else:
         solver = exact_ensemble_solver() if method in ("auto", "milp") else None
         if solver is not None:
@@ -343,7 +349,7 @@ def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: 
             from .sensitive_ensemble import upper_bound_sensitive
 
             result = upper_bound_sensitive(forest, Xp, metric, goal, **search)
-    if forest.schema.input_dtype != "float64":
+    if float32:
         _show_original_values(result, forest.schema.with_(input_dtype="float64"), X)
         verify(result, goal)
     return result

@@ -4,10 +4,17 @@ For a case ``x`` and a leaf box, the nearest point of the box is the clip of
 ``x`` into it, coordinate by coordinate (Alvarez, Algorithm 2); it is the
 nearest point under any of our metrics because each coordinate's move is
 independently minimal. :class:`TreePlan` prepares, once per tree and metric,
-the realizable interval of every leaf and feature (strict bounds moved to the
-next value the model can see, integer features to integers), then computes the
-cost of every (leaf, case) pair one feature at a time over only the leaves that
-test that feature: no Python loop over cases or leaves.
+the realizable interval of every node, leaf and feature (strict bounds moved to
+the next value the model can see, integer features to integers), then computes
+the cost of every (leaf, case) pair without a Python loop over cases or leaves.
+
+The main kernel walks the tree one level at a time: a child's box differs from
+its parent's only on the feature its split tests, so its cost is the parent's
+updated on that one feature (L1/L2: plus the change of that feature's term;
+L-infinity: the maximum with the child's term, which can only grow). That is
+O(nodes) work per case instead of O(leaves x path length). Batches with missing
+values or non-integer values of integer features, and ``max_changes``, use the
+per-feature kernel instead (each feature over only the leaves that test it).
 
 Features fall in three groups:
 
@@ -128,8 +135,8 @@ class TreePlan:
     # -- preparation ------------------------------------------------------------------------
 
     def _build_levels(self) -> None:
-        """Node boxes for the incremental kernel (L1/L2): a child's cost is its parent's plus the
-        change on the one feature its split tests, so each tree level costs one vectorized step."""
+        """Node boxes for the incremental kernel: a child's cost is its parent's updated on the one
+        feature its split tests, so each tree level costs one vectorized step."""
         from .leaf_boxes import node_boxes
 
         forest, m = self.forest, self.metric
@@ -165,7 +172,8 @@ class TreePlan:
                 Bld=np.where(on, B[Lc, f] * down, np.inf), Aru=np.where(on, A[Rc, f] * up, -np.inf)))
 
     def _incremental(self, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """``(L, m)`` costs of the fast features, level by level (L1 sums, L2 sums of squares)."""
+        """``(L, m)`` costs of the fast features, level by level (L1 sums, L2 sums of squares,
+        L-infinity maxima)."""
         m = self.metric
         square = m.norm == Norm.L2
         Xt = np.zeros((X.shape[1], X.shape[0]))
@@ -178,6 +186,13 @@ class TreePlan:
             for lv in self.levels:
                 xu = XU[lv.f]
                 xd = XD[lv.f]
+                base = C[lv.P]
+                if m.norm == Norm.LINF:
+                    # a child's interval lies inside its parent's, so its cost on f only grows:
+                    # max(parent cost, child's cost on f) is the child's L-infinity cost
+                    C[lv.Lc] = np.maximum(base, np.subtract(xd, lv.Bld[:, None], out=xd))
+                    C[lv.Rc] = np.maximum(base, np.subtract(lv.Aru[:, None], xu, out=xu))
+                    continue
                 dl = xd - lv.Bld[:, None]
                 pl = np.subtract(xd, lv.Bpd[:, None], out=xd)
                 dr = lv.Aru[:, None] - xu
@@ -186,7 +201,6 @@ class TreePlan:
                     np.maximum(a, 0.0, out=a)
                     if square:
                         np.multiply(a, a, out=a)
-                base = C[lv.P]
                 dl -= pl
                 dl += base
                 C[lv.Lc] = dl
@@ -198,9 +212,10 @@ class TreePlan:
         return acc
 
     def _incremental_ok(self, X: npt.NDArray[np.float64]) -> bool:
-        """The incremental kernel needs L1/L2, no change count, and plain values in fast features."""
+        """The incremental kernel needs no change count and plain values (no NaN, integers where
+        the feature is integer) in the fast features."""
         m = self.metric
-        if m.norm == Norm.LINF or m.max_changes is not None or not self.levels:
+        if m.max_changes is not None or not self.levels:
             return False
         Xf = X[:, self.fast_features]
         if np.isnan(Xf).any():
