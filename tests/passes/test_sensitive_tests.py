@@ -339,6 +339,42 @@ def test_ensemble_upper_bound_is_verified_and_never_below_the_optimum(f) -> None
         assert np.isfinite(r.distance[i]) == np.isfinite(best)
 
 
+@settings(max_examples=12)
+@given(forests(max_trees=3, max_depth=3, max_features=3), st.data())
+def test_ensembles_use_the_counterfactual_milp_and_are_exact(f, data) -> None:
+    """Issue 8's MILP, with the same metric, gives the oracle's distance (method "milp", exact)."""
+    if f.n_trees < 2:
+        return
+    goal = _goal_for(f)
+    m = data.draw(metrics_for(f))
+    X = _rows(f, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = sensitive_tests(f, X, m, goal, time_limit=20)
+    assert r.method == "milp" and r.verified[r.reachable].all()
+    for i in range(len(X)):
+        assert r[i].exact
+        o = oracle(f, X[i], m, goal)
+        others = [v[0] for g, v in o.items() if g != r.group[i]]
+        best = min(others) if others else np.inf
+        assert (np.isinf(best) and np.isinf(r.distance[i])) or r.distance[i] == pytest.approx(best, rel=1e-7, abs=1e-9)
+
+
+def test_random_forest_milp_is_exact_and_never_worse_than_the_upper_bound() -> None:
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = RandomForestClassifier(n_estimators=8, max_depth=3, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exact = lumber.sensitive_tests(model, X[:3], scale="std", reference=X)
+    bound = lumber.sensitive_tests(model, X[:3], scale="std", reference=X, method="upper-bound")
+    assert exact.method == "milp" and exact.exact and all(c.exact for c in exact)
+    assert exact.verified.all() and np.all(model.predict(exact.point) != model.predict(X[:3]))
+    assert np.all(exact.distance <= bound.distance + 1e-9)
+
+
 def test_random_forest_upper_bound_through_the_api() -> None:
     from sklearn.datasets import load_breast_cancer
     from sklearn.ensemble import RandomForestClassifier

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest, Task
+from lumber.ir import Bound, Constraints, Direction, FeatureRule, Forest, Task
 from lumber.ir.interp import forest_apply, forest_evaluate
 
 from .leaf_boxes import forest_boxes
@@ -331,6 +331,15 @@ def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: G
             dist = float(metric.distance(X[i:i + 1], p[None, :])[0])
             if dist < gdist[i, k]:
                 gdist[i, k], gpoint[i, k] = dist, p
+    return _assemble(forest, X, metric, goal, labels, g, gdist, gpoint, method="upper-bound", exact=False)
+
+
+def _assemble(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, labels: tuple[Any, ...],
+              g: npt.NDArray[np.int64], gdist: FloatArray, gpoint: FloatArray, *, method: str,
+              exact: bool) -> SensitiveResult:
+    """A verified result from the nearest point found for each decision."""
+    n, d = X.shape
+    G = len(labels)
     idx = np.arange(n)
     if goal.target is None:
         masked = gdist.copy()
@@ -344,12 +353,11 @@ def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: G
     ok = target >= 0
     point = np.full((n, d), np.nan)
     point[ok] = gpoint[idx[ok], target[ok]]
-    verified = np.zeros(n, dtype=bool)  # filled by sensitive_tests._verify
     leaves = forest_apply(forest, X)
     result = SensitiveResult(
         forest=forest, metric=metric, X=X, distance=dist, point=point, group=g, target_group=target,
         leaf=np.full(n, -1, dtype=np.int64), trace=forest.depth[leaves].sum(axis=1).astype(np.int32),
-        verified=verified, exact=False, method="upper-bound", group_labels=labels,
+        verified=np.zeros(n, dtype=bool), exact=exact, method=method, group_labels=labels,
         group_distance=gdist, group_point=gpoint if G > 2 else None,
         messages=_messages(g, target, labels, goal),
     )
@@ -358,10 +366,82 @@ def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: G
     return result
 
 
+def metric_constraints(metric: Metric) -> Constraints:
+    """The per-feature restrictions of a metric as a Constraints object (costs go as weights)."""
+    rules = []
+    for i, name in enumerate(metric.names):
+        lower = Bound(float(metric.lower[i]), bool(metric.lower_relative[i])) if np.isfinite(metric.lower[i]) else None
+        upper = Bound(float(metric.upper[i]), bool(metric.upper_relative[i])) if np.isfinite(metric.upper[i]) else None
+        direction = (Direction.INCREASE if metric.increase_only[i] else
+                     Direction.DECREASE if metric.decrease_only[i] else Direction.ANY)
+        allowed = tuple(float(c) for c in metric.allowed[i]) if i in metric.allowed else None
+        rule = FeatureRule(name, immutable=bool(metric.immutable[i]), direction=direction, lower=lower,
+                           upper=upper, allowed=allowed)
+        if rule != FeatureRule(name):
+            rules.append(rule)
+    return Constraints(rules=tuple(rules), max_changes=metric.max_changes)
+
+
+def _milp_targets(labels: tuple[Any, ...], g0: int, goal: Goal) -> list[tuple[int, Any]]:
+    """(decision index, solver target) pairs the MILP is asked for."""
+    if goal.interval is not None:
+        lo, hi = goal.interval
+        if g0 == 0:
+            return [(1, (lo, hi))]
+        below_, above_ = float(np.nextafter(lo, -np.inf)), float(np.nextafter(hi, np.inf))
+        return [(0, t) for t in ((-np.inf, below_), (above_, np.inf)) if t[0] <= t[1] and np.isfinite(t).any()]
+    if goal.target is not None:
+        return [] if goal.target == g0 else [(goal.target, labels[goal.target])]
+    return [(k, labels[k]) for k in range(len(labels)) if k != g0]
+
+
 def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, solver: Callable[..., Any],
-                   **options: Any) -> SensitiveResult:
-    """Exact ensemble sensitive tests through the counterfactual MILP (wired in when it exists)."""
-    raise NotImplementedError  # replaced once lumber.passes.counterfactual exposes its API
+                   *, time_limit: float = 60.0, **options: Any) -> SensitiveResult:
+    """Exact ensemble sensitive tests: the counterfactual MILP with the same metric, per case and
+    per target decision (``lumber.passes.counterfactual.solve_counterfactual``).
+
+    A case whose MILP stops at the time limit keeps the verified point found (not proven minimal);
+    when it found none, the upper-bound search fills in. Either way the case is marked inexact.
+    """
+    labels = decision_labels(forest, goal)
+    G = len(labels)
+    n, d = X.shape
+    g = decisions(forest, forest_evaluate(forest, X), goal)
+    cons = metric_constraints(metric)
+    weights = (metric.down, metric.up)
+    gdist = np.full((n, G), np.inf)
+    gpoint = np.full((n, G, d), np.nan)
+    gdist[np.arange(n), g] = 0.0
+    gpoint[np.arange(n), g] = X
+    exact = np.ones(n, dtype=bool)
+    notes: dict[int, str] = {}
+    fallback: _Search | None = None
+    blo, bhi = metric.case_bounds(X, np.flatnonzero(metric.constrained))
+    for i in range(n):
+        if metric.all_frozen:
+            continue
+        for k, tgt in _milp_targets(labels, int(g[i]), goal):
+            res = solver(forest, X[i], target=tgt, constraints=cons, norm=metric.norm, scale=None,
+                         weights=weights, time_limit=time_limit, **options)
+            p = res.x if (res.x is not None and res.verified) else None
+            if res.status != "optimal" and res.status != "infeasible":
+                exact[i] = False
+                notes[i] = f"MILP {res.status.replace('_', ' ')}: distance not proven minimal"
+            if p is None and res.status != "infeasible":
+                if fallback is None:
+                    fallback = _Search(forest, metric, goal, SearchOptions())
+                tk = k if goal.interval is None else None
+                p = fallback.search(X[i], blo[i], bhi[i], int(g[i]), tk)
+            if p is None:
+                continue
+            kk = int(decisions(forest, forest_evaluate(forest, p[None, :]), goal)[0])
+            dist = float(metric.distance(X[i:i + 1], p[None, :])[0])
+            if kk != g[i] and dist < gdist[i, kk]:
+                gdist[i, kk], gpoint[i, kk] = dist, p
+    result = _assemble(forest, X, metric, goal, labels, g, gdist, gpoint, method="milp", exact=bool(exact.all()))
+    result.case_exact = exact
+    result.messages.update(notes)
+    return result
 
 
-__all__ = ["SearchOptions", "upper_bound_sensitive", "milp_sensitive"]
+__all__ = ["SearchOptions", "upper_bound_sensitive", "milp_sensitive", "metric_constraints"]

@@ -152,6 +152,8 @@ class SensitiveResult(Sequence[CaseSensitivity]):
     tests_of: Any = None
     """Callable ``(x, p, leaf) -> tuple[SensitiveTest, ...]`` set by the analysis."""
     predictions: npt.NDArray[Any] | None = None
+    case_exact: npt.NDArray[np.bool_] | None = None
+    """Per case: the distance is proven minimal (the MILP may stop at its time limit for some cases)."""
 
     @property
     def reachable(self) -> npt.NDArray[np.bool_]:
@@ -198,7 +200,7 @@ class SensitiveResult(Sequence[CaseSensitivity]):
             row=int(self.rows[i]) if self.rows is not None else i, prediction=_plain(pred),
             trace=int(self.trace[i]), distance=float(self.distance[i]), tests=tests, point=p,
             target=self.group_labels[int(self.target_group[i])] if ok else None, reachable=ok,
-            exact=self.exact, method=self.method, verified=bool(self.verified[i]), per_class=per_class,
+            exact=self.exact if self.case_exact is None else bool(self.case_exact[i]), method=self.method, verified=bool(self.verified[i]), per_class=per_class,
             message=self.messages.get(i, "" if ok else UNREACHABLE))
 
     def to_json(self) -> dict[str, Any]:

@@ -13,10 +13,11 @@ Decisions are class indices for classifiers; for regression the caller gives an
 interval and the decision is "prediction inside it or not" (``Goal.interval``).
 
 For an ensemble the class regions are not unions of one tree's leaves: the
-exact answer is the counterfactual MILP. :func:`sensitive_tests` calls it when
-``lumber.passes.counterfactual`` provides it, and otherwise uses the bounded
-search of :mod:`.sensitive_ensemble`, labelled ``exact=False``,
-``method="upper-bound"``.
+exact answer is the counterfactual MILP (``lumber.passes.counterfactual``, with
+the same metric and constraints), which :func:`sensitive_tests` uses by default
+(``method="milp"``; a case that hits the solver's time limit is marked inexact).
+``method="upper-bound"`` runs the bounded search of :mod:`.sensitive_ensemble`
+instead: verified points, labelled ``exact=False``.
 """
 
 from __future__ import annotations
