@@ -90,9 +90,9 @@ def attribution(poly: Polynomial, X: Any) -> AttributionResult:
     K = poly.n_outputs
     per_entry = contrib[poly.mono_of_entry]
     cond_nu = np.stack([np.bincount(poly.mono_cond, weights=per_entry[:, k], minlength=poly.n_conditions)
-                        for k in range(K)], axis=1)
+                        for k in range(K)], axis=1).astype(np.float64)
     nu = np.stack([np.bincount(poly.cond_feature, weights=cond_nu[:, k], minlength=poly.n_features)
-                   for k in range(K)], axis=1)
+                   for k in range(K)], axis=1).astype(np.float64)
     return AttributionResult(
         feature_names=tuple(poly.schema.feature_names), output_names=output_names(poly), nu=nu,
         condition_nu=cond_nu, conditions=tuple(poly.describe_condition(c) for c in range(poly.n_conditions)),
