@@ -150,7 +150,7 @@ def test_header_declares_prefixed_api() -> None:
     art = emit_source(float32_average(), COptions(name="rf", prefix="rf_model"))
     assert set(art.files) == {"rf.c", "rf.h"}
     h = art.text("rf.h")
-    assert "void rf_model_predict_raw(const float *rows, int64_t n, double *out, int32_t threads);" in h
+    assert "int32_t rf_model_predict_raw(const float *rows, int64_t n, double *out, int32_t threads);" in h
     assert "const char *rf_model_fingerprint(void);" in h
 
 

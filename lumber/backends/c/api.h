@@ -14,14 +14,15 @@ extern "C" {
 #endif
 
 /* Raw margins (what Forest.evaluate returns) for n rows; threads <= 1 runs serially
-   (more threads are used only when the library was built with OpenMP). */
-void @PREFIX@_predict_raw(const @IN_T@ *rows, int64_t n, double *out, int32_t threads);
+   (more threads are used only when the library was built with OpenMP).
+   Returns 0, or 1 when working memory could not be allocated. */
+int32_t @PREFIX@_predict_raw(const @IN_T@ *rows, int64_t n, double *out, int32_t threads);
 /* Margins after the model's post-transform (sigmoid, softmax, exp, isolation score). */
-void @PREFIX@_predict_transformed(const @IN_T@ *rows, int64_t n, double *out, int32_t threads);
+int32_t @PREFIX@_predict_transformed(const @IN_T@ *rows, int64_t n, double *out, int32_t threads);
 /* Raw margins of one row: the low-latency entry point. */
 void @PREFIX@_predict_row(const @IN_T@ *row, double *out);
-/* Leaf reached in every tree, as a node id local to its tree: n x n_trees int32. */
-void @PREFIX@_apply(const @IN_T@ *rows, int64_t n, int32_t *out);
+/* Leaf reached in every tree, as a node id local to its tree: n x n_trees int32 (returns 0). */
+int32_t @PREFIX@_apply(const @IN_T@ *rows, int64_t n, int32_t *out);
 
 int32_t @PREFIX@_n_features(void);
 int32_t @PREFIX@_n_outputs(void);

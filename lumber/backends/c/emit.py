@@ -22,7 +22,7 @@ from lumber.ir.diagnostics import error
 from lumber.ir.forest import ZERO_THRESHOLD
 
 from ..base import Artifact, EmitOptions, fingerprint
-from .layout import FLAG_CATEGORICAL, FLAG_MISSING_LEFT, FLAG_MISSING_ZERO, MODE_CODE, MODE_GENERAL, Layout, layout
+from .layout import FLAG_CATEGORICAL, FLAG_MISSING_LEFT, FLAG_MISSING_ZERO, MODE_CODE, MODE_SPECIAL, Layout, layout
 
 ABI_VERSION = 1
 UNROLL_MAX_NODES = 2048
@@ -133,12 +133,12 @@ def emit_source(forest: Forest, options: COptions | None = None) -> Artifact:
     unroll = options.unroll if options.unroll is not None else forest.n_nodes <= UNROLL_MAX_NODES
     mode = lay.mode.copy()
     if unroll:
-        mode[:] = MODE_CODE
+        mode = MODE_CODE | (mode & MODE_SPECIAL)
     tout = forest.tree_output
     has_scalar = bool((tout >= 0).any())
     has_vector = bool((tout < 0).any())
     has_cat = lay.cats is not None
-    has_special = bool((lay.mode == MODE_GENERAL).any())
+    has_special = bool((lay.mode & MODE_SPECIAL).any())
     meta = {
         "generator": "lumber",
         "abi_version": ABI_VERSION,
@@ -156,6 +156,7 @@ def emit_source(forest: Forest, options: COptions | None = None) -> Artifact:
         "LUMBER_IN_T": in_t,
         "LUMBER_ACC_T": acc_t,
         "LUMBER_N_FEATURES": str(forest.n_features),
+        "LUMBER_ROW_STRIDE": str(lay.row_stride),
         "LUMBER_N_OUTPUTS": str(K),
         "LUMBER_N_TREES": str(T),
         "LUMBER_N_SLOTS": str(n_slots),
@@ -164,6 +165,8 @@ def emit_source(forest: Forest, options: COptions | None = None) -> Artifact:
         "LUMBER_HAS_VECTOR": str(int(has_vector)),
         "LUMBER_HAS_SPECIAL": str(int(has_special)),
         "LUMBER_HAS_CAT": str(int(has_cat)),
+        "LUMBER_HAS_FASTCAT": str(int(lay.catmask is not None)),
+        "LUMBER_N_FASTCAT_FEATURES": str(lay.fastcat_features.shape[0]),
         "LUMBER_HAS_CAT_LIST": str(int(has_cat and lay.cats is not None and lay.cats.codes.size > 0)),
         "LUMBER_HAS_CODE": str(int(unroll and T > 0)),
         "LUMBER_AVERAGE": str(int(schema.average)),
@@ -211,8 +214,8 @@ def emit_source(forest: Forest, options: COptions | None = None) -> Artifact:
 def _tables(forest: Forest, lay: Layout, mode: npt.NDArray[np.int64], single: bool, acc_single: bool,
             K: int, T: int, fp: str, meta_json: str) -> str:
     schema = forest.schema
-    thr = c_reals(lay.threshold, single)
-    feats = lay.feature.tolist()
+    thr = c_reals(lay.walk_threshold, single)
+    feats = lay.walk_feature.tolist()
     childs = lay.child.tolist()
     nodes = [f"{{{a}, {b}, {c}}}" for a, b, c in zip(thr, feats, childs)]
     out = [_array("lumber_node", "L_NODES", nodes, per_line=4)]
@@ -249,6 +252,14 @@ def _tables(forest: Forest, lay: Layout, mode: npt.NDArray[np.int64], single: bo
         out.append(_array("uint32_t", "L_CAT_WORDS", [f"{v}u" for v in c.words.tolist()], per_line=8))
         if c.codes.size:
             out.append(_array("uint32_t", "L_CAT_LIST", [f"{v}u" for v in c.codes.tolist()], per_line=8))
+    if lay.special_slots.size:
+        out.append(_array("int32_t", "L_SPECIAL_OFF", [str(v) for v in lay.special_offset.tolist()], per_line=16))
+        out.append(_array("int32_t", "L_SPECIAL_SLOTS", [str(v) for v in lay.special_slots.tolist()], per_line=16))
+        out.append(_array("int32_t", "L_ORIG_FEAT", [str(v) for v in lay.feature.tolist()], per_line=16))
+        out.append(_array("LUMBER_IN_T", "L_ORIG_THR", c_reals(lay.threshold, single)))
+    if lay.catmask is not None:
+        out.append(_array("uint32_t", "L_CATMASK", [f"{v}u" for v in lay.catmask.tolist()], per_line=8))
+        out.append(_array("int32_t", "L_FASTCAT_FEATURES", [str(v) for v in lay.fastcat_features.tolist()]))
     out.append(f"static const char L_FINGERPRINT[] = {c_string(fp)};\n")
     out.append(f"static const char L_METADATA[] = {c_string(meta_json)};\n")
     return "".join(out)

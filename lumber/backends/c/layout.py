@@ -14,13 +14,19 @@ import numpy.typing as npt
 
 from lumber.ir import Forest
 
-MODE_FIXED, MODE_CONVERGE, MODE_GENERAL, MODE_CODE = 0, 1, 2, 3
+MODE_FIXED, MODE_CONVERGE, MODE_CODE = 0, 1, 3
+MODE_SPECIAL = 4
+"""Flag on a tree's mode: it has categorical or zero-as-missing nodes (full node semantics)."""
 
 FLAG_MISSING_LEFT = 1
 FLAG_MISSING_ZERO = 2
 FLAG_CATEGORICAL = 4
 FLAG_IN_SET_LEFT = 8
 FLAG_INVALID_LEFT = 16
+FLAG_FAST_CAT = 32
+"""Categorical node whose set fits a 32-bit direction mask (members <= FAST_CAT_MAX)."""
+FAST_CAT_MAX = 28
+"""Mask bits: 0..28 the codes, 29 any other valid code, 30 invalid values, 31 NaN."""
 
 MAX_CODE = 2**32
 """No category rule accepts a code at or above this, so larger set members can never match."""
@@ -38,18 +44,30 @@ class CatTables:
 
 @dataclass(frozen=True)
 class Layout:
-    """Slot-ordered arrays ready to print."""
+    """Slot-ordered arrays ready to print.
+
+    Special slots (categorical or zero-as-missing) read a decision column in the walk:
+    ``walk_feature = n_features + k`` (k-th special node of its tree) against
+    ``walk_threshold = 0.5``; ``feature``/``threshold`` keep the node's own test.
+    """
 
     node_of: npt.NDArray[np.int64]   # forest node id of each slot
     child: npt.NDArray[np.int64]     # first child slot (self for leaves)
     feature: npt.NDArray[np.int64]   # 0 for leaves
     threshold: npt.NDArray[np.float64]  # in the input dtype's values; NaN on leaves
+    walk_feature: npt.NDArray[np.int64]
+    walk_threshold: npt.NDArray[np.float64]
+    special_offset: npt.NDArray[np.int64]  # per tree + 1: CSR into special_slots
+    special_slots: npt.NDArray[np.int64]
+    row_stride: int                  # n_features + most special nodes in one tree
     flags: npt.NDArray[np.uint8]
     local: npt.NDArray[np.int64]     # node id local to its tree (what apply() returns)
     root: npt.NDArray[np.int64]      # per tree
     steps: npt.NDArray[np.int64]     # per tree
     mode: npt.NDArray[np.int64]      # per tree
     cats: CatTables | None
+    catmask: npt.NDArray[np.uint32] | None  # per slot, for FLAG_FAST_CAT slots
+    fastcat_features: npt.NDArray[np.int64]  # features read by FLAG_FAST_CAT slots
 
 
 def round_down_f32(t: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
@@ -95,7 +113,7 @@ def walk_modes(forest: Forest, special: npt.NDArray[np.bool_]) -> tuple[npt.NDAr
     dmean = np.bincount(lt, weights=ld, minlength=T) / np.maximum(nleaf, 1)
     converge = dmax > dmean + 4
     steps = np.where(converge, dmin, dmax)
-    mode = np.where(special, MODE_GENERAL, np.where(converge, MODE_CONVERGE, MODE_FIXED))
+    mode = np.where(converge, MODE_CONVERGE, MODE_FIXED) | np.where(special, MODE_SPECIAL, 0)
     return steps, mode
 
 
@@ -130,6 +148,20 @@ def _cat_tables(forest: Forest, node_of: npt.NDArray[np.int64], flags: npt.NDArr
     )
 
 
+def _catmasks(forest: Forest, node_of: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint32]:
+    """Direction masks (bit set = go right) of small category sets, per slot."""
+    mask = np.zeros(node_of.shape[0], dtype=np.uint32)
+    for s in np.flatnonzero(flags & FLAG_FAST_CAT):
+        node = int(node_of[s])
+        in_left = bool(forest.cat_in_set_left[node])
+        member = np.zeros(FAST_CAT_MAX + 1, dtype=bool)
+        member[forest.categories_of(node)] = True
+        right = np.concatenate([np.where(member, not in_left, in_left),
+                                [in_left, not forest.cat_invalid_left[node], not forest.missing_left[node]]])
+        mask[s] = int((right.astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum())
+    return mask
+
+
 def layout(forest: Forest) -> Layout:
     """Slot arrays of ``forest``; thresholds rounded down to float32 when it reads float32."""
     node_of = slot_order(forest)
@@ -153,14 +185,35 @@ def layout(forest: Forest) -> Layout:
     flags |= np.where(cat, FLAG_CATEGORICAL, 0).astype(np.uint8)
     flags |= np.where(cat & forest.cat_in_set_left[node_of], FLAG_IN_SET_LEFT, 0).astype(np.uint8)
     flags |= np.where(cat & forest.cat_invalid_left[node_of], FLAG_INVALID_LEFT, 0).astype(np.uint8)
+    if cat.any():
+        top = np.zeros(n, dtype=np.int64)
+        sizes = np.diff(forest.cat_offset)[node_of]
+        cat_slots = np.flatnonzero(cat & (sizes > 0))
+        top[cat_slots] = [int(forest.categories_of(int(node_of[s])).max()) for s in cat_slots]
+        fast = cat & (top <= FAST_CAT_MAX) & ~forest.missing_zero[node_of]
+        flags |= np.where(fast, FLAG_FAST_CAT, 0).astype(np.uint8)
+    fast_slot = (flags & FLAG_FAST_CAT) != 0
     special_slot = (flags & (FLAG_MISSING_ZERO | FLAG_CATEGORICAL)) != 0
     tree_of_slot = forest.node_tree[node_of]
-    special = np.bincount(tree_of_slot[special_slot], minlength=forest.n_trees) > 0
+    per_tree = np.bincount(tree_of_slot[special_slot], minlength=forest.n_trees)
+    special = per_tree > 0
     steps, mode = walk_modes(forest, special)
     local = node_of - forest.tree_offset[:-1][tree_of_slot]
+    special_slots = np.flatnonzero(special_slot)  # slot order is tree order, so grouped by tree
+    special_offset = np.zeros(forest.n_trees + 1, dtype=np.int64)
+    np.cumsum(per_tree, out=special_offset[1:])
+    k = np.arange(special_slots.shape[0]) - special_offset[tree_of_slot[special_slots]]
+    walk_feature = feature.copy()
+    walk_feature[special_slots] = forest.n_features + k
+    walk_threshold = thr.copy()
+    walk_threshold[special_slots] = 0.5
     return Layout(
         node_of=node_of, child=child, feature=feature, threshold=thr, flags=flags, local=local,
         root=slot_of[forest.tree_offset[:-1]] if forest.n_trees else np.zeros(0, dtype=np.int64),
-        steps=steps, mode=mode,
+        steps=steps, mode=mode, walk_feature=walk_feature, walk_threshold=walk_threshold,
+        special_offset=special_offset, special_slots=special_slots,
+        row_stride=forest.n_features + (int(per_tree.max()) if per_tree.size else 0),
         cats=_cat_tables(forest, node_of, flags) if cat.any() else None,
+        catmask=_catmasks(forest, node_of, flags) if fast_slot.any() else None,
+        fastcat_features=np.unique(feature[fast_slot]),
     )

@@ -84,11 +84,11 @@ class CLibrary:
         ptr = ctypes.c_void_p
         for name in ("predict_raw", "predict_transformed"):
             fn[name].argtypes = [ptr, ctypes.c_int64, ptr, ctypes.c_int32]
-            fn[name].restype = None
+            fn[name].restype = ctypes.c_int32
         fn["predict_row"].argtypes = [ptr, ptr]
         fn["predict_row"].restype = None
         fn["apply"].argtypes = [ptr, ctypes.c_int64, ptr]
-        fn["apply"].restype = None
+        fn["apply"].restype = ctypes.c_int32
         self._fn = fn
 
     def _check(self, X: npt.NDArray[Any]) -> None:
@@ -102,15 +102,16 @@ class CLibrary:
         f = self._fn[name]
         threads = max(1, int(threads))
         if threads == 1 or n <= CHUNK_ALIGN or (parallel == "auto" and self.has_openmp) or parallel == "openmp":
-            f(X.ctypes.data, n, out.ctypes.data, threads)
-            return out
-        step = -(-n // threads)
-        step = -(-step // CHUNK_ALIGN) * CHUNK_ALIGN
-        rb, ob = X.itemsize * self.n_features, 8 * self.n_outputs
-        jobs = [_pool().submit(f, X.ctypes.data + s * rb, min(step, n - s), out.ctypes.data + s * ob, 1)
-                for s in range(0, n, step)]
-        for j in jobs:
-            j.result()
+            status = [f(X.ctypes.data, n, out.ctypes.data, threads)]
+        else:
+            step = -(-n // threads)
+            step = -(-step // CHUNK_ALIGN) * CHUNK_ALIGN
+            rb, ob = X.itemsize * self.n_features, 8 * self.n_outputs
+            jobs = [_pool().submit(f, X.ctypes.data + s * rb, min(step, n - s), out.ctypes.data + s * ob, 1)
+                    for s in range(0, n, step)]
+            status = [j.result() for j in jobs]
+        if any(status):
+            raise MemoryError(f"{self.path}: the compiled model could not allocate its working memory")
         return out
 
     def predict_raw(self, X: npt.NDArray[Any], threads: int = 1, parallel: str = "auto") -> npt.NDArray[np.float64]:
@@ -135,7 +136,8 @@ class CLibrary:
         """Leaf per row and tree, as local node ids (as ``Forest.apply``)."""
         self._check(X)
         out = np.empty((X.shape[0], self.n_trees), dtype=np.int32)
-        self._fn["apply"](X.ctypes.data, X.shape[0], out.ctypes.data)
+        if self._fn["apply"](X.ctypes.data, X.shape[0], out.ctypes.data):
+            raise MemoryError(f"{self.path}: the compiled model could not allocate its working memory")
         return out
 
     @property

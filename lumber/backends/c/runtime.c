@@ -5,26 +5,43 @@
  *                next slot is child + (went right). A leaf is a self loop (child == s)
  *                with thr = NaN, so walking it any number of steps stays put.
  *   L_FLAGS[s]   bit 0 missing goes left, 1 missing_zero, 2 categorical, 3 members go
- *                left, 4 invalid categories go left.
- *   L_TREES[t]   root slot, output column (-1: vector leaves), steps, walk mode.
+ *                left, 4 invalid categories go left, 5 small category set (L_CATMASK).
+ *   L_TREES[t]   root slot, output column (-1: vector leaves), steps, walk mode (fixed
+ *                steps, or steps then until all rows sit on leaves, or code), plus a flag
+ *                for trees with special (categorical or zero-as-missing) nodes.
+ *
+ * Batches are cut into blocks of rows walked tree by tree. A special node does not
+ * branch in the walk: before a tree is walked, the direction of each of its special
+ * nodes is computed for every row of the block into an extra column of a copy of the
+ * rows (0 = left, 1 = right), and the node reads that column against threshold 0.5.
  * Sums start from the base score and add trees in order, in LUMBER_ACC_T, so margins
  * equal the reference evaluator bit for bit.
  */
 
+#include <stdlib.h>
+#include <string.h>
+
 #define LUMBER_MODE_FIXED 0
 #define LUMBER_MODE_CONVERGE 1
-#define LUMBER_MODE_GENERAL 2
 #define LUMBER_MODE_CODE 3
+#define LUMBER_MODE_SPECIAL 4
 
-#ifndef LUMBER_BLOCK
-#define LUMBER_BLOCK 64
-#endif
+#define L_FLAG_FASTCAT 32u
 
 #define L_F ((int64_t)LUMBER_N_FEATURES)
+#define L_XS ((int64_t)LUMBER_ROW_STRIDE) /* row stride of what the walk reads (features + decision columns) */
 #define L_K LUMBER_N_OUTPUTS
 #define L_IS_LEAF(s) (L_NODES[(s)].child == (s))
 
-/* One step of a numerical node for data without NaN: right iff x > thr. */
+#if LUMBER_HAS_SPECIAL
+#define L_GO_THR(s) L_ORIG_THR[(s)]
+#define L_GO_FEAT(s) L_ORIG_FEAT[(s)]
+#else
+#define L_GO_THR(s) L_NODES[(s)].thr
+#define L_GO_FEAT(s) L_NODES[(s)].feat
+#endif
+
+/* One step for data without NaN: right iff x > thr. */
 #define L_STEP(n, x) do { const lumber_node *nd_ = L_NODES + (n); \
     (n) = (int64_t)nd_->child + ((x)[nd_->feat] > nd_->thr); } while (0)
 /* One step when the data may hold NaN: NaN goes right unless the node sends it left. */
@@ -88,19 +105,17 @@ static inline int lumber_go_left(int32_t s, LUMBER_IN_T v)
     }
 #endif
 #endif
-    return v <= L_NODES[s].thr;
+    return v <= L_GO_THR(s);
 }
 
+/* One row of the user's data through a tree, node by node (single rows, special trees). */
 static inline int32_t lumber_walk_general(int32_t s, const LUMBER_IN_T *x)
 {
-    while (!L_IS_LEAF(s)) {
-        const lumber_node *nd = L_NODES + s;
-        s = nd->child + !lumber_go_left(s, x[nd->feat]);
-    }
+    while (!L_IS_LEAF(s)) s = L_NODES[s].child + !lumber_go_left(s, x[L_GO_FEAT(s)]);
     return s;
 }
 
-/* One row through a tree without special nodes: branch-free steps until a leaf. */
+/* One row (of what the walk reads) through a tree: branch-free steps until a leaf. */
 static inline int32_t lumber_walk_one(int32_t root, const LUMBER_IN_T *x)
 {
     int64_t s = root;
@@ -108,56 +123,128 @@ static inline int32_t lumber_walk_one(int32_t root, const LUMBER_IN_T *x)
     return (int32_t)s;
 }
 
-/* Row j of the group is xb + j * L_F: a constant offset, so no register per row pointer. */
+/* Row j of the group is xb + j * L_XS: a constant offset, so no register per row pointer. */
 #define L_DECL(j) int64_t n##j = root;
-#define L_PLAIN(j) L_STEP(n##j, xb + j * L_F);
-#define L_NAN(j) L_STEP_NAN(n##j, xb + j * L_F);
+#define L_PLAIN(j) L_STEP(n##j, xb + j * L_XS);
+#define L_NAN(j) L_STEP_NAN(n##j, xb + j * L_XS);
 #define L_NOTLEAF(j) !L_IS_LEAF(n##j) ||
 #define L_STORE(j) leaf[i + j] = (int32_t)n##j;
 
-/* Leaf slot of rows X[0..m) in a tree without special nodes. Eight rows advance
- * together, one level per step, so their loads overlap; no branch depends on data. */
-static void lumber_walk_block(const lumber_tree *tr, const LUMBER_IN_T *X, int m, int has_nan, int32_t *leaf)
+/* Eight rows advance together, one level per step, so their loads overlap; a fixed-steps
+ * tree has no branch that depends on the data. */
+#define L_WALK_GROUPS(STEP) \
+    for (; i + 8 <= m; i += 8) { \
+        const LUMBER_IN_T *xb = W + (int64_t)i * L_XS; \
+        L_REP8(L_DECL) \
+        for (int s = 0; s < steps; ++s) { L_REP8(STEP) } \
+        if (converge) while (L_REP8(L_NOTLEAF) 0) { L_REP8(STEP) } \
+        L_REP8(L_STORE) \
+    }
+
+/* Leaf slot of rows W[0..m) (stride L_XS) in one tree. */
+static void lumber_walk_block(const lumber_tree *tr, const LUMBER_IN_T *W, int m, int has_nan, int32_t *leaf)
 {
     const int64_t root = tr->root;
     const int steps = tr->steps;
-    const int converge = tr->mode == LUMBER_MODE_CONVERGE;
+    const int converge = (tr->mode & 3) == LUMBER_MODE_CONVERGE;
     int i = 0;
     if (!has_nan) {
-        for (; i + 8 <= m; i += 8) {
-            const LUMBER_IN_T *xb = X + (int64_t)i * L_F;
-            L_REP8(L_DECL)
-            for (int s = 0; s < steps; ++s) { L_REP8(L_PLAIN) }
-            if (converge) while (L_REP8(L_NOTLEAF) 0) { L_REP8(L_PLAIN) }
-            L_REP8(L_STORE)
-        }
+        L_WALK_GROUPS(L_PLAIN)
     } else {
-        for (; i + 8 <= m; i += 8) {
-            const LUMBER_IN_T *xb = X + (int64_t)i * L_F;
-            L_REP8(L_DECL)
-            for (int s = 0; s < steps; ++s) { L_REP8(L_NAN) }
-            if (converge) while (L_REP8(L_NOTLEAF) 0) { L_REP8(L_NAN) }
-            L_REP8(L_STORE)
-        }
+        L_WALK_GROUPS(L_NAN)
     }
-    for (; i < m; ++i) leaf[i] = lumber_walk_one(root, X + (int64_t)i * L_F);
+    for (; i < m; ++i) leaf[i] = lumber_walk_one(tr->root, W + (int64_t)i * L_XS);
 }
 
-static void lumber_leaves(const lumber_tree *tr, int32_t t, const LUMBER_IN_T *X, int m, int has_nan, int32_t *leaf)
-{
-    (void)t;
-    switch (tr->mode) {
-#if LUMBER_HAS_CODE
-    case LUMBER_MODE_CODE:
-        for (int i = 0; i < m; ++i) leaf[i] = L_TREE_FN[t](X + (int64_t)i * L_F);
-        break;
+/* Per-block working memory (heap: its size grows with features, outputs and special nodes). */
+typedef struct {
+    const LUMBER_IN_T *walk; /* the rows the walk reads: the user's, or ext */
+    int has_nan;
+    int32_t leaf[LUMBER_BLOCK];
+    LUMBER_ACC_T acc[LUMBER_BLOCK * L_K];
+#if LUMBER_HAS_SPECIAL
+    LUMBER_IN_T ext[LUMBER_BLOCK * LUMBER_ROW_STRIDE];
+#if LUMBER_HAS_FASTCAT
+    uint8_t codes[LUMBER_BLOCK * LUMBER_N_FEATURES];
 #endif
-    case LUMBER_MODE_GENERAL:
-        for (int i = 0; i < m; ++i) leaf[i] = lumber_walk_general(tr->root, X + (int64_t)i * L_F);
-        break;
-    default:
-        lumber_walk_block(tr, X, m, has_nan, leaf);
+#endif
+} lumber_scratch;
+
+static int lumber_has_nan(const LUMBER_IN_T *X, int m)
+{
+    const int64_t len = (int64_t)m * L_F;
+    int any = 0;
+    for (int64_t j = 0; j < len; ++j) any |= X[j] != X[j];
+    return any;
+}
+
+#if LUMBER_HAS_FASTCAT
+/* Per row and small-set categorical feature: the category code if it is at most 28, 29 for
+ * another valid code, 30 for an invalid value, 31 for NaN (bit positions in L_CATMASK). */
+static void lumber_codes(const LUMBER_IN_T *X, int m, uint8_t *codes)
+{
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < LUMBER_N_FASTCAT_FEATURES; ++j) {
+            const int64_t at = (int64_t)i * L_F + L_FASTCAT_FEATURES[j];
+            const LUMBER_IN_T v = X[at];
+            int64_t k;
+            if (v != v) k = 31;
+            else {
+                k = lumber_category((double)v);
+                k = k < 0 ? 30 : (k > 28 ? 29 : k);
+            }
+            codes[at] = (uint8_t)k;
+        }
+}
+#endif
+
+/* Start a block: NaN scan and, with special nodes, the row copy the decisions are added to. */
+static void lumber_begin(lumber_scratch *w, const LUMBER_IN_T *X, int m)
+{
+    w->has_nan = lumber_has_nan(X, m);
+    w->walk = X;
+#if LUMBER_HAS_SPECIAL
+    for (int i = 0; i < m; ++i) memcpy(w->ext + (int64_t)i * L_XS, X + (int64_t)i * L_F, sizeof(LUMBER_IN_T) * L_F);
+    w->walk = w->ext;
+#if LUMBER_HAS_FASTCAT
+    lumber_codes(X, m, w->codes);
+#endif
+#endif
+}
+
+/* Directions of tree t's special nodes for the block's rows, into their decision columns. */
+static void lumber_decide(lumber_scratch *w, const LUMBER_IN_T *X, int32_t t, int m)
+{
+#if LUMBER_HAS_SPECIAL
+    for (int32_t q = L_SPECIAL_OFF[t]; q < L_SPECIAL_OFF[t + 1]; ++q) {
+        const int32_t s = L_SPECIAL_SLOTS[q];
+        LUMBER_IN_T *col = w->ext + L_F + (q - L_SPECIAL_OFF[t]);
+        const int64_t f = L_ORIG_FEAT[s];
+#if LUMBER_HAS_FASTCAT
+        if (L_FLAGS[s] & L_FLAG_FASTCAT) {
+            const uint32_t mask = L_CATMASK[s];
+            for (int i = 0; i < m; ++i) col[i * L_XS] = (LUMBER_IN_T)((mask >> w->codes[i * L_F + f]) & 1u);
+            continue;
+        }
+#endif
+        for (int i = 0; i < m; ++i) col[i * L_XS] = (LUMBER_IN_T)!lumber_go_left(s, X[i * L_F + f]);
     }
+#else
+    (void)w; (void)X; (void)t; (void)m;
+#endif
+}
+
+static void lumber_leaves(lumber_scratch *w, const LUMBER_IN_T *X, int32_t t, int m)
+{
+    const lumber_tree *tr = L_TREES + t;
+#if LUMBER_HAS_CODE
+    if ((tr->mode & 3) == LUMBER_MODE_CODE) {
+        for (int i = 0; i < m; ++i) w->leaf[i] = L_TREE_FN[t](X + (int64_t)i * L_F);
+        return;
+    }
+#endif
+    if (tr->mode & LUMBER_MODE_SPECIAL) lumber_decide(w, X, t, m);
+    lumber_walk_block(tr, w->walk, m, w->has_nan, w->leaf);
 }
 
 static inline void lumber_add(const lumber_tree *tr, const int32_t *leaf, int m, LUMBER_ACC_T *acc)
@@ -189,26 +276,16 @@ static inline void lumber_finish(const LUMBER_ACC_T *acc, double *out)
     }
 }
 
-static int lumber_block_has_nan(const LUMBER_IN_T *X, int m)
+static void lumber_block(lumber_scratch *w, const LUMBER_IN_T *X, int m, double *out)
 {
-    const int64_t len = (int64_t)m * L_F;
-    int any = 0;
-    for (int64_t j = 0; j < len; ++j) any |= X[j] != X[j];
-    return any;
-}
-
-static void lumber_block(const LUMBER_IN_T *X, int m, double *out)
-{
-    LUMBER_ACC_T acc[LUMBER_BLOCK * L_K];
-    int32_t leaf[LUMBER_BLOCK];
     for (int i = 0; i < m; ++i)
-        for (int k = 0; k < L_K; ++k) acc[i * L_K + k] = L_BASE[k];
-    const int has_nan = lumber_block_has_nan(X, m);
+        for (int k = 0; k < L_K; ++k) w->acc[i * L_K + k] = L_BASE[k];
+    lumber_begin(w, X, m);
     for (int32_t t = 0; t < LUMBER_N_TREES; ++t) {
-        lumber_leaves(L_TREES + t, t, X, m, has_nan, leaf);
-        lumber_add(L_TREES + t, leaf, m, acc);
+        lumber_leaves(w, X, t, m);
+        lumber_add(L_TREES + t, w->leaf, m, w->acc);
     }
-    for (int i = 0; i < m; ++i) lumber_finish(acc + i * L_K, out + (int64_t)i * L_K);
+    for (int i = 0; i < m; ++i) lumber_finish(w->acc + i * L_K, out + (int64_t)i * L_K);
 }
 
 static void lumber_transform(double *o)
@@ -229,32 +306,52 @@ static void lumber_transform(double *o)
 #endif
 }
 
-static void lumber_blocks(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads, int transform)
+/* Blocks [b0, b1) of the batch with one scratch; returns 0, or 1 when memory ran out. */
+static int lumber_range(const LUMBER_IN_T *rows, int64_t n, int64_t b0, int64_t b1, double *out, int transform)
 {
-    const int64_t nb = (n + LUMBER_BLOCK - 1) / LUMBER_BLOCK;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(static) if (threads > 1 && nb > 1)
-#else
-    (void)threads;
-#endif
-    for (int64_t b = 0; b < nb; ++b) {
+    lumber_scratch *w = (lumber_scratch *)malloc(sizeof(lumber_scratch));
+    if (w == NULL) return 1;
+    for (int64_t b = b0; b < b1; ++b) {
         const int64_t r0 = b * LUMBER_BLOCK;
         const int m = (int)(n - r0 < LUMBER_BLOCK ? n - r0 : LUMBER_BLOCK);
         double *o = out + r0 * L_K;
-        lumber_block(rows + r0 * L_F, m, o);
+        lumber_block(w, rows + r0 * L_F, m, o);
         if (transform)
             for (int i = 0; i < m; ++i) lumber_transform(o + (int64_t)i * L_K);
     }
+    free(w);
+    return 0;
 }
 
-void LUMBER_FN(predict_raw)(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads)
+static int32_t lumber_blocks(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads, int transform)
 {
-    lumber_blocks(rows, n, out, threads, 0);
+    const int64_t nb = (n + LUMBER_BLOCK - 1) / LUMBER_BLOCK;
+    int failed = 0;
+#ifdef _OPENMP
+    if (threads > 1 && nb > 1) {
+        const int64_t per = (nb + threads - 1) / threads;
+#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(| : failed)
+        for (int64_t c = 0; c < threads; ++c) {
+            const int64_t b0 = c * per, b1 = b0 + per < nb ? b0 + per : nb;
+            if (b0 < b1) failed |= lumber_range(rows, n, b0, b1, out, transform);
+        }
+        return failed;
+    }
+#else
+    (void)threads;
+#endif
+    failed = lumber_range(rows, n, 0, nb, out, transform);
+    return failed;
 }
 
-void LUMBER_FN(predict_transformed)(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads)
+int32_t LUMBER_FN(predict_raw)(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads)
 {
-    lumber_blocks(rows, n, out, threads, 1);
+    return lumber_blocks(rows, n, out, threads, 0);
+}
+
+int32_t LUMBER_FN(predict_transformed)(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads)
+{
+    return lumber_blocks(rows, n, out, threads, 1);
 }
 
 void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
@@ -265,26 +362,29 @@ void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
         const lumber_tree *tr = L_TREES + t;
         int32_t s;
 #if LUMBER_HAS_CODE
-        if (tr->mode == LUMBER_MODE_CODE) s = L_TREE_FN[t](row); else
+        if ((tr->mode & 3) == LUMBER_MODE_CODE) s = L_TREE_FN[t](row); else
 #endif
-        s = tr->mode == LUMBER_MODE_GENERAL ? lumber_walk_general(tr->root, row) : lumber_walk_one(tr->root, row);
+        s = (tr->mode & LUMBER_MODE_SPECIAL) ? lumber_walk_general(tr->root, row) : lumber_walk_one(tr->root, row);
         lumber_add(tr, &s, 1, acc);
     }
     lumber_finish(acc, out);
 }
 
-void LUMBER_FN(apply)(const LUMBER_IN_T *rows, int64_t n, int32_t *out)
+int32_t LUMBER_FN(apply)(const LUMBER_IN_T *rows, int64_t n, int32_t *out)
 {
-    int32_t leaf[LUMBER_BLOCK];
+    lumber_scratch *w = (lumber_scratch *)malloc(sizeof(lumber_scratch));
+    if (w == NULL) return 1;
     for (int64_t r0 = 0; r0 < n; r0 += LUMBER_BLOCK) {
         const int m = (int)(n - r0 < LUMBER_BLOCK ? n - r0 : LUMBER_BLOCK);
         const LUMBER_IN_T *X = rows + r0 * L_F;
-        const int has_nan = lumber_block_has_nan(X, m);
+        lumber_begin(w, X, m);
         for (int32_t t = 0; t < LUMBER_N_TREES; ++t) {
-            lumber_leaves(L_TREES + t, t, X, m, has_nan, leaf);
-            for (int i = 0; i < m; ++i) out[(r0 + i) * LUMBER_N_TREES + t] = L_SLOT_NODE[leaf[i]];
+            lumber_leaves(w, X, t, m);
+            for (int i = 0; i < m; ++i) out[(r0 + i) * LUMBER_N_TREES + t] = L_SLOT_NODE[w->leaf[i]];
         }
     }
+    free(w);
+    return 0;
 }
 
 int32_t LUMBER_FN(n_features)(void) { return LUMBER_N_FEATURES; }

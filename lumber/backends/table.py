@@ -1,0 +1,288 @@
+"""The ``table`` backend: oblivious decision tables in a versioned binary file, and a numpy evaluator.
+
+The file (``docs/table-format.md``) is a 64-byte header, a JSON metadata block
+(schema, fingerprint) and the arrays of a quantized :class:`ObliviousEnsemble`,
+little-endian and 8-byte aligned, with a CRC-32 over everything after the
+header. It holds exactly the arrays the C evaluator reads
+(:mod:`lumber.backends.table_c`), so loading is a few ``np.frombuffer`` calls,
+and decoding gives the ensemble back array for array.
+
+:class:`TableEvaluator` is the numpy evaluator of that form: it binarizes
+every column once (``searchsorted`` on the borders) and then works on bins
+only, as the C evaluator does; it sums in the same order, so both agree bit
+for bit with ``ObliviousEnsemble.evaluate``.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import CompileError, Diagnostic, IRLocation, ModelFormatError, ObliviousEnsemble, Schema
+from lumber.ir.diagnostics import error
+from lumber.ir.interp import prepare_input
+
+from .base import Artifact, EmitOptions, fingerprint
+
+MAGIC = b"LUMBTAB\0"
+VERSION = 1
+HEADER = struct.Struct("<8sIIIIIIQQQII")
+"""magic, version, flags, n_features, n_outputs, n_trees, n_cols, n_borders, n_levels, n_values, meta_len, crc32."""
+FLAG_FLOAT32 = 1
+FLAG_BIN16 = 2
+FLAG_AVERAGE = 4
+SUFFIX = ".table"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableOptions(EmitOptions):
+    """Table emission knobs."""
+
+    source_fingerprint: str | None = None
+    """Fingerprint of the model the tables were compiled from (default: the ensemble's own)."""
+
+
+def _sections(ens: ObliviousEnsemble) -> list[tuple[str, npt.NDArray[Any]]]:
+    """The arrays of the file, in order, with their on-disk dtypes."""
+    assert ens.col_feature is not None and ens.col_nan_bin is not None and ens.border_offset is not None
+    assert ens.border is not None and ens.level_col is not None and ens.level_bin is not None
+    K = ens.n_outputs
+    div = np.maximum(ens.trees_per_output(), 1.0) if ens.schema.average else np.ones(K)
+    return [
+        ("base", np.asarray(ens.schema.base_score, dtype="<f8")),
+        ("divisor", np.asarray(div, dtype="<f8")),
+        ("col_feature", ens.col_feature.astype("<i4")),
+        ("col_nan_bin", ens.col_nan_bin.astype("<i4")),
+        ("border_offset", ens.border_offset.astype("<i8")),
+        ("border", ens.border.astype("<f8")),
+        ("depth", ens.depth.astype("<i4")),
+        ("tree_output", ens.tree_output.astype("<i4")),
+        ("level_col", ens.level_col.astype("<i4")),
+        ("level_bin", ens.level_bin.astype("<i4")),
+        ("value", ens.value.astype("<f8")),
+    ]
+
+
+def _pad(n: int) -> int:
+    return -n % 8
+
+
+def check(ens: ObliviousEnsemble) -> list[Diagnostic]:
+    """What the table format cannot hold (empty when it can)."""
+    diags = []
+    if not ens.quantized:
+        diags.append(error("the ensemble has no bins", IRLocation(field="level_col"),
+                           "run the 'quantize' pass first (lumber.compile(..., target='table') does)"))
+    if ens.schema.accumulate_dtype != "float64":
+        diags.append(error(f"tables sum in float64; this model sums in {ens.schema.accumulate_dtype}",
+                           IRLocation(field="schema.accumulate_dtype")))
+    if ens.border_offset is not None and ens.border_offset.shape[0] > 1 and int(np.diff(ens.border_offset).max()) > 65535:
+        diags.append(error("a column has more than 65535 borders (bins must fit 16 bits)", IRLocation(field="border")))
+    if ens.n_trees >= 2**31 or ens.n_features >= 2**31:
+        diags.append(error("too many trees or features for 32-bit counts", IRLocation()))
+    return diags
+
+
+def encode_table(ens: ObliviousEnsemble, *, source_fingerprint: str | None = None) -> bytes:
+    """The table file's bytes (deterministic: the same ensemble gives the same bytes)."""
+    diags = check(ens)
+    if diags:
+        raise CompileError(diags)
+    from lumber import __version__
+
+    fp = source_fingerprint or fingerprint(ens)
+    meta = {"format": "lumber-table", "fingerprint": fp, "generator": f"lumber {__version__}",
+            "schema": ens.schema.to_dict(), "statistics": ens.statistics()}
+    meta_bytes = json.dumps(meta, sort_keys=True, default=str).encode()
+    body = bytearray(meta_bytes + b"\0" * _pad(len(meta_bytes)))
+    for _, arr in _sections(ens):
+        raw = np.ascontiguousarray(arr).tobytes()
+        body += raw + b"\0" * _pad(len(raw))
+    assert ens.border_offset is not None
+    bin16 = ens.border_offset.shape[0] > 1 and int(np.diff(ens.border_offset).max()) > 255
+    flags = (FLAG_FLOAT32 if ens.schema.input_dtype == "float32" else 0) | (FLAG_BIN16 if bin16 else 0) | (
+        FLAG_AVERAGE if ens.schema.average else 0)
+    assert ens.col_feature is not None and ens.border is not None
+    header = HEADER.pack(MAGIC, VERSION, flags, ens.n_features, ens.n_outputs, ens.n_trees,
+                         ens.col_feature.shape[0], ens.border.shape[0], ens.n_levels, ens.value.shape[0],
+                         len(meta_bytes), zlib.crc32(body))
+    return header + bytes(body)
+
+
+@dataclass(frozen=True)
+class TableFile:
+    """A decoded table file: the ensemble and its metadata."""
+
+    ensemble: ObliviousEnsemble
+    fingerprint: str
+    meta: dict[str, Any]
+    flags: int
+
+
+def decode_table(data: bytes, origin: str = "<bytes>") -> TableFile:
+    """Inverse of :func:`encode_table`; every problem is a ``ModelFormatError`` naming ``origin``."""
+
+    def fail(msg: str, *notes: str) -> ModelFormatError:
+        return ModelFormatError(f"{origin}: {msg}", *notes)
+
+    if len(data) < HEADER.size or data[:8] != MAGIC:
+        raise fail("not a lumber table file (bad magic)", "expected a file written by lumber compile --emit table")
+    (_, version, flags, F, K, T, C, NB, L, V, meta_len, crc) = HEADER.unpack_from(data)
+    if version != VERSION:
+        raise fail(f"table format version {version} is not supported", f"this lumber reads version {VERSION}")
+    body = memoryview(data)[HEADER.size:]
+    if zlib.crc32(body) != crc:
+        raise fail("checksum mismatch: the file is truncated or corrupt", "write it again with lumber compile")
+    sizes = [("meta", meta_len, None), ("base", K, "<f8"), ("divisor", K, "<f8"), ("col_feature", C, "<i4"),
+             ("col_nan_bin", C, "<i4"), ("border_offset", C + 1, "<i8"), ("border", NB, "<f8"),
+             ("depth", T, "<i4"), ("tree_output", T, "<i4"), ("level_col", L, "<i4"), ("level_bin", L, "<i4"),
+             ("value", V, "<f8")]
+    arrays: dict[str, npt.NDArray[Any]] = {}
+    pos = 0
+    for name, count, dtype in sizes:
+        nbytes = count if dtype is None else count * np.dtype(dtype).itemsize
+        if pos + nbytes > len(body):
+            raise fail(f"section '{name}' runs past the end of the file")
+        if dtype is None:
+            try:
+                meta = json.loads(bytes(body[pos:pos + nbytes]))
+            except ValueError:
+                raise fail("metadata block is not valid JSON") from None
+        else:
+            arrays[name] = np.frombuffer(body, dtype=dtype, count=count, offset=pos).astype(dtype[1:])
+        pos += nbytes + _pad(nbytes)
+    if pos != len(body):
+        raise fail(f"{len(body) - pos} unexpected bytes after the last section")
+    try:
+        schema = Schema.from_dict(meta["schema"])
+        fp = str(meta["fingerprint"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise fail(f"metadata block lacks a valid schema or fingerprint ({exc})") from None
+    if schema.n_features != F or schema.n_outputs != K:
+        raise fail("header counts do not match the schema")
+    lc, lb, off = arrays["level_col"], arrays["level_bin"], arrays["border_offset"]
+    if L and (lc.min() < 0 or lc.max() >= C):
+        raise fail("level column out of range")
+    if C and (off.min() < 0 or off.max() > NB or np.any(np.diff(off) < 0)):
+        raise fail("border offsets out of range")
+    at = off[lc] + lb if L else np.zeros(0, dtype=np.int64)
+    if L and (at.min() < 0 or at.max() >= NB or np.any(lb < 0)):
+        raise fail("level bin out of range")
+    try:
+        ens = ObliviousEnsemble(
+            schema=schema, depth=arrays["depth"], level_feature=arrays["col_feature"][lc] if L else np.zeros(0),
+            level_threshold=arrays["border"][at], level_nan_true=arrays["col_nan_bin"][lc] > lb if L else np.zeros(0),
+            tree_output=arrays["tree_output"], value=arrays["value"], col_feature=arrays["col_feature"],
+            col_nan_bin=arrays["col_nan_bin"], border_offset=off, border=arrays["border"], level_col=lc,
+            level_bin=lb,
+        ).validate()
+    except ModelFormatError:
+        raise
+    except Exception as exc:  # ValidationError and shape errors of a corrupt file
+        raise fail(f"invalid tables ({exc})") from None
+    return TableFile(ens, fp, meta, int(flags))
+
+
+def write_table(ens: ObliviousEnsemble, path: str | Path, *, source_fingerprint: str | None = None) -> Path:
+    """Write the table file atomically."""
+    from lumber.ir import atomic_write_bytes
+
+    atomic_write_bytes(path, encode_table(ens, source_fingerprint=source_fingerprint))
+    return Path(path)
+
+
+def read_table(path: str | Path) -> TableFile:
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ModelFormatError(f"{path}: cannot read ({exc.strerror})") from None
+    return decode_table(data, str(path))
+
+
+class TableEvaluator:
+    """Numpy evaluator of quantized tables: bins once per row and column, then integer work only."""
+
+    BLOCK_ENTRIES = 1 << 21
+
+    def __init__(self, ens: ObliviousEnsemble) -> None:
+        diags = check(ens)
+        if diags:
+            raise CompileError(diags)
+        self.ens = ens
+        self.schema = ens.schema
+
+    def bins(self, Xp: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        """``(n, n_cols)`` bin of every column (NaN: the column's NaN bin)."""
+        e = self.ens
+        assert e.col_feature is not None and e.border_offset is not None and e.border is not None
+        assert e.col_nan_bin is not None
+        out = np.empty((Xp.shape[0], e.col_feature.shape[0]), dtype=np.int64)
+        for c in range(e.col_feature.shape[0]):
+            x = Xp[:, e.col_feature[c]]
+            b = e.border[e.border_offset[c]:e.border_offset[c + 1]]
+            out[:, c] = np.where(np.isnan(x), e.col_nan_bin[c], np.searchsorted(b, x, side="left"))
+        return out
+
+    def leaves(self, Xp: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+        e = self.ens
+        assert e.level_col is not None and e.level_bin is not None
+        bits = (self.bins(Xp)[:, e.level_col] > e.level_bin[None, :]).astype(np.int64) << e.level_position[None, :]
+        out = np.zeros((Xp.shape[0], e.n_trees), dtype=np.int64)
+        live = np.flatnonzero(e.depth > 0)
+        if live.size:
+            out[:, live] = np.add.reduceat(bits, e.level_offset[live], axis=1)
+        return out
+
+    def apply(self, X: Any) -> npt.NDArray[np.int64]:
+        return self.leaves(prepare_input(self.schema, X))
+
+    def predict_raw(self, X: Any) -> npt.NDArray[np.float64]:
+        """Raw margins, ``(n,)`` or ``(n, n_outputs)``, summed tree by tree from the base score."""
+        e = self.ens
+        Xp = prepare_input(self.schema, X)
+        n, K, T = Xp.shape[0], e.n_outputs, e.n_trees
+        out = np.empty((n, K))
+        step = max(1, self.BLOCK_ENTRIES // max(e.n_levels + T * K, 1))
+        base = np.asarray(self.schema.base_score, dtype=np.float64)
+        for r0 in range(0, n, step):
+            leaf = self.leaves(Xp[r0:r0 + step])
+            pos = e.value_offset[:-1][None, :] + leaf * e.table_width[None, :]
+            terms = np.zeros((leaf.shape[0], T + 1, K))
+            terms[:, 0, :] = base
+            for k in range(K):
+                feeds = (e.tree_output == k) | (e.tree_output < 0)
+                col = np.where(e.tree_output >= 0, 0, k)
+                terms[:, 1:, k] = np.where(feeds[None, :], e.value[pos + col[None, :]], 0.0)
+            out[r0:r0 + leaf.shape[0]] = np.cumsum(terms, axis=1)[:, -1, :]
+        if self.schema.average:
+            out = out / np.maximum(e.trees_per_output(), 1.0)[None, :]
+        return out[:, 0] if K == 1 else out
+
+
+class TableBackend:
+    """Backend protocol implementation for table files."""
+
+    name: ClassVar[str] = "table"
+
+    def check(self, ir: ObliviousEnsemble, options: EmitOptions) -> list[Diagnostic]:
+        return check(ir)
+
+    def emit(self, ir: ObliviousEnsemble, options: EmitOptions) -> Artifact:
+        src_fp = options.source_fingerprint if isinstance(options, TableOptions) else None
+        data = encode_table(ir, source_fingerprint=src_fp)
+        fp = src_fp or fingerprint(ir)
+        return Artifact(target="table", files={f"{options.name}{SUFFIX}": data}, fingerprint=fp,
+                        metadata={"schema": ir.schema.to_dict(), "statistics": ir.statistics()})
+
+
+__all__ = ["FLAG_AVERAGE", "FLAG_BIN16", "FLAG_FLOAT32", "HEADER", "MAGIC", "VERSION", "TableBackend", "TableEvaluator",
+           "TableFile", "TableOptions", "check", "decode_table", "encode_table", "read_table", "write_table"]
