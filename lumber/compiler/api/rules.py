@@ -1,0 +1,320 @@
+"""``lumber.counterfactual_rules``: local and regional counterfactual rules (papers.md section 4).
+
+Where the MILP gives one optimal point, rules give ranges over a few features
+that change the decision with high probability, robust to an imprecise
+implementation, and shared recourse for groups of cases.
+
+This module does the model-facing work: it loads the explained model, fits
+the surrogate random forest on the model's own decisions (or uses the model
+when it is a random forest), fits the isolation forest that scores samples,
+and checks samples on the source model object. The algorithm lives in
+``lumber.passes.analyses.rules``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Constraints, Forest, InputDataError, UnsupportedModelError
+from lumber.passes.analyses.rules import (
+    AnnealOptions, CounterfactualRule, CounterfactualSample, Region, RuleContext, RuleOptions, RuleSet,
+    apply_regional, build_context, coverage, decisions, local_rules, regional_rules,
+)
+from lumber.passes.analyses.rules.targets import is_classifier
+
+FloatArray = npt.NDArray[np.float64]
+
+RANDOM_FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
+
+
+def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = None, *,
+                         constraints: Any = None, surrogate: Any = None, pi: float = 0.9, pi_c: float = 0.9,
+                         k: int = 10, n_samples: int = 1, seed: int = 0, strict: bool = False,
+                         search: str = "auto", max_subsets: int = 2048, max_rules: int = 5, max_sets: int = 10,
+                         n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
+                         anneal: AnnealOptions | None = None, verify: bool = True,
+                         rows: Sequence[int] | None = None) -> CounterfactualRule | RuleSet:
+    """Counterfactual rules for a case, a batch of cases, or a region of cases.
+
+    Parameters
+    ----------
+    model
+        The explained model: a fitted object, a model file, or a :class:`~lumber.ir.Forest`.
+    X_train
+        Training rows (array or DataFrame with the model's feature columns). The
+        estimators weigh these rows; samples take their values from them.
+    x
+        One case (1-D array, Series or ``{feature: value}``) -> a
+        :class:`CounterfactualRule`; several cases (2-D array or DataFrame) -> a
+        :class:`RuleSet`; a region (:class:`Region`, ``{feature: (a, b)}`` with
+        ``None`` for an open end, or a list of them) -> regional rules.
+    target
+        A class label (or several), ``(a, b)`` for a regressor, or None (any
+        other class than the case's, or than the region's majority).
+    constraints
+        A :class:`~lumber.ir.Constraints`, a constraint file or text, or a mapping
+        (``{"immutable": [...], "increase": [...], "bounds": {...}}``): immutable
+        features never enter a rule, directions and bounds clip the boxes,
+        ``changes <= k`` caps the size of S.
+    surrogate
+        None/``"auto"`` (the model itself when it is a random forest, else a
+        fitted surrogate), ``"fit"``, ``"model"``, or a random forest (object,
+        file or Forest) to estimate with.
+    pi, pi_c, k
+        CDP threshold of the divergent set, CRP threshold of a rule, candidate features.
+    n_samples
+        Counterfactual samples per case (simulated annealing; 0 for none).
+    strict
+        Only rules over divergent sets (CDP >= pi); see ``rules/divergent.py``.
+    n_estimators, max_depth
+        The surrogate random forest (paper: 20 trees, depth 10).
+    isolation
+        A fitted scikit-learn ``IsolationForest`` (or its Forest) scoring samples;
+        default: one fitted on ``X_train`` with ``random_state=seed``.
+    verify
+        Also check every sample with the source model object's ``predict``.
+    """
+    explainer = RuleExplainer(model, X_train, constraints=constraints, surrogate=surrogate, pi=pi, pi_c=pi_c, k=k,
+                              n_samples=n_samples, seed=seed, strict=strict, search=search,
+                              max_subsets=max_subsets, max_rules=max_rules, max_sets=max_sets,
+                              n_estimators=n_estimators, max_depth=max_depth, isolation=isolation,
+                              anneal=anneal, verify=verify)
+    if x is None:
+        raise InputDataError("no case or region to explain", "pass x= one case, several cases or a region")
+    regions = _as_regions(explainer.forest, x)
+    if regions is not None:
+        rs = explainer.regional(regions[0], target)
+        return rs[0] if not regions[1] else rs
+    single, X = _as_cases(explainer.forest, x)
+    rs = explainer.local(X, target, rows=rows)
+    return rs[0] if single else rs
+
+
+class RuleExplainer:
+    """Everything fitted once per model and training set; explain many cases and regions with it."""
+
+    def __init__(self, model: Any, X_train: Any, *, constraints: Any = None, surrogate: Any = None,
+                 pi: float = 0.9, pi_c: float = 0.9, k: int = 10, n_samples: int = 1, seed: int = 0,
+                 strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
+                 max_sets: int = 10, n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
+                 anneal: AnnealOptions | None = None, verify: bool = True) -> None:
+        from lumber.compiler.frontends import load
+
+        self.model = model
+        self.forest: Forest = load(model)
+        if self.forest.schema.task.name == "ANOMALY":
+            raise UnsupportedModelError("counterfactual rules explain classifiers and regressors, not anomaly scores")
+        self.constraints = _constraints(constraints, self.forest)
+        options = RuleOptions(pi=pi, pi_c=pi_c, k=k, search=search, max_subsets=max_subsets, max_rules=max_rules,
+                              strict=strict, max_sets=max_sets, n_samples=n_samples, seed=seed,
+                              anneal=anneal or AnnealOptions()).check()
+        X_raw = self.forest.prepare_input(X_train)
+        if X_raw.shape[0] < 2:
+            raise InputDataError("X_train needs at least 2 rows", "counterfactual rules estimate from training rows")
+        train_dec = decisions(self.forest, X_raw)
+        self.rule_forest, self.surrogate_kind = self._rule_forest(surrogate, X_raw, train_dec, n_estimators,
+                                                                  max_depth, seed)
+        self.isolation = _isolation(isolation, self.forest, X_raw, seed)
+        self.context: RuleContext = build_context(self.forest, self.rule_forest, X_raw, constraints=self.constraints,
+                                                  score=self.inlier_score, options=options)
+        self.fidelity = _fidelity(self.forest, self.rule_forest, X_raw, train_dec)
+        self.verify = verify
+
+    # -- set-up ----------------------------------------------------------------------------
+
+    def _rule_forest(self, surrogate: Any, X: FloatArray, dec: FloatArray, n_estimators: int,
+                     max_depth: int | None, seed: int) -> tuple[Forest, str]:
+        from lumber.compiler.frontends import load
+
+        f = self.forest
+        is_rf = f.schema.average and f.schema.source.get("model_type", "") in RANDOM_FORESTS
+        if surrogate is None or (isinstance(surrogate, str) and surrogate == "auto"):
+            surrogate = "model" if is_rf and not f.is_categorical.any() else "fit"
+        if isinstance(surrogate, str) and surrogate == "model":
+            return f, "model"
+        if isinstance(surrogate, str) and surrogate == "fit":
+            return fit_surrogate(f, X, dec, n_estimators=n_estimators, max_depth=max_depth, seed=seed), "fitted"
+        if isinstance(surrogate, str) and not Path(surrogate).exists():
+            raise InputDataError(f"surrogate={surrogate!r} is not understood",
+                                 "use None/'auto', 'fit', 'model', a random forest object, or a model file")
+        rf = load(surrogate)
+        if rf.schema.feature_names != f.schema.feature_names:
+            if rf.n_features != f.n_features:
+                raise InputDataError(f"the surrogate reads {rf.n_features} features, the model {f.n_features}")
+            rf = rf.replace(schema=rf.schema.with_(features=f.schema.features))
+        return rf, "given"
+
+    def inlier_score(self, X: FloatArray) -> FloatArray:
+        """Isolation-forest ``decision_function`` (>= 0: inlier), NaN replaced by training medians."""
+        iso, medians = self.isolation
+        Xc = np.where(np.isnan(X), medians[None, :], X)
+        s = iso.schema
+        return np.asarray(s.transform(iso.evaluate(Xc)) - s.isolation_offset, dtype=np.float64).reshape(-1)
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def local(self, X: Any, target: Any = None, *, rows: Sequence[int] | None = None) -> RuleSet:
+        """Local rules (and samples) for every row of ``X``."""
+        rs = local_rules(self.context, X, target, rows=rows)
+        if self.verify:
+            checked = self._verify_many([(r, r.samples) for r in rs])
+            for r, s in zip(rs, checked):
+                r.samples = s
+        rs.info.update(self.describe())
+        return rs
+
+    def regional(self, regions: Sequence[Region] | Region, target: Any = None) -> RuleSet:
+        """Regional rules for each region."""
+        regs = [regions] if isinstance(regions, Region) else list(regions)
+        rs = regional_rules(self.context, regs, target)
+        rs.info.update(self.describe())
+        return rs
+
+    def apply(self, result: CounterfactualRule, X: Any, *, n_samples: int = 1,
+              key: int = 0) -> list[tuple[CounterfactualSample, ...]]:
+        """Samples for cases of ``X`` from a regional result's rules, checked like local samples."""
+        out = apply_regional(self.context, result, X, n_samples=n_samples, key=key)
+        return self._verify_many([(result, s) for s in out]) if self.verify else out
+
+    def coverage(self, results: RuleSet | Sequence[CounterfactualRule], X: Any) -> float:
+        """Share of rows of ``X`` lying in a region whose regional rule was found."""
+        Xr = self.rule_forest.prepare_input(X)
+        return coverage(list(results), Xr, self.forest.schema)
+
+    def region(self, bounds: Mapping[str, tuple[float | None, float | None]], name: str = "") -> Region:
+        return Region.from_bounds(self.forest.schema, bounds, name)
+
+    def describe(self) -> dict[str, Any]:
+        rf = self.rule_forest
+        return {"surrogate": self.surrogate_kind, "surrogate_fidelity": self.fidelity,
+                "rule_forest_trees": rf.n_trees, "rule_forest_max_depth": rf.max_depth}
+
+    def _verify_many(self, groups: Sequence[tuple[CounterfactualRule, Sequence[CounterfactualSample]]]
+                     ) -> list[tuple[CounterfactualSample, ...]]:
+        """AND each sample's check with the source model object's own ``predict`` (one call for all)."""
+        m = self.model
+        flat = [(g, s) for g, (_, ss) in enumerate(groups) for s in ss]
+        if not flat or isinstance(m, (Forest, str, Path)) or not (hasattr(m, "predict") and hasattr(m, "fit")):
+            return [tuple(ss) for _, ss in groups]
+        P: Any = np.stack([s.x for _, s in flat])
+        names = getattr(m, "feature_names_in_", None)
+        if names is not None:
+            import pandas as pd
+
+            P = pd.DataFrame(P, columns=list(names))
+        pred = np.asarray(m.predict(P)).reshape(-1).tolist()
+        out: list[list[CounterfactualSample]] = [[] for _ in groups]
+        for (g, s), p in zip(flat, pred):
+            t = groups[g][0].target
+            if t.interval is not None:
+                ok = t.interval[0] <= p <= t.interval[1]
+            else:
+                assert t.classes is not None and t.labels is not None
+                ok = any(p == t.labels[c] or str(p) == str(t.labels[c]) for c in t.classes)
+            out[g].append(replace(s, verified=bool(s.verified and ok)))
+        return [tuple(o) for o in out]
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+def fit_surrogate(forest: Forest, X: FloatArray, dec: FloatArray, *, n_estimators: int = 20,
+                  max_depth: int | None = 10, seed: int = 0) -> Forest:
+    """A scikit-learn random forest fitted to the explained model's decisions, lowered to a Forest."""
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    from lumber.compiler.frontends import load
+
+    if n_estimators < 1:
+        raise InputDataError(f"n_estimators must be at least 1, got {n_estimators!r}")
+    if is_classifier(forest):
+        rf: Any = RandomForestClassifier(n_estimators=n_estimators, max_depth=max_depth, random_state=seed, n_jobs=1)
+        rf.fit(X, dec.astype(np.int64))
+    else:
+        rf = RandomForestRegressor(n_estimators=n_estimators, max_depth=max_depth, random_state=seed, n_jobs=1)
+        rf.fit(X, dec)
+    lowered = load(rf, feature_names=forest.schema.feature_names)
+    return lowered.replace(schema=lowered.schema.with_(features=forest.schema.features))
+
+
+def _fidelity(model: Forest, rule_forest: Forest, X: FloatArray, dec: FloatArray) -> float:
+    """How well the rule forest reproduces the model on the training rows (accuracy or R^2)."""
+    if rule_forest is model:
+        return 1.0
+    if is_classifier(model):
+        p = rule_forest.predict_proba(X)
+        return float((np.argmax(p, axis=1) == dec).mean())
+    pred = np.asarray(rule_forest.predict(X), dtype=np.float64).reshape(-1)
+    var = float(np.var(dec))
+    return float(1.0 - np.mean((pred - dec) ** 2) / var) if var > 0 else 1.0
+
+
+def _isolation(isolation: Any, forest: Forest, X: FloatArray, seed: int) -> tuple[Forest, FloatArray]:
+    from lumber.compiler.frontends import load
+
+    medians = np.nanmedian(np.where(np.isfinite(X), X, np.nan), axis=0)
+    medians = np.where(np.isnan(medians), 0.0, medians)
+    if isolation is None:
+        from sklearn.ensemble import IsolationForest
+
+        isolation = IsolationForest(random_state=seed).fit(np.where(np.isnan(X), medians[None, :], X))
+    iso = load(isolation, feature_names=forest.schema.feature_names) if not isinstance(isolation, Forest) else isolation
+    if iso.schema.task.name != "ANOMALY" or iso.n_features != forest.n_features:
+        raise InputDataError("isolation must be an IsolationForest over the model's features")
+    return iso, medians
+
+
+def _constraints(constraints: Any, forest: Forest) -> Constraints | None:
+    if constraints is None:
+        return None
+    if isinstance(constraints, (str, Path)):
+        from lumber.compiler.dsl import parse_constraints
+
+        return parse_constraints(constraints, schema=forest.schema)
+    from lumber.passes.analyses.metrics import as_constraints
+
+    cons = as_constraints(constraints)
+    names = set(forest.schema.feature_names)
+    unknown = [r.feature for r in cons.rules if r.feature not in names]
+    if unknown:
+        raise InputDataError(f"constraints name unknown feature(s): {', '.join(unknown)}",
+                             f"features: {', '.join(forest.schema.feature_names[:12])}")
+    return cons
+
+
+def _as_regions(forest: Forest, x: Any) -> tuple[list[Region], bool] | None:
+    """Regions from ``x`` when it describes some: (regions, given as a list)."""
+    if isinstance(x, Region):
+        return [x], False
+    if isinstance(x, Mapping) and x and all(isinstance(v, (tuple, list)) for v in x.values()):
+        return [Region.from_bounds(forest.schema, x)], False
+    if isinstance(x, (list, tuple)) and x and all(isinstance(r, (Region, Mapping)) for r in x):
+        regs = [r if isinstance(r, Region) else Region.from_bounds(forest.schema, r) for r in x]
+        return regs, True
+    return None
+
+
+def _as_cases(forest: Forest, x: Any) -> tuple[bool, Any]:
+    """(single case?, 2-D cases) from a row, a mapping, a Series, an array or a DataFrame."""
+    if isinstance(x, Mapping):
+        import pandas as pd
+
+        missing = [n for n in forest.schema.feature_names if n not in x]
+        if missing:
+            raise InputDataError(f"the case lacks feature(s): {', '.join(missing[:6])}")
+        return True, pd.DataFrame([{n: x[n] for n in forest.schema.feature_names}])
+    if hasattr(x, "to_frame") and hasattr(x, "index") and not hasattr(x, "columns"):
+        return True, x.to_frame().T
+    if hasattr(x, "columns"):
+        return False, x
+    arr = np.asarray(x)
+    if arr.ndim == 1:
+        return True, arr.reshape(1, -1)
+    return False, arr
+
+
+__all__ = ["RuleExplainer", "counterfactual_rules", "fit_surrogate"]

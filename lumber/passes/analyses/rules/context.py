@@ -1,0 +1,117 @@
+"""What every rule query needs, built once per (explained model, rule forest, training data).
+
+The explained model decides; the rule forest (a random forest fitted to the
+explained model's decisions, or the model itself when it is one) estimates.
+Training decisions are the explained model's, never the data's labels: the
+rules explain the model (papers.md section 4, "f(X) as the output of a learned
+model").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Constraints, Forest, InputDataError
+
+from .sampling import AnnealOptions
+from .table import LeafTable, build_leaf_table
+from .targets import RuleTarget, decisions
+
+FloatArray = npt.NDArray[np.float64]
+Scorer = Callable[[FloatArray], FloatArray]
+
+SEARCH_MODES = ("auto", "exhaustive", "sampled")
+
+
+@dataclass(frozen=True)
+class RuleOptions:
+    """Knobs of the rule search (paper defaults: K = 10, pi = pi_c = 0.9)."""
+
+    pi: float = 0.9
+    """CDP a divergent set must reach."""
+    pi_c: float = 0.9
+    """CRP a rule box must reach."""
+    k: int = 10
+    """Candidate features: the K the rule forest splits on most."""
+    search: str = "auto"
+    """``exhaustive`` subsets, ``sampled`` from decision paths, or ``auto`` (sampled above ``max_subsets``)."""
+    max_subsets: int = 2048
+    max_rules: int = 5
+    """Disjoint rules kept per case or region."""
+    strict: bool = False
+    """Only divergent sets (CDP >= pi); otherwise fall back to the best sets by CDP when none reaches pi."""
+    max_sets: int = 10
+    """Feature sets tried (best first) before giving up on a case."""
+    max_candidates: int = 256
+    """Target rows (highest weight first) whose leaves and cells become candidate boxes; also the
+    number of qualifying boxes (most plausible first) fed to the merge."""
+    n_samples: int = 1
+    """Counterfactual samples per case (0: none)."""
+    seed: int = 0
+    anneal: AnnealOptions = field(default_factory=AnnealOptions)
+
+    def check(self) -> "RuleOptions":
+        for name in ("pi", "pi_c"):
+            v = getattr(self, name)
+            if not 0.0 < v <= 1.0:
+                raise InputDataError(f"{name} must be in (0, 1], got {v!r}")
+        if not 1 <= self.k <= 62:
+            raise InputDataError(f"k must be between 1 and 62, got {self.k!r}",
+                                 "k is the number of most-used features the search considers")
+        if self.search not in SEARCH_MODES:
+            raise InputDataError(f"search must be one of {', '.join(SEARCH_MODES)}, got {self.search!r}")
+        if min(self.max_rules, self.max_subsets, self.max_candidates, self.max_sets) < 1:
+            raise InputDataError("max_rules, max_subsets, max_candidates and max_sets must be at least 1")
+        if self.n_samples < 0:
+            raise InputDataError(f"n_samples must be >= 0, got {self.n_samples!r}")
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class RuleContext:
+    model: Forest
+    """The explained model (decisions, verification)."""
+    table: LeafTable
+    """The rule forest's leaves and training membership."""
+    X_raw: FloatArray
+    """Training rows as the explained model reads them (sample values come from here)."""
+    train_decision: FloatArray
+    constraints: Constraints | None
+    score: Scorer | None
+    """Inlier score for samples (isolation forest ``decision_function``; >= 0 is an inlier)."""
+    options: RuleOptions
+    _hits: dict[Any, FloatArray] = field(default_factory=dict, repr=False)
+
+    @property
+    def names(self) -> list[str]:
+        return self.model.schema.feature_names
+
+    def hit(self, target: RuleTarget) -> npt.NDArray[np.bool_]:
+        return target.hit(self.train_decision)
+
+    def hits_leaf(self, target: RuleTarget) -> FloatArray:
+        """Target rows per leaf (cached per target set)."""
+        key = target.key
+        if key not in self._hits:
+            self._hits[key] = self.table.hits_per_leaf(self.hit(target))
+        return self._hits[key]
+
+
+def build_context(model: Forest, rule_forest: Forest, X_train: Any, *, constraints: Constraints | None = None,
+                  score: Scorer | None = None, options: RuleOptions | None = None) -> RuleContext:
+    """Prepare the training rows for both forests and record the explained model's decisions."""
+    opts = (options or RuleOptions()).check()
+    if rule_forest.schema.feature_names != model.schema.feature_names:
+        raise InputDataError("the rule forest reads other features than the explained model",
+                             f"model: {', '.join(model.schema.feature_names[:8])}; rule forest: "
+                             f"{', '.join(rule_forest.schema.feature_names[:8])}")
+    X_raw = model.prepare_input(X_train)
+    table = build_leaf_table(rule_forest, X_train)
+    return RuleContext(model, table, X_raw, decisions(model, X_raw), constraints, score, opts)
+
+
+__all__ = ["RuleContext", "RuleOptions", "SEARCH_MODES", "build_context"]

@@ -1,0 +1,171 @@
+"""One rule query, local or regional: divergent set, candidate boxes, merge, rules.
+
+The query is described by which leaves its fixed part allows (bits per
+feature, :mod:`estimators`) and by the actionable space. A local query fixes
+the case's values; a regional query fixes the region's intervals. Everything
+after that is shared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from .actionable import ActionSpace
+from .boxes import candidate_boxes, compress, in_boxes, merge_boxes, weighted_share
+from .context import RuleContext
+from .divergent import SearchLog, candidate_features, search_divergent
+from .estimators import box_crp, feature_bits, interval_bits, projected_weights, subset_reach
+from .results import FOUND, NO_DIVERGENT_SET, NO_RULE, Interval, Rule, SearchInfo
+from .targets import RuleTarget
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BitArray = npt.NDArray[np.uint64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    message: str
+    features: IntArray
+    cdp: float
+    reached_pi: bool
+    rules: tuple[Rule, ...]
+    search: SearchInfo | None
+
+
+@dataclass(frozen=True)
+class Query:
+    """The fixed part of a query as bits (given the candidate features' bit layout)."""
+
+    candidates: IntArray
+    bits: BitArray
+    bad_fixed: BitArray
+    action: ActionSpace
+    key: int
+
+
+def make_query(ctx: RuleContext, action: ActionSpace, fixed_bits: Callable[[BitArray], BitArray], key: int) -> Query:
+    """Pick the candidate features; ``fixed_bits(bits)`` packs the fixed part (a point or a region)."""
+    cand = candidate_features(ctx.table, action.movable, ctx.options.k)
+    bits = feature_bits(ctx.table.n_features, cand)
+    return Query(cand, bits, fixed_bits(bits), action, key)
+
+
+def find_rules(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArray | None = None) -> Outcome:
+    """Feature sets from the divergent search, tried in order until one gives a rule reaching ``pi_c``.
+
+    ``exclude`` is the case's own point (as the rule forest reads it): a local
+    rule must prescribe a change, so no rule box may contain the case's values on S.
+    """
+    opt = ctx.options
+    tab = ctx.table
+    names = ctx.names
+    if q.candidates.size == 0:
+        return Outcome(NO_DIVERGENT_SET, "no feature may move: every candidate is immutable, unused by the "
+                       "rule forest or has no room left under the constraints", q.candidates, 0.0, False, (), None)
+    hits_leaf = ctx.hits_leaf(target)
+    act = q.action
+    bad_action = interval_bits(tab, act.lo[None, :], act.hi[None, :], q.bits, q.candidates)[0]
+    max_size = ctx.constraints.max_changes if ctx.constraints is not None else None
+    log = SearchLog()
+    attempts = search_divergent(tab, hits_leaf, q.bad_fixed, bad_action, q.candidates, log, pi=opt.pi,
+                                max_size=max_size, search=opt.search, max_subsets=opt.max_subsets,
+                                strict=opt.strict, rng=np.random.default_rng([opt.seed, q.key]))
+    tried = 0
+    best_crp = -1.0
+    any_divergent = False
+    for att in attempts:
+        if tried >= opt.max_sets:
+            break
+        tried += 1
+        any_divergent |= att.divergent
+        rules, crp = _rules_on(ctx, target, q, bad_action, hits_leaf, att.features, exclude)
+        best_crp = max(best_crp, crp)
+        if rules:
+            info = _info(ctx, q, log, tried)
+            Snames = ", ".join(names[j] for j in att.features)
+            msg = f"{len(rules)} rule(s) over {{{Snames}}}"
+            if not att.divergent:
+                msg += (f"; no feature set reaches pi={opt.pi:g} (best CDP {max(log.best_by_size):.3f}), "
+                        f"so the rules use the best set that has one (CDP {att.cdp:.3f})")
+            return Outcome(FOUND, msg, att.features, att.cdp, att.divergent, tuple(rules), info)
+    info = _info(ctx, q, log, tried)
+    best = ", ".join(names[j] for j in log.best_features)
+    no_pi = (f"no set of at most {len(log.best_by_size)} features reaches pi={opt.pi:g} "
+             f"(best CDP {max(log.best_by_size, default=0.0):.3f} with {{{best}}})")
+    if tried == 0:
+        return Outcome(NO_DIVERGENT_SET, no_pi, log.best_features, max(log.best_by_size, default=0.0), False, (), info)
+    msg = (f"no rule reaches pi_c={opt.pi_c:g}: {tried} feature set(s) tried"
+           + (f", best box CRP {best_crp:.3f}" if best_crp >= 0 else ", no candidate box")
+           + ("" if any_divergent else f"; and {no_pi}"))
+    return Outcome(NO_RULE, msg, log.best_features, max(log.best_by_size, default=0.0), any_divergent, (), info)
+
+
+def _info(ctx: RuleContext, q: Query, log: SearchLog, tried: int) -> SearchInfo:
+    names = ctx.names
+    return SearchInfo(tuple(names[j] for j in q.candidates), log.evaluated, log.sampled, tuple(log.best_by_size),
+                      tried)
+
+
+def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, bad_action: BitArray, hits_leaf: FloatArray,
+              S: IntArray, exclude: FloatArray | None) -> tuple[list[Rule], float]:
+    """Disjoint rule boxes over S reaching ``pi_c`` (most plausible first), and the best CRP seen."""
+    opt = ctx.options
+    tab = ctx.table
+    act = q.action
+    mask = np.bitwise_or.reduce(q.bits[S]).astype(np.uint64)
+    reach = subset_reach(q.bad_fixed, bad_action, np.array([mask], dtype=np.uint64))[0]
+    w = projected_weights(tab, reach)
+    lo, hi = candidate_boxes(tab, S, w, ctx.hit(target), act.lo, act.hi, max_rows=opt.max_candidates)
+    allowed = _allowed(act.lo[S], act.hi[S], None if exclude is None else exclude[S])
+    if lo.shape[0]:
+        keep = allowed(lo, hi)
+        lo, hi = lo[keep], hi[keep]
+    if lo.shape[0] == 0:
+        return [], -1.0
+    fixed_ok = (q.bad_fixed & ~mask) == 0
+    crp = box_crp(tab, hits_leaf, fixed_ok, S, lo, hi)
+    best = float(crp.max())
+    ok = crp >= opt.pi_c
+    if not ok.any():
+        return [], best
+    rows = np.flatnonzero(w > 0)
+    vals, wr = compress(tab.X[np.ix_(rows, S)], w[rows])
+    lo, hi, crp = lo[ok], hi[ok], crp[ok]
+    plaus = weighted_share(vals, wr, lo, hi)
+    if lo.shape[0] > opt.max_candidates:
+        keep = np.lexsort((-crp, -plaus))[: opt.max_candidates]
+        lo, hi, crp, plaus = lo[keep], hi[keep], crp[keep], plaus[keep]
+    merged = merge_boxes(
+        lo, hi, crp, plaus, pi_c=opt.pi_c, max_rules=opt.max_rules, allowed=allowed,
+        crp_of=lambda a, b: box_crp(tab, hits_leaf, fixed_ok, S, a, b),
+        plaus_of=lambda a, b: weighted_share(vals, wr, a, b))
+    feats = ctx.model.schema.features
+    allX = tab.X[:, S]
+    rules = []
+    for m in merged:
+        support = float(in_boxes(allX, m.lo[None], m.hi[None])[0].mean())
+        ivs = tuple(Interval(feats[j], int(j), float(m.lo[k]), float(m.hi[k])) for k, j in enumerate(S))
+        rules.append(Rule(ivs, m.crp, m.plausibility, support))
+    return rules, best
+
+
+def _allowed(alo: FloatArray, ahi: FloatArray, point: FloatArray | None) -> Callable[[FloatArray, FloatArray], BoolArray]:
+    """Boxes a rule may be: not the whole actionable space, and not holding the case's own values."""
+    def ok(lo: FloatArray, hi: FloatArray) -> BoolArray:
+        trivial = np.all((lo <= alo[None, :]) & (hi >= ahi[None, :]), axis=1)
+        if point is None:
+            return ~trivial  # type: ignore[no-any-return]
+        with np.errstate(invalid="ignore"):
+            holds = np.all((point[None, :] > lo) & (point[None, :] <= hi), axis=1)
+        return ~trivial & ~holds  # type: ignore[no-any-return]
+    return ok
+
+
+__all__ = ["Outcome", "Query", "find_rules", "make_query"]

@@ -1,0 +1,72 @@
+"""Local counterfactual rules: for each case, the smallest set S of features to change and
+the boxes over S that reach the target with probability ``pi_c`` (papers.md section 4).
+
+The case's other features stay fixed. Leaves are reached by exact routing of
+the case's fixed values (NaN included), so a rule is conditioned exactly on
+what the model sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from .actionable import action_space
+from .context import RuleContext
+from .core import find_rules, make_query
+from .estimators import point_bits
+from .recourse import sample_cases
+from .results import ALREADY_TARGET, CounterfactualRule, RuleSet
+from .targets import decisions, describe_decision, resolve_target
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[int] | None = None) -> RuleSet:
+    """Local rules (and samples, ``options.n_samples`` per case) for every row of ``X``.
+
+    ``target``: a class label, several labels, ``(a, b)`` for a regressor, or
+    ``None`` for "any other class". ``rows`` names the cases in the output (and
+    keys each case's random stream); default ``0..n-1``.
+    """
+    Xm = ctx.model.prepare_input(X)
+    Xr = ctx.table.forest.prepare_input(X)
+    n = Xm.shape[0]
+    keys = list(range(n)) if rows is None else [int(r) for r in rows]
+    dec = decisions(ctx.model, Xm)
+    names = ctx.names
+    opt = ctx.options
+    feats = tuple(ctx.model.schema.features)
+    results: list[CounterfactualRule] = []
+    for i in range(n):
+        tgt = resolve_target(ctx.model, target, dec[i])
+        common: dict[str, Any] = dict(target=tgt, pi=opt.pi, pi_c=opt.pi_c, schema_features=feats, x=Xm[i].copy(),
+                                      prediction=describe_decision(ctx.model, dec[i]), row=keys[i])
+        if tgt.hit(dec[i:i + 1])[0]:
+            results.append(CounterfactualRule(ALREADY_TARGET, f"the model already predicts {common['prediction']}",
+                                              features=(), cdp=1.0, **common))
+            continue
+        act = action_space(ctx.constraints, names, Xm[i], Xm[i])
+        q = make_query(ctx, act, lambda bits, i=i: point_bits(ctx.table, Xr[i:i + 1], bits)[0], keys[i])
+        out = find_rules(ctx, tgt, q, exclude=Xr[i])
+        results.append(CounterfactualRule(out.status, out.message, features=tuple(names[j] for j in out.features),
+                                          cdp=out.cdp, reached_pi=out.reached_pi, rules=out.rules, search=out.search, **common))
+    found = [k for k, r in enumerate(results) if r.found]
+    if opt.n_samples > 0 and found:
+        samples = sample_cases(ctx, Xm[found], [results[k].rules for k in found], [results[k].target for k in found],
+                               [keys[k] for k in found], opt.n_samples)
+        for k, s in zip(found, samples):
+            results[k].samples = s
+    return RuleSet(results, rule_info(ctx))
+
+
+def rule_info(ctx: RuleContext) -> dict[str, Any]:
+    f = ctx.table.forest
+    return {"rule_forest": {"trees": f.n_trees, "leaves": ctx.table.n_leaves, "source": dict(f.schema.source)},
+            "training_rows": int(ctx.X_raw.shape[0]), "pi": ctx.options.pi, "pi_c": ctx.options.pi_c,
+            "k": ctx.options.k, "seed": ctx.options.seed}
+
+
+__all__ = ["local_rules", "rule_info"]

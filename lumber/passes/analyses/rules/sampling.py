@@ -1,0 +1,173 @@
+"""Counterfactual samples from a rule by simulated annealing (paper section 6, Appendix C).
+
+A sample keeps the case's values outside S and takes values for S from the
+training rows' values that lie in the rule's box (the marginal law of each
+feature inside the box). Simulated annealing maximizes an isolation forest's
+inlier score over such samples, so the sample sits in a dense region.
+
+Two changes to Appendix C, both documented here:
+
+* A proposal resamples a random part of S from the current state (each
+  feature with probability 1/2, at least one), so the chain is local; the
+  listing redraws every feature of S at each step, which makes the "annealing"
+  a plain random search. The Metropolis test accepts a worse state with
+  probability ``exp(diff / t)`` (``diff < 0``), ``t = temp / log(i + 2)``; the
+  listing's ``exp(-diff / t)`` is always >= 1 for a worse state.
+* With ``guided=True`` (the default) the energy is the inlier score minus
+  ``penalty`` when the explained model does not reach the target, so the
+  chain prefers samples that really change the decision. ``guided=False`` is
+  the paper's score-only energy. Either way every returned sample is checked
+  on the explained model and flagged.
+
+All jobs advance in lockstep so one call scores every job's batch; each job
+draws from its own random stream (``seed``, job key), so a case's samples do
+not depend on which other cases are sampled with it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+Evaluate = Callable[[FloatArray, IntArray], tuple[FloatArray, BoolArray]]
+"""``(candidates, owner job per candidate) -> (inlier score, reaches the owner's target)``."""
+
+
+@dataclass(frozen=True)
+class AnnealOptions:
+    batch: int = 100
+    """Candidates proposed per job and iteration."""
+    max_iter: int = 60
+    temp: float = 0.05
+    patience: int = 10
+    """Stop a job after this many iterations without improvement once its best sample is an inlier."""
+    guided: bool = True
+    penalty: float = 1.0
+
+
+@dataclass(frozen=True)
+class SampleJob:
+    """One chain: a case, the features it may change, and the value pool of each."""
+
+    x: FloatArray
+    features: IntArray
+    pools: tuple[FloatArray, ...]
+    key: int
+
+
+@dataclass(frozen=True)
+class Drawn:
+    x: FloatArray
+    score: float
+    valid: bool
+    energy: float
+
+
+def _propose(job: SampleJob, base: FloatArray, n: int, rng: np.random.Generator, everything: bool) -> FloatArray:
+    out = np.repeat(base[None, :], n, axis=0)
+    s = job.features.shape[0]
+    if everything:
+        mask = np.ones((n, s), dtype=bool)
+    else:
+        mask = rng.random((n, s)) < 0.5
+        none = ~mask.any(axis=1)
+        mask[np.flatnonzero(none), rng.integers(0, s, int(none.sum()))] = True
+    for k, j in enumerate(job.features):
+        pool = job.pools[k]
+        vals = pool[rng.integers(0, pool.shape[0], n)]
+        out[:, j] = np.where(mask[:, k], vals, out[:, j])
+    return out
+
+
+def _energy(score: FloatArray, valid: BoolArray, opt: AnnealOptions) -> FloatArray:
+    return score - (opt.penalty * (~valid) if opt.guided else 0.0)  # type: ignore[no-any-return]
+
+
+def anneal(jobs: Sequence[SampleJob], evaluate: Evaluate, options: AnnealOptions = AnnealOptions(), *,
+           seed: int = 0, n_samples: int = 1) -> list[list[Drawn]]:
+    """Up to ``n_samples`` distinct samples per job, best energy first."""
+    m = len(jobs)
+    if m == 0:
+        return []
+    opt = options
+    rngs = [np.random.default_rng([seed, int(j.key)]) for j in jobs]
+    curr = np.stack([_propose(j, j.x, 1, rngs[i], True)[0] for i, j in enumerate(jobs)])
+    sc, va = evaluate(curr, np.arange(m, dtype=np.int64))
+    curr_e = _energy(sc, va, opt)
+    best: list[list[Drawn]] = [[Drawn(curr[i].copy(), float(sc[i]), bool(va[i]), float(curr_e[i]))] for i in range(m)]
+    active = np.ones(m, dtype=bool)
+    stall = np.zeros(m, dtype=np.int64)
+    for it in range(opt.max_iter):
+        act = np.flatnonzero(active)
+        if act.size == 0:
+            break
+        cand = np.concatenate([_propose(jobs[i], curr[i], opt.batch, rngs[i], False) for i in act])
+        owner = np.repeat(act, opt.batch).astype(np.int64)
+        sc, va = evaluate(cand, owner)
+        en = _energy(sc, va, opt)
+        t = opt.temp / math.log(it + 2.0)
+        for a, i in enumerate(act):
+            sl = slice(a * opt.batch, (a + 1) * opt.batch)
+            e = en[sl]
+            top = int(np.argmax(e))
+            improved = e[top] > best[i][0].energy
+            best[i] = _merge(best[i], cand[sl], sc[sl], va[sl], e, n_samples)
+            stall[i] = 0 if improved else stall[i] + 1
+            if best[i][0].energy >= 0 and stall[i] > opt.patience:
+                active[i] = False
+            diff = float(e[top] - curr_e[i])
+            if diff > 0 or rngs[i].random() < math.exp(diff / t):
+                curr[i], curr_e[i] = cand[sl][top], e[top]
+    return best
+
+
+def _merge(kept: list[Drawn], X: FloatArray, sc: FloatArray, va: BoolArray, en: FloatArray, n: int) -> list[Drawn]:
+    """The ``n`` best distinct samples among those kept and a new batch."""
+    order = np.argsort(-en, kind="stable")[: n * 4 + 1]
+    pool = kept + [Drawn(X[i].copy(), float(sc[i]), bool(va[i]), float(en[i])) for i in order]
+    pool.sort(key=lambda d: -d.energy)
+    out: list[Drawn] = []
+    seen: set[bytes] = set()
+    for d in pool:
+        k = d.x.tobytes()
+        if k in seen:
+            continue
+        seen.add(k)
+        out.append(d)
+        if len(out) == n:
+            break
+    return out
+
+
+def value_pool(raw: FloatArray, ruled: FloatArray, lo: float, hi: float,
+               allowed: FloatArray | None = None) -> FloatArray:
+    """Training values of one feature inside ``lo < x <= hi`` (tested as the rule forest reads them).
+
+    ``raw`` are the values as the explained model reads them, ``ruled`` as the rule
+    forest does (row-aligned). When no training value qualifies, one value inside
+    the interval stands in (its midpoint, or the finite end nearest to it).
+    """
+    with np.errstate(invalid="ignore"):
+        ok = (ruled > lo) & (ruled <= hi) & ~np.isnan(raw)
+    if allowed is not None:
+        ok &= np.isin(raw, allowed)
+    vals = raw[ok]
+    if vals.size:
+        return vals
+    if np.isfinite(lo) and np.isfinite(hi):
+        return np.array([(lo + hi) / 2.0 if hi - lo > 2e-300 else hi])
+    if np.isfinite(hi):
+        return np.array([hi])
+    if np.isfinite(lo):
+        return np.array([float(np.nextafter(lo, np.inf))])
+    return np.array([0.0])
+
+
+__all__ = ["AnnealOptions", "Drawn", "SampleJob", "anneal", "value_pool"]

@@ -1,0 +1,145 @@
+"""The rule forest as a table of leaves: boxes, training-row membership and counts.
+
+Counterfactual rules (papers.md section 4) read a random forest as an adaptive
+nearest-neighbour estimator: every estimate is a weighted share of training
+rows, with weights from the leaves a query reaches. This module flattens all
+leaves of all trees into one set of arrays (grouped by tree) so every estimator
+is a numpy expression over ``(queries, leaves)``, never a walk over nodes.
+
+A leaf's box comes from :mod:`lumber.passes.analyses.leaf_boxes` (lower bounds
+open, upper bounds closed: ``lo < x <= hi``). Rules are intervals, so the rule
+forest must split on thresholds only: categorical splits are refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Forest, InputDataError, Task, UnsupportedModelError
+from lumber.ir.forest import ZERO_THRESHOLD
+
+from ..leaf_boxes import tree_boxes
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, eq=False)
+class LeafTable:
+    """Every leaf of the rule forest, tree by tree, with the training rows in it.
+
+    leaf : int64[L]
+        Global node id of each leaf; tree ``t``'s leaves are ``tree_start[t]:tree_start[t + 1]``.
+    tree_start : int64[T + 1]
+        Offsets of each tree's leaves.
+    lo, hi : float64[L, d]
+        The leaf's box: ``lo < x <= hi`` per feature (infinite when the path does not bound it).
+    nan_ok, zero_sensitive, zero_ok : bool[L, d]; zlo, zhi : float64[L, d]
+        Exact routing of NaN and of LightGBM's zero band (see ``LeafBoxes``).
+    tested : bool[L, d]
+        The leaf's path tests the feature.
+    X : float64[n, d]
+        Training rows as the rule forest reads them (rounded to its input dtype).
+    row_leaf : int64[n, T]
+        Leaf index (into the arrays above) of each training row in each tree.
+    n_rows : float64[L]
+        Training rows per leaf.
+    usage : int64[d]
+        Splits per feature over the forest (how "used" a feature is).
+    """
+
+    forest: Forest
+    leaf: IntArray
+    tree_start: IntArray
+    lo: FloatArray
+    hi: FloatArray
+    nan_ok: BoolArray
+    zero_sensitive: BoolArray
+    zero_ok: BoolArray
+    zlo: FloatArray
+    zhi: FloatArray
+    tested: BoolArray
+    X: FloatArray
+    row_leaf: IntArray
+    n_rows: FloatArray
+    usage: IntArray
+
+    @property
+    def n_leaves(self) -> int:
+        return int(self.leaf.shape[0])
+
+    @property
+    def n_trees(self) -> int:
+        return int(self.tree_start.shape[0] - 1)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.lo.shape[1])
+
+    @property
+    def feature_names(self) -> list[str]:
+        return self.forest.schema.feature_names
+
+    def hits_per_leaf(self, hit: BoolArray) -> FloatArray:
+        """Training rows per leaf whose decision is in the target set (``hit[i]``)."""
+        T = self.n_trees
+        w = np.repeat(hit.astype(np.float64), T)
+        return np.bincount(self.row_leaf.reshape(-1), weights=w, minlength=self.n_leaves)
+
+    def point_ok(self, j: int, x: FloatArray) -> BoolArray:
+        """``(n, L)``: value ``x[i]`` of feature ``j`` passes every test of leaf l on ``j`` (exact routing)."""
+        col = np.asarray(x, dtype=np.float64)[:, None]
+        with np.errstate(invalid="ignore"):
+            inside = (col > self.lo[:, j]) & (col <= self.hi[:, j])
+            if self.zero_sensitive[:, j].any():
+                band = np.abs(col) <= ZERO_THRESHOLD
+                zin = (col > self.zlo[:, j]) & (col <= self.zhi[:, j]) & self.zero_ok[:, j]
+                inside = np.where(self.zero_sensitive[:, j] & band, zin, inside)
+        return np.where(np.isnan(col), self.nan_ok[:, j][None, :], inside)
+
+    def interval_ok(self, j: int, lo: FloatArray, hi: FloatArray) -> BoolArray:
+        """``(m, L)``: interval ``lo[k] < x <= hi[k]`` of feature ``j`` meets leaf l's box."""
+        a = np.maximum(self.lo[None, :, j], np.asarray(lo, dtype=np.float64)[:, None])
+        b = np.minimum(self.hi[None, :, j], np.asarray(hi, dtype=np.float64)[:, None])
+        return a < b
+
+
+def build_leaf_table(forest: Forest, X_train: Any) -> LeafTable:
+    """Flatten ``forest``'s leaves and drop the training rows through it (``Forest.apply``)."""
+    if forest.schema.task == Task.ANOMALY:
+        raise UnsupportedModelError("the rule forest is an isolation forest",
+                                    "counterfactual rules need a classifier or regressor forest")
+    if forest.is_categorical.any():
+        raise UnsupportedModelError(
+            "the rule forest has categorical splits; counterfactual rules are intervals over thresholds",
+            "let lumber fit its surrogate random forest (surrogate=None) or pass a scikit-learn random forest")
+    X = forest.prepare_input(X_train)
+    if X.shape[0] == 0:
+        raise InputDataError("the training data has no rows", "counterfactual rules estimate from training rows")
+    boxes = [tree_boxes(forest, t) for t in range(forest.n_trees)]
+    leaf = np.concatenate([b.leaf for b in boxes]).astype(np.int64)
+    sizes = np.array([b.n_leaves for b in boxes], dtype=np.int64)
+    tree_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    def cat(name: str) -> npt.NDArray[Any]:
+        return np.concatenate([getattr(b, name) for b in boxes], axis=0)
+
+    pos = np.full(forest.n_nodes, -1, dtype=np.int64)
+    pos[leaf] = np.arange(leaf.shape[0])
+    row_leaf = pos[forest.apply_global(X)]
+    n_rows = np.bincount(row_leaf.reshape(-1), minlength=leaf.shape[0]).astype(np.float64)
+    used = forest.feature[forest.feature >= 0]
+    return LeafTable(
+        forest=forest, leaf=leaf, tree_start=tree_start, lo=cat("lo"), hi=cat("hi"), nan_ok=cat("nan_ok"),
+        zero_sensitive=cat("zero_sensitive"), zero_ok=cat("zero_ok"), zlo=cat("zlo"), zhi=cat("zhi"),
+        tested=cat("tested"), X=X, row_leaf=row_leaf, n_rows=n_rows,
+        usage=np.bincount(used, minlength=forest.n_features).astype(np.int64),
+    )
+
+
+__all__ = ["LeafTable", "build_leaf_table"]
