@@ -40,6 +40,16 @@ class Table:
 
 
 @dataclass(frozen=True)
+class Grid:
+    """Short label/value pairs laid out in columns (a case's feature values, the model's facts)."""
+
+    items: tuple[tuple[str, str], ...]
+    cls: str = ""
+    headers: tuple[str, str] = ("name", "value")
+    """Column titles where the grid is drawn as a table (Markdown)."""
+
+
+@dataclass(frozen=True)
 class Pre:
     text: str
 
@@ -79,7 +89,7 @@ class Toc:
     entries: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
 
-Block = Union[Heading, Para, Table, Pre, Figure, Rule, Open, Close, Toc]
+Block = Union[Heading, Para, Table, Grid, Pre, Figure, Rule, Open, Close, Toc]
 
 
 def num(v: Any, digits: int = 4) -> str:
@@ -129,5 +139,5 @@ def verdict(passed: Any) -> Cell:
     return Cell("n/a", "warn")
 
 
-__all__ = ["Block", "Cell", "Close", "Figure", "Heading", "Open", "Para", "Pre", "Rule", "Table", "Toc", "cells",
+__all__ = ["Block", "Cell", "Close", "Figure", "Grid", "Heading", "Open", "Para", "Pre", "Rule", "Table", "Toc", "cells",
            "count", "num", "pct", "table", "verdict"]

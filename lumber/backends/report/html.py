@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .blocks import Block, Close, Figure, Heading, Open, Para, Pre, Rule, Table, Toc
+from .blocks import Block, Close, Figure, Grid, Heading, Open, Para, Pre, Rule, Table, Toc
 from .layout import layout
 
 CSS = """
@@ -27,7 +27,10 @@ caption{caption-side:bottom;text-align:left;color:var(--muted);font-size:12px;pa
 th,td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:left;vertical-align:top}
 th{background:var(--soft);font-weight:600}
 td.pass{color:var(--pass);font-weight:600}td.fail{color:var(--fail);font-weight:700}td.warn{color:var(--warn)}
-table.values{columns:auto}table.values td:first-child{color:var(--muted)}
+dl.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:2px 16px;margin:8px 0 12px;font-size:13.5px}
+dl.grid div{display:flex;justify-content:space-between;gap:8px;border-bottom:1px solid var(--line);padding:3px 0}
+dl.grid dt{color:var(--muted)}dl.grid dd{margin:0;font-weight:500;text-align:right;overflow-wrap:anywhere}
+dl.facts{grid-template-columns:repeat(auto-fill,minmax(240px,1fr))}
 .case{border:1px solid var(--line);border-radius:6px;padding:4px 16px 10px;margin:14px 0;break-inside:avoid}
 .rule{background:var(--soft);border-left:4px solid #2f6db5;padding:8px 12px;margin:8px 0;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
 .rule .kw{font-weight:700;color:#2f6db5}.rule .sub{display:block;color:var(--muted);font-family:inherit;font-size:12px;margin-top:2px}
@@ -57,6 +60,10 @@ def _block(b: Block) -> str:
         return _table(b)
     if isinstance(b, Pre):
         return f"<pre>{escape(b.text)}</pre>"
+    if isinstance(b, Grid):
+        cls = f"grid {b.cls}".strip()
+        items = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in b.items)
+        return f'<dl class="{escape(cls)}">{items}</dl>'
     if isinstance(b, Figure):
         return f"<figure>{b.svg}<figcaption>{escape(b.caption)}</figcaption></figure>"
     if isinstance(b, Rule):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .blocks import (
-    Block, Cell, Close, Figure, Heading, Open, Para, Pre, Rule, Toc, cells, count, num, pct, table, verdict,
+    Block, Cell, Close, Figure, Grid, Heading, Open, Para, Pre, Rule, Toc, cells, count, num, pct, table, verdict,
 )
 from .svg import bar_chart
 
@@ -60,7 +60,8 @@ def model_section(doc: dict[str, Any]) -> list[Block]:
         ("categorical splits", count(sh.get("categorical_splits"))),
         ("IR memory", f"{(sh.get('memory_bytes') or 0) / 1e6:.2f} MB"),
     ]
-    out: list[Block] = [table(("property", "value"), facts, "facts")]
+    out: list[Block] = [Grid(tuple((k, v if isinstance(v, str) else num(v)) for k, v in facts), "facts",
+                              ("property", "value"))]
     feats = m.get("features", [])
     out.append(Heading(3, f"Features ({len(feats)})", "features"))
     out.append(table(("feature", "kind", "categories", "splits"),
@@ -175,7 +176,7 @@ def _case(it: dict[str, Any]) -> list[Block]:
     out: list[Block] = [Open(f"case-{row}", "case"),
                         Heading(3, f"Case {row}: predicted {num(it.get('prediction'))}{prob}", f"case-{row}")]
     vals = it.get("values", {})
-    out.append(table(("feature", "value"), [(k, num(v, 6)) for k, v in vals.items()], "values"))
+    out.append(Grid(tuple((k, num(v, 6)) for k, v in vals.items()), "values", ("feature", "value")))
     if "sensitive" in it:
         out.extend(_sensitive(it["sensitive"]))
     if "counterfactual" in it:

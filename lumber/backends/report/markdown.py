@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .blocks import Block, Close, Figure, Heading, Open, Para, Pre, Rule, Table, Toc
+from .blocks import Block, Cell, Close, Figure, Grid, Heading, Open, Para, Pre, Rule, Table, Toc
 from .layout import layout
 
 
@@ -29,6 +29,8 @@ def _block(b: Block) -> str | None:
         return b.text
     if isinstance(b, Table):
         return _table(b)
+    if isinstance(b, Grid):
+        return _table(Table(b.headers, tuple((Cell(k), Cell(v)) for k, v in b.items)))
     if isinstance(b, Pre):
         fence = "````" if "```" in b.text else "```"
         return f"{fence}\n{b.text}\n{fence}"

@@ -1,0 +1,243 @@
+"""Build steps that make and check artifacts: the pass pipeline, each target, equivalence.
+
+Every step runs through the :class:`~lumber.compiler.build.cache.StepCache`
+with a key naming everything it read, so an unchanged input is not rebuilt.
+Artifacts are checked where they are made: each target's margins are
+compared with the reference evaluator of the IR it was compiled from on every
+data row (train, validation and cases), and its speed is measured against the
+reference evaluator on the same rows (kept in the cache, so a rebuild from
+unchanged inputs reports the same numbers).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lumber.ir import Forest, LumberError, Polynomial
+
+from .cache import Entry, StepCache, digest
+from .inputs import Inputs
+
+SUFFIX = {"c": ".so", "c-source": ".c", "onnx": ".onnx", "table": ".table", "numpy": ".lumber"}
+EXACT_RTOL = 1e-12
+SPEED_ROWS = 10_000
+
+
+@dataclass
+class State:
+    """What the steps share: inputs, cache, the IR the targets compile from, and step records."""
+
+    inp: Inputs
+    cache: StepCache
+    ir: Any = None
+    ir_fingerprint: str = ""
+    compiled_from: str = "model"
+    passes: dict[str, Any] | None = None
+    targets: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: list[tuple[str, Path]] = field(default_factory=list)
+    """(name in the output folder, file in the cache)."""
+    results: dict[str, Any] = field(default_factory=dict)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def step(self, name: str, key: str, compute: Any) -> Entry:
+        t0 = time.perf_counter()
+        entry = self.cache.run(name, key, compute)
+        self.steps.append({"step": name, "key": key[:16], "cached": entry.cached,
+                           "seconds": round(time.perf_counter() - t0, 6)})
+        return entry
+
+    def data_hashes(self) -> dict[str, str | None]:
+        h = self.inp.hashes
+        return {r: h.get(r) for r in ("train", "validation", "cases")}
+
+
+def run_passes(st: State) -> None:
+    """The pass pipeline (or none); sets ``st.ir`` to what the targets compile."""
+    from lumber.backends.base import fingerprint
+    from lumber.ir import load_ir
+
+    inp = st.inp
+    cfg = inp.config
+    if not inp.passes:
+        st.ir, st.compiled_from = inp.forest, "model"
+        st.ir_fingerprint = fingerprint(inp.forest)
+        return
+    key = digest("passes", inp.hashes["model"], cfg.compile.passes, st.data_hashes(), cfg.data.label, cfg.seed)
+    made: dict[str, Any] = {}
+
+    def compute(files: Path) -> dict[str, Any]:
+        import lumber
+        from lumber.ir import save_ir
+        from lumber.passes.base import PassContext, describe_ir
+
+        data: dict[str, Any] = {}
+        train, valid = inp.table("train"), inp.table("validation")
+        if train is not None:
+            data["train"] = (train.X, train.y)
+        if valid is not None:
+            data["valid"] = (valid.X, valid.y)
+        ctx = PassContext()
+        ir = lumber.run(inp.forest, inp.passes, data=data or None, context=ctx)
+        save_ir(ir, files / "ir.lumber")
+        made["ir"] = ir
+        return {"pipeline": cfg.compile.passes, "final": type(ir).__name__, "describe": describe_ir(ir),
+                "reports": [{"pass": r.pass_name, "summary": r.summary, "metrics": _plain(r.metrics)}
+                            for r in ctx.reports],
+                "timings": [{"pass": t.pass_text, "seconds": t.seconds, "ir_in": t.ir_in, "ir_out": t.ir_out}
+                            for t in ctx.timings]}
+
+    entry = st.step("passes", key, compute)
+    ir = made.get("ir")
+    if ir is None:
+        ir = load_ir(entry.file("ir.lumber"))
+    st.passes = entry.result
+    st.artifacts.append(("ir.lumber", entry.file("ir.lumber")))
+    if isinstance(ir, Polynomial):  # no backend emits a polynomial: targets compile the model itself
+        st.ir, st.compiled_from = inp.forest, "model"
+    else:
+        st.ir, st.compiled_from = ir, "passes"
+    st.ir_fingerprint = fingerprint(st.ir)
+
+
+def _all_rows(inp: Inputs) -> np.ndarray:
+    parts = [t.X for t in inp.tables.values()]
+    return np.concatenate(parts) if parts else np.zeros((0, inp.forest.n_features))
+
+
+def _speed_rows(inp: Inputs) -> np.ndarray:
+    for role in ("validation", "train", "cases"):
+        t = inp.table(role)
+        if t is not None:
+            X = t.X
+            reps = int(np.ceil(1000 / len(X)))
+            return np.tile(X, (reps, 1))[:SPEED_ROWS] if reps > 1 else X[:SPEED_ROWS]
+    return np.zeros((0, inp.forest.n_features))
+
+
+def _best_time(fn: Any, X: np.ndarray, budget: float = 0.05) -> float:
+    """Seconds per call: the best of 3 rounds, each repeating until ``budget`` seconds pass."""
+    best = np.inf
+    for _ in range(3):
+        n, t0 = 0, time.perf_counter()
+        while True:
+            fn(X)
+            n += 1
+            dt = time.perf_counter() - t0
+            if dt >= budget:
+                break
+        best = min(best, dt / n)
+    return float(best)
+
+
+def compare(reference: np.ndarray, got: np.ndarray, schema: Any) -> dict[str, Any]:
+    """Margins and decisions of an artifact against the reference evaluator."""
+    ref = np.asarray(reference, dtype=np.float64).reshape(len(reference), -1)
+    out = np.asarray(got, dtype=np.float64).reshape(len(got), -1)
+    n = ref.shape[0]
+    if n == 0:
+        return {"rows": 0, "exact": True, "max_abs_diff": 0.0, "max_rel_diff": 0.0, "decisions_equal": True,
+                "differing_rows": 0}
+    both_nan = np.isnan(ref) & np.isnan(out)
+    diff = np.where(both_nan, 0.0, np.abs(ref - out))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    rel = diff / np.maximum(np.abs(ref), 1e-300)
+    rel = np.where(diff == 0, 0.0, rel)
+    bad_rows = (rel > EXACT_RTOL).any(axis=1)
+    shape = (n,) if ref.shape[1] == 1 else ref.shape
+    dec_ref = np.asarray(schema.decide(ref.reshape(shape)))
+    dec_out = np.asarray(schema.decide(out.reshape(shape)))
+    same_dec = np.array([a == b for a, b in zip(dec_ref.tolist(), dec_out.tolist())])
+    return {"rows": int(n), "exact": bool(not bad_rows.any() and same_dec.all()), "max_abs_diff": float(diff.max()),
+            "max_rel_diff": float(rel.max()), "decisions_equal": bool(same_dec.all()),
+            "differing_rows": int((bad_rows | ~same_dec).sum())}
+
+
+def compile_targets(st: State) -> None:
+    """Each target: emit, check exactness on every data row, measure speed."""
+    inp = st.inp
+    cfg = inp.config
+    for target in inp.targets:
+        key = digest("compile", target, st.ir_fingerprint, cfg.compile.name, cfg.compile.threads, st.data_hashes(),
+                     cfg.data.max_cases)
+        fname = cfg.compile.name + SUFFIX.get(target, "." + target)
+        entry = st.step(f"compile-{target}", key, lambda files, t=target, f=fname: _compile_one(st, t, files, f))
+        st.targets.append(entry.result)
+        for p in entry.files():
+            st.artifacts.append((p.relative_to(entry.folder / "files").as_posix(), p))
+
+
+def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, Any]:
+    import lumber
+
+    inp = st.inp
+    t0 = time.perf_counter()
+    pred = lumber.compile(st.ir, target=target, path=files / fname, threads=inp.config.compile.threads,
+                          name=inp.config.compile.name)
+    if target in ("c-source", "numpy") and not (files / fname).exists():
+        pred.save(files / fname)
+    build_seconds = time.perf_counter() - t0
+    X = _all_rows(inp)
+    exact = compare(st.ir.evaluate(X), pred.predict_raw(X), st.ir.schema)
+    result: dict[str, Any] = {"target": target, "file": fname, "fingerprint": getattr(pred, "fingerprint", ""),
+                              "compiled_from": st.compiled_from, "exact": exact,
+                              "bytes": sum(p.stat().st_size for p in files.rglob("*") if p.is_file()),
+                              "build_seconds": build_seconds}
+    if st.ir is not inp.forest:
+        result["vs_model"] = compare(inp.forest.evaluate(X), pred.predict_raw(X), inp.forest.schema)
+    Xs = _speed_rows(inp)
+    if target in ("c", "onnx", "table") and len(Xs):
+        ref = _best_time(inp.forest.evaluate, Xs)
+        got = _best_time(pred.predict_raw, Xs)
+        result["speed"] = {"rows": int(len(Xs)), "reference_seconds": ref, "seconds": got,
+                           "speedup": ref / got if got > 0 else None, "threads": inp.config.compile.threads}
+    return result
+
+
+def check_equivalence(st: State) -> None:
+    """Whether the IR the targets compile from computes the model's function (decided symbolically)."""
+    inp = st.inp
+    if not inp.config.check.equivalence:
+        return
+    if st.ir is inp.forest:
+        st.results["equivalence"] = {"equal": True, "decided": True, "method": "identity",
+                                     "reason": "the targets are compiled from the model's own IR"}
+        return
+    key = digest("equivalence", inp.hashes["model"], st.ir_fingerprint)
+
+    def compute(files: Path) -> dict[str, Any]:
+        import lumber
+
+        try:
+            r = lumber.equivalent(inp.forest, st.ir)
+        except LumberError as exc:
+            return {"equal": None, "decided": False, "method": "polynomial",
+                    "reason": f"not decidable: {exc.diagnostics[0].message}"}
+        out: dict[str, Any] = {"equal": bool(r.equal), "decided": True, "method": "polynomial", "reason": r.reason}
+        if not r.equal and r.counterexample is not None:
+            out["counterexample"] = dict(zip(inp.forest.schema.feature_names, _plain(r.counterexample)))
+            out["difference"] = _plain(r.difference)
+        return out
+
+    st.results["equivalence"] = st.step("equivalence", key, compute).result
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return _plain(v.tolist())
+    if isinstance(v, np.generic):
+        return _plain(v.item())
+    if isinstance(v, float) and not np.isfinite(v):
+        return None if np.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+__all__ = ["SUFFIX", "State", "check_equivalence", "compare", "compile_targets", "run_passes"]

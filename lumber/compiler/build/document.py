@@ -1,0 +1,237 @@
+"""The report document: every section's content as plain JSON, the only input of the renderers.
+
+The document holds what a reader needs and nothing that varies between runs
+of the same inputs (no wall-clock times unless ``[report] timings = true``,
+no absolute paths, floats rounded to 12 significant digits), so the HTML,
+Markdown and JSON rendered from it are byte-identical for the same inputs
+and seed. ``lumber report --render report.json`` re-renders a saved one.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lumber import __version__
+from lumber.ir import FeatureKind, Forest
+
+from .compile_steps import State
+
+DOCUMENT_VERSION = 1
+TIMING_KEYS = ("seconds", "solve_seconds", "total_seconds", "build_seconds", "reference_seconds")
+
+
+def clean(v: Any) -> Any:
+    """JSON-ready and run-independent: floats to 12 significant digits, timing keys dropped."""
+    if isinstance(v, dict):
+        return {str(k): clean(x) for k, x in v.items() if str(k) not in TIMING_KEYS}
+    if isinstance(v, (list, tuple)):
+        return [clean(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+        return float(f"{v:.12g}")
+    return v
+
+
+def model_card(st: State) -> dict[str, Any]:
+    """Shape, features and provenance of the model."""
+    inp = st.inp
+    f: Forest = inp.forest
+    s = f.schema
+    summ = f.summary()
+    splits = summ["splits_per_feature"]
+    feats = []
+    for feat in s.features:
+        kind = feat.kind.name.lower()
+        n_cat = len(feat.categories) if feat.categories is not None and feat.kind == FeatureKind.CATEGORICAL else None
+        feats.append({"name": feat.name, "kind": kind, "categories": n_cat, "splits": int(splits.get(feat.name, 0))})
+    return {
+        "file": inp.config.relative(inp.config.model.path), "sha256": inp.hashes["model"],
+        "fingerprint": st.ir_fingerprint if st.ir is f else _fp(f),
+        "library": s.source.get("library", ""), "model_type": s.source.get("model_type", ""),
+        "task": s.task.name.lower(), "classes": list(s.classes) if s.classes is not None else None,
+        "outputs": s.n_outputs, "post_transform": s.post_transform.name.lower(), "input_dtype": s.input_dtype,
+        "shape": {k: summ[k] for k in ("trees", "nodes", "leaves", "max_depth", "mean_leaf_depth", "features",
+                                       "features_used", "categorical_splits", "memory_bytes")},
+        "features": feats,
+    }
+
+
+def _fp(f: Forest) -> str:
+    from lumber.backends.base import fingerprint
+
+    return fingerprint(f)
+
+
+def compile_section(st: State, timings: bool) -> dict[str, Any]:
+    targets = []
+    for t in st.targets:
+        d = {k: v for k, v in t.items() if k != "speed"}
+        if timings and "speed" in t:
+            d["speedup"] = t["speed"]["speedup"]
+            d["speed"] = {"rows": t["speed"]["rows"], "threads": t["speed"]["threads"],
+                          "reference_us_per_row": 1e6 * t["speed"]["reference_seconds"] / t["speed"]["rows"],
+                          "us_per_row": 1e6 * t["speed"]["seconds"] / t["speed"]["rows"]}
+        targets.append(d)
+    out: dict[str, Any] = {"passes": st.inp.config.compile.passes, "compiled_from": st.compiled_from,
+                           "targets": targets, "timings": timings}
+    if st.passes is not None:
+        out["final_ir"] = st.passes["describe"]
+        out["pass_reports"] = st.passes["reports"]
+    if "equivalence" in st.results:
+        out["equivalence"] = st.results["equivalence"]
+    return out
+
+
+def _display(schema: Any, j: int, v: float) -> Any:
+    f = schema.features[j]
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if f.categories is not None and float(v).is_integer() and 0 <= int(v) < len(f.categories):
+        return f.categories[int(v)]
+    return int(v) if float(v).is_integer() and abs(v) < 2 ** 53 else float(v)
+
+
+def cases_section(st: State, max_tests: int) -> dict[str, Any]:
+    inp = st.inp
+    cases = inp.table("cases")
+    if cases is None:
+        return {"count": 0, "items": [], "note": "no [data] cases file: nothing to explain per case"}
+    schema = inp.forest.schema
+    margins = inp.forest.evaluate(cases.X)
+    preds = inp.forest.predict(cases.X)
+    proba = inp.forest.predict_proba(cases.X) if schema.task.name in ("BINARY", "MULTICLASS") else None
+    by: dict[str, dict[int, Any]] = {k: {r["row"]: r for r in st.results.get(k, [])}
+                                     for k in ("sensitive", "counterfactual", "rules")}
+    plaus = st.results.get("plausibility", {}).get("scores", {})
+    items = []
+    for i in range(len(cases.X)):
+        item: dict[str, Any] = {
+            "row": i, "values": {n: _display(schema, j, float(cases.X[i, j])) for j, n in enumerate(schema.feature_names)},
+            "prediction": preds[i], "margin": margins[i] if margins.ndim == 1 else list(margins[i]),
+        }
+        if proba is not None:
+            item["probability"] = float(proba[i].max())
+        for key, fn in (("sensitive", _sensitive), ("counterfactual", _counterfactual), ("rule", _rule)):
+            src = "rules" if key == "rule" else key
+            if src in st.inp.config.explain.analyses and by[src]:
+                rec = by[src].get(i)
+                item[key] = _failed(rec) if rec is None or rec["status"] != "ok" else fn(rec["result"], max_tests)
+        if plaus:
+            item["plausibility"] = {k: v[i] for k, v in plaus.items() if i < len(v)}
+        items.append(item)
+    out: dict[str, Any] = {"count": len(items), "file": inp.config.relative(cases.path),
+                           "analyses": [a for a in inp.config.explain.analyses if a != "attribution"],
+                           "target": _target_text(st), "items": items}
+    sens = [r for r in st.results.get("sensitive", []) if r["status"] == "ok"]
+    if sens:
+        out["metric"] = {k: sens[0]["result"]["metric"][k] for k in ("norm", "scale", "immutable", "increase_only",
+                                                                     "decrease_only", "max_changes")}
+        out["sensitive_method"] = sens[0]["result"]["method"]
+    return out
+
+
+def _target_text(st: State) -> Any:
+    from .explain_steps import _target
+
+    t = _target(st)
+    return list(t) if isinstance(t, tuple) else t
+
+
+def _failed(rec: dict[str, Any] | None) -> dict[str, Any]:
+    if rec is None:
+        return {"status": "error", "message": "not computed"}
+    return {"status": "error", "message": f"{rec['error']['type']}: {rec['error']['message']}"}
+
+
+def _sensitive(r: dict[str, Any], max_tests: int) -> dict[str, Any]:
+    tests = r.get("tests", [])
+    reachable = bool(r.get("reachable"))
+    status = "ok" if reachable else "unreachable"
+    if reachable and r.get("distance") in (0, 0.0):
+        status = "at-target"
+    return {"status": status, "distance": r.get("distance"), "trace": r.get("trace"), "target": r.get("target"),
+            "exact": r.get("exact"), "method": r.get("method"), "verified": r.get("verified"),
+            "message": r.get("message", ""), "n_tests": len(tests),
+            "tests": [{k: t.get(k) for k in ("feature", "op", "threshold", "value", "new_value", "margin", "categories")
+                       if k in t} for t in tests[:max_tests]]}
+
+
+def _counterfactual(r: dict[str, Any], max_tests: int) -> dict[str, Any]:
+    return {"status": r.get("status"), "cost": r.get("cost"), "norm": r.get("norm"), "verified": r.get("verified"),
+            "gap": r.get("gap"), "prediction": r.get("prediction"), "original_prediction": r.get("original_prediction"),
+            "changes": r.get("changes", []), "message": r.get("message", "")}
+
+
+def _rule(r: dict[str, Any], max_tests: int) -> dict[str, Any]:
+    rules = [{"text": x.get("text"), "probability": x.get("probability"), "plausibility": x.get("plausibility"),
+              "support": x.get("support")} for x in r.get("rules", [])]
+    samples = r.get("samples") or []
+    sample = None
+    if samples:
+        s = samples[0]
+        sample = {"changes": s.get("changes"), "prediction": s.get("prediction"), "verified": s.get("verified"),
+                  "inlier_score": s.get("inlier_score")}
+    return {"status": r.get("status"), "message": r.get("message", ""), "features": r.get("features", []),
+            "cdp": r.get("cdp"), "reached_pi": r.get("reached_pi"), "pi": r.get("pi"), "pi_c": r.get("pi_c"),
+            "target": r.get("target"), "rules": rules, "sample": sample}
+
+
+def regional_section(st: State) -> dict[str, Any] | None:
+    reg = st.results.get("regional")
+    if reg is None:
+        return None
+    if "error" in reg:
+        return {"error": reg["error"]}
+    regions = []
+    for d in reg["regions"]:
+        regions.append({
+            "name": d.get("region_name"), "status": d.get("status"), "message": d.get("message", ""),
+            "training_rows": d.get("region_training_rows"), "cases_in_region": d.get("cases_in_region"),
+            "majority": d.get("prediction"), "target": d.get("target"), "features": d.get("features", []),
+            "cdp": d.get("cdp"), "region": [iv.get("text") for iv in d.get("region", [])],
+            "rules": [{"text": x.get("text"), "probability": x.get("probability"),
+                       "plausibility": x.get("plausibility"), "support": x.get("support")} for x in d.get("rules", [])],
+        })
+    return {"regions": regions, "coverage": reg.get("coverage", {})}
+
+
+def constraints_section(st: State) -> dict[str, Any] | None:
+    inp = st.inp
+    if inp.constraints is None or inp.config.constraints.path is None:
+        return None
+    c = inp.constraints
+    return {"file": inp.config.relative(inp.config.constraints.path), "sha256": inp.hashes.get("constraints"),
+            "text": inp.constraints_text, "immutable": c.immutable_features(),
+            "max_changes": c.max_changes, "norm": c.norm.name.lower() if c.norm is not None else None,
+            "plausibility": c.plausibility.method if c.plausibility is not None else None}
+
+
+def build_document(st: State, checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report document of a build (see module docstring)."""
+    cfg = st.inp.config
+    rep = cfg.report
+    doc: dict[str, Any] = {
+        "lumber_report": DOCUMENT_VERSION, "generator": f"lumber {__version__}",
+        "title": rep.title or f"{cfg.model.path.name}: lumber report", "seed": cfg.seed,
+        "sections": list(rep.sections),
+        "inputs": {role: {"file": cfg.relative(p), "sha256": st.inp.hashes[role]} for role, p in cfg.inputs().items()},
+        "model": model_card(st), "compile": compile_section(st, rep.timings),
+    }
+    if "attribution" in rep.sections and "attribution" in st.results:
+        doc["attribution"] = st.results["attribution"]
+    if "cases" in rep.sections:
+        doc["cases"] = cases_section(st, rep.max_tests)
+    if "regional" in rep.sections:
+        doc["regional"] = regional_section(st)
+    if "constraints" in rep.sections:
+        doc["constraints"] = constraints_section(st)
+    if "checks" in rep.sections:
+        doc["checks"] = [{k: c[k] for k in ("name", "passed", "gate", "message")} for c in checks]
+    return clean(doc)  # type: ignore[no-any-return]
+
+
+__all__ = ["DOCUMENT_VERSION", "build_document", "clean"]

@@ -1,0 +1,144 @@
+"""Every check a build makes, and which of them ``--check`` turns into a failed build.
+
+A check has ``passed`` True, False, or None (not applicable, e.g. the
+equivalence of a deliberately lossy pipeline); ``gate`` says whether a False
+fails ``lumber build --check``. Messages are deterministic (no timings) so
+they can sit in the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .compile_steps import State
+
+INFEASIBLE = {"counterfactual": ("infeasible", "no_solution"), "rules": ("no_divergent_set", "no_rule",
+                                                                         "empty_region")}
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool | None
+    gate: bool
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.gate and self.passed is False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _rows(n: int) -> str:
+    return f"{n:,} row{'s' if n != 1 else ''}"
+
+
+def exactness(st: State) -> list[Check]:
+    out = []
+    gate = st.inp.config.check.exact
+    for t in st.targets:
+        e = t["exact"]
+        src = "the pipeline's IR" if t.get("compiled_from") == "passes" else "the model"
+        if e["exact"]:
+            msg = (f"{t['target']}: margins and decisions equal {src}'s on every data row ({_rows(e['rows'])}, "
+                   f"max relative difference {e['max_rel_diff']:.3g})")
+        else:
+            msg = (f"{t['target']}: {e['differing_rows']:,} of {_rows(e['rows'])} differ from {src} "
+                   f"(max relative difference {e['max_rel_diff']:.3g}"
+                   f"{'' if e['decisions_equal'] else ', decisions differ'}); the artifact is not exact")
+        out.append(Check(f"exact[{t['target']}]", bool(e["exact"]), gate, msg, e))
+    return out
+
+
+def lossy_passes(st: State) -> list[dict[str, Any]]:
+    """Prune reports that dropped monomials (the pipeline no longer computes the model's function)."""
+    if st.passes is None:
+        return []
+    return [r for r in st.passes["reports"] if r["pass"] == "prune" and r["metrics"].get("dropped", 0) > 0]
+
+
+def equivalence(st: State) -> list[Check]:
+    cfg = st.inp.config
+    if not cfg.check.equivalence or "equivalence" not in st.results:
+        return []
+    r = st.results["equivalence"]
+    lossy = lossy_passes(st)
+    if st.compiled_from == "passes" and lossy:
+        return [Check("equivalence", None, False, "not applicable: the pipeline prunes (lossy by design); "
+                                                  "the prune gate bounds the loss", r)]
+    if r["equal"] is None:
+        return [Check("equivalence", None, False, f"{r['reason']}; exactness on data is checked instead", r)]
+    if r["equal"]:
+        return [Check("equivalence", True, True, f"the compiled IR equals the model ({r['method']}: {r['reason']})",
+                      r)]
+    return [Check("equivalence", False, True, f"the compiled IR is NOT equivalent to the model: {r['reason']}", r)]
+
+
+def _loss(m: dict[str, Any]) -> float:
+    before, after = float(m["metric_before"]), float(m["metric_after"])
+    if m["metric"] in ("auc", "accuracy"):
+        return before - after
+    return (after - before) / before if before else after - before
+
+
+def pruning(st: State) -> list[Check]:
+    if st.passes is None:
+        return []
+    out = []
+    prunes = [r for r in st.passes["reports"] if r["pass"] == "prune"]
+    for i, r in enumerate(prunes):
+        m = r["metrics"]
+        name = f"prune[{i}]" if len(prunes) > 1 else "prune"
+        if "metric_before" not in m:
+            out.append(Check(name, None, False, f"{r['summary']}; no validation rows to measure the loss", m))
+            continue
+        tol = st.inp.config.check.prune_tolerance
+        tol = float(m.get("tol", 0.0)) if tol is None else tol
+        loss = _loss(m)
+        rel = "" if m["metric"] in ("auc", "accuracy") else " (relative)"
+        ok = loss <= tol + 1e-12
+        msg = (f"validation {m['metric']} {m['metric_before']:.6f} -> {m['metric_after']:.6f}: loss {loss:.3g}{rel} "
+               f"{'within' if ok else 'EXCEEDS'} tolerance {tol:g}; kept {m['kept']:,} of "
+               f"{m['monomials_before']:,} monomials")
+        out.append(Check(name, ok, True, msg, dict(m, loss=loss, tolerance=tol)))
+    return out
+
+
+def explanations(st: State) -> list[Check]:
+    cfg = st.inp.config
+    out = []
+    for analysis in ("sensitive", "counterfactual", "rules"):
+        recs = st.results.get(analysis)
+        if recs is None:
+            continue
+        bad: list[str] = []
+        for rec in recs:
+            row = rec["row"]
+            if rec["status"] != "ok":
+                bad.append(f"case {row}: {rec['error']['type']}: {rec['error']['message']}")
+                continue
+            res = rec["result"]
+            if analysis == "sensitive" and not res.get("reachable"):
+                bad.append(f"case {row}: {res.get('message') or 'no decision change reachable'}")
+            elif res.get("status") in INFEASIBLE.get(analysis, ()):
+                bad.append(f"case {row}: {res['status']}: {res.get('message', '')}".rstrip(": "))
+        required = analysis in cfg.check.require
+        n = len(recs)
+        if bad:
+            msg = f"{analysis}: {len(bad)} of {n} cases have no explanation; " + "; ".join(bad[:3])
+            msg += f"; ... {len(bad) - 3} more" if len(bad) > 3 else ""
+        else:
+            msg = f"{analysis}: every case ({n}) has an explanation"
+        out.append(Check(f"explanations[{analysis}]", not bad, required, msg, {"cases": n, "missing": len(bad)}))
+    return out
+
+
+def all_checks(st: State) -> list[Check]:
+    return exactness(st) + equivalence(st) + pruning(st) + explanations(st)
+
+
+__all__ = ["Check", "all_checks", "equivalence", "exactness", "explanations", "lossy_passes", "pruning"]

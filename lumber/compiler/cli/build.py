@@ -1,0 +1,52 @@
+"""``lumber build [lumber.toml] [--check] [-o OUT] [--force]``: the build file's artifacts, report and manifest."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "build"
+HELP = "compile, check and explain a model as a lumber.toml build file says; write artifacts + report"
+DESCRIPTION = (
+    "Read a build file (TOML: model, data, constraints, passes, targets, report sections), check every input "
+    "before any work, then compile the targets, verify them on the data, explain the cases and write the "
+    "artifacts, report.html/.md/.json and manifest.json into the output folder, replaced atomically. Unchanged "
+    "inputs are not rebuilt. With --check the command fails (exit 1) when a gated check fails: an artifact not "
+    "exact on the data, a compiled IR not equivalent to the model, pruning beyond its tolerance, or a required "
+    "explanation that is infeasible.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("build_file", nargs="?", default="lumber.toml", help="the build file (default: lumber.toml)")
+    p.add_argument("--check", action="store_true", help="exit 1 when a gated check fails")
+    p.add_argument("-o", "--output", help="output folder (default: [output] dir of the build file)")
+    p.add_argument("--force", action="store_true", help="rebuild every step, ignoring the cache")
+    p.add_argument("--keys", action="store_true", help="list every build-file key with its default and exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only failures")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lumber.compiler.build import build, key_table, print_summary
+
+    if args.keys:
+        section = None
+        for sec, key, default, doc in key_table():
+            if sec != section:
+                print(f"[{sec}]" if sec else "# top level")
+                section = sec
+            print(f"  {key:<16} {default or '-':<28} {doc}")
+        return 0
+    log = None if args.quiet else (lambda s: print(s, flush=True))
+    result = build(args.build_file, output=args.output, force=args.force, log=log)
+    if not args.quiet:
+        print_summary(result, sys.stdout)
+    failed = result.failed
+    if failed:
+        stream = sys.stderr
+        verb = "build check failed" if args.check else "warning: gated check failed"
+        for c in failed:
+            print(f"{verb}: {c.name}: {c.message}", file=stream)
+        if args.check:
+            print(f"{len(failed)} gated check(s) failed; see {result.output / 'manifest.json'}", file=stream)
+            return 1
+    return 0
