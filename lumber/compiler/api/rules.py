@@ -79,13 +79,13 @@ def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = 
     verify
         Also check every sample with the source model object's ``predict``.
     """
+    if x is None:
+        raise InputDataError("no case or region to explain", "pass x= one case, several cases or a region")
     explainer = RuleExplainer(model, X_train, constraints=constraints, surrogate=surrogate, pi=pi, pi_c=pi_c, k=k,
                               n_samples=n_samples, seed=seed, strict=strict, search=search,
                               max_subsets=max_subsets, max_rules=max_rules, max_sets=max_sets,
                               n_estimators=n_estimators, max_depth=max_depth, isolation=isolation,
                               anneal=anneal, verify=verify)
-    if x is None:
-        raise InputDataError("no case or region to explain", "pass x= one case, several cases or a region")
     regions = _as_regions(explainer.forest, x)
     if regions is not None:
         rs = explainer.regional(regions[0], target)

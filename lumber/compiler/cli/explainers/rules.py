@@ -1,0 +1,41 @@
+"""``lumber explain MODEL DATA.csv --rules --train TRAIN.csv``: counterfactual rules per case.
+
+For each chosen row: the feature set S to change, the rules (IF-THEN boxes over
+S reaching the target with probability ``pi_c``) and one verified
+counterfactual sample. The rules are estimated on the training rows (``--train``
+is required) with a surrogate random forest fitted to the model's decisions;
+``--constraints FILE`` keeps immutable features out of S and clips boxes to
+directions and bounds; ``--target`` names the class wanted (``lo:hi`` for a
+regressor); ``--seed`` fixes the surrogate, the isolation forest and the samples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lumber.compiler.api.rules import RuleExplainer
+from lumber.ir import InputDataError, Task
+
+
+def explain(ctx: Any) -> tuple[dict[str, Any], str]:
+    args = ctx.args
+    if ctx.train_X is None:
+        raise InputDataError("--rules needs training rows", "add --train TRAIN.csv (the rows the model was fitted on)")
+    target = _target(args.target, ctx.forest.schema.task)
+    explainer = RuleExplainer(ctx.forest, ctx.train_X, constraints=ctx.constraints, seed=int(args.seed),
+                              pi=float(getattr(args, "pi", None) or 0.9), pi_c=float(getattr(args, "pi_c", None) or 0.9))
+    result = explainer.local(ctx.X[ctx.rows], target, rows=[int(r) for r in ctx.rows])
+    return result.to_dict(), result.to_text()
+
+
+def _target(spec: str | None, task: Task) -> Any:
+    if spec is None or task != Task.REGRESSION:
+        return spec
+    try:
+        lo, hi = spec.split(":", 1)
+        return (float(lo) if lo.strip() else float("-inf"), float(hi) if hi.strip() else float("inf"))
+    except ValueError:
+        raise InputDataError(f"--target {spec!r} is not an interval", "for a regressor use --target LO:HI") from None
+
+
+__all__ = ["explain"]

@@ -1,0 +1,110 @@
+"""``lumber.counterfactual_rules`` on real models: compas smoke test (LightGBM explained through a
+surrogate random forest), a random forest explained by itself, regions, constraints and errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+import lumber
+from builders import make_forest
+from lumber.compiler.api.rules import RuleExplainer
+from lumber.ir import InputDataError, UnsupportedModelError
+from lumber.passes.analyses.rules import CounterfactualRule, RuleSet
+
+
+@pytest.fixture(scope="module")
+def compas_rules(compas_model: dict[str, Any]) -> tuple[RuleExplainer, RuleSet]:
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=1)
+    return ex, ex.local(compas_model["Xte"].iloc[:12])
+
+
+def test_compas_smoke(compas_model: dict[str, Any], compas_rules: tuple[RuleExplainer, RuleSet]) -> None:
+    ex, rs = compas_rules
+    assert ex.surrogate_kind == "fitted" and ex.fidelity >= 0.95
+    assert ex.rule_forest.n_trees == 20 and ex.rule_forest.max_depth <= 10
+    found = [r for r in rs if r.found]
+    assert len(found) >= 10
+    m = compas_model["model"]
+    for r in found:
+        assert all(rule.probability >= 0.9 for rule in r.rules)
+        [s] = r.samples
+        assert s.verified
+        want = r.target.labels[r.target.classes[0]]  # type: ignore[index]
+        assert m.predict(_frame(compas_model, s.x))[0] == want  # checked again here on LightGBM itself
+        moved = {c.feature for c in s.changes}
+        assert moved <= set(r.features)
+        assert any(rule.contains(ex.rule_forest.prepare_input(s.x[None]))[0] for rule in r.rules)
+    doc = json.dumps(rs.to_dict())
+    assert '"status": "found"' in doc and rs.to_dict()["info"]["surrogate"] == "fitted"
+    assert rs.to_text().startswith(f"counterfactual rules: {len(found)} of 12 found")
+
+
+def _frame(compas_model: dict[str, Any], x: np.ndarray) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(x[None, :], columns=compas_model["Xtr"].columns)
+
+
+def test_single_case_and_constraints(compas_model: dict[str, Any]) -> None:
+    m, Xtr, Xte = compas_model["model"], compas_model["Xtr"], compas_model["Xte"]
+    cons = {"immutable": ["Race", "Sex", "AgeGroup"]}
+    res = lumber.counterfactual_rules(m, Xtr, Xte.iloc[3], constraints=cons, max_sets=3)
+    assert isinstance(res, CounterfactualRule)
+    assert not {"Race", "Sex", "AgeGroup"} & set(res.features)
+    for s in res.samples:
+        assert {c.feature for c in s.changes}.isdisjoint({"Race", "Sex", "AgeGroup"})
+    one = lumber.counterfactual_rules(m, Xtr, Xte.iloc[:4], constraints={"max_changes": 1}, n_samples=0)
+    assert all(r.sparsity <= 1 for r in one if r.found)
+    as_dict = lumber.counterfactual_rules(m, Xtr, Xte.iloc[3].to_dict(), constraints=cons, max_sets=3)
+    assert as_dict.to_dict() == res.to_dict()
+
+
+def test_constraint_file_text(compas_model: dict[str, Any], tmp_path: Any) -> None:
+    p = tmp_path / "c.lum"
+    p.write_text("immutable Race, Sex\n")
+    res = lumber.counterfactual_rules(compas_model["model"], compas_model["Xtr"], compas_model["Xte"].iloc[0],
+                                      constraints=str(p), n_samples=0)
+    assert not {"Race", "Sex"} & set(res.features)
+
+
+def test_region_through_the_api(compas_model: dict[str, Any]) -> None:
+    m, Xtr = compas_model["model"], compas_model["Xtr"]
+    res = lumber.counterfactual_rules(m, Xtr, {"PriorsCount": (8, None), "AgeGroup": (1, 1)}, n_samples=0)
+    assert isinstance(res, CounterfactualRule) and res.is_regional and res.region_rows > 0
+    assert res.found and res.prediction == 1
+    both = lumber.counterfactual_rules(m, Xtr, [{"PriorsCount": (8, None)}, {"PriorsCount": (None, 0)}], n_samples=0)
+    assert isinstance(both, RuleSet) and len(both) == 2
+
+
+def test_random_forest_explains_itself() -> None:
+    from sklearn.ensemble import RandomForestRegressor
+
+    d = lumber.datasets.load("compas")
+    X, y = d.X.iloc[:1500], d.y[:1500]
+    rf = RandomForestRegressor(n_estimators=10, max_depth=6, random_state=0, n_jobs=1).fit(X, y + X["PriorsCount"] / 10)
+    res = lumber.counterfactual_rules(rf, X, X.iloc[:3], target=(1.0, 3.0))
+    assert res.info["surrogate"] == "model" and res.info["surrogate_fidelity"] == 1.0
+    for r in res:
+        for s in r.samples:
+            assert 1.0 <= rf.predict(X.iloc[:1] * 0 + s.x[None, :])[0] <= 3.0 or not s.verified
+
+
+def test_errors(compas_model: dict[str, Any]) -> None:
+    m, Xtr, Xte = compas_model["model"], compas_model["Xtr"], compas_model["Xte"]
+    with pytest.raises(InputDataError, match="data has 3 columns but the model reads 5 features"):
+        lumber.counterfactual_rules(m, Xtr.iloc[:, :3].to_numpy(), Xte.iloc[0])
+    with pytest.raises(InputDataError, match="no case or region"):
+        lumber.counterfactual_rules(m, Xtr)
+    with pytest.raises(InputDataError, match="surrogate='forest' is not understood"):
+        lumber.counterfactual_rules(m, Xtr, Xte.iloc[0], surrogate="forest")
+    with pytest.raises(InputDataError, match="unknown feature"):
+        lumber.counterfactual_rules(m, Xtr, Xte.iloc[0], constraints={"immutable": ["Height"]})
+    cat = make_forest([("Race", {1}, 0.0, 1.0)], list(Xtr.columns), average=True)
+    with pytest.raises(UnsupportedModelError, match="categorical splits"):
+        lumber.counterfactual_rules(m, Xtr, Xte.iloc[0], surrogate=cat)
+    with pytest.raises(InputDataError, match="lacks feature"):
+        lumber.counterfactual_rules(m, Xtr, {"Race": 1.0})
