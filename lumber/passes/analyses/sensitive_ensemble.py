@@ -23,13 +23,14 @@ The search, per case (and per target class for multiclass models):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Bound, Constraints, Direction, FeatureRule, Forest, Task
+from lumber.ir import Bound, Constraints, Direction, FeatureRule, Forest, InputDataError, Task
 from lumber.ir.interp import forest_apply, forest_evaluate
 
 from .leaf_boxes import forest_boxes
@@ -54,6 +55,8 @@ class SearchOptions:
     """States kept at each step of the walk."""
     max_steps: int = 64
     shrink_rounds: int = 8
+    time_limit: float | None = None
+    """Seconds per case and target after which the walk stops (the best verified point is kept)."""
     sweep: int = 8
     """Single-feature moves tried per feature and direction at each step (nearest threshold
     crossings; every admissible category of a categorical feature)."""
@@ -188,7 +191,10 @@ class _Search:
         Z = x[None, :].copy()
         dZ = np.zeros(1)
         seen = {x.tobytes()}
+        deadline = None if self.opts.time_limit is None else time.perf_counter() + self.opts.time_limit
         for _ in range(self.opts.max_steps):
+            if deadline is not None and time.perf_counter() > deadline:
+                return None
             margins = forest_evaluate(self.forest, Z).reshape(Z.shape[0], -1)
             leaves = forest_apply(self.forest, Z)
             costs = [plan.costs(Z, self.bounds_for(blo, bhi, Z.shape[0])) for plan in self.plans]
@@ -302,6 +308,11 @@ class _Search:
 def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal = Goal(),
                           **options: Any) -> SensitiveResult:
     """Verified upper bound on the nearest decision change of each case (``X`` prepared)."""
+    known = {f.name for f in fields(SearchOptions)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise InputDataError(f"unknown option(s) for the upper-bound search: {', '.join(unknown)}",
+                             f"accepted: {', '.join(sorted(known))}")
     opts = SearchOptions(**options)
     s = _Search(forest, metric, goal, opts)
     labels = decision_labels(forest, goal)
