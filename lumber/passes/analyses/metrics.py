@@ -209,7 +209,8 @@ def _resolve_scale(value: Any, names: Sequence[str]) -> tuple[Scale | None, npt.
         return (None if value == Scale.NONE else value), None
     if isinstance(value, str):
         if value.lower() not in SCALES:
-            raise InputDataError(f"unknown scale {value!r}", "accepted: 'none', 'std', 'minmax', or per-feature spreads")
+            raise InputDataError(f"unknown scale {value!r}",
+                                 "accepted: 'none', 'std', 'minmax', or per-feature spreads")
         s = SCALES[value.lower()]
         return (None if s == Scale.NONE else s), None
     spreads = np.ones(len(names))
@@ -225,7 +226,8 @@ def _resolve_scale(value: Any, names: Sequence[str]) -> tuple[Scale | None, npt.
         spreads = arr
     bad = np.flatnonzero(~(spreads > 0) | ~np.isfinite(spreads))
     if bad.size:
-        raise InputDataError(f"scale of feature '{names[bad[0]]}' is {spreads[bad[0]]}: scales must be positive and finite")
+        raise InputDataError(
+            f"scale of feature '{names[bad[0]]}' is {spreads[bad[0]]}: scales must be positive and finite")
     return None, spreads
 
 
@@ -273,8 +275,9 @@ def _weights(weights: Any, names: Sequence[str]) -> tuple[npt.NDArray[np.float64
     for arr in (down, up):
         bad = np.flatnonzero(~(arr > 0) | ~np.isfinite(arr))
         if bad.size:
-            raise InputDataError(f"weight of feature '{names[bad[0]]}' is {arr[bad[0]]}: weights must be positive and finite",
-                                 "to keep a feature from changing, freeze it instead")
+            raise InputDataError(
+                f"weight of feature '{names[bad[0]]}' is {arr[bad[0]]}: weights must be positive and finite",
+                "to keep a feature from changing, freeze it instead")
     return down, up
 
 
@@ -288,7 +291,8 @@ def _check_supported(c: Constraints) -> None:
             diags.append(Diagnostic(Severity.ERROR, f"{what} is not supported by sensitive tests", it.span,
                                     ("sensitive tests move each feature independently; use lumber.counterfactual",)))
     if c.plausibility is not None:
-        diags.append(Diagnostic(Severity.ERROR, f"plausibility '{c.plausibility.method}' is not supported by sensitive tests",
+        diags.append(Diagnostic(Severity.ERROR,
+                                f"plausibility '{c.plausibility.method}' is not supported by sensitive tests",
                                 None, ("use lumber.counterfactual for plausible counterfactuals",)))
     if diags:
         raise CompileError(diags)
@@ -305,7 +309,8 @@ def as_constraints(constraints: Any) -> Constraints:
             return Constraints.from_mapping(constraints)
         except (KeyError, TypeError, ValueError) as exc:
             raise InputDataError(f"constraints mapping is malformed: {exc}",
-                                 "keys: immutable, increase, decrease, bounds, cost, norm, scale, max_changes") from None
+                                 "keys: immutable, increase, decrease, bounds, cost, norm, scale, max_changes"
+                                 ) from None
     raise InputDataError(f"constraints must be a lumber.Constraints or a mapping, got {type(constraints).__name__}",
                          "build one with lumber.parse_constraints(path) or Constraints.from_mapping({...})")
 

@@ -50,7 +50,8 @@ class SensitiveTest:
             return (f"{self.feature} not in {{{', '.join(map(str, self.categories))}}} "
                     f"({_num(self.value)} -> {_num(self.new_value)}, margin {self.margin:.4g})")
         thr = "?" if self.threshold is None else _num(self.threshold)
-        return f"{self.feature} {self.op} {thr} ({_num(self.value)} -> {_num(self.new_value)}, margin {self.margin:.4g})"
+        return (f"{self.feature} {self.op} {thr} ({_num(self.value)} -> {_num(self.new_value)}, "
+                f"margin {self.margin:.4g})")
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -200,7 +201,8 @@ class SensitiveResult(Sequence[CaseSensitivity]):
             row=int(self.rows[i]) if self.rows is not None else i, prediction=_plain(pred),
             trace=int(self.trace[i]), distance=float(self.distance[i]), tests=tests, point=p,
             target=self.group_labels[int(self.target_group[i])] if ok else None, reachable=ok,
-            exact=self.exact if self.case_exact is None else bool(self.case_exact[i]), method=self.method, verified=bool(self.verified[i]), per_class=per_class,
+            exact=self.exact if self.case_exact is None else bool(self.case_exact[i]), method=self.method,
+            verified=bool(self.verified[i]), per_class=per_class,
             message=self.messages.get(i, "" if ok else UNREACHABLE))
 
     def to_json(self) -> dict[str, Any]:

@@ -390,7 +390,8 @@ class TreePlan:
 
     # -- witnesses --------------------------------------------------------------------------
 
-    def witness(self, X: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], bounds: Bounds) -> npt.NDArray[np.float64]:
+    def witness(self, X: npt.NDArray[np.float64], rows: npt.NDArray[np.int64],
+                bounds: Bounds) -> npt.NDArray[np.float64]:
         """The projection of case ``i`` onto leaf ``rows[i]``: a point the tree routes there."""
         P = X.copy()
         for k in self.fast:
