@@ -80,11 +80,19 @@ class _Errors:
         self.diags.append(Diagnostic(Severity.ERROR, message, span, tuple(notes), source_line=src))
 
     def from_exc(self, exc: LumberError, section: str, name: str | None) -> None:
+        """The error at the build-file key that named the input; errors located in a text file
+        (a constraint file) follow unchanged, so their caret lines are shown too."""
         first, *rest = exc.diagnostics
         line, col, src = locate(self.cfg.text, section, name)
+        span = SourceSpan(str(self.cfg.path), line, col, line, col + (len(name) if name else 1))
+        if isinstance(first.location, SourceSpan):
+            n = len(exc.diagnostics)
+            what = f"{n} error{'s' if n > 1 else ''} in '{Path(str(first.location.file)).name}'"
+            self.diags.append(Diagnostic(Severity.ERROR, f"{what}: {first.message}", span, (), source_line=src))
+            self.diags.extend(exc.diagnostics)
+            return
         notes = tuple(first.notes) + tuple(d.render() for d in rest)
         where = f" ({first.location})" if first.location is not None else ""
-        span = SourceSpan(str(self.cfg.path), line, col, line, col + (len(name) if name else 1))
         self.diags.append(Diagnostic(Severity.ERROR, first.message + where, span, notes, source_line=src))
 
     def raise_if_any(self) -> None:
@@ -260,10 +268,10 @@ def _check_pipeline(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
     for p in inp.passes:
         if p.name != "prune":
             continue
-        if "train" not in inp.tables:
+        if cfg.data.train is None:
             err.add(f"pass '{p.pipeline_text()}' needs training rows", "compile", "passes",
                     "set [data] train = \"train.csv\"")
-        if getattr(p, "alpha", None) == "auto" and ("validation" not in inp.tables or cfg.data.label is None):
+        if getattr(p, "alpha", None) == "auto" and (cfg.data.validation is None or cfg.data.label is None):
             err.add(f"pass '{p.pipeline_text()}' chooses alpha on labelled validation rows", "compile", "passes",
                     "set [data] validation and [data] label, or give alpha a number")
 

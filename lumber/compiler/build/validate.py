@@ -78,9 +78,12 @@ class _Checker:
     def unknown(self, what: str, name: str, valid: list[str], section: str) -> None:
         close = difflib.get_close_matches(name, valid, n=1, cutoff=0.5)
         notes = [f"did you mean '{close[0]}'?"] if close else []
-        notes.append(f"valid {'keys' if section or what != 'section' else 'sections'}: {', '.join(valid)}")
+        notes.append(f"valid {'keys' if section else 'top-level names'}: {', '.join(valid)}")
         where = f" in [{section}]" if section else ""
-        self.error(f"unknown {what} '{name}'{where}", section, name, *notes)
+        if what == "section":  # point at the [header]
+            self.error(f"unknown {what} '{name}'", name, None, *notes)
+        else:
+            self.error(f"unknown {what} '{name}'{where}", section, name, *notes)
 
     # -- values ------------------------------------------------------------------------------
 

@@ -1,0 +1,161 @@
+"""`lumber build` end to end on a real LightGBM model: artifacts, manifest, checks, incremental, determinism."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import lumber
+from lumber.compiler.build import build
+from lumber.compiler.build.manifest import sha256
+from buildproject import copy_project, set_key
+
+ARTIFACTS = {"model.so", "model.onnx", "ir.lumber", "report.html", "report.md", "report.json", "explanations.json",
+             "manifest.json"}
+
+
+def test_artifacts_and_manifest(built) -> None:  # type: ignore[no-untyped-def]
+    proj, res = built
+    out = proj / "build"
+    assert res.output == out and not res.up_to_date
+    assert {p.name for p in out.iterdir()} == ARTIFACTS
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["status"] == "passed" and m["seed"] == 0
+    # input hashes are the files' sha256
+    for role, name in (("model", "model.txt"), ("train", "train.csv"), ("validation", "valid.csv"),
+                       ("cases", "cases.csv"), ("constraints", "recourse.lum")):
+        assert m["inputs"][role] == {"file": name, "sha256": sha256(proj / name), "bytes": (proj / name).stat().st_size}
+    # every artifact listed with its hash; nothing else in the folder but the manifest
+    listed = {a["file"]: a for a in m["artifacts"]}
+    assert set(listed) == ARTIFACTS - {"manifest.json"}
+    assert all(listed[f]["sha256"] == sha256(out / f) for f in listed)
+    assert m["versions"]["lumber"] == lumber.__version__ and m["versions"]["lightgbm"]
+    steps = {s["step"] for s in m["steps"]}
+    assert {"passes", "compile-c", "compile-onnx", "attribution", "sensitive", "counterfactual", "rules",
+            "regional", "plausibility"} <= steps
+    assert all(s["seconds"] >= 0 for s in m["steps"])
+    checks = {c["name"]: c for c in m["checks"]}
+    assert checks["exact[c]"]["passed"] and checks["exact[onnx]"]["passed"] and checks["prune"]["passed"]
+    assert checks["exact[c]"]["details"]["rows"] == 800 + 400 + 4
+    for t in m["targets"]:  # speed is measured and recorded even when the report leaves it out
+        assert t["speed"]["speedup"] > 0
+
+
+def test_compiled_artifacts_reproduce_the_model(built) -> None:  # type: ignore[no-untyped-def]
+    from lumber.compiler.api.compile import load_compiled
+
+    proj, _ = built
+    model = lumber.load(proj / "model.txt")
+    X = pd.read_csv(proj / "valid.csv").drop(columns="income")
+    ref = model.evaluate(X)
+    for name in ("model.so", "model.onnx"):
+        pred = load_compiled(proj / "build" / name, model)
+        assert np.array_equal(pred.predict_raw(X.to_numpy()), ref)
+
+
+def test_report_content_matches_the_analyses(built) -> None:  # type: ignore[no-untyped-def]
+    proj, _ = built
+    doc = json.loads((proj / "build" / "report.json").read_text())
+    assert doc["sections"] == ["model", "attribution", "cases", "regional", "constraints", "checks"]
+    assert doc["model"]["shape"]["trees"] == 12 and len(doc["model"]["features"]) == 11
+    cases = doc["cases"]["items"]
+    assert len(cases) == 4
+    X = pd.read_csv(proj / "cases.csv")
+    model = lumber.load(proj / "model.txt")
+    assert [c["prediction"] for c in cases] == model.predict(X).tolist()
+    cons = lumber.parse_constraints(proj / "recourse.lum", schema=model.schema)
+    train = pd.read_csv(proj / "train.csv").drop(columns="income")
+    for i, c in enumerate(cases):
+        cf = lumber.counterfactual(model, X.iloc[[i]].to_numpy()[0], constraints=cons, reference=train,
+                                   scale="std", time_limit=10)
+        assert c["counterfactual"]["status"] == cf.status
+        assert c["counterfactual"]["cost"] == pytest.approx(cf.cost, rel=1e-9)
+        assert [ch["feature"] for ch in c["counterfactual"]["changes"]] == [ch.feature for ch in cf.changes]
+        assert "Sex" not in [ch["feature"] for ch in c["counterfactual"]["changes"]]  # immutable
+        s = c["sensitive"]
+        assert s["status"] == "ok" and s["distance"] > 0 and s["trace"] > 0 and s["tests"]
+        assert c["rule"]["status"] in ("found", "no_rule", "no_divergent_set")
+        assert set(c["plausibility"]) >= {"case", "counterfactual", "sensitive"}
+    assert doc["constraints"]["text"] == (proj / "recourse.lum").read_text()
+    assert doc["attribution"]["outputs"][0]["features"]
+    reg = doc["regional"]
+    assert len(reg["regions"]) == 2 and set(reg["coverage"]) == {"cases", "validation", "train"}
+
+
+def test_unchanged_inputs_are_not_rebuilt(built) -> None:  # type: ignore[no-untyped-def]
+    proj, first = built
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in (proj / "build").iterdir()}
+    again = build(proj / "lumber.toml")
+    assert again.up_to_date and again.rebuilt == []
+    assert [c.to_dict() for c in again.checks] == [c.to_dict() for c in first.checks]
+    assert {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in (proj / "build").iterdir()} == before
+
+
+def test_a_changed_input_rebuilds_only_what_reads_it(project: Path) -> None:
+    toml = project / "lumber.toml"
+    set_key(toml, "compile", 'targets = ["onnx"]')
+    set_key(toml, "explain", 'analyses = ["counterfactual"]')
+    set_key(toml, "explain", 'regions = "none"')
+    first = build(toml)
+    assert set(first.rebuilt) == {"passes", "compile-onnx", "counterfactual", "plausibility"}
+    (project / "recourse.lum").write_text((project / "recourse.lum").read_text() + "HoursPerWeek: <= 60\n")
+    second = build(toml)
+    assert not second.up_to_date
+    assert {"counterfactual"} <= set(second.rebuilt) <= {"counterfactual", "plausibility"}  # compile steps cached
+    assert "HoursPerWeek: <= 60" in json.loads((project / "build" / "report.json").read_text())["constraints"]["text"]
+    third = build(toml, force=True)
+    assert set(third.rebuilt) == set(first.rebuilt)
+
+
+def test_same_inputs_give_identical_reports(built, project: Path) -> None:  # type: ignore[no-untyped-def]
+    proj, _ = built
+    set_key(project / "lumber.toml", "output", 'cache = "other-cache"')
+    other = build(project / "lumber.toml", output=project / "elsewhere")
+    assert not other.up_to_date and "compile-c" in other.rebuilt  # computed afresh, no shared cache
+    for name in ("report.html", "report.md", "report.json", "explanations.json", "ir.lumber", "model.onnx"):
+        assert (project / "elsewhere" / name).read_bytes() == (proj / "build" / name).read_bytes(), name
+
+
+def test_a_failed_build_leaves_the_previous_output(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    toml = project / "lumber.toml"
+    set_key(toml, "compile", 'targets = ["numpy"]')
+    set_key(toml, "explain", "analyses = []")
+    build(toml)
+    before = {p.name: p.read_bytes() for p in (project / "build").iterdir()}
+    set_key(toml, "report", 'title = "changed"')
+
+    def boom(*a: object, **k: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("lumber.backends.report.write_report", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        build(toml)
+    assert {p.name: p.read_bytes() for p in (project / "build").iterdir()} == before
+    assert not [p for p in project.iterdir() if p.name.startswith(".build.")]  # no staging folder left behind
+
+
+def test_report_timings_opt_in(project: Path) -> None:
+    toml = project / "lumber.toml"
+    set_key(toml, "compile", 'targets = ["onnx"]')
+    set_key(toml, "explain", "analyses = []")
+    set_key(toml, "report", "timings = true")
+    build(toml)
+    doc = json.loads((project / "build" / "report.json").read_text())
+    t = doc["compile"]["targets"][0]
+    assert t["speedup"] > 0 and t["speed"]["us_per_row"] > 0
+    assert "speed-up" in (project / "build" / "report.md").read_text()
+
+
+def test_output_option_and_relative_paths(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    toml = project / "lumber.toml"
+    set_key(toml, "compile", "targets = []")
+    set_key(toml, "explain", "analyses = []")
+    monkeypatch.chdir(tmp_path)
+    res = build(toml, output="out/nested")
+    assert res.output == (tmp_path / "out" / "nested").resolve()
+    doc = (res.output / "report.json").read_text()
+    assert str(tmp_path) not in doc and str(project) not in doc  # reports never carry absolute paths
