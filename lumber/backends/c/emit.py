@@ -47,16 +47,33 @@ def _template(name: str) -> str:
     return resources.files("lumber.backends.c").joinpath(name).read_text(encoding="utf-8")
 
 
+_TRAILING = re.compile(r"\.?0+p")
+
+
+def _hex(v: float) -> str:
+    """Shortest exact hex literal: ``0x1.8p+1``, ``0`` for zero (fewer characters to parse)."""
+    if v == 0.0:
+        return "-0.0" if str(v)[0] == "-" else "0"
+    h = v.hex()
+    return _TRAILING.sub("p", h) if "." in h else h
+
+
 def c_reals(values: npt.NDArray[np.float64], single: bool) -> list[str]:
-    """Exact C literals (hex floats; NAN/INFINITY for the rest)."""
-    out = [float(v).hex() for v in values.tolist()]
-    bad = np.flatnonzero(~np.isfinite(values))
-    for i in bad:
-        v = values[i]
-        out[i] = "NAN" if np.isnan(v) else ("INFINITY" if v > 0 else "-INFINITY")
-    if single:
-        out = [s + "f" if s[0] in "-0" else s for s in out]
-    return out
+    """Exact C literals (hex floats; NAN/INFINITY for the rest), formatting each distinct value once."""
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    uniq, inverse = np.unique(bits, return_inverse=True)
+    texts = []
+    for v in uniq.view(np.float64).tolist():
+        if v != v:
+            t = "NAN"
+        elif v in (np.inf, -np.inf):
+            t = "INFINITY" if v > 0 else "-INFINITY"
+        else:
+            t = _hex(v)
+            if single and "p" in t:
+                t += "f"
+        texts.append(t)
+    return [texts[i] for i in inverse.reshape(-1).tolist()]
 
 
 def c_string(text: str) -> str:
@@ -98,7 +115,8 @@ def _code_tree(lay: Layout, t: int, thr: list[str], name: str) -> str:
         f = int(lay.feature[s])
         fl = int(lay.flags[s])
         if fl & (FLAG_MISSING_ZERO | FLAG_CATEGORICAL):
-            cond = f"lumber_go_left({s}, x[{f}])"
+            q = int(np.searchsorted(lay.special_slots, s))
+            cond = f"lumber_go_left_special({s}, {q}, x[{f}])"
         elif fl & FLAG_MISSING_LEFT:
             cond = f"!(x[{f}] > {thr[s]})"
         else:
@@ -193,7 +211,8 @@ def emit_source(forest: Forest, options: COptions | None = None) -> Artifact:
     code_defs: list[str] = []
     if unroll and T > 0:
         names = [f"lumber_tree_{t}" for t in range(T)]
-        parts.append("static inline int lumber_go_left(int32_t s, LUMBER_IN_T v);\n")
+        if has_special:
+            parts.append("static inline int lumber_go_left_special(int32_t s, int32_t q, LUMBER_IN_T v);\n")
         parts.extend(f"static int32_t {nm}(const LUMBER_IN_T *x);\n" for nm in names)
         parts.append(f"static int32_t (*const L_TREE_FN[{T}])(const LUMBER_IN_T *) = {{\n  "
                      + ",\n  ".join(names) + "\n};\n")
@@ -218,8 +237,10 @@ def _tables(forest: Forest, lay: Layout, mode: npt.NDArray[np.int64], single: bo
     feats = lay.walk_feature.tolist()
     childs = lay.child.tolist()
     nodes = [f"{{{a}, {b}, {c}}}" for a, b, c in zip(thr, feats, childs)]
+    # one padding leaf, so no compiler can prove child + 1 out of bounds in a one-leaf model
+    nodes.append(f"{{NAN, 0, {len(nodes)}}}")
     out = [_array("lumber_node", "L_NODES", nodes, per_line=4)]
-    out.append(_array("uint8_t", "L_FLAGS", [str(v) for v in lay.flags.tolist()], per_line=32))
+    out.append(_array("uint8_t", "L_FLAGS", [str(v) for v in lay.flags.tolist()] + ["1"], per_line=32))
     trees = [f"{{{r}, {o}, {s}, {m}}}" for r, o, s, m in
              zip(lay.root.tolist(), forest.tree_output.tolist(), lay.steps.tolist(), mode.tolist())]
     if not trees:
@@ -255,8 +276,9 @@ def _tables(forest: Forest, lay: Layout, mode: npt.NDArray[np.int64], single: bo
     if lay.special_slots.size:
         out.append(_array("int32_t", "L_SPECIAL_OFF", [str(v) for v in lay.special_offset.tolist()], per_line=16))
         out.append(_array("int32_t", "L_SPECIAL_SLOTS", [str(v) for v in lay.special_slots.tolist()], per_line=16))
-        out.append(_array("int32_t", "L_ORIG_FEAT", [str(v) for v in lay.feature.tolist()], per_line=16))
-        out.append(_array("LUMBER_IN_T", "L_ORIG_THR", c_reals(lay.threshold, single)))
+        sp = lay.special_slots
+        out.append(_array("int32_t", "L_SPECIAL_FEAT", [str(v) for v in lay.feature[sp].tolist()], per_line=16))
+        out.append(_array("LUMBER_IN_T", "L_SPECIAL_THR", c_reals(np.nan_to_num(lay.threshold[sp]), single)))
     if lay.catmask is not None:
         out.append(_array("uint32_t", "L_CATMASK", [f"{v}u" for v in lay.catmask.tolist()], per_line=8))
         out.append(_array("int32_t", "L_FASTCAT_FEATURES", [str(v) for v in lay.fastcat_features.tolist()]))

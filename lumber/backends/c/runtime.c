@@ -33,14 +33,6 @@
 #define L_K LUMBER_N_OUTPUTS
 #define L_IS_LEAF(s) (L_NODES[(s)].child == (s))
 
-#if LUMBER_HAS_SPECIAL
-#define L_GO_THR(s) L_ORIG_THR[(s)]
-#define L_GO_FEAT(s) L_ORIG_FEAT[(s)]
-#else
-#define L_GO_THR(s) L_NODES[(s)].thr
-#define L_GO_FEAT(s) L_NODES[(s)].feat
-#endif
-
 /* One step for data without NaN: right iff x > thr. */
 #define L_STEP(n, x) do { const lumber_node *nd_ = L_NODES + (n); \
     (n) = (int64_t)nd_->child + ((x)[nd_->feat] > nd_->thr); } while (0)
@@ -90,12 +82,12 @@ static inline int lumber_member(int32_t s, int64_t code)
 }
 #endif
 
-/* Full node semantics (NaN, missing_zero, categories): the reference's go_left. */
-static inline int lumber_go_left(int32_t s, LUMBER_IN_T v)
+#if LUMBER_HAS_SPECIAL
+/* Full semantics of special node s (q-th special node overall): the reference's go_left. */
+static inline int lumber_go_left_special(int32_t s, int32_t q, LUMBER_IN_T v)
 {
     const unsigned f = L_FLAGS[s];
     if (v != v) return (int)(f & 1u);
-#if LUMBER_HAS_SPECIAL
     if ((f & 2u) && fabs((double)v) <= LUMBER_ZERO_THRESHOLD) return (int)(f & 1u);
 #if LUMBER_HAS_CAT
     if (f & 4u) {
@@ -104,16 +96,25 @@ static inline int lumber_go_left(int32_t s, LUMBER_IN_T v)
         return lumber_member(s, code) ? (int)((f >> 3) & 1u) : (int)(((f >> 3) & 1u) ^ 1u);
     }
 #endif
-#endif
-    return v <= L_GO_THR(s);
+    return v <= L_SPECIAL_THR[q];
 }
 
-/* One row of the user's data through a tree, node by node (single rows, special trees). */
-static inline int32_t lumber_walk_general(int32_t s, const LUMBER_IN_T *x)
+/* One row of the user's data through tree t, node by node (single rows of special trees). */
+static inline int32_t lumber_walk_general(int32_t t, const LUMBER_IN_T *x)
 {
-    while (!L_IS_LEAF(s)) s = L_NODES[s].child + !lumber_go_left(s, x[L_GO_FEAT(s)]);
-    return s;
+    int64_t s = L_TREES[t].root;
+    while (!L_IS_LEAF(s)) {
+        const lumber_node *nd = L_NODES + s;
+        if (nd->feat >= L_F) {
+            const int32_t q = L_SPECIAL_OFF[t] + (nd->feat - (int32_t)L_F);
+            s = (int64_t)nd->child + !lumber_go_left_special((int32_t)s, q, x[L_SPECIAL_FEAT[q]]);
+        } else {
+            L_STEP_NAN(s, x);
+        }
+    }
+    return (int32_t)s;
 }
+#endif
 
 /* One row (of what the walk reads) through a tree: branch-free steps until a leaf. */
 static inline int32_t lumber_walk_one(int32_t root, const LUMBER_IN_T *x)
@@ -219,7 +220,7 @@ static void lumber_decide(lumber_scratch *w, const LUMBER_IN_T *X, int32_t t, in
     for (int32_t q = L_SPECIAL_OFF[t]; q < L_SPECIAL_OFF[t + 1]; ++q) {
         const int32_t s = L_SPECIAL_SLOTS[q];
         LUMBER_IN_T *col = w->ext + L_F + (q - L_SPECIAL_OFF[t]);
-        const int64_t f = L_ORIG_FEAT[s];
+        const int64_t f = L_SPECIAL_FEAT[q];
 #if LUMBER_HAS_FASTCAT
         if (L_FLAGS[s] & L_FLAG_FASTCAT) {
             const uint32_t mask = L_CATMASK[s];
@@ -227,7 +228,7 @@ static void lumber_decide(lumber_scratch *w, const LUMBER_IN_T *X, int32_t t, in
             continue;
         }
 #endif
-        for (int i = 0; i < m; ++i) col[i * L_XS] = (LUMBER_IN_T)!lumber_go_left(s, X[i * L_F + f]);
+        for (int i = 0; i < m; ++i) col[i * L_XS] = (LUMBER_IN_T)!lumber_go_left_special(s, q, X[i * L_F + f]);
     }
 #else
     (void)w; (void)X; (void)t; (void)m;
@@ -364,7 +365,10 @@ void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
 #if LUMBER_HAS_CODE
         if ((tr->mode & 3) == LUMBER_MODE_CODE) s = L_TREE_FN[t](row); else
 #endif
-        s = (tr->mode & LUMBER_MODE_SPECIAL) ? lumber_walk_general(tr->root, row) : lumber_walk_one(tr->root, row);
+#if LUMBER_HAS_SPECIAL
+        if (tr->mode & LUMBER_MODE_SPECIAL) s = lumber_walk_general(t, row); else
+#endif
+        s = lumber_walk_one(tr->root, row);
         lumber_add(tr, &s, 1, acc);
     }
     lumber_finish(acc, out);

@@ -22,8 +22,8 @@
 #define LUMBER_HAS_CODE 0
 #define LUMBER_AVERAGE 0
 #define LUMBER_TRANSFORM 0
-#define LUMBER_SIGMOID_ALPHA 0x1.0000000000000p+0
-#define LUMBER_ISOLATION_C 0x1.0000000000000p+0
+#define LUMBER_SIGMOID_ALPHA 0x1p+0
+#define LUMBER_ISOLATION_C 0x1p+0
 #define LUMBER_ZERO_THRESHOLD 0x1.a95a5c0000000p-117
 #define LUMBER_BLOCK 64
 #define LUMBER_FN(name) lumber_##name
@@ -83,23 +83,24 @@ typedef struct { int32_t root; int32_t output; int32_t steps; int32_t mode; } lu
 /* A category set: a bitset of `size` words, or a sorted list of `size` codes. */
 typedef struct { uint32_t offset; uint32_t size; uint32_t is_list; } lumber_catset;
 
-static const lumber_node L_NODES[12] = {
-  {0x1.0000000000000p-1, 2, 1}, {0x1.0000000000000p-1, 0, 3}, {0x1.0000000000000p-1, 3, 5}, {NAN, 0, 3},
-  {NAN, 0, 4}, {NAN, 0, 5}, {NAN, 0, 6}, {0x1.0000000000000p+0, 0, 8},
-  {0x1.0000000000000p-1, 2, 10}, {NAN, 0, 9}, {NAN, 0, 10}, {NAN, 0, 11}
+static const lumber_node L_NODES[13] = {
+  {0x1p-1, 2, 1}, {0x1p-1, 0, 3}, {0x1p-1, 3, 5}, {NAN, 0, 3},
+  {NAN, 0, 4}, {NAN, 0, 5}, {NAN, 0, 6}, {0x1p+0, 0, 8},
+  {0x1p-1, 2, 10}, {NAN, 0, 9}, {NAN, 0, 10}, {NAN, 0, 11},
+  {NAN, 0, 12}
 };
-static const uint8_t L_FLAGS[12] = {
-  44, 0, 45, 1, 1, 1, 1, 0, 44, 1, 1, 1
+static const uint8_t L_FLAGS[13] = {
+  44, 0, 45, 1, 1, 1, 1, 0, 44, 1, 1, 1, 1
 };
 static const lumber_tree L_TREES[2] = {
   {0, -1, 2, 4}, {7, -1, 2, 4}
 };
 static const LUMBER_ACC_T L_LEAF_VECTOR[12] = {
-  0x0.0p+0, 0x0.0p+0, 0x0.0p+0, 0x1.0000000000000p+0, 0x1.0000000000000p+1, -0x1.0000000000000p+0, -0x1.0000000000000p+1, 0x0.0p+0,
-  0x0.0p+0, -0x1.0000000000000p-1, 0x1.0000000000000p-1, 0x1.0000000000000p-2
+  0, 0, 0, 0x1p+0, 0x1p+1, -0x1p+0, -0x1p+1, 0,
+  0, -0x1p-1, 0x1p-1, 0x1p-2
 };
 static const LUMBER_ACC_T L_BASE[1] = {
-  0x0.0p+0
+  0
 };
 static const int32_t L_SLOT_NODE[12] = {
   0, 1, 4, 2, 3, 5, 6, 0, 1, 4, 2, 3
@@ -119,12 +120,11 @@ static const int32_t L_SPECIAL_OFF[3] = {
 static const int32_t L_SPECIAL_SLOTS[3] = {
   0, 2, 8
 };
-static const int32_t L_ORIG_FEAT[12] = {
-  1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0
+static const int32_t L_SPECIAL_FEAT[3] = {
+  1, 1, 1
 };
-static const LUMBER_IN_T L_ORIG_THR[12] = {
-  0x0.0p+0, 0x1.0000000000000p-1, 0x0.0p+0, NAN, NAN, NAN, NAN, 0x1.0000000000000p+0,
-  0x0.0p+0, NAN, NAN, NAN
+static const LUMBER_IN_T L_SPECIAL_THR[3] = {
+  0, 0, 0
 };
 static const uint32_t L_CATMASK[12] = {
   4294967258u, 0u, 2147483645u, 0u, 0u, 0u, 0u, 0u,
