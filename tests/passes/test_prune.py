@@ -97,3 +97,39 @@ def test_missing_data_is_a_clear_error() -> None:
         lumber.run(f, "polynomial,prune", data={"train": (np.zeros((3, 1)), None), "valid": (np.zeros((2, 1)), [1, 1])})
     with pytest.raises(CompileError, match="needs a classifier"):
         make_metric("auc", make_forest([("x0", 0.5, 1.0, 2.0)], ["x0"]).schema, [1.0])
+
+
+def _cut_values(p: lumber.ir.Polynomial, eta: np.ndarray, X: np.ndarray, metric) -> tuple[np.ndarray, np.ndarray]:
+    """Brute force: the metric after dropping every monomial with eta below each distinct eta value."""
+    alphas = np.append(np.unique(eta), np.nextafter(eta.max(), np.inf))
+    return alphas, np.array([metric(p.select(eta >= a).evaluate(X)) for a in alphas])
+
+
+@pytest.mark.parametrize("grid", [2, 16])
+@pytest.mark.parametrize("tol", [0.0, 0.002, 0.01, 0.05])
+def test_auto_alpha_is_a_locally_largest_threshold(tol: float, grid: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sklearn.datasets import load_diabetes
+
+    from lumber.passes.transforms import prune_monomials
+    from lumber.passes.transforms.prune_monomials import choose_alpha
+
+    monkeypatch.setattr(prune_monomials, "GRID", grid)  # a coarse grid needs many refinement levels
+
+    lgb = pytest.importorskip("lightgbm")
+    X, y = load_diabetes(return_X_y=True)
+    m = lgb.LGBMRegressor(n_estimators=25, num_leaves=6, verbose=-1, n_jobs=1).fit(X[:300], y[:300])
+    p = lumber.run(m, "polynomial")
+    eta = monomial_eta(p, X[:300])
+    metric = make_metric("rmse", p.schema, y[300:])
+    alpha, before, after = choose_alpha(p, eta, p.prepare_input(X[300:]), metric, tol)
+    alphas, vals = _cut_values(p, eta, X[300:], metric)
+    k = int(np.flatnonzero(alphas == alpha)[0])  # alpha is one of the distinct eta values (a cut between ties)
+    assert before == pytest.approx(vals[0]) and after == pytest.approx(vals[k])
+    assert metric.within(vals[k], vals[0], tol)
+    if k + 1 < len(alphas):  # the search refines down to the next distinct eta value: that cut is out of tol
+        assert not metric.within(vals[k + 1], vals[0], tol)
+    good = [i for i in range(len(alphas)) if metric.within(vals[i], vals[0], tol)]
+    if len(alphas) <= grid:  # a single grid level prices every cut: the largest good alpha overall
+        assert k == max(good)
+    first_bad = next((i for i in range(len(alphas)) if i not in good), len(alphas))
+    assert k >= first_bad - 1  # never short of the last cut before the metric first leaves tol

@@ -4,9 +4,12 @@
 training rows (``|w_M|^2`` sums the outputs). Monomials with ``eta < alpha``
 go. ``alpha=auto`` picks the largest alpha whose validation metric stays
 within ``tol`` of the unpruned model's (see :mod:`lumber.passes.metrics`):
-monomials are sorted by eta, the metric is priced at cut points (a coarse grid
-over the count, then two finer grids after the best cut), each cut costing
-only the monomials it removes. The result is no longer exact: the pass
+monomials are sorted by eta, the metric is priced at cut points (a grid of
+``GRID`` cuts over the count, then finer grids between the largest good cut and
+the next, down to single distinct eta values), each cut costing only the
+monomials it removes. Cuts never split monomials of equal eta, so the answer is
+a threshold: the chosen cut is within ``tol`` and the next distinct eta value
+is not (or every monomial goes). The result is no longer exact: the pass
 reports monomials kept and dropped and the metric before and after.
 """
 
@@ -24,8 +27,7 @@ from ..base import PassContext, PassReport, Transform
 from ..metrics import METRICS, Metric, make_metric
 
 GRID = 16
-"""Cut points per search level."""
-LEVELS = 3
+"""Cut points per search level; levels repeat until adjacent cuts are adjacent distinct eta values."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def choose_alpha(poly: Polynomial, eta: npt.NDArray[np.float64], Xv: npt.NDArray
     best_j, best_val = 0, 0.0
     lo, hi = 0, n
     removed = np.zeros((Xv.shape[0], poly.n_outputs))  # summed contribution of order[:lo]
-    for _ in range(LEVELS):
+    while True:
         cuts = sorted({snap(int(round(lo + (hi - lo) * i / GRID))) for i in range(1, GRID + 1)})
         cuts = [c for c in cuts if lo < c <= hi]
         bounds = [lo] + cuts
@@ -123,7 +125,7 @@ def choose_alpha(poly: Polynomial, eta: npt.NDArray[np.float64], Xv: npt.NDArray
         if not later:
             break
         lo, removed, hi = good_lo, good_removed, later[0]
-        if hi - lo <= 1:
+        if int(np.searchsorted(es, es[lo], side="right")) >= hi:  # hi is the next distinct eta: done
             break
     if before is None:  # no monomials
         before = best_val = metric(_shape(np.broadcast_to(poly.bias, removed.shape), poly))
