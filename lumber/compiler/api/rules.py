@@ -34,7 +34,7 @@ RANDOM_FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTrees
 
 def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = None, *,
                          constraints: Any = None, surrogate: Any = None, pi: float = 0.9, pi_c: float = 0.9,
-                         k: int = 10, n_samples: int = 1, seed: int = 0, strict: bool = False,
+                         k: int = 10, n_samples: int = 1, widen: int = 6, seed: int = 0, strict: bool = False,
                          search: str = "auto", max_subsets: int = 2048, max_rules: int = 5, max_sets: int = 10,
                          n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
                          anneal: AnnealOptions | None = None, verify: bool = True,
@@ -69,6 +69,9 @@ def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = 
         CDP threshold of the divergent set, CRP threshold of a rule, candidate features.
     n_samples
         Counterfactual samples per case (simulated annealing; 0 for none).
+    widen
+        When a case's best sample is an isolation-forest outlier, try up to this many
+        further feature sets (larger S) for a plausible one (0: always the sparsest rule).
     strict
         Only rules over divergent sets (CDP >= pi); see ``rules/divergent.py``.
     n_estimators, max_depth
@@ -82,7 +85,7 @@ def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = 
     if x is None:
         raise InputDataError("no case or region to explain", "pass x= one case, several cases or a region")
     explainer = RuleExplainer(model, X_train, constraints=constraints, surrogate=surrogate, pi=pi, pi_c=pi_c, k=k,
-                              n_samples=n_samples, seed=seed, strict=strict, search=search,
+                              n_samples=n_samples, widen=widen, seed=seed, strict=strict, search=search,
                               max_subsets=max_subsets, max_rules=max_rules, max_sets=max_sets,
                               n_estimators=n_estimators, max_depth=max_depth, isolation=isolation,
                               anneal=anneal, verify=verify)
@@ -99,7 +102,7 @@ class RuleExplainer:
     """Everything fitted once per model and training set; explain many cases and regions with it."""
 
     def __init__(self, model: Any, X_train: Any, *, constraints: Any = None, surrogate: Any = None,
-                 pi: float = 0.9, pi_c: float = 0.9, k: int = 10, n_samples: int = 1, seed: int = 0,
+                 pi: float = 0.9, pi_c: float = 0.9, k: int = 10, n_samples: int = 1, widen: int = 6, seed: int = 0,
                  strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
                  max_sets: int = 10, n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
                  anneal: AnnealOptions | None = None, verify: bool = True) -> None:
@@ -111,7 +114,7 @@ class RuleExplainer:
             raise UnsupportedModelError("counterfactual rules explain classifiers and regressors, not anomaly scores")
         self.constraints = _constraints(constraints, self.forest)
         options = RuleOptions(pi=pi, pi_c=pi_c, k=k, search=search, max_subsets=max_subsets, max_rules=max_rules,
-                              strict=strict, max_sets=max_sets, n_samples=n_samples, seed=seed,
+                              strict=strict, max_sets=max_sets, n_samples=n_samples, widen=widen, seed=seed,
                               anneal=anneal or AnnealOptions()).check()
         X_raw = self.forest.prepare_input(X_train)
         if X_raw.shape[0] < 2:

@@ -108,3 +108,36 @@ def test_errors(compas_model: dict[str, Any]) -> None:
         lumber.counterfactual_rules(m, Xtr, Xte.iloc[0], surrogate=cat)
     with pytest.raises(InputDataError, match="lacks feature"):
         lumber.counterfactual_rules(m, Xtr, {"Race": 1.0})
+
+
+def test_sampled_subset_search_finds_the_two_features_that_matter() -> None:
+    """20 features, the decision depends on f3 and f11 only: the sampled search (drawn from the
+    forest's decision paths) finds a rule over a small S containing them."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 20))
+    y = ((X[:, 3] > 0.3) & (X[:, 11] < 0.5)).astype(int)
+    rf = RandomForestClassifier(n_estimators=20, max_depth=8, random_state=0, n_jobs=1).fit(X, y)
+    case = np.where(np.arange(20) == 3, -1.0, 0.0)
+    res = lumber.counterfactual_rules(rf, X, case, target=1, k=20, search="sampled", max_subsets=40, n_samples=1)
+    assert res.found and res.search is not None and res.search.sampled
+    assert "f3" in res.features and len(res.features) <= 3
+    assert res.samples[0].verified and rf.predict(res.samples[0].x[None, :])[0] == 1
+
+
+def test_multiclass_target_set() -> None:
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 3, size=(600, 3))
+    y = np.floor(X[:, 0]).astype(int)  # classes 0, 1, 2 by x0
+    rf = RandomForestClassifier(n_estimators=20, random_state=0, n_jobs=1).fit(X, y)  # deep trees: pure leaves
+    case = np.array([0.5, 1.0, 1.0])
+    res = lumber.counterfactual_rules(rf, X, case, target=[1, 2], widen=0)
+    assert res.found and res.target.describe() == "prediction in {1, 2}" and res.features == ("f0",)
+    assert res.samples[0].verified and rf.predict(res.samples[0].x[None, :])[0] in (1, 2)
+    other = lumber.counterfactual_rules(rf, X, case)  # any other class
+    assert other.target.classes == (1, 2)
+    two = lumber.counterfactual_rules(rf, X, case, target=2, widen=0)
+    assert two.found and all(iv.lo >= 1.5 for r in two.rules for iv in r.intervals)

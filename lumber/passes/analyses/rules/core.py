@@ -9,7 +9,7 @@ after that is shared.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -58,7 +58,14 @@ def make_query(ctx: RuleContext, action: ActionSpace, fixed_bits: Callable[[BitA
 
 
 def find_rules(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArray | None = None) -> Outcome:
-    """Feature sets from the divergent search, tried in order until one gives a rule reaching ``pi_c``.
+    """The first feature set (in search order) that gives a rule reaching ``pi_c``, or why none does."""
+    return next(rule_outcomes(ctx, target, q, exclude))
+
+
+def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArray | None = None
+                  ) -> Iterator[Outcome]:
+    """Feature sets from the divergent search, tried in order; yields an outcome for each set that
+    gives rules (at most ``max_sets`` sets are tried), or a single failure outcome when none does.
 
     ``exclude`` is the case's own point (as the rule forest reads it): a local
     rule must prescribe a change, so no rule box may contain the case's values on S.
@@ -67,8 +74,9 @@ def find_rules(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArr
     tab = ctx.table
     names = ctx.names
     if q.candidates.size == 0:
-        return Outcome(NO_DIVERGENT_SET, "no feature may move: every candidate is immutable, unused by the "
-                       "rule forest or has no room left under the constraints", q.candidates, 0.0, False, (), None)
+        yield Outcome(NO_DIVERGENT_SET, "no feature may move: every candidate is immutable, unused by the "
+                      "rule forest or has no room left under the constraints", q.candidates, 0.0, False, (), None)
+        return
     hits_leaf = ctx.hits_leaf(target)
     act = q.action
     bad_action = interval_bits(tab, act.lo[None, :], act.hi[None, :], q.bits, q.candidates)[0]
@@ -80,6 +88,7 @@ def find_rules(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArr
     tried = 0
     best_crp = -1.0
     any_divergent = False
+    found = False
     for att in attempts:
         if tried >= opt.max_sets:
             break
@@ -88,23 +97,27 @@ def find_rules(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArr
         rules, crp = _rules_on(ctx, target, q, bad_action, hits_leaf, att.features, exclude)
         best_crp = max(best_crp, crp)
         if rules:
+            found = True
             info = _info(ctx, q, log, tried)
             Snames = ", ".join(names[j] for j in att.features)
             msg = f"{len(rules)} rule(s) over {{{Snames}}}"
             if not att.divergent:
                 msg += (f"; no feature set reaches pi={opt.pi:g} (best CDP {max(log.best_by_size):.3f}), "
                         f"so the rules use the best set that has one (CDP {att.cdp:.3f})")
-            return Outcome(FOUND, msg, att.features, att.cdp, att.divergent, tuple(rules), info)
+            yield Outcome(FOUND, msg, att.features, att.cdp, att.divergent, tuple(rules), info)
+    if found:
+        return
     info = _info(ctx, q, log, tried)
     best = ", ".join(names[j] for j in log.best_features)
     no_pi = (f"no set of at most {len(log.best_by_size)} features reaches pi={opt.pi:g} "
              f"(best CDP {max(log.best_by_size, default=0.0):.3f} with {{{best}}})")
     if tried == 0:
-        return Outcome(NO_DIVERGENT_SET, no_pi, log.best_features, max(log.best_by_size, default=0.0), False, (), info)
+        yield Outcome(NO_DIVERGENT_SET, no_pi, log.best_features, max(log.best_by_size, default=0.0), False, (), info)
+        return
     msg = (f"no rule reaches pi_c={opt.pi_c:g}: {tried} feature set(s) tried"
            + (f", best box CRP {best_crp:.3f}" if best_crp >= 0 else ", no candidate box")
            + ("" if any_divergent else f"; and {no_pi}"))
-    return Outcome(NO_RULE, msg, log.best_features, max(log.best_by_size, default=0.0), any_divergent, (), info)
+    yield Outcome(NO_RULE, msg, log.best_features, max(log.best_by_size, default=0.0), any_divergent, (), info)
 
 
 def _info(ctx: RuleContext, q: Query, log: SearchLog, tried: int) -> SearchInfo:
@@ -168,4 +181,4 @@ def _allowed(alo: FloatArray, ahi: FloatArray, point: FloatArray | None) -> Call
     return ok
 
 
-__all__ = ["Outcome", "Query", "find_rules", "make_query"]
+__all__ = ["Outcome", "Query", "find_rules", "make_query", "rule_outcomes"]

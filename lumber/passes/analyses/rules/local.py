@@ -8,17 +8,17 @@ what the model sees.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from .actionable import action_space
 from .context import RuleContext
-from .core import find_rules, make_query
+from .core import Outcome, make_query, rule_outcomes
 from .estimators import point_bits
 from .recourse import sample_cases
-from .results import ALREADY_TARGET, CounterfactualRule, RuleSet
+from .results import ALREADY_TARGET, FOUND, CounterfactualRule, CounterfactualSample, RuleSet
 from .targets import decisions, describe_decision, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
@@ -40,6 +40,7 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
     opt = ctx.options
     feats = tuple(ctx.model.schema.features)
     results: list[CounterfactualRule] = []
+    more: dict[int, Iterator[Outcome]] = {}
     for i in range(n):
         tgt = resolve_target(ctx.model, target, dec[i])
         common: dict[str, Any] = dict(target=tgt, pi=opt.pi, pi_c=opt.pi_c, schema_features=feats, x=Xm[i].copy(),
@@ -50,16 +51,57 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
             continue
         act = action_space(ctx.constraints, names, Xm[i], Xm[i])
         q = make_query(ctx, act, lambda bits, i=i: point_bits(ctx.table, Xr[i:i + 1], bits)[0], keys[i])
-        out = find_rules(ctx, tgt, q, exclude=Xr[i])
-        results.append(CounterfactualRule(out.status, out.message, features=tuple(names[j] for j in out.features),
-                                          cdp=out.cdp, reached_pi=out.reached_pi, rules=out.rules, search=out.search, **common))
+        gen = rule_outcomes(ctx, tgt, q, exclude=Xr[i])
+        out = next(gen)
+        if out.status == FOUND:
+            more[i] = gen
+        results.append(_result(out, names, common))
     found = [k for k, r in enumerate(results) if r.found]
     if opt.n_samples > 0 and found:
         samples = sample_cases(ctx, Xm[found], [results[k].rules for k in found], [results[k].target for k in found],
                                [keys[k] for k in found], opt.n_samples)
         for k, s in zip(found, samples):
             results[k].samples = s
+        for k in found:
+            if opt.widen > 0 and not _good(results[k].samples):
+                results[k] = _widen(ctx, results[k], more[k], Xm[k], keys[k], names)
     return RuleSet(results, rule_info(ctx))
+
+
+def _result(out: Outcome, names: Sequence[str], common: dict[str, Any]) -> CounterfactualRule:
+    return CounterfactualRule(out.status, out.message, features=tuple(names[j] for j in out.features), cdp=out.cdp,
+                              reached_pi=out.reached_pi, rules=out.rules, search=out.search, **common)
+
+
+def _good(samples: Sequence[CounterfactualSample]) -> bool:
+    return bool(samples) and samples[0].verified and samples[0].inlier
+
+
+def _rank(samples: Sequence[CounterfactualSample]) -> tuple[bool, bool, float]:
+    s = samples[0] if samples else None
+    return (False, False, -np.inf) if s is None else (s.verified, s.inlier, s.inlier_score)
+
+
+def _widen(ctx: RuleContext, res: CounterfactualRule, more: Iterator[Outcome], x: FloatArray, key: int,
+           names: Sequence[str]) -> CounterfactualRule:
+    """Try the next feature sets of the search while the best sample is an outlier (or misses the target);
+    keep the first set whose sample is a verified inlier, else the best sample seen."""
+    best = res
+    for _ in range(ctx.options.widen):
+        out = next(more, None)
+        if out is None or out.status != FOUND:
+            break
+        [samples] = sample_cases(ctx, x[None, :], [out.rules], [res.target], [key], ctx.options.n_samples)
+        if _rank(samples) > _rank(best.samples):
+            common = dict(target=res.target, pi=res.pi, pi_c=res.pi_c, schema_features=res.schema_features,
+                          x=res.x, prediction=res.prediction, row=res.row)
+            best = _result(out, names, common)
+            best.samples = samples
+            best.message += (f"; widened from {{{', '.join(res.features)}}} whose best sample is "
+                             f"{'an outlier' if res.samples and res.samples[0].verified else 'not verified'}")
+        if _good(best.samples):
+            break
+    return best
 
 
 def rule_info(ctx: RuleContext) -> dict[str, Any]:

@@ -1,0 +1,313 @@
+"""Benchmark: counterfactual rules on the paper's Table 1 protocol (papers.md section 4).
+
+Per data set (compas and adult bundled with lumber, breast cancer from scikit-learn):
+75/25 stratified split; the explained model is LightGBM (50 trees, 8 leaves); the rules
+come from a surrogate random forest (20 trees, depth 10) fitted to the model's decisions
+on the training rows, with pi = pi_C = 0.9 and K = 10. Test cases are grouped by the
+model's decision: "pos" = predicted 1 (target 0), "neg" = predicted 0 (target 1).
+
+Local rules (L-CR), per class:
+
+- coverage: share of cases with a rule whose CRP >= pi_C (cases without one count as
+  misses; the paper's code always returns its best rule instead);
+- accuracy: share of covered cases whose counterfactual sample (simulated annealing
+  inside the rule, model-guided energy) reaches the target on LightGBM's own predict;
+- accuracy (paper SA): the same with the paper's score-only annealing energy;
+- rule hit rate: share of cases drawn at random from the rule's box (training values)
+  that reach the target, i.e. the rule itself without any sample selection;
+- plausibility: share of samples an isolation forest calls inliers; "IF auto" is
+  scikit-learn's default (the paper's setting), "IF 10%" is calibrated so that 90% of
+  the training rows are inliers; the share of the test cases themselves is printed too;
+- sparsity: features in the rule (|S|);
+- stability: on [0, 1]-scaled features, Gaussian noise N(0, sigma^2) added to the
+  changed features of the sample; share of draws whose decision stays the same
+  (sigma^2 in 0.01, 0.025, 0.05; 10 draws per case).
+
+Regional rules (R-CR): regions are the leaves of a scikit-learn decision tree
+(8 leaves) fitted to the model's decisions; a case is covered when its region's rule
+(target: away from the region's majority) applies to it; accuracy/plausibility as above
+with samples drawn from the region's rule for the case.
+
+MILP (lumber.counterfactual, l1 on min-max scaled features, no plausibility
+constraint) on the same cases: plausibility and stability of its points, for comparison.
+
+    .venv/bin/python bench/rules.py [--quick] [--cases 100] [--datasets compas,bcw,adult]
+
+Writes ``bench/results/rules.json`` and ``bench/results/rules.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+SIGMA2 = (0.01, 0.025, 0.05)
+DRAWS = 10
+
+PAPER = {  # Table 1 (pos / neg); adult is not in the paper (it reports Diabetes)
+    "compas": {"L-CR": {"acc": (1.0, 0.9), "psb": (0.87, 0.73), "sps": (2, 4)},
+               "R-CR": {"acc": (0.9, 0.98), "psb": (0.74, 0.93), "sps": (2, 3), "coverage": 1.0},
+               "stability": (0.98, 0.98, 0.98)},
+    "bcw": {"L-CR": {"acc": (1.0, 1.0), "psb": (0.96, 1.0), "sps": (9, 7)},
+            "R-CR": {"acc": (0.89, 0.9), "psb": (0.94, 0.93), "sps": (9, 9), "coverage": 1.0}},
+}
+
+
+def load(name: str, seed: int) -> tuple[Any, Any, Any, Any]:
+    from sklearn.model_selection import train_test_split
+
+    import lumber
+
+    if name == "bcw":
+        from sklearn.datasets import load_breast_cancer
+
+        b = load_breast_cancer(as_frame=True)
+        X, y = b.data, b.target.to_numpy()
+        X.columns = [c.replace(" ", "_") for c in X.columns]
+        return train_test_split(X, y, test_size=0.25, random_state=seed, stratify=y)  # type: ignore[no-any-return]
+    d = lumber.datasets.load(name)
+    return d.split(0.25, seed=seed)
+
+
+def stability(model: Any, cols: Any, X0: np.ndarray, Xs: np.ndarray, span: np.ndarray, seed: int) -> list[float]:
+    """Share of noisy draws (changed features only, scaled units) keeping the sample's decision."""
+    import pandas as pd
+
+    if Xs.shape[0] == 0:
+        return [float("nan")] * len(SIGMA2)
+    rng = np.random.default_rng(seed)
+    base = model.predict(pd.DataFrame(Xs, columns=cols))
+    changed = ~((Xs == X0) | (np.isnan(Xs) & np.isnan(X0)))
+    out = []
+    for s2 in SIGMA2:
+        keep = []
+        for _ in range(DRAWS):
+            noise = rng.normal(0.0, np.sqrt(s2), size=Xs.shape) * span[None, :] * changed
+            keep.append(model.predict(pd.DataFrame(Xs + noise, columns=cols)) == base)
+        out.append(float(np.mean(keep)))
+    return out
+
+
+def inliers(iso: Any, X: np.ndarray) -> float:
+    return float((iso.decision_function(X) >= 0).mean()) if X.shape[0] else float("nan")
+
+
+def mean(v: list[float]) -> float:
+    return float(np.mean(v)) if v else float("nan")
+
+
+def run_dataset(name: str, n_cases: int, seed: int, milp: bool) -> dict[str, Any]:
+    import lightgbm as lgb
+    import pandas as pd
+    from sklearn.ensemble import IsolationForest
+    from sklearn.tree import DecisionTreeClassifier
+
+    import lumber
+    from lumber.compiler.api.rules import RuleExplainer
+    from lumber.passes.analyses.rules import Region, rule_hit_rate, sample_cases
+
+    Xtr, Xte, ytr, yte = load(name, seed)
+    cols = list(Xtr.columns)
+    model = lgb.LGBMClassifier(n_estimators=50, num_leaves=8, verbose=-1, random_state=seed, n_jobs=1).fit(Xtr, ytr)
+    t0 = time.perf_counter()
+    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=1)
+    setup = time.perf_counter() - t0
+    Xtr_a = Xtr.to_numpy(dtype=np.float64)
+    span = np.nanmax(Xtr_a, axis=0) - np.nanmin(Xtr_a, axis=0)
+    span = np.where(span > 0, span, 1.0)
+    iso_auto = IsolationForest(random_state=seed).fit(Xtr_a)
+    iso_cal = IsolationForest(contamination=0.1, random_state=seed).fit(Xtr_a)
+    pred = model.predict(Xte)
+    paper_ctx = replace(ex.context, options=replace(ex.context.options, anneal=replace(
+        ex.context.options.anneal, guided=False)), _hits={})
+
+    # regions for regional rules: leaves of a small tree fitted to the model's decisions
+    tree = DecisionTreeClassifier(max_leaf_nodes=8, min_samples_leaf=max(10, len(Xtr) // 100),
+                                  random_state=seed).fit(Xtr, model.predict(Xtr))
+    tf = lumber.load(tree)
+    leaves = np.flatnonzero(tf.left < 0)
+    regions = [Region.from_leaf(tf, int(n)) for n in leaves]
+    t1 = time.perf_counter()
+    reg = ex.regional(regions)
+    reg_seconds = time.perf_counter() - t1
+    case_leaf = np.searchsorted(leaves, tf.apply_global(Xte.to_numpy(dtype=np.float64))[:, 0])
+
+    out: dict[str, Any] = {"train_rows": len(Xtr), "test_rows": len(Xte), "features": len(cols),
+                           "model_test_accuracy": float((pred == yte).mean()), "setup_seconds": setup,
+                           "surrogate_fidelity": ex.fidelity, "regional_seconds": reg_seconds,
+                           "regions": len(regions), "regions_with_rule": sum(r.found for r in reg), "classes": {}}
+    for label, c in (("pos", 1), ("neg", 0)):
+        idx = np.flatnonzero(pred == c)[:n_cases]
+        cases = Xte.iloc[idx]
+        X0 = cases.to_numpy(dtype=np.float64)
+        t = time.perf_counter()
+        rs = ex.local(cases, target=1 - c, rows=[int(i) for i in idx])
+        secs = (time.perf_counter() - t) / max(len(idx), 1)
+        found = [k for k, r in enumerate(rs) if r.found]
+        samples = [rs[k].samples[0] for k in found if rs[k].samples]
+        Xs = np.stack([s.x for s in samples]) if samples else np.zeros((0, len(cols)))
+        X0f = X0[[k for k in found if rs[k].samples]]
+        acc = [s.verified for s in samples]
+        # the paper's score-only annealing on the same rules
+        Xm = ex.forest.prepare_input(cases)
+        paper_s = sample_cases(paper_ctx, Xm[found], [rs[k].rules for k in found], [rs[k].target for k in found],
+                               [int(idx[k]) for k in found], 1)
+        paper_x = np.stack([s[0].x for s in paper_s if s]) if any(paper_s) else np.zeros((0, len(cols)))
+        paper_acc = (model.predict(pd.DataFrame(paper_x, columns=cols)) == 1 - c).tolist() if len(paper_x) else []
+        hits = [rule_hit_rate(ex.context, Xm[k], rs[k].rules[0], rs[k].target, n=200, seed=seed) for k in found]
+        local = {
+            "cases": len(idx), "coverage": len(found) / max(len(idx), 1), "accuracy": mean(acc),
+            "accuracy_paper_sa": mean(paper_acc), "rule_hit_rate": mean(hits),
+            "rule_probability": mean([rs[k].rules[0].probability for k in found]),
+            "plausibility_auto": inliers(iso_auto, Xs), "plausibility_10": inliers(iso_cal, Xs),
+            "plausibility_paper_sa_auto": inliers(iso_auto, paper_x),
+            "sparsity": mean([rs[k].sparsity for k in found]),
+            "changed_features": mean([len(s.changes) for s in samples]),
+            "reached_pi": mean([float(rs[k].reached_pi) for k in found]),
+            "stability": stability(model, cols, X0f, Xs, span, seed), "seconds_per_case": secs,
+            "cases_inliers_auto": inliers(iso_auto, X0), "cases_inliers_10": inliers(iso_cal, X0),
+        }
+        # regional rules for the same cases
+        covered, r_samples, r_x0, r_sps = [], [], [], []
+        for k, i in enumerate(idx):
+            res = reg[int(case_leaf[i])]
+            ok = res.found and res.target.classes == (1 - c,)
+            covered.append(ok)
+            if ok:
+                [ss] = ex.apply(res, X0[k:k + 1], key=int(i))
+                if ss:
+                    r_samples.append(ss[0])
+                    r_x0.append(X0[k])
+                    r_sps.append(res.sparsity)
+        Xr = np.stack([s.x for s in r_samples]) if r_samples else np.zeros((0, len(cols)))
+        regional = {"coverage": mean([float(v) for v in covered]), "accuracy": mean([s.verified for s in r_samples]),
+                    "plausibility_auto": inliers(iso_auto, Xr), "plausibility_10": inliers(iso_cal, Xr),
+                    "sparsity": mean([float(v) for v in r_sps])}
+        entry: dict[str, Any] = {"local": local, "regional": regional}
+        if milp:
+            t = time.perf_counter()
+            res_m = lumber.counterfactual(model, cases, target=1 - c, norm="l1", scale="minmax", reference=Xtr,
+                                          time_limit=10.0)
+            pts = [r.x for r in res_m if r.x is not None and r.verified]
+            Xp = np.stack(pts) if pts else np.zeros((0, len(cols)))
+            X0p = np.stack([X0[k] for k, r in enumerate(res_m) if r.x is not None and r.verified]) if pts else Xp
+            entry["milp"] = {"found": len(pts) / max(len(idx), 1), "plausibility_auto": inliers(iso_auto, Xp),
+                             "plausibility_10": inliers(iso_cal, Xp),
+                             "changed_features": mean([float(np.sum(p != q)) for p, q in zip(Xp, X0p)]),
+                             "stability": stability(model, cols, X0p, Xp, span, seed),
+                             "seconds_per_case": (time.perf_counter() - t) / max(len(idx), 1)}
+        out["classes"][label] = entry
+    return out
+
+
+def fmt(v: Any, nd: int = 2) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "—"
+    if isinstance(v, (list, tuple)):
+        return " / ".join(fmt(x, nd) for x in v)
+    return f"{v:.{nd}f}" if isinstance(v, float) else str(v)
+
+
+def paper(name: str, kind: str, key: str, i: int) -> str:
+    p = PAPER.get(name, {}).get(kind, {})
+    if key not in p:
+        return "—"
+    v = p[key]
+    return fmt(float(v[i]) if isinstance(v, tuple) else float(v))
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    lines = ["# Counterfactual rules: Table 1 protocol (papers.md section 4)", "",
+             f"`{doc['command']}` — {doc['machine']}; {doc['cases_per_class']} test cases per class, seed "
+             f"{doc['seed']}. Paper values in parentheses (adult is not in the paper).", "",
+             "## Local rules (L-CR)", "",
+             "| data | class | coverage | accuracy | acc. paper-SA | rule hit rate | plaus. IF auto | plaus. IF 10% "
+             "| cases' own IF auto | sparsity | reached pi | stability .01/.025/.05 | s/case |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, d in doc["datasets"].items():
+        for i, (label, e) in enumerate(d["classes"].items()):
+            L = e["local"]
+            stab = PAPER.get(name, {}).get("stability")
+            lines.append(
+                f"| {name} | {label} | {fmt(L['coverage'])} | {fmt(L['accuracy'])} ({paper(name, 'L-CR', 'acc', i)}) "
+                f"| {fmt(L['accuracy_paper_sa'])} | {fmt(L['rule_hit_rate'])} "
+                f"| {fmt(L['plausibility_auto'])} ({paper(name, 'L-CR', 'psb', i)}) | {fmt(L['plausibility_10'])} "
+                f"| {fmt(L['cases_inliers_auto'])} | {fmt(L['sparsity'], 1)} ({paper(name, 'L-CR', 'sps', i)}) "
+                f"| {fmt(L['reached_pi'])} | {fmt(L['stability'])}{' (' + fmt(list(stab)) + ')' if stab else ''} "
+                f"| {fmt(L['seconds_per_case'], 3)} |")
+    lines += ["", "## Regional rules (R-CR); regions = leaves of an 8-leaf tree fitted to the model", "",
+              "| data | class | coverage | accuracy | plaus. IF auto | plaus. IF 10% | sparsity |",
+              "|---|---|---|---|---|---|---|"]
+    for name, d in doc["datasets"].items():
+        for i, (label, e) in enumerate(d["classes"].items()):
+            R = e["regional"]
+            lines.append(
+                f"| {name} | {label} | {fmt(R['coverage'])} ({paper(name, 'R-CR', 'coverage', 0)}) "
+                f"| {fmt(R['accuracy'])} ({paper(name, 'R-CR', 'acc', i)}) "
+                f"| {fmt(R['plausibility_auto'])} ({paper(name, 'R-CR', 'psb', i)}) | {fmt(R['plausibility_10'])} "
+                f"| {fmt(R['sparsity'], 1)} ({paper(name, 'R-CR', 'sps', i)}) |")
+    if any("milp" in e for d in doc["datasets"].values() for e in d["classes"].values()):
+        lines += ["", "## MILP counterfactuals on the same cases (lumber.counterfactual, l1, min-max scale)", "",
+                  "| data | class | found | plaus. IF auto | plaus. IF 10% | changed features | stability .01/.025/.05 "
+                  "| s/case |", "|---|---|---|---|---|---|---|---|"]
+        for name, d in doc["datasets"].items():
+            for label, e in d["classes"].items():
+                if "milp" not in e:
+                    continue
+                M = e["milp"]
+                lines.append(f"| {name} | {label} | {fmt(M['found'])} | {fmt(M['plausibility_auto'])} "
+                             f"| {fmt(M['plausibility_10'])} | {fmt(M['changed_features'], 1)} "
+                             f"| {fmt(M['stability'])} | {fmt(M['seconds_per_case'], 3)} |")
+    lines += ["", "## Setup", "", "| data | train rows | features | model test acc. | surrogate fidelity "
+              "| regions with a rule | set-up s |", "|---|---|---|---|---|---|---|"]
+    for name, d in doc["datasets"].items():
+        lines.append(f"| {name} | {d['train_rows']} | {d['features']} | {fmt(d['model_test_accuracy'], 3)} "
+                     f"| {fmt(d['surrogate_fidelity'], 3)} | {d['regions_with_rule']}/{d['regions']} "
+                     f"| {fmt(d['setup_seconds'], 1)} |")
+    lines += ["", "Targets: local-rule accuracy >= 0.95 and plausibility >= 0.9 on every data set and class.",
+              "Targets met (accuracy, IF auto plausibility): " + ", ".join(
+                  f"{n}/{lab}: {'yes' if e['local']['accuracy'] >= 0.95 else 'NO'}, "
+                  f"{'yes' if e['local']['plausibility_auto'] >= 0.9 else 'NO'}"
+                  for n, d in doc["datasets"].items() for lab, e in d["classes"].items()), ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="20 cases per class, no MILP on adult")
+    ap.add_argument("--cases", type=int, default=None, help="test cases per class (default 100, quick 20)")
+    ap.add_argument("--datasets", default="compas,bcw,adult")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-milp", action="store_true")
+    args = ap.parse_args(argv)
+    n = args.cases or (20 if args.quick else 100)
+    doc: dict[str, Any] = {"command": "bench/rules.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                           "machine": f"{platform.machine()}, Python {platform.python_version()}",
+                           "cases_per_class": n, "seed": args.seed, "paper": PAPER, "datasets": {}}
+    for name in args.datasets.split(","):
+        t = time.perf_counter()
+        doc["datasets"][name] = run_dataset(name, n, args.seed, milp=not args.no_milp)
+        print(f"{name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    from lumber.ir import atomic_write_text
+
+    RESULTS.mkdir(exist_ok=True)
+    suffix = "_quick" if args.quick else ""
+    atomic_write_text(RESULTS / f"rules{suffix}.json", json.dumps(doc, indent=2, sort_keys=True, default=float) + "\n")
+    md = markdown(doc)
+    atomic_write_text(RESULTS / f"rules{suffix}.md", md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
