@@ -41,6 +41,8 @@ import numpy.typing as npt
 from lumber.ir import Constraints, Forest, InputDataError, LumberError
 
 FORMAT_VERSION = 1
+CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a Dask scheduler given by address."""
 ANALYSES = ("counterfactual", "sensitive", "rules")
 FloatArray = npt.NDArray[np.float64]
 Record = dict[str, Any]
@@ -285,7 +287,7 @@ def _dask(task: Task, chunks: list[tuple[FloatArray, list[int]]], scheduler: Any
     own = isinstance(scheduler, str)
     if own:
         try:
-            client = Client(scheduler, timeout=10, set_as_default=False)
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError) as exc:
             raise BatchError(f"cannot reach the Dask scheduler at {scheduler} ({exc})",
                              "start one with `dask scheduler` and workers with `dask worker ADDRESS`") from None

@@ -175,8 +175,8 @@ def _case(it: dict[str, Any]) -> list[Block]:
     prob = f" (probability {it['probability']:.3f})" if isinstance(it.get("probability"), float) else ""
     out: list[Block] = [Open(f"case-{row}", "case"),
                         Heading(3, f"Case {row}: predicted {num(it.get('prediction'))}{prob}", f"case-{row}")]
-    vals = it.get("values", {})
-    out.append(Grid(tuple((k, num(v, 6)) for k, v in vals.items()), "values", ("feature", "value")))
+    vals = it.get("values", [])  # [feature, value] pairs in the model's feature order
+    out.append(Grid(tuple((str(k), num(v, 6)) for k, v in vals), "values", ("feature", "value")))
     if "sensitive" in it:
         out.extend(_sensitive(it["sensitive"]))
     if "counterfactual" in it:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .blocks import Block, Cell, Close, Figure, Grid, Heading, Open, Para, Pre, Rule, Table, Toc
 from .layout import layout
 
 
+def _text(text: str) -> str:
+    """Prose and cells: a ``<`` that could open an HTML tag becomes ``&lt;`` (``<=`` stays readable)."""
+    return re.sub(r"<(?=[A-Za-z/!?])", "&lt;", text)
+
+
 def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return _text(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
 def _table(t: Table) -> str:
@@ -24,9 +30,9 @@ def _table(t: Table) -> str:
 
 def _block(b: Block) -> str | None:
     if isinstance(b, Heading):
-        return f"{'#' * b.level} {b.text}"
+        return f"{'#' * b.level} {_text(b.text)}"
     if isinstance(b, Para):
-        return b.text
+        return _text(b.text)
     if isinstance(b, Table):
         return _table(b)
     if isinstance(b, Grid):
@@ -35,11 +41,11 @@ def _block(b: Block) -> str | None:
         fence = "````" if "```" in b.text else "```"
         return f"{fence}\n{b.text}\n{fence}"
     if isinstance(b, Figure):
-        body = f"**{b.caption}**"
+        body = f"**{_text(b.caption)}**"
         return body + ("\n\n" + _table(b.fallback) if b.fallback is not None else "")
     if isinstance(b, Rule):
-        text = f"> **IF** {b.condition} **THEN** {b.conclusion}"
-        return text + (f"  \n> _{b.note}_" if b.note else "")
+        text = f"> **IF** {_text(b.condition)} **THEN** {_text(b.conclusion)}"
+        return text + (f"  \n> _{_text(b.note)}_" if b.note else "")
     if isinstance(b, Toc):
         return " · ".join(f"[{t}](#{t.lower().replace(' ', '-')})" for _, t in b.entries)
     if isinstance(b, (Open, Close)):

@@ -15,10 +15,10 @@ result = build("lumber.toml")          # -> BuildResult(.output, .manifest, .che
 ```
 """
 
-from .driver import BuildResult, build, print_summary
+from .driver import BuildResult, build, build_config, print_summary
 from .gates import Check
 from .spec import BuildConfig
-from .validate import BuildFileError, key_table, load_build_file
+from .validate import BuildFileError, config_from_dict, key_table, load_build_file
 
-__all__ = ["BuildConfig", "BuildFileError", "BuildResult", "Check", "build", "key_table", "load_build_file",
-           "print_summary"]
+__all__ = ["BuildConfig", "BuildFileError", "BuildResult", "Check", "build", "build_config", "config_from_dict",
+           "key_table", "load_build_file", "print_summary"]

@@ -28,6 +28,7 @@ from .explain_steps import attribution, per_case, plausibility, regional
 from .gates import Check, all_checks
 from .inputs import Inputs, prepare
 from .manifest import intact, make_manifest, read_manifest
+from .spec import BuildConfig
 from .validate import load_build_file
 
 
@@ -52,9 +53,14 @@ class BuildResult:
 def build(build_file: str | Path, *, output: str | Path | None = None, force: bool = False,
           log: Callable[[str], None] | None = None) -> BuildResult:
     """Run the build described by ``build_file``; see the module docstring."""
+    return build_config(load_build_file(build_file), output=output, force=force, log=log)
+
+
+def build_config(cfg: BuildConfig, *, output: str | Path | None = None, force: bool = False,
+                 log: Callable[[str], None] | None = None) -> BuildResult:
+    """Run a build from a configuration (a build file's, or one made in memory by ``lumber report``)."""
     say = log or (lambda s: None)
     t0 = time.perf_counter()
-    cfg = load_build_file(build_file)
     inp = prepare(cfg, Path(output) if output is not None else None)
     key = digest("build", inp.hashes, inp.output.name)
     old = read_manifest(inp.output)
@@ -146,4 +152,4 @@ def print_summary(result: BuildResult, stream: IO[str]) -> None:
           f"({m.get('status')})", file=stream)
 
 
-__all__ = ["BuildResult", "build", "print_summary", "publish"]
+__all__ = ["BuildResult", "build", "build_config", "print_summary", "publish"]

@@ -74,17 +74,22 @@ class _Errors:
         self.cfg = cfg
         self.diags: list[Diagnostic] = []
 
-    def add(self, message: str, section: str, name: str | None, *notes: str) -> None:
+    def span(self, section: str, name: str | None) -> tuple[SourceSpan | None, str | None]:
+        """Where ``[section] name`` is in the build file (nothing for a configuration made in memory)."""
+        if not self.cfg.text:
+            return None, None
         line, col, src = locate(self.cfg.text, section, name)
-        span = SourceSpan(str(self.cfg.path), line, col, line, col + (len(name) if name else 1))
+        return SourceSpan(str(self.cfg.path), line, col, line, col + (len(name) if name else 1)), src
+
+    def add(self, message: str, section: str, name: str | None, *notes: str) -> None:
+        span, src = self.span(section, name)
         self.diags.append(Diagnostic(Severity.ERROR, message, span, tuple(notes), source_line=src))
 
     def from_exc(self, exc: LumberError, section: str, name: str | None) -> None:
         """The error at the build-file key that named the input; errors located in a text file
         (a constraint file) follow unchanged, so their caret lines are shown too."""
         first, *rest = exc.diagnostics
-        line, col, src = locate(self.cfg.text, section, name)
-        span = SourceSpan(str(self.cfg.path), line, col, line, col + (len(name) if name else 1))
+        span, src = self.span(section, name)
         if isinstance(first.location, SourceSpan):
             n = len(exc.diagnostics)
             what = f"{n} error{'s' if n > 1 else ''} in '{Path(str(first.location.file)).name}'"

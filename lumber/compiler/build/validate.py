@@ -70,6 +70,9 @@ class _Checker:
         self.diags: list[Diagnostic] = []
 
     def error(self, message: str, section: str, name: str | None, *notes: str) -> None:
+        if not self.text:  # a configuration made in memory: no file to point into
+            self.diags.append(Diagnostic(Severity.ERROR, message, None, tuple(notes)))
+            return
         line, col, src = locate(self.text, section, name)
         width = len(name) if name else 1
         span = SourceSpan(str(self.path), line, col, line, col + width)

@@ -1,0 +1,135 @@
+"""``lumber report MODEL CASES.csv [--train ...] [-o OUT]``, or ``lumber report --render report.json``.
+
+The first form explains the cases without a build file (the same steps as
+``lumber build``, with the options given here) and writes report.html,
+report.md and report.json into OUT. The second re-renders a saved
+report.json, e.g. after upgrading lumber, byte-for-byte reproducibly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+NAME = "report"
+HELP = "explain cases and write a self-contained HTML/Markdown/JSON report (or re-render a report.json)"
+DESCRIPTION = __doc__.split("\n\n", 1)[1].strip() if __doc__ else HELP
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", nargs="?", help="model file")
+    p.add_argument("cases", nargs="?", help="CSV of cases to explain")
+    p.add_argument("--render", metavar="REPORT_JSON", help="re-render a saved report.json instead")
+    p.add_argument("-o", "--output", default="report", help="output folder (default: ./report)")
+    p.add_argument("--train", help="training CSV (scaling, rules, plausibility, attribution)")
+    p.add_argument("--valid", help="validation CSV (pruning, exactness checks)")
+    p.add_argument("--label", help="label column of --train/--valid")
+    p.add_argument("--constraints", help="constraint file (.lum), echoed in the report")
+    p.add_argument("--passes", default="", help="pass pipeline to report on")
+    p.add_argument("--targets", default="", help="compile targets to check and report, e.g. c,onnx")
+    p.add_argument("--analyses", help="default: attribution,sensitive,counterfactual,rules (rules need --train)")
+    p.add_argument("--sections", default="model,attribution,cases,regional,constraints,checks")
+    p.add_argument("--formats", default="html,md,json")
+    p.add_argument("--target", help="class label to reach (default: any other class)")
+    p.add_argument("--norm", default="l1", choices=["l1", "l2", "linf"])
+    p.add_argument("--scale", choices=["none", "std", "minmax"], help="default: std with --train, else none")
+    p.add_argument("--time-limit", type=float, default=30.0, help="seconds per counterfactual MILP")
+    p.add_argument("--max-cases", type=int, default=20)
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--title", default="")
+    p.add_argument("--timings", action="store_true", help="show measured speed-ups (bytes then vary)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+FLAGS = {"data": {"train": "--train", "validation": "--valid", "cases": "CASES", "label": "--label",
+                  "max_cases": "--max-cases"},
+         "explain": {"analyses": "--analyses", "scale": "--scale", "norm": "--norm", "target": "--target"},
+         "report": {"sections": "--sections", "formats": "--formats"}, "compile": {"passes": "--passes",
+                                                                                  "targets": "--targets"},
+         "check": {"require": "--require"}, "constraints": {"path": "--constraints"}}
+
+
+def _flags(text: str) -> str:
+    """Build-file terms in a message as this command's options (``[data] train = ...`` -> ``--train``)."""
+    def sub(m: re.Match[str]) -> str:
+        return FLAGS.get(m.group(1), {}).get(m.group(2), m.group(0))
+
+    text = re.sub(r"\[(\w+)\] (\w+)(?: = \S+)?", sub, text)
+    return re.sub(r"'(\w+)' in \[(\w+)\]", lambda m: FLAGS.get(m.group(2), {}).get(m.group(1), m.group(0)), text)
+
+
+def _list(text: str) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def run(args: argparse.Namespace) -> int:
+    from lumber.ir import InputDataError
+
+    if args.render:
+        return _render(args)
+    if not args.model or not args.cases:
+        raise InputDataError("lumber report needs MODEL and CASES (or --render REPORT_JSON)",
+                             "e.g. lumber report model.txt cases.csv --train train.csv -o report")
+    from lumber.compiler.build import BuildFileError, build_config, config_from_dict
+
+    cwd = Path.cwd()
+    doc: dict[str, Any] = {
+        "seed": args.seed,
+        "model": {"path": args.model},
+        "data": {k: v for k, v in (("train", args.train), ("validation", args.valid), ("cases", args.cases),
+                                   ("label", args.label)) if v is not None} | {"max_cases": args.max_cases},
+        "compile": {"passes": args.passes, "targets": _list(args.targets)},
+        "explain": {"analyses": _list(args.analyses or ("attribution,sensitive,counterfactual"
+                                                         + (",rules" if args.train else ""))),
+                    "norm": args.norm, "scale": args.scale or ("std" if args.train or args.valid else "none"),
+                    "time_limit": args.time_limit, "jobs": args.jobs},
+        "report": {"title": args.title, "sections": _list(args.sections), "formats": _list(args.formats),
+                   "timings": args.timings},
+        "output": {"dir": args.output},
+    }
+    if args.constraints:
+        doc["constraints"] = {"path": args.constraints}
+    if args.target is not None:
+        doc["explain"]["target"] = args.target
+    with tempfile.TemporaryDirectory(prefix="lumber-report-") as cache:
+        doc["output"]["cache"] = cache
+        try:
+            cfg = config_from_dict(doc, cwd / "lumber report")
+            result = build_config(cfg)
+        except BuildFileError as exc:
+            raise BuildFileError([replace(d, message=_flags(d.message), notes=tuple(_flags(n) for n in d.notes))
+                                  for d in exc.diagnostics]) from None
+    for f in cfg.report.formats:
+        print(result.output / {"html": "report.html", "md": "report.md", "json": "report.json"}[f])
+    for c in result.failed:
+        print(f"warning: {c.name}: {c.message}", file=sys.stderr)
+    return 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    import json
+
+    from lumber.backends.report import write_report
+    from lumber.ir import InputDataError
+
+    src = Path(args.render)
+    try:
+        doc = json.loads(src.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputDataError(f"{src}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise InputDataError(f"{src}: not a JSON report ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("lumber_report") != 1:
+        raise InputDataError(f"{src}: not a lumber report document (no \"lumber_report\": 1)",
+                             "pass the report.json written by lumber build or lumber report")
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    formats = [f for f in _list(args.formats) if f != "json"] or ["html"]
+    for p in write_report(doc, out, formats):
+        print(p)
+    return 0

@@ -1,0 +1,164 @@
+"""The report renderers: deterministic, self-contained, escaped, structurally complete; golden Markdown."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from lumber.backends.report import FORMATS, render, render_html, render_json, render_markdown, write_report
+from lumber.backends.report.svg import bar_chart
+from lumber.ir import CompileError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reportdocs import document  # noqa: E402
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+class Outline(HTMLParser):
+    """Headings, section ids, table and chart counts of an HTML page; checks tags balance."""
+
+    VOID = {"meta", "br", "img", "input", "link", "hr", "rect", "line"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.sections: list[str] = []
+        self.headings: list[str] = []
+        self.counts: dict[str, int] = {}
+        self._in_heading = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.counts[tag] = self.counts.get(tag, 0) + 1
+        if tag == "section":
+            self.sections.append(dict(attrs).get("id") or "")
+        if tag in ("h1", "h2", "h3", "h4"):
+            self._in_heading = True
+            self.headings.append(f"{tag}:")
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.VOID:
+            return
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        self.stack.pop()
+        if tag in ("h1", "h2", "h3", "h4"):
+            self._in_heading = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_heading:
+            self.headings[-1] += data
+
+
+def outline(html: str) -> Outline:
+    o = Outline()
+    o.feed(html)
+    o.close()
+    assert o.stack == [], f"unclosed tags: {o.stack}"
+    return o
+
+
+def test_html_structure() -> None:
+    o = outline(render_html(document()))
+    assert o.sections == ["model", "attribution", "cases", "case-0", "case-1", "regional", "constraints", "checks"]
+    assert o.headings[:3] == ["h1:Synthetic <report> & co", "h2:Model card", "h3:Features (3)"]
+    assert "h3:Case 0: predicted 0 (probability 0.910)" in o.headings
+    assert "h4:Decision path vs sensitive tests" in o.headings and "h4:Optimal counterfactual" in o.headings
+    assert "h4:Local counterfactual rule" in o.headings and "h4:Plausibility" in o.headings
+    assert o.counts["svg"] == 2 and o.counts["rect"] == 3 + 1  # attribution bars, one distance bar (case 1: ∞)
+
+
+def test_section_order_and_subset_follow_the_document() -> None:
+    doc = document()
+    doc["sections"] = ["checks", "model"]
+    o = outline(render_html(doc))
+    assert o.sections == ["checks", "model"]
+    md = render_markdown(doc)
+    assert md.index("## Checks") < md.index("## Model card") and "## Cases" not in md
+
+
+def test_html_is_self_contained_and_escaped() -> None:
+    html = render_html(document())
+    for needle in ("http://", "https://", "<script", "<link", "src=", "@import", "url(", "<iframe"):
+        assert needle not in html, needle
+    assert "<title>Synthetic &lt;report&gt; &amp; co</title>" in html
+    assert "something &lt;odd&gt; &amp; wrong" in html and "<odd>" not in html
+
+
+def test_statuses_are_stated() -> None:
+    md = render_markdown(document())
+    assert "0 → 1 at cost 3.5 (l1); proven optimal; verified on the model." in md
+    assert "| Job | clerk | manager | — |" in md
+    assert "infeasible: no point reaches class 0 under the constraints" in md
+    assert "no class change reachable under these constraints" in md
+    assert "Counterfactual rules failed: InputDataError" in md
+    assert "> **IF** Age > 35 AND Hours in (40, 60] **THEN** prediction = 1 with probability 0.95" in md
+    assert "| Job not in {2, 3} | 1 | 2 | 3 |" in md
+    assert "Distance 3.5 to 1 (milp)." in md and "Trace: 35 tests on the decision path; 2 of them are sensitive" in md
+    assert "| optimal counterfactual | -0.02 | outlier |" in md
+    assert "Coverage (share of rows in a region whose rule was found): cases 50.0%, validation 40.0%." in md
+    assert "no_rule: no rule reaches pi_c=0.9" in md
+    assert "| onnx | model.onnx | 4,051 | 1,204 | FAIL | 2e-07 |" in md
+    assert "```\nimmutable Sex\nAge: increase\n```" in md
+
+
+def test_markdown_tables_are_rectangular() -> None:
+    lines = render_markdown(document()).splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("|---"):
+            width = lines[i - 1].count(" | ")
+            j = i + 1
+            while j < len(lines) and lines[j].startswith("| "):
+                assert len(re.findall(r"(?<!\\) \| ", lines[j])) == width, lines[j]
+                j += 1
+
+
+def test_rendering_is_deterministic_and_survives_a_json_round_trip() -> None:
+    doc = document()
+    again = json.loads(render_json(doc))
+    for fmt in FORMATS:
+        assert render(doc, fmt) == render(again, fmt) == render(document(), fmt)
+    assert render_json(doc).endswith("}\n") and json.loads(render_json(doc)) == doc
+
+
+def test_timings_only_when_asked() -> None:
+    doc = document()
+    assert "speed-up" not in render_markdown(doc)
+    assert "timings = true" in render_markdown(doc)
+    doc["compile"]["timings"] = True
+    doc["compile"]["targets"][0].update(speedup=12.5, speed={"rows": 1000, "threads": 1, "us_per_row": 0.4,
+                                                             "reference_us_per_row": 5.0})
+    md = render_markdown(doc)
+    assert "| speed-up | µs/row |" in md and "| 12.5× | 0.4 |" in md
+
+
+def test_unknown_format_and_write_report(tmp_path: Path) -> None:
+    with pytest.raises(CompileError, match="unknown report format 'pdf'"):
+        render(document(), "pdf")
+    paths = write_report(document(), tmp_path)
+    assert [p.name for p in paths] == ["report.html", "report.md", "report.json"]
+    assert paths[0].read_bytes() == render_html(document()).encode()
+
+
+def test_bar_chart_geometry() -> None:
+    svg = bar_chart(["a", "b", "c"], [2.0, -1.0, 0.0], title="t", width=400)
+    widths = [float(w) for w in re.findall(r'<rect class="bar" x="[^"]+" y="[^"]+" width="([^"]+)"', svg)]
+    assert len(widths) == 3 and widths[0] == pytest.approx(2 * widths[1], rel=0.01) and widths[2] == 0
+    assert svg.count("<title>") == 3 and 'role="img"' in svg and "a: +2</title>" in svg
+    assert "-0" not in re.sub(r"[a-z]: -1|-1</text>", "", svg)  # no negative zero coordinates
+
+
+def test_golden_markdown(update_goldens: bool) -> None:
+    md = render_markdown(document())
+    path = GOLDEN / "synthetic.md"
+    if update_goldens:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(md)
+    assert path.exists(), f"missing golden {path}; run pytest --update-goldens"
+    assert md == path.read_text(), "report Markdown changed; review and run pytest --update-goldens"
