@@ -117,21 +117,46 @@ class CostModel:
         phi = self.level_costs(dom)
         return LinExpr(float(phi[0]), [int(c) for c in dom.mu], [float(v) for v in np.diff(phi)])
 
-    def add_objective(self, domains: list[Domain], model: MilpModel) -> int:
-        """Objective terms; returns the linf epigraph column (or -1)."""
+    def add_objective(self, domains: list[Domain], model: MilpModel) -> tuple[int, dict[int, tuple[int, LinExpr]]]:
+        """Objective terms: one column ``z_i`` per feature that can still change, equal to its cost.
+
+        Returns the linf epigraph column (or -1) and ``{feature: (z column, cost expression)}``;
+        the leaf-cost cuts (``leafcuts.py``) bound the ``z_i`` from below.
+        """
         exprs = [self.feature_expr(d) for d in domains]
-        if self.norm == Norm.LINF:
-            fixed = max([e.const for e in exprs if e.is_constant] + [0.0])
-            t = int(model.add_cols(1, fixed, np.inf, cost=1.0, name="linf")[0])
-            for e in exprs:
-                if not e.is_constant:
-                    model.add_expr_row(e - LinExpr.var(t), -np.inf, 0.0)
-            return t
-        for e in exprs:
-            model.offset += e.const
-            if e.cols:
-                model.add_cost(np.asarray(e.cols, dtype=np.int64), np.asarray(e.coefs))
-        return -1
+        linf = self.norm == Norm.LINF
+        fixed = [e.const for e in exprs if e.is_constant]
+        t = -1
+        if linf:
+            t = int(model.add_cols(1, max(fixed + [0.0]), np.inf, cost=1.0, name="linf")[0])
+        else:
+            model.offset += float(sum(fixed))
+        z: dict[int, tuple[int, LinExpr]] = {}
+        for d, e in zip(domains, exprs):
+            if e.is_constant:
+                continue
+            col = int(model.add_cols(1, 0.0, np.inf, cost=0.0 if linf else 1.0, name="cost")[0])
+            model.add_expr_row(e - LinExpr.var(col), 0.0, 0.0)
+            if linf:
+                model.add_expr_row(LinExpr.var(col) - LinExpr.var(t), -np.inf, 0.0)
+            z[d.index] = (col, e)
+        return t, z
+
+    def axis_costs(self, i: int, values: FloatArray) -> FloatArray:
+        """Objective-unit cost of giving numeric feature ``i`` each of ``values`` (others unchanged)."""
+        v = np.asarray(values, dtype=np.float64)
+        x0 = self.x0[i]
+        up, down = v > x0, v < x0
+        if self.norm == Norm.L0:
+            return np.where(up, self.w_up[i], 0.0) + np.where(down, self.w_down[i], 0.0)
+        delta = np.abs(v - x0) / self.scale[i]
+        d = np.where(up, self.w_up[i] * delta, 0.0) + np.where(down, self.w_down[i] * delta, 0.0)
+        return d * d if self.norm == Norm.L2 else d
+
+    def change_cost(self, i: int) -> float:
+        """Objective-unit cost of changing categorical feature ``i``."""
+        w = float(self.w_up[i])
+        return w * w if self.norm == Norm.L2 else w
 
 
 def feature_scales(scale: str | None | FloatArray, reference: FloatArray | None, n: int,

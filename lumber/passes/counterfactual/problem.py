@@ -22,6 +22,7 @@ from lumber.ir import Constraints, FeatureKind, Forest, Norm
 from . import actionability
 from .domain import CategoricalDomain, Domain, FixedDomain, NumericDomain, grid_for
 from .model import LinExpr, MilpModel
+from .leafcuts import add_leaf_cuts
 from .objective import CostModel
 from .targets import TargetSpec, add_target_rows
 from .trees import ForestEncoding, NodeChoices, classify, encode, path_assignment, reachable, register_cuts
@@ -84,6 +85,8 @@ class Problem:
     infeasible: str = ""
     """Why the query is infeasible before solving (empty when a MILP was built)."""
     linf_col: int = -1
+    zcols: dict[int, tuple[int, LinExpr]] = field(default_factory=dict)
+    """Per changeable feature: its cost column and the cost expression it equals."""
     implications: list[_Imp] = field(default_factory=list)
 
     @property
@@ -128,8 +131,11 @@ class Problem:
             has = enc.y >= 0
             v[enc.y[has]] = on[has]
             v[enc.lam] = lam
+        for col, expr in self.zcols.values():
+            v[col] = expr.value(v)
         if self.linf_col >= 0:
-            v[self.linf_col] = float(self.query.cost.feature_costs(x[None, :]).max())
+            v[self.linf_col] = max([float(self.query.cost.feature_costs(x[None, :]).max())]
+                                   + [float(v[c]) for c, _ in self.zcols.values()])
         for imp in self.implications:
             v[imp.b] = 1.0
             if imp.s >= 0:
@@ -199,7 +205,7 @@ def _projection(d: Domain) -> FixedDomain:
 
 
 def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: float | None = None,
-          nogoods: Sequence[FloatArray] = ()) -> Problem:
+          nogoods: Sequence[FloatArray] = (), leaf_cuts: bool = True) -> Problem:
     """The MILP of ``q``; see the module docstring for ``cost_bound`` and ``nogoods``."""
     model = MilpModel()
     lo, hi = q.lo.copy(), q.hi.copy()
@@ -247,7 +253,10 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
     encs = [encode(f, ch, reach, doms, model, name="y" if k == 0 else "y-iso")
             for k, (f, (ch, reach)) in enumerate(zip(forests, choices))]
     prob = Problem(q, model, doms, encs)
-    prob.linf_col = q.cost.add_objective(doms, model)
+    prob.linf_col, prob.zcols = q.cost.add_objective(doms, model)
+    if leaf_cuts:
+        for f, (ch, _), enc in zip(forests, choices, encs):
+            add_leaf_cuts(f, ch, enc, doms, q.cost, prob.zcols, model)
     add_target_rows(encs[0], q.spec, model, eps, tie_eps)
     if q.isolation is not None:
         _isolation_row(encs[1], q.isolation[1], model)

@@ -241,7 +241,8 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
         x = prob.point(out.x)
         cands = Candidates(q, meets)
         polished = improve(cands, x)
-        if polished is not x and cands.exact(polished):
+        if polished is not x and cands.exact(polished) and not any(
+                np.array_equal(change_pattern(prob, polished), pat) for pat in nogoods):
             x = polished
         _finish(q, res, x, verify)
         if res.verified and not res.violations:
