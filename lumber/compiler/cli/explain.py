@@ -37,6 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-limit", type=float, default=30.0, help="seconds per MILP solve")
     p.add_argument("--jobs", type=int, default=1, help="parallel workers for batch explanation")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--pi", type=float, default=None, help="rules: CDP a feature set should reach (default 0.9)")
+    p.add_argument("--pi-c", type=float, default=None, help="rules: probability every rule must reach (default 0.9)")
     p.add_argument("-o", "--output", help="write the JSON result here")
     p.add_argument("-q", "--quiet", action="store_true", help="no text summary on stdout")
 

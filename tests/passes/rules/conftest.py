@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from builders import make_forest  # noqa: E402
-from lumber.ir import Forest, PostTransform, Task  # noqa: E402
+from rules_helpers import classifier  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -29,11 +29,6 @@ def hand() -> dict[str, Any]:
     model = classifier([("x1", 0.5, -5.0, 5.0)], ["x0", "x1"])
     return {"rule_forest": rule_forest, "X": X, "hit": np.array([0, 1, 1, 0, 1, 1], dtype=bool), "model": model,
             "x": np.array([0.2, 0.2])}
-
-
-def classifier(trees: list[Any], features: list[Any]) -> Forest:
-    """A binary classifier (sigmoid of the summed leaves) over hand-written trees."""
-    return make_forest(trees, features, task=Task.BINARY, post_transform=PostTransform.SIGMOID, classes=[0, 1])
 
 
 @pytest.fixture(scope="session")

@@ -43,10 +43,13 @@ def test_explain_rules_target_and_constraints(files: dict[str, Path]) -> None:
     cons.write_text("immutable Race, Sex\n")
     out = files["dir"] / "r2.json"
     code = main(["explain", str(files["model"]), str(files["data"]), "--rules", "--train", str(files["train"]),
-                 "--rows", "0,5", "--target", "0", "--constraints", str(cons), "-o", str(out), "-q"])
+                 "--rows", "0,5", "--target", "0", "--constraints", str(cons), "--pi-c", "0.95", "-o", str(out), "-q"])
     assert code == 0
-    for r in json.loads(out.read_text())["analyses"]["rules"]["results"]:
+    doc = json.loads(out.read_text())["analyses"]["rules"]
+    assert doc["info"]["pi_c"] == 0.95
+    for r in doc["results"]:
         assert r["target"] == {"classes": [0]}
+        assert all(rule["probability"] >= 0.95 for rule in r["rules"])
         assert not {"Race", "Sex"} & set(r["features"])
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from builders import make_forest
-from conftest import classifier
+from rules_helpers import classifier
 from lumber.ir import Constraints, Direction, FeatureRule, InputDataError, Task
 from lumber.passes.analyses.rules import (
     ALREADY_TARGET, FOUND, NO_DIVERGENT_SET, NO_RULE, RuleOptions, build_context, local_rules,
@@ -181,3 +181,16 @@ def test_unknown_class_target(hand: dict[str, Any]) -> None:
 def test_bad_options(hand: dict[str, Any], opts: dict[str, Any], match: str) -> None:
     with pytest.raises(InputDataError, match=match):
         _ctx(hand, **opts)
+
+
+def test_robust_sampling_prefers_the_middle_of_a_band(bands: dict[str, Any]) -> None:
+    """With a robustness reward (noise of 5% of the range, 0.275 here) the sample moves to the band's
+    middle, where noisy implementations still reach the target; without it any value in a band does."""
+    from lumber.passes.analyses.rules import AnnealOptions
+
+    X = np.column_stack([np.array([-0.5, 0.05, 0.5, 0.95, 1.5, 1.7, 2.05, 2.5, 2.95, 3.5, 5.0]), np.zeros(11)])
+    for sigma, expected in ((0.05, (0.5, 2.5)), (0.0, (0.95,))):
+        opts = RuleOptions(n_samples=1, anneal=AnnealOptions(robust_sigma=sigma, batch=20, max_iter=20))
+        ctx = build_context(bands["model"], bands["rule_forest"], X, options=opts)
+        [s] = local_rules(ctx, np.array([[5.0, 0.0]]), target=1)[0].samples
+        assert s.verified and s.x[0] in expected

@@ -23,7 +23,8 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
         raise InputDataError("--rules needs training rows", "add --train TRAIN.csv (the rows the model was fitted on)")
     target = _target(args.target, ctx.forest.schema.task)
     explainer = RuleExplainer(ctx.forest, ctx.train_X, constraints=ctx.constraints, seed=int(args.seed),
-                              pi=float(getattr(args, "pi", None) or 0.9), pi_c=float(getattr(args, "pi_c", None) or 0.9))
+                              pi=float(getattr(args, "pi", None) or 0.9),
+                              pi_c=float(getattr(args, "pi_c", None) or 0.9))
     result = explainer.local(ctx.X[ctx.rows], target, rows=[int(r) for r in ctx.rows])
     return result.to_dict(), result.to_text()
 

@@ -40,5 +40,6 @@ __all__ = [
     "EMPTY_REGION", "FOUND", "Interval", "LeafTable", "NO_DIVERGENT_SET", "NO_RULE", "Region", "Rule",
     "RuleContext", "RuleOptions", "RuleSet", "RuleTarget", "action_space", "apply_regional", "build_context",
     "build_leaf_table", "cdp", "coverage", "crp", "decisions", "local_rules", "projected_weights", "reach_mask",
-    "region_of", "regional_probability", "regional_rules", "resolve_target", "rule_hit_rate", "sample_cases", "tree_average",
+    "region_of", "regional_probability", "regional_rules", "resolve_target", "rule_hit_rate", "sample_cases",
+    "tree_average",
 ]

@@ -169,7 +169,8 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, bad_action: BitArr
     return rules, best
 
 
-def _allowed(alo: FloatArray, ahi: FloatArray, point: FloatArray | None) -> Callable[[FloatArray, FloatArray], BoolArray]:
+def _allowed(alo: FloatArray, ahi: FloatArray,
+             point: FloatArray | None) -> Callable[[FloatArray, FloatArray], BoolArray]:
     """Boxes a rule may be: not the whole actionable space, and not holding the case's own values."""
     def ok(lo: FloatArray, hi: FloatArray) -> BoolArray:
         trivial = np.all((lo <= alo[None, :]) & (hi >= ahi[None, :]), axis=1)

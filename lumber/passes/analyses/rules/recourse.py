@@ -36,23 +36,42 @@ def _job(ctx: RuleContext, x: FloatArray, rule: Rule, key: int) -> SampleJob:
     return SampleJob(np.asarray(x, dtype=np.float64), S, pools, key)
 
 
-def _evaluator(ctx: RuleContext, targets: Sequence[RuleTarget]) -> Evaluate:
-    """Inlier score and target check of candidates, each against its own job's target."""
+def _evaluator(ctx: RuleContext, jobs: Sequence[SampleJob], targets: Sequence[RuleTarget]) -> Evaluate:
+    """Inlier score, target check (each against its own job's target) and robustness bonus of candidates."""
     groups: dict[object, int] = {}
     gid = np.array([groups.setdefault(t.key, len(groups)) for t in targets], dtype=np.int64)
     reps = {groups[t.key]: t for t in targets}
+    opt = ctx.options.anneal
+    x0 = np.stack([j.x for j in jobs]) if jobs else np.zeros((0, ctx.X_raw.shape[1]))
+    noise = None
+    if opt.robust_sigma > 0:
+        with np.errstate(invalid="ignore"):
+            span = np.nanmax(ctx.X_raw, axis=0) - np.nanmin(ctx.X_raw, axis=0)
+        span = np.where(np.isfinite(span) & (span > 0), span, 1.0)
+        z = np.random.default_rng([ctx.options.seed, 7]).normal(size=(opt.robust_draws, ctx.X_raw.shape[1]))
+        noise = z * opt.robust_sigma * span[None, :]
 
-    def evaluate(X: FloatArray, owner: IntArray) -> tuple[FloatArray, BoolArray]:
-        uniq, inv = unique_rows(X)  # proposals repeat pool values often
-        dec = decisions(ctx.model, uniq)[inv]
+    def hit(dec: FloatArray, owner: IntArray) -> BoolArray:
         g = gid[owner]
-        valid = np.zeros(X.shape[0], dtype=bool)
+        valid = np.zeros(dec.shape[0], dtype=bool)
         for k, t in reps.items():
             sel = g == k
             if sel.any():
                 valid[sel] = t.hit(dec[sel])
+        return valid
+
+    def evaluate(X: FloatArray, owner: IntArray) -> tuple[FloatArray, BoolArray, FloatArray]:
+        uniq, inv = unique_rows(X)  # proposals repeat pool values often
+        valid = hit(decisions(ctx.model, uniq)[inv], owner)
         score = ctx.score(uniq)[inv] if ctx.score is not None else np.zeros(X.shape[0])
-        return np.asarray(score, dtype=np.float64), valid
+        bonus = np.zeros(X.shape[0])
+        if noise is not None:
+            changed = ~((X == x0[owner]) | (np.isnan(X) & np.isnan(x0[owner])))
+            D = noise.shape[0]
+            noisy = (X[None, :, :] + noise[:, None, :] * changed[None, :, :]).reshape(-1, X.shape[1])
+            kept = hit(decisions(ctx.model, noisy), np.tile(owner, D)).reshape(D, -1)
+            bonus = opt.robust_weight * kept.mean(axis=0)
+        return np.asarray(score, dtype=np.float64), valid, bonus
 
     return evaluate
 
@@ -72,7 +91,7 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
             job_targets.append(targets[c])
     out: list[list[tuple[float, int, object]]] = [[] for _ in rules]
     if n_samples > 0 and jobs:
-        drawn = anneal(jobs, _evaluator(ctx, job_targets), ctx.options.anneal, seed=ctx.options.seed,
+        drawn = anneal(jobs, _evaluator(ctx, jobs, job_targets), ctx.options.anneal, seed=ctx.options.seed,
                        n_samples=n_samples)
         for j, ds in enumerate(drawn):
             for d in ds:

@@ -51,7 +51,8 @@ class Region:
                      for j in range(schema.n_features) if np.isfinite(self.lo[j]) or np.isfinite(self.hi[j]))
 
     @staticmethod
-    def from_bounds(schema: Schema, bounds: Mapping[str, tuple[float | None, float | None]], name: str = "") -> "Region":
+    def from_bounds(schema: Schema, bounds: Mapping[str, tuple[float | None, float | None]],
+                    name: str = "") -> "Region":
         """Closed intervals ``a <= x <= b`` by feature name (``None`` for an open end)."""
         lo = np.full(schema.n_features, -np.inf)
         hi = np.full(schema.n_features, np.inf)
@@ -114,7 +115,8 @@ def regional_rules(ctx: RuleContext, regions: Sequence[Region], target: Any = No
                        1_000_000 + r)
         out = find_rules(ctx, tgt, q)
         results.append(CounterfactualRule(out.status, out.message, features=tuple(names[j] for j in out.features),
-                                          cdp=out.cdp, reached_pi=out.reached_pi, rules=out.rules, search=out.search, extra=extra, **common))
+                                          cdp=out.cdp, reached_pi=out.reached_pi, rules=out.rules, search=out.search,
+                                          extra=extra, **common))
     return RuleSet(results, rule_info(ctx))
 
 

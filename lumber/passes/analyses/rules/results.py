@@ -212,7 +212,8 @@ class CounterfactualRule:
         d: dict[str, Any] = {
             "kind": "regional" if self.is_regional else "local", "status": self.status, "message": self.message,
             "target": self.target.to_dict(), "prediction": self.prediction, "features": list(self.features),
-            "cdp": float(self.cdp), "reached_pi": bool(self.reached_pi), "pi": self.pi, "pi_c": self.pi_c, "rules": [r.to_dict() for r in self.rules],
+            "cdp": float(self.cdp), "reached_pi": bool(self.reached_pi), "pi": self.pi, "pi_c": self.pi_c,
+            "rules": [r.to_dict() for r in self.rules],
             "samples": [s.to_dict() for s in self.samples],
             "search": self.search.to_dict() if self.search is not None else None,
         }
@@ -290,7 +291,8 @@ class RuleSet:
         s = self.summary()
         head = f"counterfactual rules: {s['found']} of {s['n']} found"
         if s["samples"]:
-            head += f"; samples verified {s['verified_samples']}/{s['samples']}, inliers {s['inlier_samples']}/{s['samples']}"
+            head += (f"; samples verified {s['verified_samples']}/{s['samples']}, "
+                     f"inliers {s['inlier_samples']}/{s['samples']}")
         return "\n".join([head] + [r.to_text() for r in self.results])
 
 

@@ -36,8 +36,8 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
-Evaluate = Callable[[FloatArray, IntArray], tuple[FloatArray, BoolArray]]
-"""``(candidates, owner job per candidate) -> (inlier score, reaches the owner's target)``."""
+Evaluate = Callable[[FloatArray, IntArray], tuple[FloatArray, BoolArray, FloatArray]]
+"""``(candidates, owner job per candidate) -> (inlier score, reaches the owner's target, energy bonus)``."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,13 @@ class AnnealOptions:
     """Stop a job after this many iterations without improvement once its best sample is an inlier."""
     guided: bool = True
     penalty: float = 1.0
+    robust_sigma: float = 0.0
+    """When > 0, reward samples whose decision survives noise on the changed features: Gaussian
+    noise of this standard deviation, in units of each feature's training range (the paper's
+    noisy-response experiment), ``robust_draws`` fixed draws, weight ``robust_weight`` times the
+    share of draws that keep the target."""
+    robust_draws: int = 16
+    robust_weight: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -86,8 +93,8 @@ def _propose(job: SampleJob, base: FloatArray, n: int, rng: np.random.Generator,
     return out
 
 
-def _energy(score: FloatArray, valid: BoolArray, opt: AnnealOptions) -> FloatArray:
-    return score - (opt.penalty * (~valid) if opt.guided else 0.0)  # type: ignore[no-any-return]
+def _energy(score: FloatArray, valid: BoolArray, bonus: FloatArray, opt: AnnealOptions) -> FloatArray:
+    return score + bonus - (opt.penalty * (~valid) if opt.guided else 0.0)  # type: ignore[no-any-return]
 
 
 def anneal(jobs: Sequence[SampleJob], evaluate: Evaluate, options: AnnealOptions = AnnealOptions(), *,
@@ -99,8 +106,8 @@ def anneal(jobs: Sequence[SampleJob], evaluate: Evaluate, options: AnnealOptions
     opt = options
     rngs = [np.random.default_rng([seed, int(j.key)]) for j in jobs]
     curr = np.stack([_propose(j, j.x, 1, rngs[i], True)[0] for i, j in enumerate(jobs)])
-    sc, va = evaluate(curr, np.arange(m, dtype=np.int64))
-    curr_e = _energy(sc, va, opt)
+    sc, va, bo = evaluate(curr, np.arange(m, dtype=np.int64))
+    curr_e = _energy(sc, va, bo, opt)
     best: list[list[Drawn]] = [[Drawn(curr[i].copy(), float(sc[i]), bool(va[i]), float(curr_e[i]))] for i in range(m)]
     active = np.ones(m, dtype=bool)
     stall = np.zeros(m, dtype=np.int64)
@@ -110,8 +117,8 @@ def anneal(jobs: Sequence[SampleJob], evaluate: Evaluate, options: AnnealOptions
             break
         cand = np.concatenate([_propose(jobs[i], curr[i], opt.batch, rngs[i], False) for i in act])
         owner = np.repeat(act, opt.batch).astype(np.int64)
-        sc, va = evaluate(cand, owner)
-        en = _energy(sc, va, opt)
+        sc, va, bo = evaluate(cand, owner)
+        en = _energy(sc, va, bo, opt)
         t = opt.temp / math.log(it + 2.0)
         for a, i in enumerate(act):
             sl = slice(a * opt.batch, (a + 1) * opt.batch)
