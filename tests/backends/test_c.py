@@ -58,7 +58,7 @@ def _random_forests(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest], 
 
 @needs_cc
 @settings(max_examples=2)
-@given(st.lists(forests(max_trees=6, max_depth=5), min_size=6, max_size=6))
+@given(st.lists(forests(max_trees=11, max_depth=5), min_size=6, max_size=6))
 def test_random_forests_match_reference(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest]) -> None:
     """Hypothesis forests, six per library (one compile per example), a third unrolled."""
     _random_forests(tmp_path_factory, fs, "-O1")
@@ -98,25 +98,31 @@ def test_float32_round_down_is_equivalent() -> None:
 @needs_cc
 def test_threads_python_pool_and_openmp(tmp_path: Path) -> None:
     """Row chunks on Python threads and OpenMP threads give the serial result."""
-    from cases import numeric_nan
+    from cases import categorical_lightgbm, numeric_nan
 
-    f = numeric_nan()
-    X = np.random.default_rng(0).normal(size=(5000, 2)) * 3
+    models = {"num": numeric_nan(), "cat": categorical_lightgbm()}
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=5001) * 3, rng.integers(-1, 7, size=5001) + rng.choice([0, 0.5], 5001)])
     X[::17, 0] = np.nan
-    ref = f.evaluate(X).reshape(-1, 1)
-    plain = build_many([("p", f, False)], tmp_path / "plain.so", openmp=False)["p"]
-    assert not plain.has_openmp
-    np.testing.assert_array_equal(plain.predict_raw(X, threads=2), ref)
-    np.testing.assert_array_equal(plain.predict_raw(X, threads=3, parallel="python"), ref)
-    with pytest.raises(CompileError, match="without OpenMP"):
-        plain.predict_raw(X, threads=2, parallel="openmp")
+    X[::23, 1] = np.nan
     from lumber.backends.c import supports_openmp
 
-    if supports_openmp(find_compiler()):
-        omp = build_many([("o", f, False)], tmp_path / "omp.so", openmp=True)["o"]
-        assert omp.has_openmp
-        np.testing.assert_array_equal(omp.predict_raw(X, threads=2, parallel="openmp"), ref)
-        np.testing.assert_array_equal(omp.predict_raw(X, threads=2, parallel="python"), ref)
+    builds = [("plain", False)] + ([("omp", True)] if supports_openmp(find_compiler()) else [])
+    for tag, openmp in builds:
+        libs = build_many([(f"{tag}_{k}", f, False) for k, f in models.items()], tmp_path / f"{tag}.so",
+                          opt="-O1", openmp=openmp)
+        for k, f in models.items():
+            lib = libs[f"{tag}_{k}"]
+            assert lib.has_openmp == openmp
+            ref = f.evaluate(X).reshape(len(X), -1)
+            np.testing.assert_array_equal(lib.predict_raw(X, threads=1), ref)
+            np.testing.assert_array_equal(lib.predict_raw(X, threads=2), ref)
+            np.testing.assert_array_equal(lib.predict_raw(X, threads=3, parallel="python"), ref)
+            if openmp:
+                np.testing.assert_array_equal(lib.predict_raw(X, threads=3, parallel="openmp"), ref)
+            else:
+                with pytest.raises(CompileError, match="without OpenMP"):
+                    lib.predict_raw(X, threads=2, parallel="openmp")
 
 
 def test_emitted_c_is_deterministic_and_golden(update_goldens: bool) -> None:

@@ -355,21 +355,53 @@ int32_t LUMBER_FN(predict_transformed)(const LUMBER_IN_T *rows, int64_t n, doubl
     return lumber_blocks(rows, n, out, threads, 1);
 }
 
+/* Start of tree t's walk for one row: its root, or directly its leaf for a code or special tree. */
+static inline int64_t lumber_row_start(int32_t t, const LUMBER_IN_T *x, int *steps)
+{
+    const lumber_tree *tr = L_TREES + t;
+    (void)x;
+#if LUMBER_HAS_CODE
+    if ((tr->mode & 3) == LUMBER_MODE_CODE) return L_TREE_FN[t](x);
+#endif
+#if LUMBER_HAS_SPECIAL
+    if (tr->mode & LUMBER_MODE_SPECIAL) return lumber_walk_general(t, x);
+#endif
+    if (tr->steps > *steps) *steps = tr->steps;
+    return tr->root;
+}
+
+#define L_TDECL(j) int64_t n##j = lumber_row_start(t + j, row, &steps);
+#define L_TSTEP(j) L_STEP_NAN(n##j, row);
+#define L_TSTORE(j) leaf[t + j - t0] = (int32_t)n##j;
+
+/* Leaves of trees [t0, t1) for one row: eight trees walked together, so the row's single
+ * walk is not one long chain of dependent loads. */
+static void lumber_row_leaves(const LUMBER_IN_T *row, int32_t t0, int32_t t1, int32_t *leaf)
+{
+    int32_t t = t0;
+    for (; t + 8 <= t1; t += 8) {
+        int steps = 0;
+        L_REP8(L_TDECL)
+        for (int s = 0; s < steps; ++s) { L_REP8(L_TSTEP) }
+        while (L_REP8(L_NOTLEAF) 0) { L_REP8(L_TSTEP) }
+        L_REP8(L_TSTORE)
+    }
+    for (; t < t1; ++t) {
+        int steps = 0;
+        const int64_t s0 = lumber_row_start(t, row, &steps);
+        leaf[t - t0] = lumber_walk_one((int32_t)s0, row);
+    }
+}
+
 void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
 {
     LUMBER_ACC_T acc[L_K];
+    int32_t leaf[64];
     for (int k = 0; k < L_K; ++k) acc[k] = L_BASE[k];
-    for (int32_t t = 0; t < LUMBER_N_TREES; ++t) {
-        const lumber_tree *tr = L_TREES + t;
-        int32_t s;
-#if LUMBER_HAS_CODE
-        if ((tr->mode & 3) == LUMBER_MODE_CODE) s = L_TREE_FN[t](row); else
-#endif
-#if LUMBER_HAS_SPECIAL
-        if (tr->mode & LUMBER_MODE_SPECIAL) s = lumber_walk_general(t, row); else
-#endif
-        s = lumber_walk_one(tr->root, row);
-        lumber_add(tr, &s, 1, acc);
+    for (int32_t t0 = 0; t0 < LUMBER_N_TREES; t0 += 64) {
+        const int32_t t1 = t0 + 64 < LUMBER_N_TREES ? t0 + 64 : LUMBER_N_TREES;
+        lumber_row_leaves(row, t0, t1, leaf);
+        for (int32_t t = t0; t < t1; ++t) lumber_add(L_TREES + t, leaf + (t - t0), 1, acc);
     }
     lumber_finish(acc, out);
 }

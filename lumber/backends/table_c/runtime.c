@@ -2,20 +2,23 @@
  *
  * A model is an lt_model (below): binarized columns with sorted borders, and per
  * tree its levels (column, bin) and a table of 2^depth rows. Rows are evaluated
- * in blocks of LT_BLOCK:
+ * in super-blocks (a few thousand rows, so their bins fit in L2):
  *   1. binarize: every column once per row, bin = #{borders b : x > b} (NaN: the
  *      column's NaN bin), stored column-major as LT_BIN_T so step 2 reads
  *      contiguous small integers;
- *   2. per tree: leaf index = OR over levels of (bin > level_bin) << level, for the
- *      whole block at once (one vector compare per level and 32 rows with AVX2);
- *   3. per tree: add table[index] to the row's sums, trees in order from the base
- *      score, so results equal the numpy evaluator bit for bit.
- * Blocks are independent: OpenMP threads take blocks (when built with -fopenmp).
+ *   2. per tree: leaf index = OR over levels of (bin > level_bin) << level, for
+ *      LT_BLOCK rows at once (one vector compare per level and 32 rows with AVX2);
+ *   3. per tree: add table[index] to the row's sums.
+ * Trees go in chunks whose tables fit in L2 (LT_CHUNK_BYTES); a chunk is swept over
+ * the whole super-block before the next, so big ensembles do not stream their
+ * tables once per LT_BLOCK rows. Every row still adds trees in order from the base
+ * score, so results equal the numpy evaluator bit for bit. Super-blocks are
+ * independent: OpenMP threads take them (when built with -fopenmp).
  *
  * Configuration macros (set by the includer):
  *   LT_IN_T   float or double: the model's input type (borders are values of it)
  *   LT_BIN_T  uint8_t or uint16_t: bins (borders per column must fit)
- *   LT_BLOCK  rows per block (a multiple of 32)
+ *   LT_BLOCK  rows per vector step block (a multiple of 32)
  *   LT_FIXED_K, LT_FIXED_F  optional compile-time output / feature counts
  */
 #include <stddef.h>
@@ -37,6 +40,13 @@
 #define LT_BLOCK 256
 #endif
 #define LT_LINEAR_MAX 8
+#ifndef LT_CHUNK_BYTES
+#define LT_CHUNK_BYTES (192 * 1024)
+#endif
+#ifndef LT_BINS_BYTES
+#define LT_BINS_BYTES (192 * 1024)
+#endif
+#define LT_SUPER_MAX 8192
 
 /* Hot functions get an AVX2 clone picked at load time when the build does not already target
  * AVX2 (-march=native): a portable library that still vectorizes 32 rows per step where it can. */
@@ -77,8 +87,8 @@ typedef struct {
 #define LT_F(M) ((int64_t)(M)->n_features)
 #endif
 
-/* Step 1: bins of rows X[0..m) for every column, column-major (bins[c * LT_BLOCK + i]). */
-LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, LT_BIN_T *bins)
+/* Step 1: bins of rows X[0..m), m <= LT_BLOCK, for every column into bins[c * stride + i]. */
+LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, LT_BIN_T *bins, int64_t stride)
 {
     LT_IN_T xs[LT_BLOCK];
     int32_t pos[LT_BLOCK];
@@ -88,7 +98,7 @@ LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, LT_BI
         const int nb = (int)(M->border_offset[c + 1] - M->border_offset[c]);
         const int32_t f = M->col_feature[c];
         const LT_BIN_T nan_bin = (LT_BIN_T)M->col_nan_bin[c];
-        LT_BIN_T *out = bins + (int64_t)c * LT_BLOCK;
+        LT_BIN_T *out = bins + (int64_t)c * stride;
         for (int i = 0; i < m; ++i) xs[i] = X[(int64_t)i * F + f];
         for (int i = m; i < LT_BLOCK; ++i) xs[i] = 0;
         if (nb <= LT_LINEAR_MAX) {
@@ -115,13 +125,13 @@ LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, LT_BI
 
 /* Step 2 for one tree: leaf index of every row of the block. */
 #define LT_INDEX_FN(NAME, IDX_T)                                                              \
-    LT_HOT static void NAME(const lt_model *M, int32_t t, const LT_BIN_T *bins, IDX_T *idx)   \
+    LT_HOT static void NAME(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, IDX_T *idx) \
     {                                                                                         \
         const int64_t lo = M->level_offset[t];                                                \
         const int d = M->depth[t];                                                            \
         for (int i = 0; i < LT_BLOCK; ++i) idx[i] = 0;                                        \
         for (int l = 0; l < d; ++l) {                                                         \
-            const LT_BIN_T *bc = bins + (int64_t)M->level_col[lo + l] * LT_BLOCK;             \
+            const LT_BIN_T *bc = bins + (int64_t)M->level_col[lo + l] * stride;               \
             const LT_BIN_T k = M->level_bin[lo + l];                                          \
             for (int i = 0; i < LT_BLOCK; ++i) idx[i] |= (IDX_T)((IDX_T)(bc[i] > k) << l);    \
         }                                                                                     \
@@ -133,13 +143,13 @@ LT_INDEX_FN(lt_index32, uint32_t)
 /* The same with the depth known at compile time: the level loop unrolls and the index of 32
  * rows stays in one register across levels. */
 #define LT_INDEX_FIXED(D, IDX_T)                                                              \
-    LT_HOT static void lt_index_d##D(const lt_model *M, int32_t t, const LT_BIN_T *bins, IDX_T *idx) \
+    LT_HOT static void lt_index_d##D(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, IDX_T *idx) \
     {                                                                                         \
         const int64_t lo = M->level_offset[t];                                                \
         const LT_BIN_T *bc[D];                                                                \
         LT_BIN_T kk[D];                                                                       \
         for (int l = 0; l < D; ++l) {                                                         \
-            bc[l] = bins + (int64_t)M->level_col[lo + l] * LT_BLOCK;                          \
+            bc[l] = bins + (int64_t)M->level_col[lo + l] * stride;                            \
             kk[l] = M->level_bin[lo + l];                                                     \
         }                                                                                     \
         for (int i = 0; i < LT_BLOCK; ++i) {                                                  \
@@ -161,45 +171,45 @@ LT_INDEX_FIXED(10, uint16_t)
 LT_INDEX_FIXED(11, uint16_t)
 LT_INDEX_FIXED(12, uint16_t)
 
-static void lt_index_small(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, uint8_t *idx)
+static void lt_index_small(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, uint8_t *idx)
 {
     switch (d) {
-    case 1: lt_index_d1(M, t, bins, idx); break;
-    case 2: lt_index_d2(M, t, bins, idx); break;
-    case 3: lt_index_d3(M, t, bins, idx); break;
-    case 4: lt_index_d4(M, t, bins, idx); break;
-    case 5: lt_index_d5(M, t, bins, idx); break;
-    case 6: lt_index_d6(M, t, bins, idx); break;
-    case 7: lt_index_d7(M, t, bins, idx); break;
-    case 8: lt_index_d8(M, t, bins, idx); break;
-    default: lt_index8(M, t, bins, idx); break;
+    case 1: lt_index_d1(M, t, bins, stride, idx); break;
+    case 2: lt_index_d2(M, t, bins, stride, idx); break;
+    case 3: lt_index_d3(M, t, bins, stride, idx); break;
+    case 4: lt_index_d4(M, t, bins, stride, idx); break;
+    case 5: lt_index_d5(M, t, bins, stride, idx); break;
+    case 6: lt_index_d6(M, t, bins, stride, idx); break;
+    case 7: lt_index_d7(M, t, bins, stride, idx); break;
+    case 8: lt_index_d8(M, t, bins, stride, idx); break;
+    default: lt_index8(M, t, bins, stride, idx); break;
     }
 }
 
-static void lt_index_mid(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, uint16_t *idx)
+static void lt_index_mid(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, uint16_t *idx)
 {
     switch (d) {
-    case 9: lt_index_d9(M, t, bins, idx); break;
-    case 10: lt_index_d10(M, t, bins, idx); break;
-    case 11: lt_index_d11(M, t, bins, idx); break;
-    case 12: lt_index_d12(M, t, bins, idx); break;
-    default: lt_index16(M, t, bins, idx); break;
+    case 9: lt_index_d9(M, t, bins, stride, idx); break;
+    case 10: lt_index_d10(M, t, bins, stride, idx); break;
+    case 11: lt_index_d11(M, t, bins, stride, idx); break;
+    case 12: lt_index_d12(M, t, bins, stride, idx); break;
+    default: lt_index16(M, t, bins, stride, idx); break;
     }
 }
 
-/* Step 3 for one tree: add its table rows to the block's sums (acc[k * LT_BLOCK + i]). */
+/* Step 3 for one tree: add its table rows to the rows' sums (acc[k * stride + i]). */
 #define LT_ADD_FN(NAME, IDX_T)                                                                \
-    LT_HOT static void NAME(const lt_model *M, int32_t t, const IDX_T *idx, int m, double *acc) \
+    LT_HOT static void NAME(const lt_model *M, int32_t t, const IDX_T *idx, int m, double *acc, int64_t stride) \
     {                                                                                         \
         const double *tab = M->value + M->value_offset[t];                                    \
         const int32_t k = M->tree_output[t];                                                  \
         if (k >= 0) {                                                                         \
-            double *a = acc + (int64_t)k * LT_BLOCK;                                          \
+            double *a = acc + (int64_t)k * stride;                                            \
             for (int i = 0; i < m; ++i) a[i] += tab[idx[i]];                                  \
         } else {                                                                              \
             const int K = LT_K(M);                                                            \
             for (int i = 0; i < m; ++i)                                                       \
-                for (int j = 0; j < K; ++j) acc[(int64_t)j * LT_BLOCK + i] += tab[(int64_t)idx[i] * K + j]; \
+                for (int j = 0; j < K; ++j) acc[(int64_t)j * stride + i] += tab[(int64_t)idx[i] * K + j]; \
         }                                                                                     \
     }
 LT_ADD_FN(lt_add8, uint8_t)
@@ -207,15 +217,27 @@ LT_ADD_FN(lt_add16, uint16_t)
 LT_ADD_FN(lt_add32, uint32_t)
 
 typedef struct {
-    LT_BIN_T *bins;
-    double *acc;
+    LT_BIN_T *bins;  /* n_cols x rows */
+    double *acc;     /* n_outputs x rows */
+    int64_t rows;    /* super-block rows, a multiple of LT_BLOCK */
 } lt_scratch;
 
-static int lt_scratch_init(const lt_model *M, lt_scratch *s)
+/* Rows per super-block: as many LT_BLOCKs as keep the bins within LT_BINS_BYTES. */
+static int64_t lt_super_rows(const lt_model *M)
 {
-    const size_t nb = (size_t)(M->n_cols > 0 ? M->n_cols : 1) * LT_BLOCK;
-    s->bins = (LT_BIN_T *)malloc(nb * sizeof(LT_BIN_T));
-    s->acc = (double *)malloc((size_t)LT_K(M) * LT_BLOCK * sizeof(double));
+    const int64_t per_row = (int64_t)(M->n_cols > 0 ? M->n_cols : 1) * (int64_t)sizeof(LT_BIN_T);
+    int64_t r = LT_BINS_BYTES / per_row;
+    r = r / LT_BLOCK * LT_BLOCK;
+    if (r < LT_BLOCK) r = LT_BLOCK;
+    if (r > LT_SUPER_MAX) r = LT_SUPER_MAX;
+    return r;
+}
+
+static int lt_scratch_init(const lt_model *M, lt_scratch *s, int64_t rows)
+{
+    s->rows = rows;
+    s->bins = (LT_BIN_T *)malloc((size_t)(M->n_cols > 0 ? M->n_cols : 1) * (size_t)rows * sizeof(LT_BIN_T));
+    s->acc = (double *)malloc((size_t)LT_K(M) * (size_t)rows * sizeof(double));
     return s->bins != NULL && s->acc != NULL;
 }
 
@@ -250,48 +272,76 @@ static void lt_transform(const lt_model *M, double *o)
     }
 }
 
-/* Margins of rows X[0..m), m <= LT_BLOCK, into out (row-major m x K); leaf ids into leaf (m x T) if given. */
-static void lt_block(const lt_model *M, const LT_IN_T *X, int m, double *out, int32_t *leaf, int transform,
-                     lt_scratch *s)
+/* Trees [t0, t1) for the rows of one LT_BLOCK (bins and acc point at its first row). */
+static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins, double *acc, int64_t stride,
+                     int m, int32_t *leaf, int64_t leaf_stride)
 {
     union { uint8_t u8[LT_BLOCK]; uint16_t u16[LT_BLOCK]; uint32_t u32[LT_BLOCK]; } idx;
-    const int K = LT_K(M);
-    double *acc = s->acc;
-    lt_binarize(M, X, m, s->bins);
-    for (int k = 0; k < K; ++k)
-        for (int i = 0; i < LT_BLOCK; ++i) acc[(int64_t)k * LT_BLOCK + i] = M->base[k];
-    for (int32_t t = 0; t < M->n_trees; ++t) {
+    for (int32_t t = t0; t < t1; ++t) {
         const int d = M->depth[t];
         if (d <= 8) {
-            lt_index_small(M, t, d, s->bins, idx.u8);
-            lt_add8(M, t, idx.u8, m, acc);
-            if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * M->n_trees + t] = idx.u8[i];
+            lt_index_small(M, t, d, bins, stride, idx.u8);
+            lt_add8(M, t, idx.u8, m, acc, stride);
+            if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * leaf_stride + t] = idx.u8[i];
         } else if (d <= 16) {
-            lt_index_mid(M, t, d, s->bins, idx.u16);
-            lt_add16(M, t, idx.u16, m, acc);
-            if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * M->n_trees + t] = idx.u16[i];
+            lt_index_mid(M, t, d, bins, stride, idx.u16);
+            lt_add16(M, t, idx.u16, m, acc, stride);
+            if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * leaf_stride + t] = idx.u16[i];
         } else {
-            lt_index32(M, t, s->bins, idx.u32);
-            lt_add32(M, t, idx.u32, m, acc);
-            if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * M->n_trees + t] = (int32_t)idx.u32[i];
+            lt_index32(M, t, bins, stride, idx.u32);
+            lt_add32(M, t, idx.u32, m, acc, stride);
+            if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * leaf_stride + t] = (int32_t)idx.u32[i];
         }
     }
+}
+
+/* End of the chunk of trees starting at t0: tables up to LT_CHUNK_BYTES (at least one tree). */
+static int32_t lt_chunk_end(const lt_model *M, int32_t t0)
+{
+    const int64_t start = M->value_offset[t0];
+    int32_t t = t0 + 1;
+    while (t < M->n_trees && (M->value_offset[t + 1] - start) * (int64_t)sizeof(double) <= LT_CHUNK_BYTES) ++t;
+    return t;
+}
+
+/* Margins of rows X[0..m), m <= s->rows, into out (row-major m x K); leaf ids into leaf (m x T) if given. */
+static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out, int32_t *leaf, int transform,
+                     lt_scratch *s)
+{
+    const int K = LT_K(M);
+    const int64_t R = s->rows;
+    const int64_t F = LT_F(M);
+    double *acc = s->acc;
+    for (int64_t r = 0; r < m; r += LT_BLOCK)
+        lt_binarize(M, X + r * F, (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK), s->bins + r, R);
+    for (int k = 0; k < K; ++k)
+        for (int64_t i = 0; i < m; ++i) acc[(int64_t)k * R + i] = M->base[k];
+    for (int32_t t0 = 0; t0 < M->n_trees;) {
+        const int32_t t1 = lt_chunk_end(M, t0);
+        for (int64_t r = 0; r < m; r += LT_BLOCK)
+            lt_trees(M, t0, t1, s->bins + r, acc + r, R, (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK),
+                     leaf ? leaf + r * M->n_trees : NULL, M->n_trees);
+        t0 = t1;
+    }
     if (!out) return;
-    for (int i = 0; i < m; ++i) {
-        double *o = out + (int64_t)i * K;
+    for (int64_t i = 0; i < m; ++i) {
+        double *o = out + i * K;
         for (int k = 0; k < K; ++k) {
-            const double v = acc[(int64_t)k * LT_BLOCK + i];
+            const double v = acc[(int64_t)k * R + i];
             o[k] = M->average ? v / M->divisor[k] : v;
         }
         if (transform) lt_transform(M, o);
     }
 }
 
-/* All rows, blocks shared among threads; returns 0, or -1 when scratch memory ran out. */
+/* All rows, super-blocks shared among threads; returns 0, or -1 when scratch memory ran out. */
 static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out, int32_t *leaf, int32_t threads,
                   int transform)
 {
-    const int64_t nblocks = (n + LT_BLOCK - 1) / LT_BLOCK;
+    int64_t R = lt_super_rows(M);
+    if (n < R) R = (n + LT_BLOCK - 1) / LT_BLOCK * LT_BLOCK;
+    if (R < LT_BLOCK) R = LT_BLOCK;
+    const int64_t nsuper = (n + R - 1) / R;
     const int64_t F = LT_F(M);
     const int K = LT_K(M);
     int failed = 0;
@@ -301,16 +351,16 @@ static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out
 #endif
     {
         lt_scratch s;
-        if (!lt_scratch_init(M, &s)) {
+        if (!lt_scratch_init(M, &s, R)) {
             failed = 1;
         } else {
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (int64_t b = 0; b < nblocks; ++b) {
-                const int64_t r0 = b * LT_BLOCK;
-                const int m = (int)(n - r0 < LT_BLOCK ? n - r0 : LT_BLOCK);
-                lt_block(M, rows + r0 * F, m, out ? out + r0 * K : NULL, leaf ? leaf + r0 * M->n_trees : NULL,
+            for (int64_t b = 0; b < nsuper; ++b) {
+                const int64_t r0 = b * R;
+                const int64_t m = n - r0 < R ? n - r0 : R;
+                lt_super(M, rows + r0 * F, m, out ? out + r0 * K : NULL, leaf ? leaf + r0 * M->n_trees : NULL,
                          transform, &s);
             }
         }

@@ -139,7 +139,13 @@ class CPredictor(Predictor):
 
     def predict_row(self, x: Any) -> npt.NDArray[np.float64]:
         """Margins of one row ``(n_outputs,)`` through the single-row entry point."""
-        row = as_rows(self.schema, np.asarray(x, dtype=np.float64).reshape(1, -1), self.library.dtype)[0]
+        row = np.asarray(x)
+        if row.shape != (self.schema.n_features,) or row.dtype.kind != "f" or not (
+                self.schema.allow_nan and self.schema.allow_inf):
+            row = as_rows(self.schema, np.asarray(x, dtype=np.float64).reshape(1, -1), self.library.dtype)[0]
+        elif row.dtype != self.library.dtype or not row.flags.c_contiguous:
+            with np.errstate(over="ignore"):
+                row = np.ascontiguousarray(row, dtype=self.library.dtype)
         return self.library.predict_row(row)  # type: ignore[no-any-return]
 
     def apply(self, X: Any) -> npt.NDArray[np.int32]:

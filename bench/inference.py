@@ -1,0 +1,657 @@
+"""Inference benchmark: lumber's C and ONNX artifacts against the libraries and the tree compilers.
+
+One process, interleaved runs. For each model (LightGBM 500 trees x 63 leaves, max
+depth 8, on the bundled credit data and on a synthetic 200k x 50 set; an XGBoost
+model; a scikit-learn random forest) and each peer (the library's own predict,
+treelite + tl2cgen, lleaves, onnxruntime on onnxmltools / skl2onnx output, lumber C,
+lumber ONNX) it measures:
+
+* compile time (wall, and CPU including compiler subprocesses),
+* batch seconds for 100k rows at 1 and 2 threads (median of interleaved repetitions),
+  and ns per row per tree at 1 thread,
+* single-row latency through the peer's Python API, and as a raw C call where the
+  peer exposes a C function (measured by a small C harness calling it in a loop),
+* max |diff| against the library on the batch, and mismatches on a boundary corpus
+  (for every split: rows on the threshold and one float above and below, in the
+  model's input dtype; NaN; category probes). A mismatch is a difference above
+  1e-9 relative (a routing difference); ``not bit-exact`` counts any difference.
+
+Peers that are missing, fail to convert, or crash are reported with the error.
+
+    .venv/bin/python bench/inference.py            # full (tens of minutes: tl2cgen is slow)
+    .venv/bin/python bench/inference.py --quick    # small models, a minute or two
+
+lleaves 1.3.0 needs llvmlite < 0.45. If the venv's llvmlite is newer (shap/numba pull
+0.50), install 0.44 aside: ``pip install --no-deps --target .venv/bench-llvmlite044
+llvmlite==0.44.0``; this script puts that directory first on sys.path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+LLVMLITE_ASIDE = Path(os.environ.get("LUMBER_BENCH_LLVMLITE", ROOT / ".venv" / "bench-llvmlite044"))
+if LLVMLITE_ASIDE.is_dir():
+    sys.path.insert(0, str(LLVMLITE_ASIDE))
+
+import lumber  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+CACHE = Path(tempfile.gettempdir()) / "lumber-bench-models"
+MISMATCH_RTOL = 1e-9
+
+
+# -- timing helpers -------------------------------------------------------------------------------
+
+def cpu_now() -> float:
+    """CPU seconds of this process and its finished children (compilers)."""
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    w0, c0 = time.perf_counter(), cpu_now()
+    out = fn()
+    return out, time.perf_counter() - w0, cpu_now() - c0
+
+
+HARNESS = r"""
+#define _POSIX_C_SOURCE 199309L
+#include <stdint.h>
+#include <time.h>
+union EntryD { int missing; double fvalue; int qvalue; };
+union EntryF { int missing; float fvalue; int qvalue; };
+/* CPU time of this thread: the cores are shared, so wall time would count other processes' turns */
+static double now(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
+volatile double lb_sink;
+double lb_lumber_d(void *fn, const double *X, int64_t n, int64_t F, int64_t calls) {
+    void (*f)(const double *, double *) = (void (*)(const double *, double *))fn; double out[256], s = 0;
+    double t0 = now(); for (int64_t i = 0; i < calls; ++i) { f(X + (i % n) * F, out); s += out[0]; }
+    double t1 = now(); lb_sink = s; return (t1 - t0) / calls; }
+double lb_lumber_f(void *fn, const float *X, int64_t n, int64_t F, int64_t calls) {
+    void (*f)(const float *, double *) = (void (*)(const float *, double *))fn; double out[256], s = 0;
+    double t0 = now(); for (int64_t i = 0; i < calls; ++i) { f(X + (i % n) * F, out); s += out[0]; }
+    double t1 = now(); lb_sink = s; return (t1 - t0) / calls; }
+double lb_lleaves(void *fn, const double *X, int64_t n, int64_t F, int64_t calls) {
+    void (*f)(const double *, double *, int32_t, int32_t) = (void (*)(const double *, double *, int32_t, int32_t))fn;
+    double out[256], s = 0;
+    double t0 = now(); for (int64_t i = 0; i < calls; ++i) { f(X + (i % n) * F, out, 0, 1); s += out[0]; }
+    double t1 = now(); lb_sink = s; return (t1 - t0) / calls; }
+double lb_tl2cgen_d(void *fn, const double *X, int64_t n, int64_t F, int64_t calls, union EntryD *buf) {
+    void (*f)(union EntryD *, int, double *) = (void (*)(union EntryD *, int, double *))fn; double out[256], s = 0;
+    for (int64_t i = 0; i < n * F; ++i) { if (X[i] != X[i]) buf[i].missing = -1; else buf[i].fvalue = X[i]; }
+    double t0 = now(); for (int64_t i = 0; i < calls; ++i) { f(buf + (i % n) * F, 1, out); s += out[0]; }
+    double t1 = now(); lb_sink = s; return (t1 - t0) / calls; }
+double lb_tl2cgen_f(void *fn, const double *X, int64_t n, int64_t F, int64_t calls, union EntryF *buf) {
+    void (*f)(union EntryF *, int, float *) = (void (*)(union EntryF *, int, float *))fn; float out[256]; double s = 0;
+    for (int64_t i = 0; i < n * F; ++i) { if (X[i] != X[i]) buf[i].missing = -1; else buf[i].fvalue = (float)X[i]; }
+    double t0 = now(); for (int64_t i = 0; i < calls; ++i) { f(buf + (i % n) * F, 1, out); s += out[0]; }
+    double t1 = now(); lb_sink = s; return (t1 - t0) / calls; }
+"""
+
+
+class Harness:
+    """The C loop that times one-row calls of a peer's C entry point."""
+
+    def __init__(self, workdir: Path) -> None:
+        src = workdir / "harness.c"
+        src.write_text(HARNESS)
+        lib = workdir / "harness.so"
+        subprocess.run(["cc", "-O2", "-fPIC", "-shared", "-std=c99", str(src), "-o", str(lib)], check=True)
+        self.lib = ctypes.CDLL(str(lib))
+        for name in ("lb_lumber_d", "lb_lumber_f", "lb_lleaves", "lb_tl2cgen_d", "lb_tl2cgen_f"):
+            getattr(self.lib, name).restype = ctypes.c_double
+
+    def ns_per_call(self, kind: str, fn: int, X: np.ndarray, calls: int) -> float:
+        n, F = X.shape
+        args: list[Any] = [ctypes.c_void_p(fn)]
+        if kind == "lumber_f":
+            Xc = np.ascontiguousarray(X, dtype=np.float32)
+        else:
+            Xc = np.ascontiguousarray(X, dtype=np.float64)
+        args += [ctypes.c_void_p(Xc.ctypes.data), ctypes.c_int64(n), ctypes.c_int64(F), ctypes.c_int64(calls)]
+        if kind.startswith("tl2cgen"):
+            buf = np.zeros(n * F * 8 + 8, dtype=np.uint8)
+            args.append(ctypes.c_void_p(buf.ctypes.data))
+        return float(getattr(self.lib, f"lb_{kind}")(*args))
+
+
+# -- models -----------------------------------------------------------------------------------------
+
+@dataclass
+class ModelCase:
+    name: str
+    library: str
+    model: Any
+    path: Path | None                      # LightGBM text file (lleaves reads it)
+    X: np.ndarray                          # batch rows
+    raw: Callable[[np.ndarray, int], np.ndarray]
+    proba: Callable[[np.ndarray], np.ndarray] | None = None
+    forest: Any = None
+    corpus: np.ndarray | None = None
+    notes: str = ""
+
+
+def synthetic(n: int, F: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, F))
+    y = X[:, : F // 5].sum(1) + np.sin(X[:, F // 5: 2 * F // 5]).sum(1) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+def _cache_key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def build_models(quick: bool, n_batch: int) -> list[ModelCase]:
+    import joblib
+    import lightgbm as lgb
+    import xgboost as xgb
+    from sklearn.ensemble import RandomForestRegressor
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    trees, leaves, depth = (50, 15, 4) if quick else (500, 63, 8)
+    cases: list[ModelCase] = []
+
+    credit = lumber.datasets.load("credit")
+    Xc = credit.X.to_numpy(dtype=np.float64)
+    yc = np.asarray(credit.y)
+    cats = [i for i, f in enumerate(credit.features) if f.kind.name == "CATEGORICAL"]
+    params = {"objective": "binary", "num_leaves": leaves, "max_depth": depth, "learning_rate": 0.05,
+              "verbose": -1, "num_threads": 2, "max_cat_to_onehot": 1, "seed": 0}
+    path = CACHE / f"lgb-credit-{_cache_key(params, trees, cats)}.txt"
+    if not path.exists():
+        bst = lgb.train(params, lgb.Dataset(Xc, yc, categorical_feature=cats), trees)
+        bst.save_model(str(path))
+    bst = lgb.Booster(model_file=str(path))
+    Xb = Xc[rng.integers(0, len(Xc), n_batch)]
+    cases.append(ModelCase(
+        "lightgbm-credit", "lightgbm", bst, path, Xb,
+        raw=lambda X, k, b=bst: b.predict(X, raw_score=True, num_threads=k),
+        proba=lambda X, b=bst: b.predict(X, num_threads=1),
+        notes=f"binary, {trees} trees x {leaves} leaves (max depth {depth}), categorical EDUCATION/MARRIAGE/SEX"))
+
+    n_syn, F = (20_000, 20) if quick else (200_000, 50)
+    Xs, ys = synthetic(n_syn, F)
+    params = {"objective": "regression", "num_leaves": leaves, "max_depth": depth, "learning_rate": 0.05,
+              "verbose": -1, "num_threads": 2, "seed": 0}
+    path = CACHE / f"lgb-syn-{_cache_key(params, trees, n_syn, F)}.txt"
+    if not path.exists():
+        bst = lgb.train(params, lgb.Dataset(Xs, ys), trees)
+        bst.save_model(str(path))
+    bst2 = lgb.Booster(model_file=str(path))
+    Xsb = Xs[rng.integers(0, len(Xs), n_batch)]
+    Xsb[rng.random(Xsb.shape) < 0.01] = np.nan
+    cases.append(ModelCase(
+        "lightgbm-synthetic", "lightgbm", bst2, path, Xsb,
+        raw=lambda X, k, b=bst2: b.predict(X, raw_score=True, num_threads=k),
+        notes=f"regression, {n_syn} x {F} synthetic, {trees} trees x {leaves} leaves (max depth {depth}), 1% NaN"))
+
+    xparams = {"objective": "reg:squarederror", "max_depth": 4 if quick else 6, "eta": 0.05, "seed": 0,
+               "nthread": 2, "tree_method": "hist"}
+    path = CACHE / f"xgb-syn-{_cache_key(xparams, trees, n_syn, F)}.json"
+    if not path.exists():
+        xb = xgb.train(xparams, xgb.DMatrix(Xs, ys), trees)
+        xb.save_model(str(path))
+    xbst = xgb.Booster(model_file=str(path))
+
+    def xgb_raw(X: np.ndarray, k: int, b: Any = xbst) -> np.ndarray:
+        b.set_param({"nthread": k})
+        return b.inplace_predict(X, predict_type="margin")
+
+    cases.append(ModelCase("xgboost-synthetic", "xgboost", xbst, None, Xsb, raw=xgb_raw,
+                           notes=f"regression, {trees} trees, max depth {xparams['max_depth']}, float32 compares"))
+
+    rf_trees, rf_depth, rf_rows = (20, 6, 5000) if quick else (100, 10, 50_000)
+    path = CACHE / f"rf-syn-{_cache_key(rf_trees, rf_depth, rf_rows, n_syn, F)}.joblib"
+    if not path.exists():
+        rf = RandomForestRegressor(rf_trees, max_depth=rf_depth, n_jobs=2, random_state=0).fit(Xs[:rf_rows], ys[:rf_rows])
+        joblib.dump(rf, path)
+    rf = joblib.load(path)
+
+    def rf_raw(X: np.ndarray, k: int, m: Any = rf) -> np.ndarray:
+        m.set_params(n_jobs=k)
+        return m.predict(X)
+
+    cases.append(ModelCase("sklearn-rf-synthetic", "sklearn", rf, None, Xsb, raw=rf_raw,
+                           notes=f"RandomForestRegressor, {rf_trees} trees, max depth {rf_depth}, float32 compares"))
+    for c in cases:
+        c.forest = lumber.load(c.model)
+    return cases
+
+
+def boundary_corpus(forest: Any, X: np.ndarray, max_nodes: int, seed: int = 0) -> np.ndarray:
+    """For sampled splits: rows on the threshold and one float above/below (input dtype); NaN and category probes."""
+    rng = np.random.default_rng(seed)
+    f32 = forest.schema.input_dtype == "float32"
+    dt = np.float32 if f32 else np.float64
+    internal = np.flatnonzero(~forest.is_leaf)
+    if internal.size > max_nodes:
+        internal = np.sort(rng.choice(internal, max_nodes, replace=False))
+    rows = []
+    for node in internal:
+        f = int(forest.feature[node])
+        if forest.is_categorical[node]:
+            cs = forest.categories_of(int(node))
+            probes = [float(cs[0]), float(cs[-1]) + 0.5, -0.5, float(cs[0]) + 1.0]
+        else:
+            t = forest.threshold[node]
+            td = dt(t)
+            probes = [float(t), float(td), float(np.nextafter(td, dt(np.inf))), float(np.nextafter(td, dt(-np.inf)))]
+        base = X[rng.integers(0, len(X), len(probes))].copy()
+        base[np.arange(len(probes)), f] = probes
+        rows.append(base)
+    for f in range(forest.n_features):
+        base = X[rng.integers(0, len(X), 2)].copy()
+        base[0, f] = np.nan
+        base[1, f] = 0.0
+        rows.append(base)
+    R = np.concatenate(rows)
+    with np.errstate(over="ignore"):
+        finite = np.isfinite(R.astype(dt)) | np.isnan(R)
+    return R[finite.all(axis=1)]
+
+
+# -- peers --------------------------------------------------------------------------------------------
+
+@dataclass
+class Peer:
+    name: str
+    space: str = "raw"                                   # "raw" margins or "proba" (class 1)
+    status: str = "ok"
+    compile_wall: float | None = None
+    compile_cpu: float | None = None
+    predict: Callable[[np.ndarray, int], np.ndarray] | None = None
+    row: Callable[[np.ndarray], Any] | None = None       # single-row Python call
+    c_entry: tuple[str, int] | None = None               # (harness kind, function address)
+    keep: list[Any] = field(default_factory=list)         # objects that must stay alive
+    results: dict[str, Any] = field(default_factory=dict)
+
+
+def peer_library(case: ModelCase) -> Peer:
+    p = Peer(f"{case.library} predict", compile_wall=0.0, compile_cpu=0.0)
+    p.predict = case.raw
+    p.row = lambda x: case.raw(x[None, :], 1)
+    return p
+
+
+def peer_tl2cgen(case: ModelCase, workdir: Path) -> Peer:
+    import tl2cgen
+    import treelite
+
+    p = Peer("treelite+tl2cgen")
+
+    def build() -> tuple[Any, Path]:
+        if case.library == "lightgbm":
+            tm = treelite.frontend.from_lightgbm(case.model)
+        elif case.library == "xgboost":
+            tm = treelite.frontend.from_xgboost(case.model)
+        else:
+            tm = treelite.sklearn.import_model(case.model)
+        d = workdir / f"tl2cgen-{case.name}"
+        tl2cgen.generate_c_code(tm, d, params={"parallel_comp": 8})
+        lib = tl2cgen.create_shared("gcc", d, nthread=2, long_build_time_warning=False)
+        return tm, Path(lib)
+
+    (tm, lib), p.compile_wall, p.compile_cpu = timed(build)
+    header = (workdir / f"tl2cgen-{case.name}" / "header.h").read_text()
+    single = "float fvalue" in header
+    dtype = "float32" if single else "float64"
+    preds = {k: tl2cgen.Predictor(lib, nthread=k) for k in (1, 2)}
+
+    def predict(X: np.ndarray, k: int) -> np.ndarray:
+        out = preds[k].predict(tl2cgen.DMatrix(X.astype(dtype), dtype=dtype), pred_margin=True)
+        return np.asarray(out, dtype=np.float64).reshape(len(X), -1)[:, 0]
+
+    p.predict = predict
+    p.row = lambda x: preds[1].predict(tl2cgen.DMatrix(x[None, :].astype(dtype), dtype=dtype), pred_margin=True)
+    raw = ctypes.CDLL(str(lib))
+    p.keep += [raw, preds, tm]
+    p.c_entry = ("tl2cgen_f" if single else "tl2cgen_d", ctypes.cast(raw.predict, ctypes.c_void_p).value or 0)
+    return p
+
+
+def peer_lleaves(case: ModelCase) -> Peer:
+    import lleaves
+
+    p = Peer("lleaves")
+    m = lleaves.Model(model_file=str(case.path))
+    _, p.compile_wall, p.compile_cpu = timed(lambda: m.compile(raw_score=True, finline=False))
+    p.predict = lambda X, k: m.predict(X, n_jobs=k)
+    p.row = lambda x: m.predict(x[None, :], n_jobs=1)
+    p.c_entry = ("lleaves", int(m._execution_engine.get_function_address("forest_root")))
+    p.keep.append(m)
+    return p
+
+
+def peer_ort_converter(case: ModelCase) -> Peer:
+    import onnxruntime as ort
+
+    F = case.X.shape[1]
+    if case.library == "sklearn":
+        from skl2onnx import to_onnx
+
+        name = "onnxruntime (skl2onnx)"
+        conv = lambda: to_onnx(case.model, case.X[:1].astype(np.float32))  # noqa: E731
+    else:
+        import onnxmltools
+        from onnxmltools.convert.common.data_types import FloatTensorType
+
+        name = "onnxruntime (onnxmltools)"
+        fn = onnxmltools.convert_lightgbm if case.library == "lightgbm" else onnxmltools.convert_xgboost
+        conv = lambda: fn(case.model, initial_types=[("X", FloatTensorType([None, F]))],  # noqa: E731
+                          target_opset=15, zipmap=False) if case.library == "lightgbm" else \
+            fn(case.model, initial_types=[("X", FloatTensorType([None, F]))], target_opset=15)
+    p = Peer(name)
+    model, p.compile_wall, p.compile_cpu = timed(conv)
+    data = model.SerializeToString()
+    sessions = {}
+    for k in (1, 2):
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = k
+        sessions[k] = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    outs = [o.name for o in sessions[1].get_outputs()]
+    prob = next((o for o in outs if "prob" in o.lower()), None)
+    p.space = "proba" if prob else "raw"
+    target = prob or outs[0]
+    inp = sessions[1].get_inputs()[0].name
+
+    def predict(X: np.ndarray, k: int) -> np.ndarray:
+        y = sessions[k].run([target], {inp: X.astype(np.float32)})[0]
+        y = np.asarray(y, dtype=np.float64).reshape(len(X), -1)
+        return y[:, -1] if p.space == "proba" else y[:, 0]
+
+    p.predict = predict
+    p.row = lambda x: sessions[1].run([target], {inp: x[None, :].astype(np.float32)})
+    return p
+
+
+def peer_lumber_c(case: ModelCase) -> Peer:
+    p = Peer("lumber C")
+    pred, p.compile_wall, p.compile_cpu = timed(lambda: lumber.compile(case.forest, target="c"))
+    K = case.forest.n_outputs
+    p.predict = lambda X, k: pred.predict_raw(X, threads=k) if K == 1 else pred.predict_raw(X, threads=k)[:, -1]
+    p.row = pred.predict_row
+    lib = pred.library
+    kind = "lumber_f" if lib.dtype == np.float32 else "lumber_d"
+    p.c_entry = (kind, ctypes.cast(lib.raw_function, ctypes.c_void_p).value or 0)
+    p.keep.append(pred)
+    p.results["openmp"] = lib.has_openmp
+    return p
+
+
+def peer_lumber_onnx(case: ModelCase) -> Peer:
+    p = Peer("lumber ONNX")
+    first, p.compile_wall, p.compile_cpu = timed(lambda: lumber.compile(case.forest, target="onnx", threads=1))
+    preds = {1: first, 2: lumber.compile(case.forest, target="onnx", threads=2)}
+    preds[1].session, preds[2].session  # noqa: B018  (sessions are created before timing)
+    p.predict = lambda X, k: preds[k].predict_raw(X)
+    p.row = lambda x: preds[1].predict_raw(x[None, :])
+    p.results["input_dtype"] = str(first.dtype)
+    p.keep.append(preds)
+    return p
+
+
+PEERS: list[tuple[str, Callable[..., Peer], Callable[[ModelCase], bool]]] = [
+    ("library", lambda c, w: peer_library(c), lambda c: True),
+    ("tl2cgen", peer_tl2cgen, lambda c: True),
+    ("lleaves", lambda c, w: peer_lleaves(c), lambda c: c.library == "lightgbm"),
+    ("ort", lambda c, w: peer_ort_converter(c), lambda c: True),
+    ("lumber-c", lambda c, w: peer_lumber_c(c), lambda c: True),
+    ("lumber-onnx", lambda c, w: peer_lumber_onnx(c), lambda c: True),
+]
+"""(key, factory(case, workdir), applies-to). A later issue appends its peers here."""
+
+
+def failed(name: str, exc: BaseException) -> Peer:
+    msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
+    return Peer(name, status=f"failed: {msg}")
+
+
+# -- measurements -------------------------------------------------------------------------------------
+
+def reference(case: ModelCase, X: np.ndarray, space: str) -> np.ndarray:
+    if space == "proba" and case.proba is not None:
+        return np.asarray(case.proba(X), dtype=np.float64).reshape(len(X), -1)[:, -1]
+    return np.asarray(case.raw(X, 1), dtype=np.float64).reshape(len(X), -1)[:, -1]
+
+
+def accuracy(case: ModelCase, p: Peer) -> None:
+    assert p.predict is not None and case.corpus is not None
+    for label, X in (("batch", case.X), ("corpus", case.corpus)):
+        try:
+            got = np.asarray(p.predict(X, 1), dtype=np.float64).reshape(len(X), -1)[:, -1]
+        except Exception as exc:  # a peer may refuse NaN or odd values: report it
+            p.results[f"{label}_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            continue
+        ref = reference(case, X, p.space)
+        diff = np.abs(got - ref)
+        diff[np.isnan(got) & np.isnan(ref)] = 0.0
+        diff[np.isnan(got) ^ np.isnan(ref)] = np.inf
+        if label == "batch":
+            p.results["max_abs_diff"] = float(diff.max())
+        else:
+            p.results["corpus_rows"] = int(len(X))
+            p.results["corpus_mismatch"] = int((diff > MISMATCH_RTOL * (1 + np.abs(ref))).sum())
+            p.results["corpus_not_bitexact"] = int((diff > 0).sum())
+    p.results["compared_in"] = p.space
+
+
+def single_row(harness: Harness, case: ModelCase, p: Peer, calls: int) -> None:
+    rows = case.X[:256]
+    if p.row is not None:
+        times = []
+        for g in range(5):
+            t0 = time.perf_counter()
+            for i in range(calls // 5):
+                p.row(rows[(g * 7 + i) % len(rows)])
+            times.append((time.perf_counter() - t0) / (calls // 5))
+        p.results["row_python_us"] = float(np.median(times) * 1e6)
+    if p.c_entry is not None and p.c_entry[1]:
+        kind, addr = p.c_entry
+        reps = [harness.ns_per_call(kind, addr, rows, calls * 4) for _ in range(3)]
+        p.results["row_c_ns"] = float(np.median(reps))
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    n_batch = 10_000 if args.quick else 100_000
+    reps = args.reps or (3 if args.quick else 5)
+    load0 = os.getloadavg()
+    t_start = time.perf_counter()
+    workdir = Path(tempfile.mkdtemp(prefix="lumber-bench-"))
+    harness = Harness(workdir)
+    cases = build_models(args.quick, n_batch)
+    if args.models:
+        cases = [c for c in cases if c.name in args.models]
+    peers: dict[str, list[Peer]] = {}
+    for case in cases:
+        case.corpus = boundary_corpus(case.forest, case.X, 1000 if args.quick else 8000)
+        peers[case.name] = []
+        for key, make, applies in PEERS:
+            if not applies(case) or (args.peers and key not in args.peers):
+                continue
+            print(f"[setup] {case.name}: {key}", flush=True)
+            try:
+                p = make(case, workdir)
+            except BaseException as exc:  # noqa: BLE001 - any peer failure is a result, not a crash
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                p = failed(key, exc)
+                traceback.print_exc(limit=2)
+            peers[case.name].append(p)
+            if p.status == "ok":
+                accuracy(case, p)
+    threads = [1, 2]
+    for rep in range(reps):  # interleaved: every (model, peer, threads) once per repetition
+        print(f"[batch] repetition {rep + 1}/{reps}", flush=True)
+        for case in cases:
+            for p in peers[case.name]:
+                if p.status != "ok" or p.predict is None:
+                    continue
+                for k in threads:
+                    try:
+                        t0, c0 = time.perf_counter(), time.process_time()
+                        p.predict(case.X, k)
+                        p.results.setdefault(f"batch_{k}t", []).append(time.perf_counter() - t0)
+                        if k == 1:
+                            p.results.setdefault("batch_1t_cpu", []).append(time.process_time() - c0)
+                    except Exception as exc:  # noqa: BLE001
+                        p.status = f"failed in predict: {type(exc).__name__}: {exc}"[:300]
+    for case in cases:
+        for p in peers[case.name]:
+            if p.status != "ok":
+                continue
+            print(f"[row] {case.name}: {p.name}", flush=True)
+            single_row(harness, case, p, 500 if args.quick else 2000)
+    load1 = os.getloadavg()
+    return report(cases, peers, n_batch, reps, load0, load1, time.perf_counter() - t_start, args.quick)
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {}
+    for pkg in ("lumber", "numpy", "lightgbm", "xgboost-cpu", "scikit-learn", "treelite", "tl2cgen", "lleaves",
+                "llvmlite", "onnx", "onnxruntime", "onnxmltools", "skl2onnx"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = "not installed"
+    try:
+        import llvmlite
+
+        out["llvmlite (imported)"] = llvmlite.__version__
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        out["cc"] = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        out["cc"] = "missing"
+    return out
+
+
+def report(cases: list[ModelCase], peers: dict[str, list[Peer]], n_batch: int, reps: int,
+           load0: tuple[float, ...], load1: tuple[float, ...], seconds: float, quick: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "benchmark": "inference",
+        "mode": "quick" if quick else "full",
+        "rows": n_batch,
+        "repetitions": reps,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "loadavg_start": load0, "loadavg_end": load1},
+        "versions": _versions(),
+        "seconds": seconds,
+        "models": {},
+    }
+    for case in cases:
+        T = case.forest.n_trees
+        entry: dict[str, Any] = {"notes": case.notes, "trees": T, "nodes": case.forest.n_nodes,
+                                 "features": case.forest.n_features, "corpus_rows": int(len(case.corpus)),
+                                 "peers": {}}
+        for p in peers[case.name]:
+            r = dict(p.results)
+            for key in ("batch_1t", "batch_2t", "batch_1t_cpu"):
+                if key in r:
+                    r[f"{key}_runs"] = r[key]
+                    r[key] = float(np.median(r[key]))
+            if "batch_1t" in r:
+                r["ns_per_row_tree_1t"] = r["batch_1t"] / n_batch / T * 1e9
+            if "batch_1t_cpu" in r:
+                r["cpu_ns_per_row_tree_1t"] = r["batch_1t_cpu"] / n_batch / T * 1e9
+            r.update(status=p.status, compile_wall_s=p.compile_wall, compile_cpu_s=p.compile_cpu)
+            entry["peers"][p.name] = r
+        out["models"][case.name] = entry
+    return out
+
+
+def _fmt(v: Any, spec: str) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float) and v == float("inf"):
+        return "inf"
+    return format(v, spec)
+
+
+def markdown(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    lines = [f"# Inference benchmark ({res['mode']})", "",
+             f"{res['rows']} rows per batch, median of {res['repetitions']} interleaved repetitions; "
+             f"{m['cpus']} CPUs, load average {m['loadavg_start'][0]:.1f} at start and "
+             f"{m['loadavg_end'][0]:.1f} at end: the cores are shared with other work, so wall times are "
+             "inflated and noisy. The 1-thread columns therefore also give process CPU time (cpu s, cpu "
+             "ns/row/tree); ratio = peer / lumber C on 1-thread CPU time (>1: lumber C is faster). Row C ns "
+             "is thread CPU time per call of the peer's C entry point in a C loop. Mismatch: boundary-corpus "
+             "rows differing by more than 1e-9 relative from the library; not bit-exact: rows differing at "
+             "all.", ""]
+    for name, e in res["models"].items():
+        lines += [f"## {name}", "", f"{e['notes']}; {e['trees']} trees, {e['nodes']} nodes, {e['features']} "
+                  f"features; boundary corpus {e['corpus_rows']} rows.", "",
+                  "| peer | compile s (wall / cpu) | batch 1 thr s (wall / cpu) | batch 2 thr s | "
+                  "cpu ns/row/tree | ratio | row Python µs | row C ns | max abs diff | corpus mismatch | "
+                  "not bit-exact |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        base = e["peers"].get("lumber C", {}).get("batch_1t_cpu")
+        for pname, r in e["peers"].items():
+            if r["status"] != "ok":
+                lines.append(f"| {pname} | {r['status']} |  |  |  |  |  |  |  |  |  |")
+                continue
+            ratio = r.get("batch_1t_cpu", 0) / base if base and r.get("batch_1t_cpu") else None
+            comp = "–" if r.get("compile_wall_s") in (None, 0.0) else \
+                f"{r['compile_wall_s']:.2f} / {r['compile_cpu_s']:.2f}"
+            space = " (proba)" if r.get("compared_in") == "proba" else ""
+            lines.append(
+                f"| {pname} | {comp} | {_fmt(r.get('batch_1t'), '.3f')} / {_fmt(r.get('batch_1t_cpu'), '.3f')} | "
+                f"{_fmt(r.get('batch_2t'), '.3f')} | {_fmt(r.get('cpu_ns_per_row_tree_1t'), '.2f')} | "
+                f"{_fmt(ratio, '.2f')} | "
+                f"{_fmt(r.get('row_python_us'), '.1f')} | {_fmt(r.get('row_c_ns'), '.0f')} | "
+                f"{_fmt(r.get('max_abs_diff'), '.3g')}{space} | "
+                f"{r.get('corpus_mismatch', r.get('corpus_error', '–'))} | {r.get('corpus_not_bitexact', '–')} |")
+        lines.append("")
+    v = res["versions"]
+    lines += ["Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()), "",
+              f"Total run time {res['seconds']:.0f} s. Produced by `bench/inference.py"
+              f"{' --quick' if res['mode'] == 'quick' else ''}`.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small models and batches (a minute or two)")
+    ap.add_argument("--reps", type=int, default=None, help="interleaved repetitions (default 5, quick 3)")
+    ap.add_argument("--models", nargs="*", help="only these models")
+    ap.add_argument("--peers", nargs="*", help="only these peers (library tl2cgen lleaves ort lumber-c lumber-onnx)")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="results folder")
+    args = ap.parse_args(argv)
+    res = run(args)
+    stem = "inference-quick" if args.quick else "inference"
+    args.out.mkdir(parents=True, exist_ok=True)
+    from lumber.ir import atomic_write_text
+
+    atomic_write_text(args.out / f"{stem}.json", json.dumps(res, indent=1, default=float))
+    md = markdown(res)
+    atomic_write_text(args.out / f"{stem}.md", md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
