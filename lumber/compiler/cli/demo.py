@@ -104,4 +104,9 @@ def _stages(args: argparse.Namespace, lgb: Any, lumber: Any, ds: Any, Xtr: Any, 
         return (f"{len(X):,} test rows (every 7th with a NaN): margins bit-identical to LightGBM, "
                 f"same leaf in every tree")
 
-    return [("train", train), ("load", load), ("verify", verify)]
+    def report() -> str:
+        from lumber.compiler.cli.report import demo_report
+
+        return demo_report(workdir, state["path"], Xtr, ytr, Xte, seed=args.seed)
+
+    return [("train", train), ("load", load), ("verify", verify), ("report", report)]

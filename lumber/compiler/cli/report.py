@@ -9,6 +9,7 @@ report.json, e.g. after upgrading lumber, byte-for-byte reproducibly.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import tempfile
@@ -112,8 +113,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
-    import json
-
     from lumber.backends.report import write_report
     from lumber.ir import InputDataError
 
@@ -133,3 +132,57 @@ def _render(args: argparse.Namespace) -> int:
     for p in write_report(doc, out, formats):
         print(p)
     return 0
+
+
+DEMO_CONSTRAINTS = """\
+# lumber demo: who a person is does not change; age only grows
+immutable Sex, NativeCountry, MaritalStatus, Relationship
+Age: increase, <= 90
+changes <= 3
+"""
+
+
+def demo_report(workdir: Path, model_path: Path, X_train: Any, y_train: Any, X_test: Any, *, seed: int = 0,
+                cases: int = 3, train_rows: int = 2000) -> str:
+    """``lumber demo``'s report stage: a build file beside the model, built; returns the stage's summary."""
+    import numpy as np
+
+    from lumber.compiler.build import build
+
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(len(X_train), size=min(train_rows, len(X_train)), replace=False))
+    X_train.iloc[pick].assign(income=np.asarray(y_train)[pick]).to_csv(workdir / "train.csv", index=False)
+    X_test.iloc[:cases].to_csv(workdir / "cases.csv", index=False)
+    (workdir / "recourse.lum").write_text(DEMO_CONSTRAINTS)
+    (workdir / "lumber.toml").write_text(f"""seed = {seed}
+
+[model]
+path = "{model_path.name}"
+
+[data]
+train = "train.csv"
+cases = "cases.csv"
+label = "income"
+
+[constraints]
+path = "recourse.lum"
+
+[compile]
+targets = ["onnx"]
+
+[explain]
+analyses = ["sensitive", "counterfactual", "rules"]
+time_limit = 20
+
+[report]
+title = "lumber demo: income model"
+""")
+    res = build(workdir / "lumber.toml")
+    doc = json.loads((res.output / "report.json").read_text())
+    n_cf = sum(1 for c in doc["cases"]["items"] if c.get("counterfactual", {}).get("status") == "optimal")
+    n_rule = sum(1 for c in doc["cases"]["items"] if c.get("rule", {}).get("status") == "found")
+    bad = [c.name for c in res.checks if c.passed is False and c.name.startswith("exact")]
+    if bad:
+        raise SystemExit(f"report stage: {', '.join(bad)} failed")
+    return (f"{len(doc['cases']['items'])} cases: {n_cf} optimal counterfactuals, {n_rule} local rules, ONNX exact "
+            f"on {res.checks[0].details['rows']:,} rows\n{res.output / 'report.html'} (+ .md, .json, manifest.json)")
