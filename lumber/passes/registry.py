@@ -17,7 +17,8 @@ PASSES: dict[str, str] = {
     "polynomial": "lumber.passes.transforms.to_polynomial:ToPolynomial",
     "prune": "lumber.passes.transforms.prune_monomials:PruneMonomials",
     "attribution": "lumber.passes.analyses.attribution:Attribution",
-    # later issues add e.g. "oblivious": "lumber.passes.transforms.recompose_oblivious:RecomposeOblivious"
+    "oblivious": "lumber.passes.transforms.recompose_oblivious:RecomposeOblivious",
+    "quantize": "lumber.passes.transforms.quantize:Quantize",
 }
 
 

@@ -295,6 +295,49 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
     }
 }
 
+#define LT_GROUP 32
+/* Single-output models, trees of depth <= 16: the indices of LT_GROUP trees are computed first,
+ * then each row adds their table values in a register (no load/store of the sum per tree). */
+LT_HOT static void lt_trees_fused(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins, double *acc,
+                                  int64_t stride, int m)
+{
+    uint16_t gidx[LT_GROUP][LT_BLOCK];
+    const double *tabs[LT_GROUP];
+    uint8_t idx8[LT_BLOCK];
+    for (int32_t g0 = t0; g0 < t1; g0 += LT_GROUP) {
+        const int ng = (int)(t1 - g0 < LT_GROUP ? t1 - g0 : LT_GROUP);
+        for (int j = 0; j < ng; ++j) {
+            const int32_t t = g0 + j;
+            const int d = M->depth[t];
+            tabs[j] = M->value + M->value_offset[t];
+            if (d <= 8) {
+                lt_index_small(M, t, d, bins, stride, idx8);
+                for (int i = 0; i < LT_BLOCK; ++i) gidx[j][i] = idx8[i];
+            } else {
+                lt_index_mid(M, t, d, bins, stride, gidx[j]);
+            }
+        }
+        int i = 0;
+        for (; i + 8 <= m; i += 8) {  /* eight rows: eight independent chains of additions */
+            double s0 = acc[i], s1 = acc[i + 1], s2 = acc[i + 2], s3 = acc[i + 3];
+            double s4 = acc[i + 4], s5 = acc[i + 5], s6 = acc[i + 6], s7 = acc[i + 7];
+            for (int j = 0; j < ng; ++j) {
+                const double *tab = tabs[j];
+                const uint16_t *g = gidx[j] + i;
+                s0 += tab[g[0]]; s1 += tab[g[1]]; s2 += tab[g[2]]; s3 += tab[g[3]];
+                s4 += tab[g[4]]; s5 += tab[g[5]]; s6 += tab[g[6]]; s7 += tab[g[7]];
+            }
+            acc[i] = s0; acc[i + 1] = s1; acc[i + 2] = s2; acc[i + 3] = s3;
+            acc[i + 4] = s4; acc[i + 5] = s5; acc[i + 6] = s6; acc[i + 7] = s7;
+        }
+        for (; i < m; ++i) {
+            double sum = acc[i];
+            for (int j = 0; j < ng; ++j) sum += tabs[j][gidx[j][i]];
+            acc[i] = sum;
+        }
+    }
+}
+
 /* End of the chunk of trees starting at t0: tables up to LT_CHUNK_BYTES (at least one tree). */
 static int32_t lt_chunk_end(const lt_model *M, int32_t t0)
 {
@@ -306,7 +349,7 @@ static int32_t lt_chunk_end(const lt_model *M, int32_t t0)
 
 /* Margins of rows X[0..m), m <= s->rows, into out (row-major m x K); leaf ids into leaf (m x T) if given. */
 static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out, int32_t *leaf, int transform,
-                     lt_scratch *s)
+                     int fused, lt_scratch *s)
 {
     const int K = LT_K(M);
     const int64_t R = s->rows;
@@ -318,9 +361,13 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
         for (int64_t i = 0; i < m; ++i) acc[(int64_t)k * R + i] = M->base[k];
     for (int32_t t0 = 0; t0 < M->n_trees;) {
         const int32_t t1 = lt_chunk_end(M, t0);
-        for (int64_t r = 0; r < m; r += LT_BLOCK)
-            lt_trees(M, t0, t1, s->bins + r, acc + r, R, (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK),
-                     leaf ? leaf + r * M->n_trees : NULL, M->n_trees);
+        for (int64_t r = 0; r < m; r += LT_BLOCK) {
+            const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
+            if (fused)
+                lt_trees_fused(M, t0, t1, s->bins + r, acc + r, R, mb);
+            else
+                lt_trees(M, t0, t1, s->bins + r, acc + r, R, mb, leaf ? leaf + r * M->n_trees : NULL, M->n_trees);
+        }
         t0 = t1;
     }
     if (!out) return;
@@ -345,6 +392,8 @@ static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out
     const int64_t F = LT_F(M);
     const int K = LT_K(M);
     int failed = 0;
+    int fused = K == 1 && leaf == NULL;
+    for (int32_t t = 0; t < M->n_trees && fused; ++t) fused = M->depth[t] <= 16 && M->tree_output[t] == 0;
     (void)threads;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 1 ? threads : 1) reduction(| : failed)
@@ -361,7 +410,7 @@ static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out
                 const int64_t r0 = b * R;
                 const int64_t m = n - r0 < R ? n - r0 : R;
                 lt_super(M, rows + r0 * F, m, out ? out + r0 * K : NULL, leaf ? leaf + r0 * M->n_trees : NULL,
-                         transform, &s);
+                         transform, fused, &s);
             }
         }
         lt_scratch_free(&s);

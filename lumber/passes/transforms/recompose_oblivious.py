@@ -1,0 +1,379 @@
+"""``oblivious``: Polynomial -> ObliviousEnsemble, exact (MonoForest re-composition, Algorithm 1 and beyond).
+
+An oblivious tree over a condition set ``S`` computes any function of those
+conditions, in particular any sum of monomials whose conditions lie in ``S``:
+its table row ``idx`` holds the sum of the weights of its monomials whose
+conditions all hold at ``idx`` (a subset-sum over the hypercube). So a
+re-composition is a *cover*: every monomial goes to one tree whose condition
+set contains it, and the ensemble's polynomial is the input polynomial again
+(exact up to float rounding of the table sums).
+
+Strategies:
+
+``greedy`` (the paper's Algorithm 1): monomials from most conditions to
+fewest; one that fits in an existing tree joins it, else it starts a tree
+with exactly its conditions. One tree per maximal monomial.
+
+``pack`` (default): the same order, but a monomial that fits nowhere may
+also *extend* the existing tree that already holds most of its conditions,
+when the grown tree stays within ``max-depth`` and a cost model says one
+bigger table is cheaper than a new tree (a table lookup per tree and row is
+the evaluator's main cost; levels are nearly free; tables beyond the cache
+cost memory traffic). Afterwards trees whose condition sets nest are merged
+(``merge``), smallest first.
+
+Covering non-maximal monomials needs no search: a monomial one condition
+short of an already placed monomial goes to that monomial's tree (one
+vectorized step per degree); only the rest (maximal monomials, or ones whose
+supersets skip a degree) are placed one by one through an inverted index
+from conditions to trees. Monomials whose weights touch one output only go
+to scalar trees of that output, others to vector trees.
+
+Conditions become levels: ``x > b`` (NaN: ``cond_nan_true``), and the
+MISSING condition ``x is NaN`` becomes ``x > +inf`` true on NaN.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import CompileError, ObliviousEnsemble, Polynomial
+from lumber.ir.oblivious import MAX_DEPTH
+from lumber.ir.polynomial import ConditionKind
+
+from ..base import PassContext, PassReport, Transform
+
+STRATEGIES = ("greedy", "pack")
+DEFAULT_MAX_DEPTH = 10
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Relative evaluation cost of one tree per row: ``lookup + level * depth + memory``.
+
+    ``memory`` charges ``byte`` per table byte beyond ``cache_bytes`` of all tables
+    together (divided over the rows of a block), so extensions stop paying once
+    tables spill out of cache.
+    """
+
+    lookup: float = 1.0
+    level: float = 0.06
+    cache_bytes: int = 1 << 20
+    byte: float = 1.0 / 64
+
+    def tree(self, depth: int) -> float:
+        return self.lookup + self.level * depth
+
+
+@dataclass
+class _Cover:
+    """Trees being built: condition sets, an inverted index and the table bytes so far."""
+
+    max_depth: int
+    strategy: str
+    cost: CostModel
+    sets: list[set[int]] = field(default_factory=list)
+    index: dict[int, list[int]] = field(default_factory=dict)
+    table_bytes: int = 0
+    extensions: int = 0
+
+    def new_tree(self, conds: set[int]) -> int:
+        t = len(self.sets)
+        self.sets.append(set(conds))
+        for c in conds:
+            self.index.setdefault(c, []).append(t)
+        self.table_bytes += 8 << len(conds)
+        return t
+
+    def extend(self, t: int, conds: set[int]) -> None:
+        s = self.sets[t]
+        new = conds - s
+        self.table_bytes += (8 << (len(s) + len(new))) - (8 << len(s))
+        s |= new
+        for c in new:
+            self.index.setdefault(c, []).append(t)
+        self.extensions += 1
+
+    def covering(self, conds: list[int]) -> int:
+        """A tree containing every condition, or -1 (scans the shortest posting list)."""
+        best: list[int] | None = None
+        for c in conds:
+            lst = self.index.get(c)
+            if lst is None:
+                return -1
+            if best is None or len(lst) < len(best):
+                best = lst
+        if best is None:
+            return -1
+        cs = set(conds)
+        for t in best:
+            if cs <= self.sets[t]:
+                return t
+        return -1
+
+    def place(self, conds: list[int]) -> int:
+        """Tree for a monomial no tree covers: a new one, or (pack) the cheapest extension."""
+        cs = set(conds)
+        if self.strategy == "greedy":
+            return self.new_tree(cs)
+        k = len(cs)
+        spill = self.table_bytes >= self.cost.cache_bytes
+        new_cost = self.cost.tree(k) + (self.cost.byte * (8 << k) if spill else 0.0)
+        counts: Counter[int] = Counter()
+        for c in cs:
+            counts.update(self.index.get(c, ()))
+        best_t, best_cost = -1, new_cost
+        for t, shared in counts.items():
+            size = len(self.sets[t])
+            grown = size + k - shared
+            if grown > self.max_depth:
+                continue
+            growth = (8 << grown) - (8 << size)
+            cost = self.cost.level * (k - shared)
+            if spill or self.table_bytes + growth > self.cost.cache_bytes:
+                cost += self.cost.byte * growth
+            if cost < best_cost or (cost == best_cost and best_t >= 0 and t < best_t):
+                best_t, best_cost = t, cost
+        if best_t < 0:
+            return self.new_tree(cs)
+        self.extend(best_t, cs)
+        return best_t
+
+
+@dataclass(frozen=True)
+class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
+    """Re-compose a polynomial into oblivious trees (exact); see the module docstring."""
+
+    name: ClassVar[str] = "oblivious"
+    max_depth: int = DEFAULT_MAX_DEPTH
+    """Deepest table (2^max_depth rows); must be at least the polynomial's largest degree."""
+    strategy: str = "pack"
+    """``greedy`` (the paper's Algorithm 1) or ``pack`` (extend trees under a cost model)."""
+    merge: bool = True
+    """Merge trees whose condition sets nest (pack only)."""
+    cache_kb: int = 1024
+    """Table bytes the cost model treats as cache-resident."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_depth <= MAX_DEPTH:
+            raise CompileError(f"max-depth must be between 1 and {MAX_DEPTH}, got {self.max_depth}")
+        if self.strategy not in STRATEGIES:
+            raise CompileError(f"unknown strategy {self.strategy!r}", f"strategies: {', '.join(STRATEGIES)}")
+        if self.cache_kb < 1:
+            raise CompileError(f"cache-kb must be positive, got {self.cache_kb}")
+
+    def run(self, ir: Polynomial, ctx: PassContext) -> ObliviousEnsemble:
+        ens, stats = recompose(ir, max_depth=self.max_depth, strategy=self.strategy, merge=self.merge,
+                               cost=CostModel(cache_bytes=self.cache_kb << 10))
+        by_depth = ", ".join(f"{c} x depth {d}" for d, c in sorted(stats["trees_by_depth"].items()))
+        ctx.report(PassReport(self.name, (
+            f"{ir.n_monomials:,} monomials -> {ens.n_trees:,} oblivious trees ({by_depth}); "
+            f"{stats['table_bytes'] / 1024:,.1f} KiB of tables; {stats['maximal']:,} monomials placed by search, "
+            f"{stats['extensions']:,} tree extensions, {stats['merged']:,} nested trees merged "
+            f"(strategy {self.strategy}, max-depth {self.max_depth})"), stats))
+        return ens
+
+
+def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy: str = "pack", merge: bool = True,
+              cost: CostModel | None = None) -> tuple[ObliviousEnsemble, dict[str, Any]]:
+    """The ensemble and statistics (trees, depths, table bytes, search counts, seconds)."""
+    t0 = time.perf_counter()
+    cost = cost or CostModel()
+    if poly.max_degree > max_depth:
+        j = int(np.flatnonzero(poly.degree == poly.max_degree)[0])
+        raise CompileError(
+            f"monomial {j} has {poly.max_degree} conditions but max-depth is {max_depth}: "
+            f"every monomial must fit in one oblivious tree",
+            f"use oblivious{{max-depth={poly.max_degree}}} or more (tables of 2^{poly.max_degree} rows), "
+            "or prune the polynomial first")
+    K = poly.n_outputs
+    nonzero = poly.weight != 0
+    group = np.where(nonzero.sum(axis=1) == 1, np.argmax(nonzero, axis=1), -1) if K > 1 else np.zeros(
+        poly.n_monomials, dtype=np.int64)
+    ids = np.asarray(poly.padded_ids, dtype=np.int64)
+    deg = poly.degree
+    outputs: list[int] = []
+    sets_all: list[list[int]] = []
+    tree_of_all = np.full(poly.n_monomials, -1, dtype=np.int64)
+    searched = extensions = merged = 0
+    for g in sorted(set(group.tolist())):
+        members = np.flatnonzero(group == g)
+        cover = _Cover(max_depth, strategy, cost)
+        assign = _cover(cover, ids[members], deg[members], poly.n_conditions)
+        searched += int(assign[1])
+        extensions += cover.extensions
+        tree_of = assign[0]
+        sets = cover.sets
+        if merge and strategy == "pack":
+            tree_of, sets, n_merged = _merge_nested(sets, tree_of)
+            merged += n_merged
+        tree_of_all[members] = tree_of + len(sets_all)
+        sets_all.extend(sorted(s) for s in sets)
+        outputs.extend([int(g)] * len(sets))
+    ens = _build(poly, outputs, sets_all, tree_of_all)
+    st = ens.statistics()
+    stats = {"trees": ens.n_trees, "trees_by_depth": st["trees_by_depth"], "table_entries": st["table_entries"],
+             "table_bytes": st["table_bytes"], "max_depth": st["max_depth"], "maximal": searched,
+             "extensions": extensions, "merged": merged, "monomials": poly.n_monomials,
+             "seconds": time.perf_counter() - t0, "strategy": strategy, "max_depth_cap": max_depth}
+    return ens, stats
+
+
+def _hash_rows(a: npt.NDArray[np.int64], mul: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    with np.errstate(over="ignore"):
+        return (a.astype(np.uint64) * mul[None, :a.shape[1]]).sum(axis=1, dtype=np.uint64)
+
+
+def _cover(cover: _Cover, ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64],
+           pad: int) -> tuple[npt.NDArray[np.int64], int]:
+    """Tree of every monomial (rows of ``ids``, padded with ``pad``); also how many were searched for."""
+    n, W = ids.shape
+    tree_of = np.full(n, -1, dtype=np.int64)
+    mul = (np.random.default_rng(0x5EED).integers(1, 2**62, size=W + 1, dtype=np.int64) * 2 + 1).astype(np.uint64)
+    searched = 0
+    max_deg = int(deg.max()) if n else 0
+    for k in range(max_deg, 0, -1):
+        here = np.flatnonzero(deg == k)
+        if here.size == 0:
+            continue
+        if k < max_deg:
+            _inherit(ids, deg, tree_of, here, k, mul)
+        todo = here[tree_of[here] < 0]
+        searched += int(todo.size)
+        for m in todo.tolist():
+            conds = ids[m, :k].tolist()
+            t = cover.covering(conds)
+            tree_of[m] = t if t >= 0 else cover.place(conds)
+    return tree_of, searched
+
+
+def _inherit(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], tree_of: npt.NDArray[np.int64],
+             here: npt.NDArray[np.int64], k: int, mul: npt.NDArray[np.uint64]) -> None:
+    """Degree-``k`` monomials one condition short of a placed degree-``k+1`` monomial join its tree."""
+    sup = np.flatnonzero((deg == k + 1) & (tree_of >= 0))
+    if sup.size == 0:
+        return
+    keys = _hash_rows(ids[here][:, :k], mul)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    sub_ids = ids[sup][:, :k + 1]
+    for j in range(k + 1):
+        drop = np.concatenate([sub_ids[:, :j], sub_ids[:, j + 1:]], axis=1)
+        kk = _hash_rows(drop, mul)
+        pos = np.minimum(np.searchsorted(sorted_keys, kk), sorted_keys.shape[0] - 1)
+        hit = np.flatnonzero(sorted_keys[pos] == kk)
+        cand = here[order[pos[hit]]]
+        ok = (ids[cand][:, :k] == drop[hit]).all(axis=1) & (tree_of[cand] < 0)
+        cand, src = cand[ok], sup[hit[ok]]
+        if cand.size:
+            first = np.unique(cand, return_index=True)[1]
+            tree_of[cand[first]] = tree_of[src[first]]
+
+
+def _merge_nested(sets: list[set[int]], tree_of: npt.NDArray[np.int64]) -> tuple[
+        npt.NDArray[np.int64], list[set[int]], int]:
+    """Fold every tree whose conditions lie inside another tree's into that tree (smallest first)."""
+    index: dict[int, list[int]] = {}
+    for t, s in enumerate(sets):
+        for c in s:
+            index.setdefault(c, []).append(t)
+    target = np.arange(len(sets))
+    alive = np.ones(len(sets), dtype=bool)
+    for t in sorted(range(len(sets)), key=lambda i: (len(sets[i]), i)):
+        s = sets[t]
+        if not s:
+            continue
+        shortest = min((index[c] for c in s), key=len)
+        for u in shortest:
+            if u != t and alive[u] and len(sets[u]) >= len(s) and s <= sets[u] and (len(sets[u]) > len(s) or u < t):
+                target[t] = u
+                alive[t] = False
+                break
+    # resolve chains (t -> u -> v)
+    for _ in range(len(sets)):
+        nxt = target[target]
+        if np.array_equal(nxt, target):
+            break
+        target = nxt
+    keep = np.flatnonzero(alive)
+    new_id = np.full(len(sets), -1, dtype=np.int64)
+    new_id[keep] = np.arange(keep.shape[0])
+    return new_id[target[tree_of]], [sets[t] for t in keep], int(len(sets) - keep.shape[0])
+
+
+def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
+           tree_of: npt.NDArray[np.int64]) -> ObliviousEnsemble:
+    """Tables by subset sums: each monomial's weight goes to the row where exactly its conditions
+    hold, then ``table[idx] = sum of rows idx' subset of idx`` (one numpy step per bit and depth).
+
+    Trees are ordered by (depth, output) so tables of one shape are contiguous.
+    """
+    K = poly.n_outputs
+    nc = poly.n_conditions
+    order = sorted(range(len(sets)), key=lambda t: (len(sets[t]), outputs[t], t))
+    rank = np.empty(len(sets), dtype=np.int64)
+    rank[order] = np.arange(len(sets))
+    sets = [sets[t] for t in order]
+    tout = np.array([outputs[t] if K > 1 else 0 for t in order], dtype=np.int32)
+    depth = np.array([len(c) for c in sets], dtype=np.int32)
+    tree_of = rank[tree_of]
+    level_cond = np.concatenate([np.asarray(c, dtype=np.int64) for c in sets]) if sets else np.zeros(0, np.int64)
+    level_tree = np.repeat(np.arange(len(sets), dtype=np.int64), depth)
+    level_pos = np.arange(level_cond.shape[0]) - np.repeat(np.cumsum(depth) - depth, depth)
+    width = np.where(tout >= 0, 1, K).astype(np.int64)
+    voff = np.zeros(len(sets) + 1, dtype=np.int64)
+    np.cumsum(width << depth.astype(np.int64), out=voff[1:])
+    value = np.zeros(int(voff[-1]))
+    # row of every monomial in its tree: OR of 1 << level of each of its conditions
+    key = level_tree * nc + level_cond
+    korder = np.argsort(key, kind="stable")
+    skey = key[korder]
+    ent_mono = poly.mono_of_entry
+    ent_key = tree_of[ent_mono] * nc + poly.mono_cond
+    at = np.searchsorted(skey, ent_key)
+    if poly.nnz and (np.any(at >= skey.shape[0]) or np.any(skey[np.minimum(at, skey.shape[0] - 1)] != ent_key)):
+        raise CompileError("internal error: a monomial was placed in a tree that lacks one of its conditions")
+    row = np.zeros(poly.n_monomials, dtype=np.int64)
+    np.bitwise_or.at(row, ent_mono, np.left_shift(1, level_pos[korder[at]]))
+    t_m = tree_of
+    k_m = tout[t_m]
+    base = voff[t_m] + row * width[t_m]
+    if K == 1:
+        np.add.at(value, base, poly.weight[:, 0])
+    else:
+        scalar = k_m >= 0
+        np.add.at(value, base[scalar], poly.weight[scalar, k_m[scalar]])
+        vec = np.flatnonzero(~scalar)
+        if vec.size:
+            np.add.at(value, (base[vec][:, None] + np.arange(K)[None, :]).reshape(-1), poly.weight[vec].reshape(-1))
+    # subset sums, per block of trees with one (depth, width)
+    t = 0
+    while t < len(sets):
+        u = t
+        while u < len(sets) and depth[u] == depth[t] and width[u] == width[t]:
+            u += 1
+        d, w = int(depth[t]), int(width[t])
+        if d:
+            block = value[voff[t]:voff[u]].reshape((u - t,) + (2,) * d + (w,))
+            for axis in range(1, d + 1):
+                hi = [slice(None)] * (d + 2)
+                lo = [slice(None)] * (d + 2)
+                hi[axis], lo[axis] = 1, 0
+                block[tuple(hi)] += block[tuple(lo)]
+        t = u
+    kinds = poly.cond_kind[level_cond]
+    missing = kinds == ConditionKind.MISSING
+    thr = np.where(missing, np.inf, poly.cond_threshold[level_cond])
+    schema = poly.schema.with_(base_score=tuple(float(b) for b in poly.bias))
+    return ObliviousEnsemble(schema=schema, depth=depth, level_feature=poly.cond_feature[level_cond],
+                             level_threshold=thr, level_nan_true=poly.cond_nan_true[level_cond] | missing,
+                             tree_output=tout, value=value)
+
+
+__all__ = ["CostModel", "DEFAULT_MAX_DEPTH", "RecomposeOblivious", "STRATEGIES", "recompose"]
