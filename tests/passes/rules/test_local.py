@@ -194,3 +194,32 @@ def test_robust_sampling_prefers_the_middle_of_a_band(bands: dict[str, Any]) -> 
         ctx = build_context(bands["model"], bands["rule_forest"], X, options=opts)
         [s] = local_rules(ctx, np.array([[5.0, 0.0]]), target=1)[0].samples
         assert s.verified and s.x[0] in expected
+
+
+def test_unrestricted_features_are_pruned(hand: dict[str, Any]) -> None:
+    """Box over S = {x0, x1}: x0 any value, x1 > 1.5. With x0 resampled, tree A reaches L2 and L3
+    (4 hits of 5 rows) and tree B L5 (2 of 2): CRP 0.9. Fixing x0 at the case's 0.2 gives CRP 1 (A: L2
+    only), so x0 is dropped and the rule's probability and plausibility are re-estimated without it;
+    when fixing it falls below pi_c the feature stays."""
+    from lumber.passes.analyses.rules import action_space
+    from lumber.passes.analyses.rules.boxes import ScoredBox
+    from lumber.passes.analyses.rules.core import _prune, make_query
+    from lumber.passes.analyses.rules.estimators import box_crp, interval_bits, point_bits
+
+    ctx = _ctx(hand, pi_c=0.9)
+    x = hand["x"]
+    act = action_space(None, ["x0", "x1"], x, x)
+    q = make_query(ctx, act, lambda bits: point_bits(ctx.table, x[None, :], bits)[0], 0)
+    S = np.array([0, 1])
+    box = ScoredBox(np.array([-INF, 1.5]), np.array([INF, INF]), 0.0, 0.0)
+    hits_leaf = ctx.hits_leaf(local_rules(ctx, x[None, :], target=1)[0].target)
+    both = box_crp(ctx.table, hits_leaf, np.ones(ctx.table.n_leaves, dtype=bool), S, box.lo[None], box.hi[None])
+    # the fixed part is empty here, so the direct estimate above is the S = {x0, x1} CRP
+    assert both[0] == pytest.approx(((4 / 5) + 1.0) / 2)
+    bad_action = interval_bits(ctx.table, act.lo[None], act.hi[None], q.bits, q.candidates)[0]
+    keep, crp, plaus = _prune(ctx, q, bad_action, hits_leaf, S, box, act.lo[S], act.hi[S])
+    assert keep.tolist() == [False, True] and crp == pytest.approx(1.0) and plaus == pytest.approx(7 / 24)
+    # x1 in (0.5, 1.5] with x0 fixed: A L2 (1), B L4 (2/4) -> 0.75 < pi_c = 0.8: x0 stays in the rule
+    box2 = ScoredBox(np.array([-INF, 0.5]), np.array([INF, 1.5]), 0.65, 0.5)
+    keep2, crp2, plaus2 = _prune(_ctx(hand, pi_c=0.8), q, bad_action, hits_leaf, S, box2, act.lo[S], act.hi[S])
+    assert keep2.tolist() == [True, True] and (crp2, plaus2) == (0.65, 0.5)

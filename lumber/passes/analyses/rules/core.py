@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .actionable import ActionSpace
-from .boxes import candidate_boxes, compress, in_boxes, merge_boxes, weighted_share
+from .boxes import ScoredBox, candidate_boxes, compress, in_boxes, merge_boxes, weighted_share
 from .context import RuleContext
 from .divergent import SearchLog, candidate_features, search_divergent
-from .estimators import box_crp, feature_bits, interval_bits, projected_weights, subset_reach
+from .estimators import box_crp, feature_bits, interval_bits, projected_weights, subset_cdp, subset_reach
 from .results import FOUND, NO_DIVERGENT_SET, NO_RULE, Interval, Rule, SearchInfo
 from .targets import RuleTarget
 
@@ -99,12 +99,19 @@ def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: Float
         if rules:
             found = True
             info = _info(ctx, q, log, tried)
-            Snames = ", ".join(names[j] for j in att.features)
+            used = np.array(sorted({iv.index for r in rules for iv in r.intervals}), dtype=np.int64)
+            Snames = ", ".join(names[j] for j in used)
             msg = f"{len(rules)} rule(s) over {{{Snames}}}"
             if not att.divergent:
                 msg += (f"; no feature set reaches pi={opt.pi:g} (best CDP {max(log.best_by_size):.3f}), "
                         f"so the rules use the best set that has one (CDP {att.cdp:.3f})")
-            yield Outcome(FOUND, msg, att.features, att.cdp, att.divergent, tuple(rules), info)
+            cdp_used = att.cdp
+            if used.size < att.features.size:
+                msg += (f"; {{{', '.join(names[j] for j in att.features if j not in used)}}} left as they are "
+                        "(the rules hold with them fixed)")
+                umask = np.bitwise_or.reduce(q.bits[used]).astype(np.uint64)
+                cdp_used = float(subset_cdp(tab, hits_leaf, q.bad_fixed, bad_action, np.array([umask]))[0])
+            yield Outcome(FOUND, msg, used, cdp_used, cdp_used >= opt.pi, tuple(rules), info)
     if found:
         return
     info = _info(ctx, q, log, tried)
@@ -160,13 +167,44 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, bad_action: BitArr
         crp_of=lambda a, b: box_crp(tab, hits_leaf, fixed_ok, S, a, b),
         plaus_of=lambda a, b: weighted_share(vals, wr, a, b))
     feats = ctx.model.schema.features
-    allX = tab.X[:, S]
     rules = []
     for m in merged:
-        support = float(in_boxes(allX, m.lo[None], m.hi[None])[0].mean())
-        ivs = tuple(Interval(feats[j], int(j), float(m.lo[k]), float(m.hi[k])) for k, j in enumerate(S))
-        rules.append(Rule(ivs, m.crp, m.plausibility, support))
+        keep, crp_m, plaus_m = _prune(ctx, q, bad_action, hits_leaf, S, m, act.lo[S], act.hi[S])
+        Sk = S[keep]
+        support = float(in_boxes(tab.X[:, Sk], m.lo[None, keep], m.hi[None, keep])[0].mean())
+        ivs = tuple(Interval(feats[j], int(j), float(m.lo[k]), float(m.hi[k]))
+                    for k, j in zip(np.flatnonzero(keep), Sk))
+        rules.append(Rule(ivs, crp_m, plaus_m, support))
     return rules, best
+
+
+def _prune(ctx: RuleContext, q: Query, bad_action: BitArray, hits_leaf: FloatArray, S: IntArray, box: ScoredBox,
+           alo: FloatArray, ahi: FloatArray) -> tuple[BoolArray, float, float]:
+    """Drop the features a rule leaves unrestricted when keeping them fixed still reaches ``pi_c``.
+
+    A box may span a feature's whole actionable range ("any value"); the rule is
+    then clearer and sparser with that feature left as it is, provided the
+    probability, re-estimated with the feature fixed, stays at ``pi_c`` or above.
+    """
+    keep = np.ones(S.size, dtype=bool)
+    crp, plaus = box.crp, box.plausibility
+    free = np.flatnonzero((box.lo <= alo) & (box.hi >= ahi))
+    for k in free:
+        trial = keep.copy()
+        trial[k] = False
+        if not trial.any():
+            break
+        mask = np.bitwise_or.reduce(q.bits[S[trial]]).astype(np.uint64)
+        fixed_ok = (q.bad_fixed & ~mask) == 0
+        c = float(box_crp(ctx.table, hits_leaf, fixed_ok, S[trial], box.lo[None, trial], box.hi[None, trial])[0])
+        if c >= ctx.options.pi_c:
+            keep, crp = trial, c
+            reach = subset_reach(q.bad_fixed, bad_action, np.array([mask], dtype=np.uint64))[0]
+            w = projected_weights(ctx.table, reach)
+            rows = np.flatnonzero(w > 0)
+            vals, wr = compress(ctx.table.X[np.ix_(rows, S[keep])], w[rows])
+            plaus = float(weighted_share(vals, wr, box.lo[None, keep], box.hi[None, keep])[0])
+    return keep, crp, plaus
 
 
 def _allowed(alo: FloatArray, ahi: FloatArray,
