@@ -12,8 +12,9 @@ Costs: a numerical change ``dx`` costs ``dx * up[f]`` when it increases the
 value and ``-dx * down[f]`` when it decreases it, with ``up = weight_up /
 spread`` (``spread`` = 1, the standard deviation or the range on reference
 data). A categorical feature (kind CATEGORICAL, or tested by a categorical
-split) is nominal: any change of category costs ``up[f]`` (its weight, never
-scaled), so L1 counts weighted changed categories and L2 adds their squares.
+split) is nominal: any change of category (of the code the model reads, under
+its category rule) costs ``up[f]`` (its weight, never scaled), so L1 counts
+weighted changed categories and L2 adds their squares.
 The per-feature costs combine by the L1, L2 or L-infinity norm.
 """
 
@@ -29,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import (
-    CompileError, Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
+    CategoryRule, CompileError, Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
 )
 
 from .realizable import above, below
@@ -92,6 +93,8 @@ class Metric:
     upper_relative: npt.NDArray[np.bool_]
     allowed: dict[int, npt.NDArray[np.int64]] = field(default_factory=dict)
     max_changes: int | None = None
+    category_rule: CategoryRule = CategoryRule.LIGHTGBM
+    """How the model reads category codes: a categorical feature changes when its code does."""
 
     @property
     def n_features(self) -> int:
@@ -139,10 +142,18 @@ class Metric:
 
     def feature_costs(self, X0: npt.NDArray[np.float64], P: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """``(n, d)`` cost of moving each feature from ``X0`` to ``P`` (NaN to NaN costs 0)."""
+        P, X0 = np.broadcast_arrays(np.asarray(P, dtype=np.float64), np.asarray(X0, dtype=np.float64))
         with np.errstate(invalid="ignore"):
             delta = P - X0
             c = np.where(delta > 0, delta * self.up, -delta * self.down)
             changed = ~((P == X0) | (np.isnan(P) & np.isnan(X0)))
+        cat = np.flatnonzero(self.categorical)
+        if cat.size:  # a category changes when its code (under the model's rule) or missingness does
+            from lumber.ir.interp import category_codes
+
+            a, b = P[..., cat], X0[..., cat]
+            changed[..., cat] = ((category_codes(a, self.category_rule) != category_codes(b, self.category_rule))
+                                 | (np.isnan(a) != np.isnan(b)))
         c = np.where(self.categorical, np.where(changed, self.up, 0.0), np.where(changed, c, 0.0))
         return np.where(changed & (np.isnan(P) | np.isnan(X0)), np.inf, c)
 
@@ -403,6 +414,7 @@ def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", s
         spread=spread, kind=kind, domain_lo=dlo, domain_hi=dhi, n_codes=n_codes,
         immutable=immutable, increase_only=inc, decrease_only=dec, lower=lower, upper=upper,
         lower_relative=lrel, upper_relative=urel, allowed=allowed, max_changes=None if mc is None else int(mc),
+        category_rule=schema.category_rule,
     )
 
 

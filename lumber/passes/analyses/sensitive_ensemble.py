@@ -30,7 +30,8 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Bound, Constraints, Direction, FeatureRule, Forest, InputDataError, Task
+from lumber.ir import Bound, Constraints, Direction, FeatureRule, Forest, InputDataError, LumberError, Task
+from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.ir.interp import forest_apply, forest_evaluate
 
 from .leaf_boxes import forest_boxes
@@ -77,7 +78,10 @@ class _Search:
         thr: dict[int, FloatArray] = {}
         for f in range(forest.n_features):
             nodes = (forest.feature == f) & (forest.left >= 0) & ~forest.is_categorical
-            thr[f] = np.unique(forest.threshold[nodes])
+            cuts = forest.threshold[nodes]
+            if forest.missing_zero[forest.feature == f].any():  # the zero band's edges are cuts too
+                cuts = np.concatenate([cuts, [np.nextafter(-ZERO_THRESHOLD, -np.inf), ZERO_THRESHOLD]])
+            thr[f] = np.unique(cuts)
         self.thresholds = thr
 
     # -- model access -----------------------------------------------------------------------
@@ -407,12 +411,14 @@ def _milp_targets(labels: tuple[Any, ...], g0: int, goal: Goal) -> list[tuple[in
 
 
 def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, solver: Callable[..., Any],
-                   *, time_limit: float = 60.0, **options: Any) -> SensitiveResult:
+                   *, time_limit: float = 60.0, strict: bool = False, **options: Any) -> SensitiveResult:
     """Exact ensemble sensitive tests: the counterfactual MILP with the same metric, per case and
     per target decision (``lumber.passes.counterfactual.solve_counterfactual``).
 
     A case whose MILP stops at the time limit keeps the verified point found (not proven minimal);
     when it found none, the upper-bound search fills in. Either way the case is marked inexact.
+    Unless ``strict``, a solver failure other than a user error (``LumberError``) is reported in
+    the case's message and the upper-bound search answers instead.
     """
     labels = decision_labels(forest, goal)
     G = len(labels)
@@ -432,13 +438,22 @@ def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, so
         if metric.all_frozen:
             continue
         for k, tgt in _milp_targets(labels, int(g[i]), goal):
-            res = solver(forest, X[i], target=tgt, constraints=cons, norm=metric.norm, scale=None,
-                         weights=weights, time_limit=time_limit, **options)
-            p = res.x if (res.x is not None and res.verified) else None
-            if res.status != "optimal" and res.status != "infeasible":
+            try:
+                res = solver(forest, X[i], target=tgt, constraints=cons, norm=metric.norm, scale=None,
+                             weights=weights, time_limit=time_limit, **options)
+                status = str(res.status)
+                p = res.x if (res.x is not None and res.verified) else None
+            except LumberError:
+                raise
+            except Exception as exc:  # a solver defect must not lose the case: fall back, say so
+                if strict:
+                    raise
+                status, p = "failed", None
+                notes[i] = f"MILP failed ({type(exc).__name__}: {exc}); upper-bound search used"
+            if status not in ("optimal", "infeasible"):
                 exact[i] = False
-                notes[i] = f"MILP {res.status.replace('_', ' ')}: distance not proven minimal"
-            if p is None and res.status != "infeasible":
+                notes.setdefault(i, f"MILP {status.replace('_', ' ')}: distance not proven minimal")
+            if p is None and status != "infeasible":
                 if fallback is None:
                     fallback = _Search(forest, metric, goal, SearchOptions())
                 tk = k if goal.interval is None else None

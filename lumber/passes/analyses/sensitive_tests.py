@@ -342,7 +342,7 @@ def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: 
         if solver is not None:
             from .sensitive_ensemble import milp_sensitive
 
-            result = milp_sensitive(forest, Xp, metric, goal, solver, **search)
+            result = milp_sensitive(forest, Xp, metric, goal, solver, strict=method == "milp", **search)
         elif method == "milp":
             raise UnsupportedModelError("the counterfactual MILP (lumber.passes.counterfactual) is not available",
                                         "use method='upper-bound'")
