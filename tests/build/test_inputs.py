@@ -110,3 +110,22 @@ def test_cli_reports_bad_input_without_traceback(project: Path, capsys: pytest.C
     err = capsys.readouterr().err
     assert "cases file 'cases.csv' not found" in err and "Traceback" not in err
     assert not (project / "build").exists()
+
+
+def test_regressor_cases_need_a_target_interval(project: Path) -> None:
+    import lightgbm as lgb
+
+    from lumber.compiler.build import load_build_file
+    from lumber.compiler.build.inputs import prepare
+
+    train = pd.read_csv(project / "train.csv")
+    X, y = train.drop(columns="income"), train["Age"].to_numpy(dtype=float) / 10
+    lgb.LGBMRegressor(n_estimators=3, num_leaves=4, verbose=-1).fit(X, y).booster_.save_model(
+        str(project / "model.txt"))
+    toml = project / "lumber.toml"
+    set_key(toml, "compile", 'passes = ""')
+    fails(project, "a regression model's cases are explained relative to a target interval",
+          "set [explain] target = [lo, hi]")
+    set_key(toml, "explain", "target = [2, 3.5]")
+    inp = prepare(load_build_file(toml))
+    assert inp.config.explain.target == (2.0, 3.5) and inp.forest.schema.task.name == "REGRESSION"

@@ -107,6 +107,17 @@ def test_missing_build_file(tmp_path: Path) -> None:
 def test_key_table_lists_every_field() -> None:
     rows = key_table()
     assert ("", "seed", "0", "random seed of every randomized step") in rows
+    assert ("compile", "targets", '["c"]', "artifacts: c, c-source, onnx, table, numpy") in rows
+    assert ("check", "exact", "true", "compiled artifacts reproduce the model's margins on every data row") in rows
     n = sum(len(cls.__dataclass_fields__) for cls in SECTION_TYPES.values())
     assert len(rows) == n + 1
     assert all(doc for _, _, _, doc in rows)
+
+
+def test_keys_template_is_a_valid_build_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lumber.compiler.cli import main
+
+    assert main(["build", "--keys"]) == 0
+    text = capsys.readouterr().out
+    cfg = load_build_file(write(tmp_path, text))
+    assert cfg.model.path == (tmp_path / "...").resolve() and cfg.report.formats == ("html", "md", "json")

@@ -166,8 +166,22 @@ def prepare(cfg: BuildConfig, output: Path | None = None) -> Inputs:
     _check_pipeline(cfg, inp, err)
     _check_targets(cfg, inp, err)
     _check_regions(cfg, forest, err)
+    _check_goal(cfg, inp, err)
     err.raise_if_any()
     return inp
+
+
+def _check_goal(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
+    """A regressor's cases can only be explained relative to a target interval."""
+    from lumber.ir import Task
+
+    per_case = {"sensitive", "counterfactual", "rules"} & set(cfg.explain.analyses)
+    cons_target = inp.constraints is not None and inp.constraints.target is not None
+    if inp.forest.schema.task == Task.REGRESSION and per_case and cfg.data.cases is not None and not cons_target:
+        if not isinstance(cfg.explain.target, tuple):
+            err.add("a regression model's cases are explained relative to a target interval", "explain",
+                    "target" if cfg.explain.target is not None else None,
+                    "set [explain] target = [lo, hi] (or 'target between LO and HI' in the constraint file)")
 
 
 def _check_settings(cfg: BuildConfig, err: _Errors) -> None:

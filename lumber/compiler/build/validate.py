@@ -280,17 +280,28 @@ def config_from_dict(doc: dict[str, Any], path: Path, text: str = "") -> BuildCo
     return BuildConfig(path=path, text=text, seed=seed, **built)
 
 
+def toml_literal(v: Any) -> str:
+    """A default as it would be written in the build file (empty when unset)."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (str, Path)):
+        return '"' + (v.as_posix() if isinstance(v, Path) else v) + '"'
+    if isinstance(v, tuple):
+        return "[" + ", ".join(toml_literal(x) for x in v) + "]"
+    return str(v)
+
+
 def key_table() -> list[tuple[str, str, str, str]]:
     """(section, key, default, help) of every key, for docs and ``lumber build --keys``."""
-    rows = [("", k, str(m.get("default")), m["doc"]) for k, m in TOP_LEVEL.items()]
+    rows = [("", k, toml_literal(m.get("default")), m["doc"]) for k, m in TOP_LEVEL.items()]
     for name, cls in SECTION_TYPES.items():
         for f in dataclasses.fields(cls):
-            d = f.default
-            shown = "required" if f.metadata.get("required") else (
-                ", ".join(d) if isinstance(d, tuple) and all(isinstance(x, str) for x in d) else
-                str(d.as_posix()) if isinstance(d, Path) else "" if d is None else str(d))
+            shown = "(required)" if f.metadata.get("required") else toml_literal(f.default)
             rows.append((name, f.name, shown, str(f.metadata["doc"])))
     return rows
 
 
-__all__ = ["BuildFileError", "config_from_dict", "key_table", "load_build_file", "locate", "parse_toml"]
+__all__ = ["BuildFileError", "config_from_dict", "key_table", "load_build_file", "locate", "parse_toml",
+           "toml_literal"]

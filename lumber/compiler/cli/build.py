@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help="exit 1 when a gated check fails")
     p.add_argument("-o", "--output", help="output folder (default: [output] dir of the build file)")
     p.add_argument("--force", action="store_true", help="rebuild every step, ignoring the cache")
-    p.add_argument("--keys", action="store_true", help="list every build-file key with its default and exit")
+    p.add_argument("--keys", action="store_true", help="print every build-file key with its default (a template) and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="print only failures")
 
 
@@ -32,9 +32,12 @@ def run(args: argparse.Namespace) -> int:
         section = None
         for sec, key, default, doc in key_table():
             if sec != section:
-                print(f"[{sec}]" if sec else "# top level")
+                print(f"\n[{sec}]" if sec else "# top level")
                 section = sec
-            print(f"  {key:<16} {default or '-':<28} {doc}")
+            if default == "(required)":
+                print(f'{key} = "..."'.ljust(40) + f"  # required: {doc}")
+            else:
+                print((f"{key} = {default}" if default else f"# {key} =").ljust(40) + f"  # {doc}")
         return 0
     log = None if args.quiet else (lambda s: print(s, flush=True))
     result = build(args.build_file, output=args.output, force=args.force, log=log)
