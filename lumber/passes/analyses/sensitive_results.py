@@ -160,6 +160,11 @@ class SensitiveResult(Sequence[CaseSensitivity]):
     def reachable(self) -> npt.NDArray[np.bool_]:
         return self.target_group >= 0
 
+    def __repr__(self) -> str:
+        reach = int(self.reachable.sum())
+        return (f"<SensitiveResult {len(self)} cases, method={self.method!r}, exact={self.exact}, "
+                f"{reach} reachable, {int(self.verified.sum())} verified>")
+
     def __len__(self) -> int:
         return int(self.X.shape[0])
 
