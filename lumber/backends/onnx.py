@@ -115,7 +115,8 @@ def check(forest: Forest, options: OnnxOptions) -> list[Diagnostic]:
         if options.opset == 3:
             diags.append(error("legacy TreeEnsembleRegressor (opset 3) always returns float32 margins",
                                IRLocation(field="opset"),
-                               "use opset 5 (onnxruntime >= 1.21), or pass exact=False to accept float32 outputs"))
+                               "use opset 5 (onnxruntime >= 1.21), or pass exact=False (CLI: --inexact) "
+                               "to accept float32 outputs"))
         if dtype == "float32" and schema.input_dtype == "float64":
             diags.append(error("float32 input cannot reproduce a model that compares float64 inputs",
                                IRLocation(field="input_dtype"), "use input_dtype='float64'"))

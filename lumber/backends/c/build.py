@@ -58,7 +58,8 @@ def find_compiler(cc: str | None = None) -> str:
     raise CompileError(
         f"no C compiler found (tried: {', '.join(dict.fromkeys(tried))})",
         "install gcc or clang, or set CC to a compiler command",
-        "target 'c-source' writes the C file without building it; target 'numpy' predicts without a compiler")
+        "target 'c-source' (CLI: --emit c-source) writes the C file without building it; "
+        "target 'numpy' predicts without a compiler")
 
 
 @lru_cache(maxsize=8)

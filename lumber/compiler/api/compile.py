@@ -17,10 +17,10 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.backends.base import Artifact, fingerprint
-from lumber.ir import CompileError, Forest, ModelFormatError, Schema, atomic_write_bytes
+from lumber.ir import CompileError, Forest, ModelFormatError, ObliviousEnsemble, Schema, atomic_write_bytes
 from lumber.ir.interp import prepare_input
 
-TARGETS = ("c", "c-source", "onnx", "numpy")
+TARGETS = ("c", "c-source", "onnx", "numpy", "table")
 
 
 def as_rows(schema: Schema, X: Any, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
@@ -225,7 +225,8 @@ def _forest(model: Any) -> Forest:
 def compile(model: Any, target: str = "c", *, path: str | Path | None = None, threads: int = 1,
             prefix: str = "lumber", unroll: bool | None = False, block: int = 64, march_native: bool = False,
             openmp: bool | None = None, cc: str | None = None, opset: int = 5, input_dtype: str | None = None,
-            base_score: str = "exact", exact: bool = True, name: str = "model") -> Predictor:
+            base_score: str = "exact", exact: bool = True, name: str = "model", optimize: str | None = None,
+            max_depth: int = 10, sample: Any = None) -> Predictor:
     """Compile ``model`` (anything :func:`lumber.load` accepts) for ``target``.
 
     Parameters
@@ -237,9 +238,21 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
     threads : default thread count for batch prediction.
     prefix, unroll, block, march_native, openmp, cc : C backend options.
     opset, input_dtype, base_score, exact : ONNX backend options.
+    optimize : ``"speed"`` (target ``"c"``): build the forest and the oblivious-table forms, time both
+        on ``sample`` (default: rows spread over the model's splits), keep the faster; both are
+        reported in ``predictor.report``. Target ``"table"`` writes oblivious decision tables
+        (:mod:`lumber.compiler.api.oblivious`); ``max_depth`` caps their re-composition.
     """
     if target not in TARGETS:
         raise CompileError(f"unknown target {target!r}", f"targets: {', '.join(TARGETS)}")
+    if target == "table" or optimize is not None or isinstance(model, ObliviousEnsemble):
+        from .oblivious import compile_oblivious_forms
+
+        return compile_oblivious_forms(
+            model, target, optimize=optimize, path=path, threads=threads, prefix=prefix, march_native=march_native,
+            openmp=openmp, cc=cc, name=name, max_depth=max_depth, sample=sample,
+            forest_c=lambda forest: compile(forest, "c", threads=threads, prefix=prefix, unroll=unroll, block=block,
+                                            march_native=march_native, openmp=openmp, cc=cc, name=name))
     forest = _forest(model)
     pred: Predictor
     if target == "numpy":
@@ -247,6 +260,10 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
     elif target in ("c", "c-source"):
         from lumber.backends.c import COptions, emit_source
 
+        if target == "c" and path is not None:
+            fresh = _fresh_library(path, fingerprint(forest), prefix, threads)
+            if fresh is not None:
+                return fresh
         art = emit_source(forest, COptions(name=name, prefix=prefix, unroll=unroll, block=block))
         if target == "c-source":
             pred = CSourcePredictor(forest, art)
@@ -268,17 +285,27 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
     return pred
 
 
+def _fresh_library(path: str | Path, fp: str, prefix: str, threads: int) -> CPredictor | None:
+    """The library already at ``path`` if it was built from this very model (same fingerprint)."""
+    from lumber.backends.c import CLibrary
+
+    if not Path(path).is_file():
+        return None
+    try:
+        lib = CLibrary(path, prefix=prefix)
+    except ModelFormatError:
+        return None
+    if lib.fingerprint != fp:
+        return None
+    pred = CPredictor(lib, Path(path).read_bytes(), threads=threads)
+    pred.path = Path(path)
+    return pred
+
+
 def _build_c(art: Artifact, path: str | Path | None, *, threads: int, prefix: str, march_native: bool,
              openmp: bool | None, cc: str | None) -> CPredictor:
     from lumber.backends.c import BuildOptions, CLibrary, build_shared
 
-    if path is not None and Path(path).is_file():
-        try:
-            lib = CLibrary(path, prefix=prefix)
-        except ModelFormatError:
-            lib = None
-        if lib is not None and lib.fingerprint == art.fingerprint:
-            return CPredictor(lib, Path(path).read_bytes(), threads=threads, source=art)
     opts = BuildOptions(cc=cc, march_native=march_native, openmp=openmp)
     with tempfile.TemporaryDirectory(prefix="lumber-build-") as tmp:
         so = Path(tmp, "model.so")
@@ -291,7 +318,7 @@ def _build_c(art: Artifact, path: str | Path | None, *, threads: int, prefix: st
 
 
 def load_compiled(path: str | Path, model: Any = None, *, prefix: str = "lumber", threads: int = 1) -> Predictor:
-    """A predictor for a saved artifact (``.so`` or ``.onnx``).
+    """A predictor for a saved artifact (``.so``, ``.onnx`` or ``.table``).
 
     With ``model``, the artifact's recorded fingerprint must match the model's,
     else a ``CompileError`` says the artifact is stale.
@@ -304,7 +331,11 @@ def load_compiled(path: str | Path, model: Any = None, *, prefix: str = "lumber"
     except OSError as exc:
         raise ModelFormatError(f"{p}: cannot read ({exc.strerror})") from None
     pred: Predictor
-    if head == b"\x7fELF" or head[:2] == b"MZ" or head in (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe"):
+    if head == b"LUMB":  # an oblivious table file (lumber.backends.table)
+        from .oblivious import load_table
+
+        pred = load_table(p, threads=threads)
+    elif head == b"\x7fELF" or head[:2] == b"MZ" or head in (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe"):
         from lumber.backends.c import CLibrary
 
         lib = CLibrary(p, prefix=prefix)
