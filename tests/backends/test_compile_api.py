@@ -62,7 +62,7 @@ def test_bad_rows_are_input_errors(c_pred: lumber.compiler.api.compile.CPredicto
 def test_unknown_target() -> None:
     with pytest.raises(CompileError, match="unknown target 'wasm'"):
         lumber.compile(CASES["numeric_nan"](), target="wasm")
-    assert set(TARGETS) == {"c", "c-source", "onnx", "numpy"}
+    assert {"c", "c-source", "onnx", "numpy"} <= set(TARGETS)
 
 
 @needs_cc
