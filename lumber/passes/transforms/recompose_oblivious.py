@@ -16,11 +16,11 @@ with exactly its conditions. One tree per maximal monomial.
 
 ``pack`` (default): the same order, but a monomial that fits nowhere may
 also *extend* the existing tree that already holds most of its conditions,
-when the grown tree stays within ``max-depth`` and a cost model says one
-bigger table is cheaper than a new tree (a table lookup per tree and row is
-the evaluator's main cost; levels are nearly free; tables beyond the cache
-cost memory traffic). Afterwards trees whose condition sets nest are merged
-(``merge``), smallest first.
+when the grown tree stays within ``max-depth`` and the tables within a total
+budget (:class:`CostModel`: a table lookup per tree and row is the evaluator's
+main cost, levels are nearly free, so fewer and deeper trees are faster).
+Afterwards trees whose condition sets nest are merged (``merge``), smallest
+first.
 
 Covering non-maximal monomials needs no search: a monomial one condition
 short of an already placed monomial goes to that monomial's tree (one
@@ -38,7 +38,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -50,22 +50,25 @@ from lumber.ir.polynomial import ConditionKind
 from ..base import PassContext, PassReport, Transform
 
 STRATEGIES = ("greedy", "pack")
-DEFAULT_MAX_DEPTH = 10
+DEFAULT_MAX_DEPTH = 8
+"""Tables of up to 256 rows: the C evaluator's fastest index width (one byte) and L1-sized tables."""
 
 
 @dataclass(frozen=True)
 class CostModel:
-    """Relative evaluation cost of one tree per row: ``lookup + level * depth + memory``.
+    """Relative evaluation cost of one tree per row: ``lookup + level * depth``.
 
-    ``memory`` charges ``byte`` per table byte beyond ``cache_bytes`` of all tables
-    together (divided over the rows of a block), so extensions stop paying once
-    tables spill out of cache.
+    The table lookup dominates (the C evaluator computes the levels of 32 rows per
+    vector instruction), so fewer, deeper trees are cheaper as long as their tables stay
+    cache-friendly: ``max-depth`` bounds one table, ``budget_bytes`` all of them together
+    (no tree grows past it). A monomial that fits nowhere may also join one of the
+    ``recent`` trees it shares no condition with.
     """
 
     lookup: float = 1.0
     level: float = 0.06
-    cache_bytes: int = 1 << 20
-    byte: float = 1.0 / 64
+    budget_bytes: int = 64 << 20
+    recent: int = 8
 
     def tree(self, depth: int) -> float:
         return self.lookup + self.level * depth
@@ -118,32 +121,32 @@ class _Cover:
         return -1
 
     def place(self, conds: list[int]) -> int:
-        """Tree for a monomial no tree covers: a new one, or (pack) the cheapest extension."""
+        """Tree for a monomial no tree covers: a new one, or (pack) the cheapest extension:
+        fewest new conditions, then the smallest grown table, then the oldest tree."""
         cs = set(conds)
         if self.strategy == "greedy":
             return self.new_tree(cs)
         k = len(cs)
-        spill = self.table_bytes >= self.cost.cache_bytes
-        new_cost = self.cost.tree(k) + (self.cost.byte * (8 << k) if spill else 0.0)
         counts: Counter[int] = Counter()
         for c in cs:
             counts.update(self.index.get(c, ()))
-        best_t, best_cost = -1, new_cost
+        for t in range(max(0, len(self.sets) - self.cost.recent), len(self.sets)):
+            counts.setdefault(t, 0)
+        best: tuple[float, int, int] = (self.cost.tree(k), 1 << 62, -1)
         for t, shared in counts.items():
             size = len(self.sets[t])
             grown = size + k - shared
             if grown > self.max_depth:
                 continue
-            growth = (8 << grown) - (8 << size)
-            cost = self.cost.level * (k - shared)
-            if spill or self.table_bytes + growth > self.cost.cache_bytes:
-                cost += self.cost.byte * growth
-            if cost < best_cost or (cost == best_cost and best_t >= 0 and t < best_t):
-                best_t, best_cost = t, cost
-        if best_t < 0:
+            if self.table_bytes + (8 << grown) - (8 << size) > self.cost.budget_bytes:
+                continue
+            cand = (self.cost.level * (k - shared), grown, t)
+            if cand < best:
+                best = cand
+        if best[2] < 0:
             return self.new_tree(cs)
-        self.extend(best_t, cs)
-        return best_t
+        self.extend(best[2], cs)
+        return best[2]
 
 
 @dataclass(frozen=True)
@@ -151,32 +154,34 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
     """Re-compose a polynomial into oblivious trees (exact); see the module docstring."""
 
     name: ClassVar[str] = "oblivious"
-    max_depth: int = DEFAULT_MAX_DEPTH
-    """Deepest table (2^max_depth rows); must be at least the polynomial's largest degree."""
+    max_depth: int | Literal["auto"] = "auto"
+    """Deepest table (2^max_depth rows); at least the polynomial's largest degree.
+    ``auto``: 8, or the largest degree when that is more."""
     strategy: str = "pack"
     """``greedy`` (the paper's Algorithm 1) or ``pack`` (extend trees under a cost model)."""
     merge: bool = True
     """Merge trees whose condition sets nest (pack only)."""
-    cache_kb: int = 1024
-    """Table bytes the cost model treats as cache-resident."""
+    table_mb: int = 64
+    """Total table size (MiB) past which no tree grows (``pack``)."""
 
     def __post_init__(self) -> None:
-        if not 1 <= self.max_depth <= MAX_DEPTH:
-            raise CompileError(f"max-depth must be between 1 and {MAX_DEPTH}, got {self.max_depth}")
+        if self.max_depth != "auto" and not (isinstance(self.max_depth, int) and 1 <= self.max_depth <= MAX_DEPTH):
+            raise CompileError(f"max-depth must be 'auto' or between 1 and {MAX_DEPTH}, got {self.max_depth}")
         if self.strategy not in STRATEGIES:
             raise CompileError(f"unknown strategy {self.strategy!r}", f"strategies: {', '.join(STRATEGIES)}")
-        if self.cache_kb < 1:
-            raise CompileError(f"cache-kb must be positive, got {self.cache_kb}")
+        if self.table_mb < 1:
+            raise CompileError(f"table-mb must be positive, got {self.table_mb}")
 
     def run(self, ir: Polynomial, ctx: PassContext) -> ObliviousEnsemble:
-        ens, stats = recompose(ir, max_depth=self.max_depth, strategy=self.strategy, merge=self.merge,
-                               cost=CostModel(cache_bytes=self.cache_kb << 10))
+        depth = max(DEFAULT_MAX_DEPTH, ir.max_degree) if self.max_depth == "auto" else self.max_depth
+        ens, stats = recompose(ir, max_depth=depth, strategy=self.strategy, merge=self.merge,
+                               cost=CostModel(budget_bytes=self.table_mb << 20))
         by_depth = ", ".join(f"{c} x depth {d}" for d, c in sorted(stats["trees_by_depth"].items()))
         ctx.report(PassReport(self.name, (
             f"{ir.n_monomials:,} monomials -> {ens.n_trees:,} oblivious trees ({by_depth}); "
             f"{stats['table_bytes'] / 1024:,.1f} KiB of tables; {stats['maximal']:,} monomials placed by search, "
             f"{stats['extensions']:,} tree extensions, {stats['merged']:,} nested trees merged "
-            f"(strategy {self.strategy}, max-depth {self.max_depth})"), stats))
+            f"(strategy {self.strategy}, max-depth {depth})"), stats))
         return ens
 
 
