@@ -226,7 +226,7 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
             prefix: str = "lumber", unroll: bool | None = False, block: int = 64, march_native: bool = False,
             openmp: bool | None = None, cc: str | None = None, opset: int = 5, input_dtype: str | None = None,
             base_score: str = "exact", exact: bool = True, name: str = "model", optimize: str | None = None,
-            max_depth: int = 10, sample: Any = None) -> Predictor:
+            max_depth: int | str = "auto", sample: Any = None) -> Predictor:
     """Compile ``model`` (anything :func:`lumber.load` accepts) for ``target``.
 
     Parameters

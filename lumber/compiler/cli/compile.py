@@ -1,4 +1,4 @@
-"""``lumber compile MODEL --emit c|c-source|onnx|lumber -o OUT [--passes PIPELINE]``."""
+"""``lumber compile MODEL --emit c|c-source|onnx|lumber|table -o OUT [--passes PIPELINE] [--optimize speed]``."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ HELP = "compile a model to a C library, C source, ONNX, or (after --passes) a .l
 DESCRIPTION = (
     "Compile a trained model into an artifact that reproduces it exactly: a C shared library "
     "(--emit c), C source and header (--emit c-source), an ONNX model (--emit onnx), or the IR "
-    "after a pass pipeline (--emit lumber). Artifacts are written atomically and record the "
-    "model's fingerprint.")
-SUFFIX = {"c": ".so", "c-source": ".c", "onnx": ".onnx", "lumber": ".lumber"}
+    "after a pass pipeline (--emit lumber), or oblivious decision tables (--emit table). "
+    "--optimize speed builds the forest and oblivious-table forms of a C library and keeps the faster. "
+    "Artifacts are written atomically and record the model's fingerprint.")
+SUFFIX = {"c": ".so", "c-source": ".c", "onnx": ".onnx", "lumber": ".lumber", "table": ".table"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,6 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--input-dtype", choices=["float32", "float64"], help="ONNX input tensor type")
     o.add_argument("--inexact", action="store_true",
                    help="allow encodings that round results (opset 3, float32 sums of float64 models)")
+    from . import _tables
+
+    _tables.add_arguments(p)
 
 
 def _data(args: argparse.Namespace, forest: Any) -> dict[str, Any] | None:
@@ -72,12 +76,16 @@ def run(args: argparse.Namespace) -> int:
         from lumber.compiler.pipeline import run as run_pipeline
 
         ir = run_pipeline(ir, args.passes, data=_data(args, ir), time_passes=args.time_passes)
-    elif args.time_passes:
-        raise CompileError("--time-passes needs --passes")
+    elif args.time_passes and emit != "table":
+        raise CompileError("--time-passes needs --passes (or --emit table)")
     if emit == "lumber":
         ir.save(output)
         print(f"wrote {output} ({type(ir).__name__} IR)")
         return 0
+    from . import _tables
+
+    if _tables.wants_tables(args, emit, ir):
+        return _tables.run(args, ir, emit, output, t0)
     if not isinstance(ir, Forest):
         raise CompileError(f"--emit {emit} needs a Forest; the pipeline produced a {type(ir).__name__}",
                            "use --emit lumber to save it, or a pipeline that ends in a Forest")
