@@ -54,10 +54,10 @@ def chromium() -> str:
                 ".ci/run installs it when apt is available")
 
 
-def run_browser(args: list[str], profile: Path) -> subprocess.CompletedProcess[str]:
+def run_browser(args: list[str], profile: Path, size: str = "1100,900") -> subprocess.CompletedProcess[str]:
     cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
            "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-           "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1100,900",
+           "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND", f"--window-size={size}",
            f"--user-data-dir={profile}", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
@@ -94,7 +94,22 @@ def test_layout_in_a_real_browser(page: tuple[Path, Path], real_report: Path) ->
 
 
 def png_pixels(data: bytes) -> tuple[int, int, int, set[bytes]]:
-    """Width, height, channels and the distinct pixel values of an 8-bit PNG (no imaging library needed)."""
+    """Width, height, channels and the distinct colours (sampled) of an 8-bit PNG.
+
+    Pillow when installed; otherwise a small decoder (PNG filters undone row by row)."""
+    try:
+        import io
+
+        from PIL import Image
+    except ImportError:
+        return _png_pixels(data)
+    im = Image.open(io.BytesIO(data)).convert("RGB")
+    w, h = im.size
+    px = im.load()
+    return w, h, 3, {bytes(px[x, y]) for y in range(0, h, 8) for x in range(0, w, 4)}
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, int, set[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, w = 8, b"", 0
     h = depth = ctype = 0
@@ -137,10 +152,41 @@ def png_pixels(data: bytes) -> tuple[int, int, int, set[bytes]]:
 def test_screenshot_shows_the_report(page: tuple[Path, Path]) -> None:
     probed, tmp = page
     shot = tmp / "report.png"
-    done = run_browser([f"--screenshot={shot}", probed.as_uri()], tmp / "profile-shot")
+    done = run_browser([f"--screenshot={shot}", probed.as_uri()], tmp / "profile-shot", size="1000,700")
     assert shot.exists(), f"no screenshot; chromium said: {done.stderr[-2000:]}"
     w, h, _, colours = png_pixels(shot.read_bytes())
-    assert (w, h) == (1100, 900)
+    assert (w, h) == (1000, 700)
     assert len(colours) > 20, "the screenshot is (nearly) blank"
     blue = {c for c in colours if c[2] > 150 and c[0] < 100}  # the attribution bars and links
     assert blue, "no chart colour on the first screen"
+
+
+def _encode_png(rows: list[bytes], w: int, filters: list[int]) -> bytes:
+    """An RGB PNG whose row ``y`` uses filter ``filters[y]`` (to check the fallback decoder)."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return len(body).to_bytes(4, "big") + kind + body + zlib.crc32(kind + body).to_bytes(4, "big")
+
+    raw = b""
+    prev = bytes(3 * w)
+    for f, row in zip(filters, rows):
+        out = bytearray()
+        for i, x in enumerate(row):
+            a = row[i - 3] if i >= 3 else 0
+            b, c = prev[i], prev[i - 3] if i >= 3 else 0
+            p = a + b - c
+            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            pred = [0, a, b, (a + b) // 2, a if pa <= pb and pa <= pc else b if pb <= pc else c][f]
+            out.append((x - pred) & 255)
+        raw += bytes([f]) + bytes(out)
+        prev = row
+    ihdr = w.to_bytes(4, "big") + len(rows).to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def test_fallback_png_decoder() -> None:
+    w = 16
+    rows = [bytes((17 * y + 5 * i) % 256 for i in range(3 * w)) for y in range(40)]
+    data = _encode_png(rows, w, [y % 5 for y in range(40)])
+    width, height, ch, colours = _png_pixels(data)
+    assert (width, height, ch) == (w, 40, 3)
+    assert colours == {rows[y][x:x + 3] for y in range(0, 40, 8) for x in range(0, 3 * w, 12)}
