@@ -7,45 +7,11 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from builders import make_forest
+from oblivious_strategies import ensembles, rows
 from lumber.ir import ObliviousEnsemble, PostTransform, Schema, Task, ValidationError, default_features
 from lumber.ir.oblivious import forest_to_oblivious
-
-THRESHOLDS = [-1.0, 0.0, 0.5, 1.5, np.inf]
-VALUES = [-2.0, -1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0, np.nan, np.inf, -np.inf]
-
-
-@st.composite
-def ensembles(draw: Any, max_trees: int = 5, max_depth: int = 4) -> ObliviousEnsemble:
-    """Random valid ensembles: scalar and vector trees, NaN bits, +inf levels, averaging, float32/64."""
-    F = draw(st.integers(1, 4))
-    K = draw(st.sampled_from([1, 1, 3]))
-    T = draw(st.integers(0, max_trees))
-    dtype = draw(st.sampled_from(["float32", "float64"]))
-    depth = [draw(st.integers(0, max_depth)) for _ in range(T)]
-    L = sum(depth)
-    feat = [draw(st.integers(0, F - 1)) for _ in range(L)]
-    thr = [draw(st.sampled_from(THRESHOLDS)) for _ in range(L)]
-    nan = [draw(st.booleans()) for _ in range(L)]
-    tout = [draw(st.integers(-1, K - 1)) if K > 1 else 0 for _ in range(T)]
-    n_val = sum((1 if k >= 0 else K) << d for k, d in zip(tout, depth))
-    value = [draw(st.floats(-4, 4, width=32)) for _ in range(n_val)]
-    schema = Schema(features=default_features(F), task=Task.REGRESSION if K == 1 else Task.MULTICLASS, n_outputs=K,
-                    base_score=tuple(draw(st.floats(-1, 1, width=32)) for _ in range(K)),
-                    post_transform=PostTransform.IDENTITY if K == 1 else PostTransform.SOFTMAX,
-                    average=draw(st.booleans()), input_dtype=dtype,
-                    accumulate_dtype=draw(st.sampled_from(["float64", "float64", "float32"])))
-    return ObliviousEnsemble(schema=schema, depth=np.array(depth, dtype=np.int32), level_feature=np.array(feat),
-                             level_threshold=np.array(thr, dtype=np.float64), level_nan_true=np.array(nan, dtype=bool),
-                             tree_output=np.array(tout, dtype=np.int32), value=np.array(value)).validate()
-
-
-def rows(F: int, n: int = 300, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return rng.choice(VALUES, size=(n, F))
-
 
 def two_trees() -> ObliviousEnsemble:
     """Tree 0: bits (x0 > 0, x1 > 1 or NaN); tree 1: bit (x0 is NaN)."""
