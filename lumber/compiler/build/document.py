@@ -210,6 +210,16 @@ def constraints_section(st: State) -> dict[str, Any] | None:
             "plausibility": c.plausibility.method if c.plausibility is not None else None}
 
 
+def _requested(cfg: Any, section: str) -> bool:
+    """A section whose analysis the build file does not run is left out (rather than shown empty)."""
+    ex = cfg.explain
+    if section == "attribution":
+        return "attribution" in ex.analyses
+    if section == "regional":
+        return "rules" in ex.analyses and ex.regions != "none"
+    return True
+
+
 def build_document(st: State, checks: list[dict[str, Any]]) -> dict[str, Any]:
     """The report document of a build (see module docstring)."""
     cfg = st.inp.config
@@ -217,7 +227,7 @@ def build_document(st: State, checks: list[dict[str, Any]]) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "lumber_report": DOCUMENT_VERSION, "generator": f"lumber {__version__}",
         "title": rep.title or f"{cfg.model.path.name}: lumber report", "seed": cfg.seed,
-        "sections": list(rep.sections),
+        "sections": [s for s in rep.sections if _requested(cfg, s)],
         "inputs": {role: {"file": cfg.relative(p), "sha256": st.inp.hashes[role]} for role, p in cfg.inputs().items()},
         "model": model_card(st), "compile": compile_section(st, rep.timings),
     }
