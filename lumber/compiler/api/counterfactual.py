@@ -25,6 +25,11 @@ from lumber.passes.counterfactual.targets import class_labels
 
 FloatArray = npt.NDArray[np.float64]
 
+ISOLATION_TREES = 25
+ISOLATION_SAMPLES = 64
+"""The isolation forest fitted when plausibility is asked for without one: small enough for HiGHS to
+prove optimality in seconds (bench/counterfactual.py, section iso); pass ``isolation_forest=`` for another."""
+
 
 def counterfactual(model: Any, x: Any, target: Any = None, constraints: Any = None, *, norm: str = "l1",
                    scale: Any = None, reference: Any = None, weights: Any = None,
@@ -171,7 +176,8 @@ def _plausibility(forest: Forest, cons: Constraints | None, isolation_forest: An
             if iso is None:
                 from sklearn.ensemble import IsolationForest
 
-                iso = IsolationForest(n_estimators=100, random_state=seed).fit(rows)
+                iso = IsolationForest(n_estimators=ISOLATION_TREES, max_samples=min(ISOLATION_SAMPLES, len(rows)),
+                                      random_state=seed).fit(rows)
             from lumber.compiler.frontends import load
 
             with warnings.catch_warnings():

@@ -97,8 +97,12 @@ def target_margin(forest: Forest, X: np.ndarray, target: int) -> np.ndarray:
 def brute_force(forest: Forest, x0: np.ndarray, meets: Callable[[np.ndarray], np.ndarray], norm: str,
                 w_down: np.ndarray, w_up: np.ndarray, lo: np.ndarray | None = None, hi: np.ndarray | None = None,
                 extra_ok: Callable[[np.ndarray], np.ndarray] | None = None,
-                codes: dict[int, list[float]] | None = None) -> tuple[float, np.ndarray | None]:
-    """Minimum cost over all candidate points meeting ``meets`` (and ``extra_ok``), with its point."""
+                codes: dict[int, list[float]] | None = None,
+                also: tuple[Forest, ...] = ()) -> tuple[float, np.ndarray | None]:
+    """Minimum cost over all candidate points meeting ``meets`` (and ``extra_ok``), with its point.
+
+    ``also`` lists further forests whose splits cut the cells (the plausibility model).
+    """
     n = forest.n_features
     lo = np.full(n, -np.inf) if lo is None else lo
     hi = np.full(n, np.inf) if hi is None else hi
@@ -109,7 +113,10 @@ def brute_force(forest: Forest, x0: np.ndarray, meets: Callable[[np.ndarray], np
         cs = codes.get(i)
         if cat[i] and cs is None:
             cs = [float(c) for c in range(len(forest.schema.features[i].categories or range(6)))]
-        per.append(candidate_values(forest, i, float(x0[i]), lo[i], hi[i], cs if cat[i] else None))
+        vals = set(candidate_values(forest, i, float(x0[i]), lo[i], hi[i], cs if cat[i] else None))
+        for other in also:  # e.g. an isolation forest: its splits cut cells too
+            vals |= set(candidate_values(other, i, float(x0[i]), lo[i], hi[i], cs if cat[i] else None))
+        per.append(sorted(vals))
     if any(len(p) == 0 for p in per):
         return np.inf, None
     X = np.array(list(itertools.product(*per)), dtype=np.float64)

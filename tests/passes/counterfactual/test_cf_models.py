@@ -19,7 +19,7 @@ from lumber.ir import Constraints
 @pytest.fixture(scope="module")
 def cancer() -> tuple[pd.DataFrame, np.ndarray]:
     d = load_breast_cancer(as_frame=True)
-    return d.data, d.target.to_numpy()
+    return d.data.iloc[:, :8], d.target.to_numpy()  # 8 features keep every MILP well under a second
 
 
 def _check(model, X: pd.DataFrame, rows, target=None, **kw):
@@ -43,8 +43,8 @@ def test_sklearn_random_forest(cancer) -> None:
     from sklearn.ensemble import RandomForestClassifier
 
     X, y = cancer
-    m = RandomForestClassifier(n_estimators=20, max_depth=4, random_state=0).fit(X, y)
-    res = _check(m, X, [0, 1, 20], scale="std", reference=X)
+    m = RandomForestClassifier(n_estimators=10, max_depth=3, random_state=0).fit(X, y)
+    res = _check(m, X, [0, 20], scale="std", reference=X)
     # float32 model: every changed value sits on the float32 grid
     for r in res:
         assert np.all(r.x.astype(np.float32).astype(np.float64) == r.x)
@@ -62,8 +62,9 @@ def test_sklearn_hist_gradient_boosting_multiclass() -> None:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     d = load_wine(as_frame=True)
-    m = HistGradientBoostingClassifier(max_iter=10, max_depth=3, random_state=0).fit(d.data, d.target)
-    _check(m, d.data, [0, 70], target=2, norm="linf", scale="std", reference=d.data)
+    X = d.data.iloc[:, :6]
+    m = HistGradientBoostingClassifier(max_iter=5, max_depth=3, random_state=0).fit(X, d.target)
+    _check(m, X, [0, 70], target=2, norm="linf", scale="std", reference=X)
 
 
 def test_sklearn_regressor_interval() -> None:
@@ -116,12 +117,14 @@ def test_xgboost_binary_and_multiclass(cancer) -> None:
     _check(mc, d.data, [0], target=1)
 
 
-def test_batch_in_parallel_matches_serial(cancer) -> None:
+@pytest.mark.slow  # worker start-up (imports) dominates on a shared 2-core machine
+def test_batch_in_parallel_matches_serial() -> None:
     from sklearn.ensemble import RandomForestClassifier
 
-    X, y = cancer
-    m = RandomForestClassifier(n_estimators=10, max_depth=3, random_state=1).fit(X, y)
-    serial = lumber.counterfactual(m, X.iloc[:4], scale="std", reference=X, time_limit=30)
-    parallel = lumber.counterfactual(m, X.iloc[:4], scale="std", reference=X, time_limit=30, n_jobs=2)
+    d = lumber.datasets.load("compas")
+    m = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=1).fit(d.X, d.y)
+    rows = d.X.iloc[np.flatnonzero(m.predict(d.X) == 1)[:4]]
+    serial = lumber.counterfactual(m, rows, scale="std", reference=d.X, time_limit=30)
+    parallel = lumber.counterfactual(m, rows, scale="std", reference=d.X, time_limit=30, n_jobs=2)
     assert [r.cost for r in serial] == pytest.approx([r.cost for r in parallel], rel=1e-9)
-    assert all(r.verified for r in parallel)
+    assert all(r.verified and r.status == "optimal" for r in parallel)
