@@ -141,3 +141,23 @@ def test_multiclass_target_set() -> None:
     assert other.target.classes == (1, 2)
     two = lumber.counterfactual_rules(rf, X, case, target=2, widen=0)
     assert two.found and all(iv.lo >= 1.5 for r in two.rules for iv in r.intervals)
+
+
+def test_samples_are_checked_on_the_source_model(compas_model: dict[str, Any]) -> None:
+    """A sample counts as verified only when the source object's own predict agrees too."""
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"])
+
+    class Disagrees:
+        feature_names_in_ = np.array(compas_model["Xtr"].columns)
+
+        def fit(self) -> None:  # pragma: no cover - marks a scikit-learn style estimator
+            pass
+
+        def predict(self, X: Any) -> np.ndarray:
+            return 1 - compas_model["model"].predict(X)
+
+    ok = ex.local(compas_model["Xte"].iloc[:2])
+    assert all(s.verified for r in ok for s in r.samples)
+    ex.model = Disagrees()
+    bad = ex.local(compas_model["Xte"].iloc[:2])
+    assert [s.verified for r in bad for s in r.samples] == [False] * sum(len(r.samples) for r in bad)
