@@ -70,11 +70,12 @@ def attribution(st: State) -> None:
         except LumberError as exc:
             return {"error": _error(exc)}
         d: dict[str, Any] = res.to_dict(top_conditions=10)
-        d["data"] = "train" if rows is inp.table("train") else ("validation" if rows is inp.table("validation")
-                                                               else "cases")
+        d["data"] = role
         return _plain(d)
 
-    st.results["attribution"] = st.step("attribution", _analysis_key(st, "attribution"), compute).result
+    role = next(r for r in ("train", "validation", "cases") if inp.table(r) is rows)
+    key = digest("attribution", inp.hashes["model"], role, inp.hashes.get(role), st.inp.config.data.max_cases)
+    st.results["attribution"] = st.step("attribution", key, compute).result
 
 
 def per_case(st: State) -> None:
