@@ -234,6 +234,9 @@ def build_models(quick: bool, n_batch: int) -> list[ModelCase]:
 
     cases.append(ModelCase("sklearn-rf-synthetic", "sklearn", rf, None, Xsb, raw=rf_raw,
                            notes=f"RandomForestRegressor, {rf_trees} trees, max depth {rf_depth}, float32 compares"))
+    from oblivious import extra_cases  # issue 5: CatBoost depth 6/8 and a shallow LightGBM model
+
+    cases += extra_cases(quick, n_batch, Xs, ys, rng)
     for c in cases:
         c.forest = lumber.load(c.model)
     return cases
@@ -413,11 +416,13 @@ def peer_lumber_onnx(case: ModelCase) -> Peer:
 
 PEERS: list[tuple[str, Callable[..., Peer], Callable[[ModelCase], bool]]] = [
     ("library", lambda c, w: peer_library(c), lambda c: True),
-    ("tl2cgen", peer_tl2cgen, lambda c: True),
+    ("tl2cgen", peer_tl2cgen, lambda c: c.library != "catboost"),
     ("lleaves", lambda c, w: peer_lleaves(c), lambda c: c.library == "lightgbm"),
-    ("ort", lambda c, w: peer_ort_converter(c), lambda c: True),
+    ("ort", lambda c, w: peer_ort_converter(c), lambda c: c.library != "catboost"),
     ("lumber-c", lambda c, w: peer_lumber_c(c), lambda c: True),
     ("lumber-onnx", lambda c, w: peer_lumber_onnx(c), lambda c: True),
+    # issue 5 (bench/oblivious.py): oblivious decision tables
+    ("lumber-oblivious", lambda c, w: __import__("oblivious").peer_lumber_oblivious(c, w), lambda c: True),
 ]
 """(key, factory(case, workdir), applies-to). A later issue appends its peers here."""
 
@@ -638,7 +643,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small models and batches (a minute or two)")
     ap.add_argument("--reps", type=int, default=None, help="interleaved repetitions (default 5, quick 3)")
     ap.add_argument("--models", nargs="*", help="only these models")
-    ap.add_argument("--peers", nargs="*", help="only these peers (library tl2cgen lleaves ort lumber-c lumber-onnx)")
+    ap.add_argument("--peers", nargs="*",
+                    help="only these peers (library tl2cgen lleaves ort lumber-c lumber-onnx lumber-oblivious)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     args = ap.parse_args(argv)
     res = run(args)

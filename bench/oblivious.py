@@ -1,0 +1,199 @@
+"""Oblivious decision tables in the inference benchmark (issue 5).
+
+Adds to ``bench/inference.py`` (which imports this module):
+
+* the peer ``lumber oblivious C``: the model as oblivious tables (CatBoost models
+  directly; LightGBM/XGBoost/scikit-learn through the ``polynomial,oblivious,quantize``
+  passes, MonoForest re-composition), emitted as C with the forest library's entry
+  points; its re-composition time, tree counts before/after and table sizes;
+* model cases: CatBoost 500 trees of depth 6 and 8 (CatBoost's own evaluator is the
+  library peer) and a shallow LightGBM model (500 trees x 8 leaves, depth 3).
+
+Run alone it benchmarks the models issue 5 sets targets on and writes
+``bench/results/oblivious.{json,md}`` with the target table (best lumber form =
+the faster of lumber C and lumber oblivious C on 1-thread CPU time):
+
+    .venv/bin/python bench/oblivious.py            # LightGBM 500 x 63, shallow LightGBM, CatBoost d6/d8
+    .venv/bin/python bench/oblivious.py --quick    # small models
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import inference as inf  # noqa: E402
+
+TARGETS = {"lleaves": 1.5, "treelite+tl2cgen": 3.0, "lightgbm predict": 5.0, "catboost predict": 1.0}
+"""Speed-up of the best lumber form over each peer that issue 5 asks for (1 thread, 100k rows)."""
+
+
+def peer_lumber_oblivious(case: Any, workdir: Path) -> Any:
+    """The oblivious-table C library (re-composed unless the model is already oblivious)."""
+    from lumber.compiler.api.oblivious import compile_oblivious_c
+
+    p = inf.Peer("lumber oblivious C")
+    stats: dict[str, Any] = {}
+    pred, p.compile_wall, p.compile_cpu = inf.timed(lambda: compile_oblivious_c(case.forest, stats=stats,
+                                                                                prefix="obl"))
+    K = case.forest.n_outputs
+    p.predict = lambda X, k: pred.predict_raw(X, threads=k) if K == 1 else pred.predict_raw(X, threads=k)[:, -1]
+    p.row = pred.predict_row
+    lib = pred.library
+    kind = "lumber_f" if lib.dtype == np.float32 else "lumber_d"
+    p.c_entry = (kind, inf.ctypes.cast(lib.raw_function, inf.ctypes.c_void_p).value or 0)
+    p.keep.append(pred)
+    p.results["tables"] = {k: v for k, v in stats.items() if k != "recompose"}
+    if "recompose" in stats:
+        rc = stats["recompose"]
+        p.results["tables"]["recompose"] = {k: rc[k] for k in ("monomials", "maximal", "extensions", "merged",
+                                                                 "seconds", "max_depth_cap") if k in rc}
+    return p
+
+
+def extra_cases(quick: bool, n_batch: int, Xs: np.ndarray, ys: np.ndarray, rng: np.random.Generator) -> list[Any]:
+    """CatBoost depth 6 and 8 (500 trees) and a shallow LightGBM model, on the synthetic data."""
+    import catboost
+    import lightgbm as lgb
+
+    cases = []
+    trees = 50 if quick else 500
+    Xb = Xs[rng.integers(0, len(Xs), n_batch)]
+    Xb[rng.random(Xb.shape) < 0.01] = np.nan
+    n_fit = min(len(Xs), 5_000 if quick else 20_000)
+    for depth in ((4, 6) if quick else (6, 8)):
+        params = {"iterations": trees, "depth": depth, "learning_rate": 0.1, "random_seed": 0, "thread_count": 2,
+                  "verbose": 0, "allow_writing_files": False}
+        path = inf.CACHE / f"cb-syn-{inf._cache_key(params, n_fit, Xs.shape)}.cbm"
+        if not path.exists():
+            Xf = Xs[:n_fit].copy()
+            Xf[np.random.default_rng(2).random(Xf.shape) < 0.01] = np.nan
+            catboost.CatBoostRegressor(**params).fit(Xf, ys[:n_fit]).save_model(str(path))
+        m = catboost.CatBoostRegressor()
+        m.load_model(str(path))
+        cases.append(inf.ModelCase(
+            f"catboost-d{depth}", "catboost", m, None, Xb,
+            raw=lambda X, k, m=m: m.predict(X, prediction_type="RawFormulaVal", thread_count=k),
+            notes=f"CatBoostRegressor, {trees} symmetric trees of depth {depth}, fit on {n_fit} synthetic rows "
+                  f"(1% NaN), float32 compares"))
+    params = {"objective": "regression", "num_leaves": 8, "max_depth": 3, "learning_rate": 0.1, "verbose": -1,
+              "num_threads": 2, "seed": 0}
+    path = inf.CACHE / f"lgb-shallow-{inf._cache_key(params, trees, Xs.shape)}.txt"
+    if not path.exists():
+        lgb.train(params, lgb.Dataset(Xs, ys), trees).save_model(str(path))
+    bst = lgb.Booster(model_file=str(path))
+    cases.append(inf.ModelCase(
+        "lightgbm-shallow", "lightgbm", bst, path, Xb,
+        raw=lambda X, k, b=bst: b.predict(X, raw_score=True, num_threads=k),
+        notes=f"regression, synthetic, {trees} trees x 8 leaves (max depth 3), 1% NaN"))
+    return cases
+
+
+# -- the target table -----------------------------------------------------------------------------------
+
+
+def summary(res: dict[str, Any]) -> dict[str, Any]:
+    """Per model: the best lumber form and its speed-up over every peer (1-thread CPU time)."""
+    out: dict[str, Any] = {}
+    for name, e in res["models"].items():
+        peers = {k: v for k, v in e["peers"].items() if v.get("status") == "ok" and v.get("batch_1t_cpu")}
+        forms = {k: peers[k]["batch_1t_cpu"] for k in ("lumber C", "lumber oblivious C") if k in peers}
+        if not forms:
+            continue
+        best = min(forms, key=forms.__getitem__)
+        row: dict[str, Any] = {"best_form": best, "best_cpu_s": forms[best], "forms_cpu_s": forms, "vs": {}}
+        for pname, r in peers.items():
+            if pname.startswith("lumber"):
+                continue
+            ratio = r["batch_1t_cpu"] / forms[best]
+            row["vs"][pname] = {"speedup": ratio, "target": TARGETS.get(pname),
+                                "met": None if pname not in TARGETS else ratio >= TARGETS[pname]}
+        obl = e["peers"].get("lumber oblivious C", {})
+        if "tables" in obl:
+            row["tables"] = obl["tables"]
+            lib = next((v for k, v in peers.items() if k.endswith(" predict")), None)
+            if lib is not None and "batch_1t_cpu" in obl:
+                row["oblivious_vs_library"] = lib["batch_1t_cpu"] / obl["batch_1t_cpu"]
+        row["exact"] = {k: {"max_abs_diff": v.get("max_abs_diff"), "corpus_mismatch": v.get("corpus_mismatch"),
+                            "not_bit_exact": v.get("corpus_not_bitexact")}
+                        for k, v in e["peers"].items() if k.startswith("lumber")}
+        out[name] = row
+    return out
+
+
+def markdown(res: dict[str, Any], summ: dict[str, Any]) -> str:
+    lines = ["# Oblivious tables: re-composition and the table evaluator", "",
+             "Best lumber form = the faster of `lumber C` (forest tables) and `lumber oblivious C` (oblivious "
+             "decision tables) on 1-thread process CPU time for the batch; speed-up = peer CPU time / best "
+             "lumber CPU time (targets from issue 5). The machine is shared (load average "
+             f"{res['machine']['loadavg_start'][0]:.1f} -> {res['machine']['loadavg_end'][0]:.1f} on "
+             f"{res['machine']['cpus']} CPUs), hence CPU time.", ""]
+    lines += ["| model | best form | lumber C cpu s | oblivious C cpu s | peer | peer cpu s | speed-up | target | met |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for name, row in summ.items():
+        peers = res["models"][name]["peers"]
+        for pname, v in row["vs"].items():
+            target = "–" if v["target"] is None else f"{v['target']:.1f}x"
+            met = "–" if v["met"] is None else ("yes" if v["met"] else "no")
+            lines.append(
+                f"| {name} | {row['best_form']} | {inf._fmt(row['forms_cpu_s'].get('lumber C'), '.3f')} | "
+                f"{inf._fmt(row['forms_cpu_s'].get('lumber oblivious C'), '.3f')} | {pname} | "
+                f"{peers[pname]['batch_1t_cpu']:.3f} | {v['speedup']:.2f}x | {target} | {met} |")
+    lines += ["", "## Re-composition", "",
+              "| model | method | trees before | trees after | max depth | table KiB | tables s | "
+              "oblivious vs library predict |", "|---|---|---|---|---|---|---|---|"]
+    for name, row in summ.items():
+        t = row.get("tables")
+        if not t:
+            lines.append(f"| {name} | {res['models'][name]['peers'].get('lumber oblivious C', {}).get('status', '–')} "
+                         "|  |  |  |  |  |  |")
+            continue
+        lines.append(f"| {name} | {t.get('method')} | {t.get('trees_in')} | {t.get('trees_out')} | "
+                     f"{t.get('max_depth')} | {t.get('table_bytes', 0) / 1024:,.0f} | {t.get('seconds', 0):.1f} | "
+                     f"{inf._fmt(row.get('oblivious_vs_library'), '.2f')}x |")
+    lines += ["", "## Exactness (vs the library, boundary corpus)", "",
+              "| model | form | max abs diff (batch) | corpus mismatch | not bit-exact |", "|---|---|---|---|---|"]
+    for name, row in summ.items():
+        for form, v in row["exact"].items():
+            lines.append(f"| {name} | {form} | {inf._fmt(v['max_abs_diff'], '.3g')} | "
+                         f"{'–' if v['corpus_mismatch'] is None else v['corpus_mismatch']} | "
+                         f"{'–' if v['not_bit_exact'] is None else v['not_bit_exact']} |")
+    lines += ["", "Full per-peer table (compile time, 2 threads, single-row latency): see "
+              f"`{'inference-oblivious-quick' if res['mode'] == 'quick' else 'inference-oblivious'}.md`.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--peers", nargs="*", default=["library", "tl2cgen", "lleaves", "lumber-c", "lumber-oblivious"])
+    ap.add_argument("--models", nargs="*", default=["lightgbm-synthetic", "lightgbm-shallow", "catboost-d6",
+                                                     "catboost-d8", "catboost-d4"])
+    ap.add_argument("--out", type=Path, default=inf.RESULTS)
+    args = ap.parse_args(argv)
+    ns = argparse.Namespace(quick=args.quick, reps=args.reps, models=args.models, peers=args.peers, out=args.out)
+    res = inf.run(ns)
+    summ = summary(res)
+    res["oblivious_summary"] = summ
+    stem = "oblivious-quick" if args.quick else "oblivious"
+    args.out.mkdir(parents=True, exist_ok=True)
+    from lumber.ir import atomic_write_text
+
+    atomic_write_text(args.out / f"{stem}.json", json.dumps(res, indent=1, default=float))
+    atomic_write_text(args.out / f"inference-{stem}.md", inf.markdown(res))
+    md = markdown(res, summ)
+    atomic_write_text(args.out / f"{stem}.md", md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
