@@ -160,3 +160,24 @@ def test_output_option_and_relative_paths(project: Path, tmp_path: Path, monkeyp
     assert res.output == (tmp_path / "out" / "nested").resolve()
     doc = (res.output / "report.json").read_text()
     assert str(tmp_path) not in doc and str(project) not in doc  # reports never carry absolute paths
+
+
+def test_oblivious_pipeline_to_tables(project: Path) -> None:
+    """A pipeline ending in oblivious tables: targets compile it, exactness is checked against the model."""
+    toml = project / "lumber.toml"
+    set_key(toml, "compile", 'passes = "polynomial,oblivious"')
+    set_key(toml, "compile", 'targets = ["table"]')
+    set_key(toml, "explain", "analyses = []")
+    res = build(toml)
+    checks = {c.name: c for c in res.checks}
+    assert checks["exact[table]"].passed and checks["exact[table]"].gate
+    assert "equal the model's on every data row (1,204 rows" in checks["exact[table]"].message
+    assert res.manifest["targets"][0]["compiled_from"] == "passes"
+    assert (project / "build" / "model.table").is_file()
+    # with pruning the comparison with the model is reported, the prune gate bounds it
+    set_key(toml, "compile", 'passes = "polynomial,prune{alpha=0.001},oblivious"')
+    res = build(toml)
+    checks = {c.name: c for c in res.checks}
+    assert checks["exact[table]"].passed and "the pipeline's IR" in checks["exact[table]"].message
+    assert not checks["agreement[table]"].gate and "decisions equal the model's on" in checks["agreement[table]"].message
+    assert checks["equivalence"].passed is None

@@ -129,3 +129,10 @@ def test_regressor_cases_need_a_target_interval(project: Path) -> None:
     set_key(toml, "explain", "target = [2, 3.5]")
     inp = prepare(load_build_file(toml))
     assert inp.config.explain.target == (2.0, 3.5) and inp.forest.schema.task.name == "REGRESSION"
+
+
+def test_targets_must_take_the_pipelines_ir(project: Path) -> None:
+    set_key(project / "lumber.toml", "compile", 'passes = "polynomial,oblivious"')
+    set_key(project / "lumber.toml", "compile", 'targets = ["onnx", "table"]')
+    fails(project, "target 'onnx' cannot emit the ObliviousEnsemble the pass pipeline produces",
+          "targets for ObliviousEnsemble: c, table")

@@ -141,7 +141,7 @@ def compare(reference: np.ndarray, got: np.ndarray, schema: Any) -> dict[str, An
     n = ref.shape[0]
     if n == 0:
         return {"rows": 0, "exact": True, "max_abs_diff": 0.0, "max_rel_diff": 0.0, "decisions_equal": True,
-                "differing_rows": 0}
+                "differing_rows": 0, "differing_decisions": 0}
     both_nan = np.isnan(ref) & np.isnan(out)
     diff = np.where(both_nan, 0.0, np.abs(ref - out))
     diff = np.where(np.isnan(diff), np.inf, diff)
@@ -154,7 +154,7 @@ def compare(reference: np.ndarray, got: np.ndarray, schema: Any) -> dict[str, An
     same_dec = np.array([a == b for a, b in zip(dec_ref.tolist(), dec_out.tolist())])
     return {"rows": int(n), "exact": bool(not bad_rows.any() and same_dec.all()), "max_abs_diff": float(diff.max()),
             "max_rel_diff": float(rel.max()), "decisions_equal": bool(same_dec.all()),
-            "differing_rows": int((bad_rows | ~same_dec).sum())}
+            "differing_rows": int((bad_rows | ~same_dec).sum()), "differing_decisions": int((~same_dec).sum())}
 
 
 def compile_targets(st: State) -> None:

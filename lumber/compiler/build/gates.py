@@ -37,20 +37,42 @@ def _rows(n: int) -> str:
     return f"{n:,} row{'s' if n != 1 else ''}"
 
 
+def _exact_message(target: str, e: dict[str, Any], src: str) -> str:
+    if e["exact"]:
+        return (f"{target}: margins and decisions equal {src}'s on every data row ({_rows(e['rows'])}, "
+                f"max relative difference {e['max_rel_diff']:.3g})")
+    return (f"{target}: {e['differing_rows']:,} of {_rows(e['rows'])} differ from {src} "
+            f"(max relative difference {e['max_rel_diff']:.3g}"
+            f"{'' if e['decisions_equal'] else ', decisions differ'}); the artifact is not exact")
+
+
 def exactness(st: State) -> list[Check]:
+    """Each artifact against the IR it was compiled from and, for a lossless pipeline, against the model.
+
+    After a lossy pipeline (pruning) the comparison with the model is reported, not gated: the
+    prune gate bounds that loss."""
     out = []
     gate = st.inp.config.check.exact
+    lossy = bool(lossy_passes(st))
     for t in st.targets:
-        e = t["exact"]
-        src = "the pipeline's IR" if t.get("compiled_from") == "passes" else "the model"
-        if e["exact"]:
-            msg = (f"{t['target']}: margins and decisions equal {src}'s on every data row ({_rows(e['rows'])}, "
-                   f"max relative difference {e['max_rel_diff']:.3g})")
+        e, vm = t["exact"], t.get("vs_model")
+        if vm is None:
+            out.append(Check(f"exact[{t['target']}]", bool(e["exact"]), gate, _exact_message(t["target"], e, "the model"),
+                             e))
+            continue
+        if not e["exact"]:
+            out.append(Check(f"exact[{t['target']}]", False, gate,
+                             _exact_message(t["target"], e, "the pipeline's IR"), e))
+        elif not lossy:
+            out.append(Check(f"exact[{t['target']}]", bool(vm["exact"]), gate,
+                             _exact_message(t["target"], vm, "the model") + " (compiled from the pipeline's IR)", vm))
         else:
-            msg = (f"{t['target']}: {e['differing_rows']:,} of {_rows(e['rows'])} differ from {src} "
-                   f"(max relative difference {e['max_rel_diff']:.3g}"
-                   f"{'' if e['decisions_equal'] else ', decisions differ'}); the artifact is not exact")
-        out.append(Check(f"exact[{t['target']}]", bool(e["exact"]), gate, msg, e))
+            out.append(Check(f"exact[{t['target']}]", True, gate, _exact_message(t["target"], e, "the pipeline's IR"),
+                             e))
+            same = vm["rows"] - vm.get("differing_decisions", 0)
+            out.append(Check(f"agreement[{t['target']}]", bool(vm["decisions_equal"]), False,
+                             f"{t['target']} (pruned): decisions equal the model's on {same:,} of {_rows(vm['rows'])} "
+                             f"(max relative margin difference {vm['max_rel_diff']:.3g})", vm))
     return out
 
 

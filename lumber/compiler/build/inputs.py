@@ -295,15 +295,23 @@ def _check_pipeline(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
                     "set [data] validation and [data] label, or give alpha a number")
 
 
+IR_TARGETS = {"ObliviousEnsemble": ("c", "table")}
+"""Targets that can emit a pipeline's final IR when it is not a Forest (a Polynomial compiles the model)."""
+
+
 def _check_targets(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
     from lumber.compiler.api.compile import TARGETS
 
     ok = []
+    final = inp.final_type.__name__
     for t in cfg.compile.targets:
         if t not in TARGETS:
             close = difflib.get_close_matches(t, list(TARGETS), n=1)
             err.add(f"target '{t}' is not available in this lumber", "compile", "targets",
                     *([f"did you mean '{close[0]}'?"] if close else []), f"available targets: {', '.join(TARGETS)}")
+        elif final in IR_TARGETS and t not in IR_TARGETS[final]:
+            err.add(f"target '{t}' cannot emit the {final} the pass pipeline produces", "compile", "targets",
+                    f"targets for {final}: {', '.join(IR_TARGETS[final])}; or end the pipeline in a Forest")
         else:
             ok.append(t)
     inp.targets = tuple(ok)
