@@ -348,7 +348,8 @@ class BatchResult:
         return {r["row"]: r["result"] for r in self.records if r["status"] == "ok"}
 
     def summary(self) -> str:
-        return (f"{len(self.records)} rows: {len(self.records) - len(self.failed)} explained, {len(self.failed)} failed; "
+        n, bad = len(self.records), len(self.failed)
+        return (f"{n} rows: {n - bad} explained, {bad} failed; "
                 f"{self.computed} computed now ({self.rows_per_second:.2f} rows/s), {self.skipped} already done")
 
 

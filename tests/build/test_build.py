@@ -12,7 +12,7 @@ import pytest
 import lumber
 from lumber.compiler.build import build
 from lumber.compiler.build.manifest import sha256
-from buildproject import copy_project, set_key
+from buildproject import set_key
 
 ARTIFACTS = {"model.so", "model.onnx", "ir.lumber", "report.html", "report.md", "report.json", "explanations.json",
              "manifest.json"}
@@ -179,5 +179,6 @@ def test_oblivious_pipeline_to_tables(project: Path) -> None:
     res = build(toml)
     checks = {c.name: c for c in res.checks}
     assert checks["exact[table]"].passed and "the pipeline's IR" in checks["exact[table]"].message
-    assert not checks["agreement[table]"].gate and "decisions equal the model's on" in checks["agreement[table]"].message
+    agree = checks["agreement[table]"]
+    assert not agree.gate and "decisions equal the model's on" in agree.message
     assert checks["equivalence"].passed is None

@@ -56,7 +56,8 @@ def test_infeasible_required_explanation(project: Path, capsys: pytest.CaptureFi
     code, _, err = run_cli(project, capsys, "--check")
     assert code == 0 and err == ""
     checks = {c["name"]: c for c in json.loads((project / "build" / "manifest.json").read_text())["checks"]}
-    assert checks["explanations[counterfactual]"]["passed"] is False and not checks["explanations[counterfactual]"]["gate"]
+    cf = checks["explanations[counterfactual]"]
+    assert cf["passed"] is False and not cf["gate"]
 
 
 def test_pruning_beyond_tolerance(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,7 +108,8 @@ class _State:
         from types import SimpleNamespace
 
         self.inp = SimpleNamespace(config=SimpleNamespace(check=SimpleNamespace(equivalence=require)))
-        self.results = {"equivalence": {"equal": equal, "method": "polynomial", "reason": "2 monomial weight(s) differ"}}
+        self.results = {"equivalence": {"equal": equal, "method": "polynomial",
+                                        "reason": "2 monomial weight(s) differ"}}
         self.compiled_from = "passes"
         dropped = 5 if lossy else 0
         self.passes = {"reports": [{"pass": "prune", "metrics": {"dropped": dropped}}]}

@@ -139,5 +139,6 @@ def verdict(passed: Any) -> Cell:
     return Cell("n/a", "warn")
 
 
-__all__ = ["Block", "Cell", "Close", "Figure", "Grid", "Heading", "Open", "Para", "Pre", "Rule", "Table", "Toc", "cells",
+__all__ = ["Block", "Cell", "Close", "Figure", "Grid", "Heading", "Open", "Para", "Pre", "Rule", "Table", "Toc",
+           "cells",
            "count", "num", "pct", "table", "verdict"]

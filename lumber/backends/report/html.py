@@ -14,27 +14,36 @@ from .blocks import Block, Close, Figure, Grid, Heading, Open, Para, Pre, Rule, 
 from .layout import layout
 
 CSS = """
-:root{--fg:#1d1d1f;--muted:#5f6368;--line:#d9dce1;--bg:#fff;--soft:#f5f7fa;--pass:#1e7b34;--fail:#b3261e;--warn:#8a5a00}
+:root{--fg:#1d1d1f;--muted:#5f6368;--line:#d9dce1;--bg:#fff;--soft:#f5f7fa;
+--pass:#1e7b34;--fail:#b3261e;--warn:#8a5a00}
 *{box-sizing:border-box}
-body{margin:0;color:var(--fg);background:var(--bg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
+body{margin:0;color:var(--fg);background:var(--bg);
+font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
 main{max-width:1000px;margin:0 auto;padding:24px 28px 64px}
-h1{font-size:26px;margin:8px 0 4px}h2{font-size:20px;margin:36px 0 8px;padding-bottom:4px;border-bottom:2px solid var(--line)}
-h3{font-size:16px;margin:22px 0 6px}h4{font-size:14px;margin:14px 0 4px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
-p{margin:6px 0}.meta{color:var(--muted);font-size:13px}.note{color:var(--muted);font-size:13px}.warn{color:var(--warn)}
+h1{font-size:26px;margin:8px 0 4px}
+h2{font-size:20px;margin:36px 0 8px;padding-bottom:4px;border-bottom:2px solid var(--line)}
+h3{font-size:16px;margin:22px 0 6px}
+h4{font-size:14px;margin:14px 0 4px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
+p{margin:6px 0}.meta{color:var(--muted);font-size:13px}.note{color:var(--muted);font-size:13px}
+.warn{color:var(--warn)}
 nav{margin:12px 0 8px;font-size:14px}nav a{margin-right:14px;color:#2f6db5;text-decoration:none}
 table{border-collapse:collapse;margin:8px 0 12px;font-size:13.5px;max-width:100%}
 caption{caption-side:bottom;text-align:left;color:var(--muted);font-size:12px;padding-top:4px}
 th,td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:left;vertical-align:top}
 th{background:var(--soft);font-weight:600}
 td.pass{color:var(--pass);font-weight:600}td.fail{color:var(--fail);font-weight:700}td.warn{color:var(--warn)}
-dl.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:2px 16px;margin:8px 0 12px;font-size:13.5px}
+dl.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(170px,1fr));gap:2px 16px;
+margin:8px 0 12px;font-size:13.5px}
 dl.grid div{display:flex;justify-content:space-between;gap:8px;border-bottom:1px solid var(--line);padding:3px 0}
 dl.grid dt{color:var(--muted)}dl.grid dd{margin:0;font-weight:500;text-align:right;overflow-wrap:anywhere}
 dl.facts{grid-template-columns:repeat(auto-fill,minmax(240px,1fr))}
 .case{border:1px solid var(--line);border-radius:6px;padding:4px 16px 10px;margin:14px 0;break-inside:avoid}
-.rule{background:var(--soft);border-left:4px solid #2f6db5;padding:8px 12px;margin:8px 0;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
-.rule .kw{font-weight:700;color:#2f6db5}.rule .sub{display:block;color:var(--muted);font-family:inherit;font-size:12px;margin-top:2px}
-pre{background:var(--soft);border:1px solid var(--line);padding:10px 12px;overflow-x:auto;font-size:13px;line-height:1.4}
+.rule{background:var(--soft);border-left:4px solid #2f6db5;padding:8px 12px;margin:8px 0;
+font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
+.rule .kw{font-weight:700;color:#2f6db5}
+.rule .sub{display:block;color:var(--muted);font-family:inherit;font-size:12px;margin-top:2px}
+pre{background:var(--soft);border:1px solid var(--line);padding:10px 12px;overflow-x:auto;
+font-size:13px;line-height:1.4}
 figure{margin:10px 0}figcaption{color:var(--muted);font-size:12px}svg.chart{max-width:100%;height:auto}
 @media print{main{max-width:none;padding:0}.case{page-break-inside:avoid}nav{display:none}}
 """.strip()

@@ -75,7 +75,8 @@ def _compile_blocks(c: dict[str, Any]) -> list[Block]:
     if c.get("passes"):
         src = ("the pipeline's final IR" if c.get("compiled_from") == "passes" else
                "the model itself (the pipeline ends in a Polynomial, which no backend emits)")
-        out.append(Para(f"Pass pipeline: {c['passes']} → {c.get('final_ir', '?')}. Targets were compiled from {src}."))
+        out.append(Para(f"Pass pipeline: {c['passes']} → {c.get('final_ir', '?')}. "
+                        f"Targets were compiled from {src}."))
         for r in c.get("pass_reports", []):
             out.append(Para(f"{r['pass']}: {r['summary']}"))
     else:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from lumber.ir import Forest, LumberError, Polynomial
+from lumber.ir import LumberError, Polynomial
 
 from .cache import Entry, StepCache, digest
 from .inputs import Inputs

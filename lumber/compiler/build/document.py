@@ -110,7 +110,8 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
     items = []
     for i in range(len(cases.X)):
         item: dict[str, Any] = {
-            "row": i, "values": [[n, _display(schema, j, float(cases.X[i, j]))] for j, n in enumerate(schema.feature_names)],
+            "row": i,
+            "values": [[n, _display(schema, j, float(cases.X[i, j]))] for j, n in enumerate(schema.feature_names)],
             "prediction": preds[i], "margin": margins[i] if margins.ndim == 1 else list(margins[i]),
         }
         if proba is not None:

@@ -57,8 +57,8 @@ def exactness(st: State) -> list[Check]:
     for t in st.targets:
         e, vm = t["exact"], t.get("vs_model")
         if vm is None:
-            out.append(Check(f"exact[{t['target']}]", bool(e["exact"]), gate, _exact_message(t["target"], e, "the model"),
-                             e))
+            msg = _exact_message(t["target"], e, "the model")
+            out.append(Check(f"exact[{t['target']}]", bool(e["exact"]), gate, msg, e))
             continue
         if not e["exact"]:
             out.append(Check(f"exact[{t['target']}]", False, gate,

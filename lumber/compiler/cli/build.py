@@ -21,7 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true", help="exit 1 when a gated check fails")
     p.add_argument("-o", "--output", help="output folder (default: [output] dir of the build file)")
     p.add_argument("--force", action="store_true", help="rebuild every step, ignoring the cache")
-    p.add_argument("--keys", action="store_true", help="print every build-file key with its default (a template) and exit")
+    p.add_argument("--keys", action="store_true",
+                   help="print every build-file key with its default (a template) and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="print only failures")
 
 
