@@ -100,6 +100,9 @@ def test_c_runtime_equals_numpy_bit_for_bit(e: ObliviousEnsemble) -> None:
     np.testing.assert_array_equal(rt.predict_raw(Xc, threads=2), expected)
     np.testing.assert_array_equal(rt.apply(Xc), q.apply(X))
     np.testing.assert_allclose(rt.predict_raw(Xc, transformed=True), q.schema.transform(expected), rtol=1e-12)
+    for part in (slice(5, 6), slice(7, 10), slice(0, 290)):  # the single-row path, short and partial blocks
+        np.testing.assert_array_equal(rt.predict_raw(np.ascontiguousarray(Xc[part])), expected[part])
+        np.testing.assert_array_equal(rt.apply(np.ascontiguousarray(Xc[part])), q.apply(X[part]))
 
 
 @needs_cc

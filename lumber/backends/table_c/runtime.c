@@ -87,8 +87,9 @@ typedef struct {
 #define LT_F(M) ((int64_t)(M)->n_features)
 #endif
 
-/* Step 1: bins of rows X[0..m), m <= LT_BLOCK, for every column into bins[c * stride + i]. */
-LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, LT_BIN_T *bins, int64_t stride)
+/* Step 1: bins of rows X[0..m), m <= lanes <= LT_BLOCK, for every column into bins[c * stride + i]
+ * (lanes, a multiple of 32, is how many rows the vector loops cover: m rounded up). */
+LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, int lanes, LT_BIN_T *bins, int64_t stride)
 {
     LT_IN_T xs[LT_BLOCK];
     int32_t pos[LT_BLOCK];
@@ -100,40 +101,40 @@ LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, LT_BI
         const LT_BIN_T nan_bin = (LT_BIN_T)M->col_nan_bin[c];
         LT_BIN_T *out = bins + (int64_t)c * stride;
         for (int i = 0; i < m; ++i) xs[i] = X[(int64_t)i * F + f];
-        for (int i = m; i < LT_BLOCK; ++i) xs[i] = 0;
+        for (int i = m; i < lanes; ++i) xs[i] = 0;
         if (nb <= LT_LINEAR_MAX) {
             /* few borders: count them, vectorized over rows */
-            for (int i = 0; i < LT_BLOCK; ++i) pos[i] = 0;
+            for (int i = 0; i < lanes; ++i) pos[i] = 0;
             for (int k = 0; k < nb; ++k) {
                 const LT_IN_T bk = b[k];
-                for (int i = 0; i < LT_BLOCK; ++i) pos[i] += xs[i] > bk;
+                for (int i = 0; i < lanes; ++i) pos[i] += xs[i] > bk;
             }
         } else {
             /* branch-free binary search, all rows of the block in lock step:
                pos = last index with b[pos] < x (or 0), then one final compare */
-            for (int i = 0; i < LT_BLOCK; ++i) pos[i] = 0;
+            for (int i = 0; i < lanes; ++i) pos[i] = 0;
             for (int n = nb; n > 1;) {
                 const int half = n >> 1;
-                for (int i = 0; i < LT_BLOCK; ++i) pos[i] = (b[pos[i] + half] < xs[i]) ? pos[i] + half : pos[i];
+                for (int i = 0; i < lanes; ++i) pos[i] = (b[pos[i] + half] < xs[i]) ? pos[i] + half : pos[i];
                 n -= half;
             }
-            for (int i = 0; i < LT_BLOCK; ++i) pos[i] += (b[pos[i]] < xs[i]);
+            for (int i = 0; i < lanes; ++i) pos[i] += (b[pos[i]] < xs[i]);
         }
-        for (int i = 0; i < LT_BLOCK; ++i) out[i] = (xs[i] != xs[i]) ? nan_bin : (LT_BIN_T)pos[i];
+        for (int i = 0; i < lanes; ++i) out[i] = (xs[i] != xs[i]) ? nan_bin : (LT_BIN_T)pos[i];
     }
 }
 
 /* Step 2 for one tree: leaf index of every row of the block. */
 #define LT_INDEX_FN(NAME, IDX_T)                                                              \
-    LT_HOT static void NAME(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, IDX_T *idx) \
+    LT_HOT static void NAME(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, int lanes, IDX_T *idx) \
     {                                                                                         \
         const int64_t lo = M->level_offset[t];                                                \
         const int d = M->depth[t];                                                            \
-        for (int i = 0; i < LT_BLOCK; ++i) idx[i] = 0;                                        \
+        for (int i = 0; i < lanes; ++i) idx[i] = 0;                                           \
         for (int l = 0; l < d; ++l) {                                                         \
             const LT_BIN_T *bc = bins + (int64_t)M->level_col[lo + l] * stride;               \
             const LT_BIN_T k = M->level_bin[lo + l];                                          \
-            for (int i = 0; i < LT_BLOCK; ++i) idx[i] |= (IDX_T)((IDX_T)(bc[i] > k) << l);    \
+            for (int i = 0; i < lanes; ++i) idx[i] |= (IDX_T)((IDX_T)(bc[i] > k) << l);       \
         }                                                                                     \
     }
 LT_INDEX_FN(lt_index8, uint8_t)
@@ -143,7 +144,8 @@ LT_INDEX_FN(lt_index32, uint32_t)
 /* The same with the depth known at compile time: the level loop unrolls and the index of 32
  * rows stays in one register across levels. */
 #define LT_INDEX_FIXED(D, IDX_T)                                                              \
-    LT_HOT static void lt_index_d##D(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, IDX_T *idx) \
+    LT_HOT static void lt_index_d##D(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, int lanes, \
+                                     IDX_T *idx)                                              \
     {                                                                                         \
         const int64_t lo = M->level_offset[t];                                                \
         const LT_BIN_T *bc[D];                                                                \
@@ -152,7 +154,7 @@ LT_INDEX_FN(lt_index32, uint32_t)
             bc[l] = bins + (int64_t)M->level_col[lo + l] * stride;                            \
             kk[l] = M->level_bin[lo + l];                                                     \
         }                                                                                     \
-        for (int i = 0; i < LT_BLOCK; ++i) {                                                  \
+        for (int i = 0; i < lanes; ++i) {                                                     \
             IDX_T v = 0;                                                                      \
             for (int l = 0; l < D; ++l) v |= (IDX_T)((IDX_T)(bc[l][i] > kk[l]) << l);         \
             idx[i] = v;                                                                       \
@@ -171,29 +173,31 @@ LT_INDEX_FIXED(10, uint16_t)
 LT_INDEX_FIXED(11, uint16_t)
 LT_INDEX_FIXED(12, uint16_t)
 
-static void lt_index_small(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, uint8_t *idx)
+static void lt_index_small(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, int lanes,
+                           uint8_t *idx)
 {
     switch (d) {
-    case 1: lt_index_d1(M, t, bins, stride, idx); break;
-    case 2: lt_index_d2(M, t, bins, stride, idx); break;
-    case 3: lt_index_d3(M, t, bins, stride, idx); break;
-    case 4: lt_index_d4(M, t, bins, stride, idx); break;
-    case 5: lt_index_d5(M, t, bins, stride, idx); break;
-    case 6: lt_index_d6(M, t, bins, stride, idx); break;
-    case 7: lt_index_d7(M, t, bins, stride, idx); break;
-    case 8: lt_index_d8(M, t, bins, stride, idx); break;
-    default: lt_index8(M, t, bins, stride, idx); break;
+    case 1: lt_index_d1(M, t, bins, stride, lanes, idx); break;
+    case 2: lt_index_d2(M, t, bins, stride, lanes, idx); break;
+    case 3: lt_index_d3(M, t, bins, stride, lanes, idx); break;
+    case 4: lt_index_d4(M, t, bins, stride, lanes, idx); break;
+    case 5: lt_index_d5(M, t, bins, stride, lanes, idx); break;
+    case 6: lt_index_d6(M, t, bins, stride, lanes, idx); break;
+    case 7: lt_index_d7(M, t, bins, stride, lanes, idx); break;
+    case 8: lt_index_d8(M, t, bins, stride, lanes, idx); break;
+    default: lt_index8(M, t, bins, stride, lanes, idx); break;
     }
 }
 
-static void lt_index_mid(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, uint16_t *idx)
+static void lt_index_mid(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, int lanes,
+                         uint16_t *idx)
 {
     switch (d) {
-    case 9: lt_index_d9(M, t, bins, stride, idx); break;
-    case 10: lt_index_d10(M, t, bins, stride, idx); break;
-    case 11: lt_index_d11(M, t, bins, stride, idx); break;
-    case 12: lt_index_d12(M, t, bins, stride, idx); break;
-    default: lt_index16(M, t, bins, stride, idx); break;
+    case 9: lt_index_d9(M, t, bins, stride, lanes, idx); break;
+    case 10: lt_index_d10(M, t, bins, stride, lanes, idx); break;
+    case 11: lt_index_d11(M, t, bins, stride, lanes, idx); break;
+    case 12: lt_index_d12(M, t, bins, stride, lanes, idx); break;
+    default: lt_index16(M, t, bins, stride, lanes, idx); break;
     }
 }
 
@@ -276,19 +280,20 @@ static void lt_transform(const lt_model *M, double *o)
 static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins, double *acc, int64_t stride,
                      int m, int32_t *leaf, int64_t leaf_stride)
 {
+    const int lanes = (m + 31) & ~31;
     union { uint8_t u8[LT_BLOCK]; uint16_t u16[LT_BLOCK]; uint32_t u32[LT_BLOCK]; } idx;
     for (int32_t t = t0; t < t1; ++t) {
         const int d = M->depth[t];
         if (d <= 8) {
-            lt_index_small(M, t, d, bins, stride, idx.u8);
+            lt_index_small(M, t, d, bins, stride, lanes, idx.u8);
             lt_add8(M, t, idx.u8, m, acc, stride);
             if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * leaf_stride + t] = idx.u8[i];
         } else if (d <= 16) {
-            lt_index_mid(M, t, d, bins, stride, idx.u16);
+            lt_index_mid(M, t, d, bins, stride, lanes, idx.u16);
             lt_add16(M, t, idx.u16, m, acc, stride);
             if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * leaf_stride + t] = idx.u16[i];
         } else {
-            lt_index32(M, t, bins, stride, idx.u32);
+            lt_index32(M, t, bins, stride, lanes, idx.u32);
             lt_add32(M, t, idx.u32, m, acc, stride);
             if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * leaf_stride + t] = (int32_t)idx.u32[i];
         }
@@ -304,6 +309,7 @@ LT_HOT static void lt_trees_fused(const lt_model *M, int32_t t0, int32_t t1, con
     uint16_t gidx[LT_GROUP][LT_BLOCK];
     const double *tabs[LT_GROUP];
     uint8_t idx8[LT_BLOCK];
+    const int lanes = (m + 31) & ~31;
     for (int32_t g0 = t0; g0 < t1; g0 += LT_GROUP) {
         const int ng = (int)(t1 - g0 < LT_GROUP ? t1 - g0 : LT_GROUP);
         for (int j = 0; j < ng; ++j) {
@@ -311,10 +317,10 @@ LT_HOT static void lt_trees_fused(const lt_model *M, int32_t t0, int32_t t1, con
             const int d = M->depth[t];
             tabs[j] = M->value + M->value_offset[t];
             if (d <= 8) {
-                lt_index_small(M, t, d, bins, stride, idx8);
-                for (int i = 0; i < LT_BLOCK; ++i) gidx[j][i] = idx8[i];
+                lt_index_small(M, t, d, bins, stride, lanes, idx8);
+                for (int i = 0; i < lanes; ++i) gidx[j][i] = idx8[i];
             } else {
-                lt_index_mid(M, t, d, bins, stride, gidx[j]);
+                lt_index_mid(M, t, d, bins, stride, lanes, gidx[j]);
             }
         }
         int i = 0;
@@ -355,8 +361,10 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
     const int64_t R = s->rows;
     const int64_t F = LT_F(M);
     double *acc = s->acc;
-    for (int64_t r = 0; r < m; r += LT_BLOCK)
-        lt_binarize(M, X + r * F, (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK), s->bins + r, R);
+    for (int64_t r = 0; r < m; r += LT_BLOCK) {
+        const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
+        lt_binarize(M, X + r * F, mb, (mb + 31) & ~31, s->bins + r, R);
+    }
     for (int k = 0; k < K; ++k)
         for (int64_t i = 0; i < m; ++i) acc[(int64_t)k * R + i] = M->base[k];
     for (int32_t t0 = 0; t0 < M->n_trees;) {
@@ -381,10 +389,55 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
     }
 }
 
+/* One row, no vector lanes and no threads: the low-latency path (same sums in the same order). */
+static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *leaf, int transform)
+{
+    LT_BIN_T small[1024];
+    LT_BIN_T *bins = M->n_cols <= 1024 ? small : (LT_BIN_T *)malloc((size_t)M->n_cols * sizeof(LT_BIN_T));
+    const int K = LT_K(M);
+    double acc[64];
+    double *a = K <= 64 ? acc : (double *)malloc((size_t)K * sizeof(double));
+    if (bins == NULL || a == NULL) {
+        if (bins != small) free(bins);
+        if (a != acc) free(a);
+        return -1;
+    }
+    for (int32_t c = 0; c < M->n_cols; ++c) {
+        const LT_IN_T v = x[M->col_feature[c]];
+        const LT_IN_T *b = M->border + M->border_offset[c];
+        int lo = 0, hi = (int)(M->border_offset[c + 1] - M->border_offset[c]);
+        while (lo < hi) {  /* number of borders below v */
+            const int mid = (lo + hi) >> 1;
+            if (b[mid] < v) lo = mid + 1; else hi = mid;
+        }
+        bins[c] = (v != v) ? (LT_BIN_T)M->col_nan_bin[c] : (LT_BIN_T)lo;
+    }
+    for (int k = 0; k < K; ++k) a[k] = M->base[k];
+    for (int32_t t = 0; t < M->n_trees; ++t) {
+        const int64_t lo = M->level_offset[t];
+        const int d = M->depth[t];
+        uint32_t idx = 0;
+        for (int l = 0; l < d; ++l) idx |= (uint32_t)(bins[M->level_col[lo + l]] > M->level_bin[lo + l]) << l;
+        const double *tab = M->value + M->value_offset[t];
+        const int32_t k = M->tree_output[t];
+        if (k >= 0) a[k] += tab[idx];
+        else for (int j = 0; j < K; ++j) a[j] += tab[(int64_t)idx * K + j];
+        if (leaf) leaf[t] = (int32_t)idx;
+    }
+    if (out) {
+        for (int k = 0; k < K; ++k) out[k] = M->average ? a[k] / M->divisor[k] : a[k];
+        if (transform) lt_transform(M, out);
+    }
+    if (bins != small) free(bins);
+    if (a != acc) free(a);
+    return 0;
+}
+
 /* All rows, super-blocks shared among threads; returns 0, or -1 when scratch memory ran out. */
 static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out, int32_t *leaf, int32_t threads,
                   int transform)
 {
+    if (n == 1) return lt_row(M, rows, out, leaf, transform);
     int64_t R = lt_super_rows(M);
     if (n < R) R = (n + LT_BLOCK - 1) / LT_BLOCK * LT_BLOCK;
     if (R < LT_BLOCK) R = LT_BLOCK;
