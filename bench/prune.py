@@ -50,7 +50,7 @@ Targets: adult reduction >= 2.5x with test AUC loss <= 0.0005; conversion < 10 s
     .venv/bin/python bench/prune.py --seed-study 0,1,2,3,4     # adult, other splits -> prune-seeds.*
 
 ``--quick``: adult only, no tolerance sweep, grid diagnostic or stress case, one conversion run
-(about 4 minutes on a loaded 2-core machine; the full run about 9).
+(about 4 minutes on a loaded 2-core machine; the full run 7-13).
 Writes ``bench/results/prune.json`` and ``bench/results/prune.md`` (``prune-quick.*`` with --quick).
 """
 
