@@ -16,7 +16,7 @@ reference evaluation. The result only bounds the optimum from above.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +26,7 @@ from lumber.ir.interp import forest_apply, trees_per_output
 
 from . import actionability
 from .domain import Grid, grid_for
-from .problem import Query, _numeric_kind
+from .problem import Query, _numeric_kind, change_pattern
 from .targets import decision_threshold
 
 FloatArray = npt.NDArray[np.float64]
@@ -60,8 +60,10 @@ def target_score(q: Query, m: FloatArray) -> FloatArray:
 class Candidates:
     """Grids, split levels and feasibility checks shared by the heuristics."""
 
-    def __init__(self, q: Query, meets: Callable[[FloatArray], BoolArray]) -> None:
+    def __init__(self, q: Query, meets: Callable[[FloatArray], BoolArray], nogoods: Sequence[FloatArray] = ()) -> None:
         self.q = q
+        self.nogoods = [np.asarray(p) for p in nogoods]
+        """Change patterns already reported (diverse counterfactuals): points with one of them are excluded."""
         self.exact_meets = meets
         s = q.forest.schema
         n = s.n_features
@@ -140,8 +142,12 @@ class Candidates:
         return ok
 
     def feasible(self, X: FloatArray) -> BoolArray:
-        """Target met, plausible, and every coupling constraint holds."""
+        """Target met, plausible, every coupling constraint holds, and the change pattern is new."""
         ok = self.meets(X)
+        if self.nogoods and ok.any():
+            pats = change_pattern(self.q, X)  # row-wise
+            for pat in self.nogoods:
+                ok &= ~np.all(pats == pat[None, :], axis=1)
         if self.coupled:
             q = self.q
             for r in np.flatnonzero(ok):
@@ -153,6 +159,8 @@ class Candidates:
         """The IR's reference evaluation agrees (plus plausibility and constraints)."""
         q = self.q
         if not bool(self.exact_meets(x[None, :])[0]):
+            return False
+        if any(np.array_equal(change_pattern(q, x), pat) for pat in self.nogoods):
             return False
         if q.isolation is not None and float(q.isolation[0].evaluate(x[None, :])[0]) < q.isolation[1]:
             return False
@@ -227,9 +235,9 @@ def greedy(cands: Candidates, max_steps: int = 40) -> FloatArray | None:
 
 
 def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: FloatArray | None,
-               n_refine: int = 2) -> FloatArray | None:
+               n_refine: int = 2, nogoods: Sequence[FloatArray] = ()) -> FloatArray | None:
     """The cheapest feasible point the heuristics find (checked exactly), or None."""
-    cands = Candidates(q, meets)
+    cands = Candidates(q, meets, nogoods)
     pool: list[FloatArray] = []
     if reference is not None and len(reference):
         R, rep = cands.repair(np.asarray(reference, dtype=np.float64))

@@ -12,6 +12,7 @@ complete warm-start assignments.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -51,6 +52,10 @@ class Query:
     @property
     def names(self) -> list[str]:
         return self.forest.schema.feature_names
+
+    @cached_property
+    def cell_cuts(self) -> tuple[FloatArray, FloatArray]:
+        return cell_cuts(self)
 
     def coupled(self) -> set[int]:
         """Features named by relations or implications (they keep their variables)."""
@@ -239,6 +244,11 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
         d.add_cut(b)
         if need_change_binaries:
             d.binary_cuts.update((a, b))
+        if nogoods:
+            for u in q.cell_cuts:
+                if np.isfinite(u[d.index]):
+                    d.add_cut(float(u[d.index]))
+                    d.binary_cuts.add(float(u[d.index]))
     for f, (ch, reach) in zip(forests, choices):
         internal = reach & (f.left >= 0)
         li, ri = np.maximum(f.left, 0), np.maximum(f.right, 0)
@@ -265,7 +275,7 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
         actionability.add_rows(q.constraints, names, q.x0, doms, model)
         prob.implications = _implication_cols(model, n_before)
     for pat in nogoods:
-        _nogood(doms, q.x0, pat, model)
+        _nogood(q, doms, pat, model)
     if model.infeasible_constant_rows:
         prob.infeasible = f"no point reaches {q.spec.describe()} under the constraints"
     return prob
@@ -310,31 +320,59 @@ def _isolation_row(enc: ForestEncoding, delta: float, model: MilpModel) -> None:
     scaled_row(model, *margin_terms(enc, 0), delta, np.inf, 0.0)
 
 
-def change_pattern(prob: Problem, x: FloatArray) -> FloatArray:
-    """Per feature: +1 increased, -1 decreased, 0 unchanged (categorical: the new code + 2, or 0)."""
-    pat = np.zeros(len(prob.domains))
-    for d in prob.domains:
-        v, v0 = float(x[d.index]), float(prob.query.x0[d.index])
-        if v == v0 or (np.isnan(v) and np.isnan(v0)):
+def cell_cuts(q: Query) -> tuple[FloatArray, FloatArray]:
+    """Per numeric feature the nearest split levels around the case: ``(below, above)`` (NaN: none).
+
+    A feature *moves up* when it crosses a split, ``x > above``, and *down* when ``x <= below``;
+    diverse counterfactuals differ in these moves, so a change no split sees does not count.
+    """
+    f = q.forest
+    n = f.n_features
+    below, above = np.full(n, np.nan), np.full(n, np.nan)
+    for i in range(n):
+        x0 = float(q.x0[i])
+        if q.categorical[i] or not np.isfinite(x0):
             continue
-        if isinstance(d, CategoricalDomain) or prob.query.categorical[d.index]:
-            pat[d.index] = 2.0 + float(np.trunc(v))
-        else:
-            pat[d.index] = 1.0 if v > v0 else -1.0
-    return pat
+        t = f.threshold[(f.feature == i) & ~f.is_categorical & (f.left >= 0)]
+        if t.size == 0:
+            continue
+        u = grid_for(_numeric_kind(q, i), f.schema.input_dtype, x0, q.allowed.get(i)).down(t)
+        u = u[np.isfinite(u)]
+        if (u >= x0).any():
+            above[i] = float(u[u >= x0].min())
+        if (u < x0).any():
+            below[i] = float(u[u < x0].max())
+    return below, above
 
 
-def _nogood(doms: list[Domain], x0: FloatArray, pat: FloatArray, model: MilpModel) -> None:
-    """Exclude every point with the same change pattern (features, directions, new categories)."""
+def change_pattern(q: Query, x: FloatArray) -> FloatArray:
+    """Per feature: +1 moved up across a split, -1 down across one, 0 otherwise (categorical:
+    the new code + 2, or 0). ``x`` may be one point or rows of points.
+    """
+    below, above = q.cell_cuts
+    x0 = q.x0
+    same = (x == x0) | (np.isnan(x) & np.isnan(x0))
+    with np.errstate(invalid="ignore"):
+        up = np.isfinite(above) & (x > above)
+        down = np.isfinite(below) & (x <= below)
+    pat = np.where(up, 1.0, np.where(down, -1.0, 0.0))
+    return np.where(q.categorical & ~same, 2.0 + np.trunc(np.nan_to_num(x)), np.where(q.categorical, 0.0, pat))
+
+
+def _nogood(q: Query, doms: list[Domain], pat: FloatArray, model: MilpModel) -> None:
+    """Exclude every point with the same change pattern (split-crossing moves, new categories)."""
+    below, above = q.cell_cuts
     e = LinExpr()
     for d in doms:
-        p = float(pat[d.index])
         if isinstance(d, FixedDomain):
             continue
+        p = float(pat[d.index])
         if isinstance(d, CategoricalDomain):
             same = d.member_expr(np.array([p - 2.0])) if p >= 2 else 1.0 - d.change_expr()
         else:
-            inc, dec = actionability.change_exprs(d, float(x0[d.index]))
+            i = d.index
+            inc = d.gt(float(above[i])) if np.isfinite(above[i]) else LinExpr.constant(0.0)
+            dec = 1.0 - d.gt(float(below[i])) if np.isfinite(below[i]) else LinExpr.constant(0.0)
             same = inc if p == 1.0 else dec if p == -1.0 else 1.0 - inc - dec
         e = e + (1.0 - same)
     model.add_expr_row(e, 1.0, np.inf)

@@ -166,7 +166,8 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
     for q in queries:
         res = _solve_query(q, opts, verify, R if use_warm_start else None, use_warm_start, deadline)
         if k > 1 and res.found:
-            res.alternatives = _diverse(q, res, k - 1, opts, verify, deadline)
+            res.alternatives = _diverse(q, res, k - 1, opts, verify, R if use_warm_start else None,
+                                        use_warm_start, deadline)
         if best is None or _better(res, best):
             best = res
     assert best is not None
@@ -212,7 +213,7 @@ def _finish(q: Query, res: CounterfactualResult, x: FloatArray, verify: Verifier
 def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: FloatArray | None,
                  use_heuristic: bool, deadline: float, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
     meets: Callable[[FloatArray], npt.NDArray[np.bool_]] = lambda X: forest_meets(q.forest, q.spec, X)
-    x_h = warm_start(q, meets, reference) if use_heuristic and not nogoods else None
+    x_h = warm_start(q, meets, reference, nogoods=nogoods) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
     res = _base(q, INFEASIBLE, verify)
     solve_secs = 0.0
@@ -241,10 +242,10 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
             break
         # polish: the solver's tolerances (about 1e-7) can leave a feature one grid step off its level
         x = prob.point(out.x)
-        cands = Candidates(q, meets)
+        cands = Candidates(q, meets, nogoods)
         polished = improve(cands, x)
         if polished is not x and cands.exact(polished) and not any(
-                np.array_equal(change_pattern(prob, polished), pat) for pat in nogoods):
+                np.array_equal(change_pattern(q, polished), pat) for pat in nogoods):
             x = polished
         _finish(q, res, x, verify)
         if res.verified and not res.violations:
@@ -280,16 +281,15 @@ def _size(res: CounterfactualResult, prob: Problem) -> None:
 
 
 def _diverse(q: Query, first: CounterfactualResult, n: int, opts: SolverOptions, verify: Verifier,
-             deadline: float) -> list[CounterfactualResult]:
+             reference: FloatArray | None, use_heuristic: bool, deadline: float) -> list[CounterfactualResult]:
     """Up to ``n`` more counterfactuals, each with a change pattern not seen before (no-good cuts)."""
     assert first.x is not None
-    proto = build(q, cost_bound=None)
-    patterns = [change_pattern(proto, first.x)]
+    patterns = [change_pattern(q, first.x)]
     out: list[CounterfactualResult] = []
     for _ in range(n):
-        res = _solve_query(q, opts, verify, None, False, deadline, nogoods=patterns)
+        res = _solve_query(q, opts, verify, reference, use_heuristic, deadline, nogoods=patterns)
         if not res.found:
             break
         out.append(res)
-        patterns.append(change_pattern(proto, res.x))  # type: ignore[arg-type]
+        patterns.append(change_pattern(q, res.x))  # type: ignore[arg-type]
     return out
