@@ -184,3 +184,20 @@ def test_records_are_plain_json(data: dict[str, Any], tmp_path: Path) -> None:
         rec = json.loads(line)
         assert rec["status"] == "ok" and rec["result"]["distance"] > 0 and rec["result"]["tests"]
     assert res.records[0]["result"]["metric"]["norm"] == "l2"
+
+
+def test_batch_command_resumes(project_src: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lumber.compiler.cli import main
+
+    out = tmp_path / "s.jsonl"
+    args = ["batch", str(project_src / "model.txt"), str(project_src / "valid.csv"), "--sensitive", "-o", str(out),
+            "--train", str(project_src / "train.csv"), "--scale", "std", "--jobs", "1", "--no-progress"]
+    assert main([*args, "--rows", "0:2"]) == 0
+    assert "2 rows: 2 explained, 0 failed; 2 computed now" in capsys.readouterr().out
+    assert main([*args, "--rows", "0:3"]) == 0
+    assert "3 rows: 3 explained, 0 failed; 1 computed now" in capsys.readouterr().out
+    _, lines = read_output(out)
+    assert sorted(r["row"] for r in lines) == [0, 1, 2]
+    assert lines[0]["result"]["metric"]["scale"] == "std"
+    assert main([*args, "--norm", "l1", "--rows", "0:3"]) == 2  # other options: refused, not mixed
+    assert "written by a batch with a different model, options or reference rows" in capsys.readouterr().err
