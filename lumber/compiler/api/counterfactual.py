@@ -122,8 +122,10 @@ def _constraints(constraints: Any, forest: Forest) -> Constraints | None:
             return Constraints.from_mapping(constraints)
         except (KeyError, TypeError, ValueError) as exc:
             raise InputDataError(f"constraints mapping is malformed: {exc}",
-                                 "keys: immutable, increase, decrease, bounds, cost, norm, scale, max_changes") from None
-    raise InputDataError(f"constraints must be a lumber.Constraints, a mapping or a file, not {type(constraints).__name__}")
+                                 "keys: immutable, increase, decrease, bounds, cost, norm, scale, "
+                                 "max_changes") from None
+    raise InputDataError("constraints must be a lumber.Constraints, a mapping or a file, "
+                         f"not {type(constraints).__name__}")
 
 
 def _rows(x: Any, forest: Forest) -> tuple[FloatArray, bool]:
@@ -222,17 +224,19 @@ class _LibraryPredict:
         mod = type(m).__module__.split(".")[0]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if mod == "xgboost" and not hasattr(m, "classes_") and hasattr(m, "inplace_predict"):
-                return self._from_scores(np.asarray(m.inplace_predict(X)))
+            if mod == "xgboost":  # numeric codes for categorical columns, as the model stores them
+                import xgboost as xgb
+
+                b = m.get_booster() if hasattr(m, "get_booster") else m
+                dm = xgb.DMatrix(X, feature_names=b.feature_names, feature_types=b.feature_types,
+                                 enable_categorical=True)
+                if self.schema.task in (Task.BINARY, Task.MULTICLASS) or not hasattr(m, "predict"):
+                    return self._from_scores(np.asarray(b.predict(dm)))
+                return np.asarray(b.predict(dm))
             if mod == "lightgbm" and not hasattr(m, "classes_") and hasattr(m, "num_trees"):
                 return self._from_scores(np.asarray(m.predict(X)))
             names = getattr(m, "feature_names_in_", None)
             data: Any = pd.DataFrame(X, columns=list(names)) if names is not None and mod != "lightgbm" else X
-            if mod == "xgboost":
-                data = pd.DataFrame(X, columns=self.names)
-                cats = [c for c, t in zip(self.names, getattr(m.get_booster(), "feature_types", None) or []) if t == "c"]
-                for c in cats:
-                    data[c] = pd.Categorical(data[c].astype(np.int64))
             return np.asarray(m.predict(data))
 
     def _from_scores(self, p: FloatArray) -> Any:

@@ -47,5 +47,6 @@ from .solver import INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, So
 
 __all__ = [
     "Change", "CounterfactualResult", "INFEASIBLE", "MARGINS", "NO_SOLUTION", "OPTIMAL", "SolverOptions",
-    "TIME_LIMIT", "UNVERIFIED", "isolation_threshold", "make_query", "parse_norm", "path_lengths", "solve_counterfactual",
+    "TIME_LIMIT", "UNVERIFIED", "isolation_threshold", "make_query", "parse_norm", "path_lengths",
+    "solve_counterfactual",
 ]

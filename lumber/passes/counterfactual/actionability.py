@@ -167,7 +167,8 @@ def _implication(model: MilpModel, imp: Implication, names: Sequence[str], x0: F
             if op in (">=", "=="):
                 model.add_expr_row(e - max(r - lo, 0.0) * bv, r - max(r - lo, 0.0), np.inf)
         else:
-            te = _event_expr(t, names, x0, domains) if isinstance(t, FeatureEvent) else _member_expr(t, names, x0, domains)
+            te = (_event_expr(t, names, x0, domains) if isinstance(t, FeatureEvent)
+                  else _member_expr(t, names, x0, domains))
             model.add_expr_row(te - bv, 0.0, np.inf)  # b => consequence
 
 

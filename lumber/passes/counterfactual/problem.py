@@ -170,6 +170,9 @@ def build_domains(q: Query, lo: FloatArray, hi: FloatArray) -> tuple[list[Domain
             doms.append(FixedDomain(i, x0))
             continue
         if q.categorical[i]:
+            if x0 < 0:  # not a valid category (e.g. a missing-value code): kept as it is
+                doms.append(FixedDomain(i, x0))
+                continue
             codes = q.cat_codes[i]
             if i in q.allowed:
                 codes = codes[np.isin(codes, q.allowed[i])]

@@ -24,7 +24,7 @@ from .objective import CostModel, feature_scales
 from .problem import Problem, Query, build, change_pattern
 from .result import CounterfactualResult
 from .solver import INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, SolverOptions, solve
-from .targets import TargetSpec, forest_meets, resolve_target
+from .targets import forest_meets, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
 Verifier = Callable[[FloatArray], Any]

@@ -128,3 +128,24 @@ def test_batch_in_parallel_matches_serial() -> None:
     parallel = lumber.counterfactual(m, rows, scale="std", reference=d.X, time_limit=30, n_jobs=2)
     assert [r.cost for r in serial] == pytest.approx([r.cost for r in parallel], rel=1e-9)
     assert all(r.verified and r.status == "optimal" for r in parallel)
+
+
+def test_xgboost_categorical_verified_by_xgboost() -> None:
+    xgb = pytest.importorskip("xgboost")
+    data = lumber.datasets.load("adult")
+    X = data.X.iloc[:2000].copy()
+    for c in ["MaritalStatus", "Relationship"]:
+        X[c] = X[c].astype(int).astype("category")
+    m = xgb.XGBClassifier(n_estimators=8, max_depth=3, enable_categorical=True, tree_method="hist",
+                          n_jobs=1).fit(X, data.y[:2000])
+    assert lumber.load(m).is_categorical.any()
+    row = int(np.flatnonzero(m.predict(X) == 0)[0])
+    r = lumber.counterfactual(m, X.iloc[[row]], target=1, scale="std", reference=X, time_limit=30)
+    assert r.status == "optimal" and r.verified
+    z = X.iloc[[row]].copy()
+    for j, c in enumerate(X.columns):  # the same point, fed to XGBoost as a categorical DataFrame
+        if isinstance(X[c].dtype, pd.CategoricalDtype):
+            z[c] = pd.Categorical([int(r.x[j])], categories=X[c].cat.categories)
+        else:
+            z[c] = r.x[j]
+    assert m.predict(z)[0] == 1

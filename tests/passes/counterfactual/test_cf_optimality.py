@@ -80,7 +80,8 @@ def check_against_brute(forest: Forest, x0: np.ndarray, target, norm: str, wd: n
 
 
 @pytest.mark.parametrize("norm", NORMS)
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(forest=forests(max_trees=3, max_depth=3, max_features=3), data=st.data())
 def test_optimal_equals_exhaustive(norm: str, forest: Forest, data: st.DataObject) -> None:
     x0 = draw_case(data, forest)
