@@ -154,7 +154,7 @@ def test_greedy_is_the_papers_algorithm_and_pack_extends() -> None:
     forest = _chain_forest()
     poly = forest_to_polynomial(forest)
     greedy, gs = recompose(poly, max_depth=4, strategy="greedy")
-    assert sorted(greedy.depth.tolist()) == [1, 2] and gs["maximal"] == 2  # one tree per maximal monomial
+    assert sorted(greedy.depth.tolist()) == [1, 2] and gs["searched"] == 2  # one tree per maximal monomial
     packed, ps = recompose(poly, max_depth=4, strategy="pack")
     assert packed.depth.tolist() == [3] and ps["extensions"] == 1
     capped, _ = recompose(poly, max_depth=2, strategy="pack")
@@ -172,7 +172,7 @@ def test_monomials_whose_supersets_skip_a_degree_are_found_by_search() -> None:
     poly = from_terms(schema, cf, ck, ct, cn, ids, np.array([[2.0], [1.0]]), np.array([0.5]))
     for strategy in ("greedy", "pack"):
         ens, st_ = recompose(poly, max_depth=3, strategy=strategy)
-        assert ens.n_trees == 1 and st_["maximal"] == 2
+        assert ens.n_trees == 1 and st_["searched"] == 2
         X = np.array([[1.0, 1, 1], [1, 0, 1], [0, 1, 1], [np.nan, 1, 1]])
         np.testing.assert_array_equal(ens.evaluate(X), poly.evaluate(X))
 

@@ -179,7 +179,7 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
         by_depth = ", ".join(f"{c} x depth {d}" for d, c in sorted(stats["trees_by_depth"].items()))
         ctx.report(PassReport(self.name, (
             f"{ir.n_monomials:,} monomials -> {ens.n_trees:,} oblivious trees ({by_depth}); "
-            f"{stats['table_bytes'] / 1024:,.1f} KiB of tables; {stats['maximal']:,} monomials placed by search, "
+            f"{stats['table_bytes'] / 1024:,.1f} KiB of tables; {stats['searched']:,} monomials placed by search, "
             f"{stats['extensions']:,} tree extensions, {stats['merged']:,} nested trees merged "
             f"(strategy {self.strategy}, max-depth {depth})"), stats))
         return ens
@@ -210,7 +210,7 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
     for g in sorted(set(group.tolist())):
         members = np.flatnonzero(group == g)
         cover = _Cover(max_depth, strategy, cost)
-        assign = _cover(cover, ids[members], deg[members], poly.n_conditions)
+        assign = _cover(cover, ids[members], deg[members])
         searched += int(assign[1])
         extensions += cover.extensions
         tree_of = assign[0]
@@ -224,7 +224,7 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
     ens = _build(poly, outputs, sets_all, tree_of_all)
     st = ens.statistics()
     stats = {"trees": ens.n_trees, "trees_by_depth": st["trees_by_depth"], "table_entries": st["table_entries"],
-             "table_bytes": st["table_bytes"], "max_depth": st["max_depth"], "maximal": searched,
+             "table_bytes": st["table_bytes"], "max_depth": st["max_depth"], "searched": searched,
              "extensions": extensions, "merged": merged, "monomials": poly.n_monomials,
              "seconds": time.perf_counter() - t0, "strategy": strategy, "max_depth_cap": max_depth}
     return ens, stats
@@ -235,9 +235,9 @@ def _hash_rows(a: npt.NDArray[np.int64], mul: npt.NDArray[np.uint64]) -> npt.NDA
         return (a.astype(np.uint64) * mul[None, :a.shape[1]]).sum(axis=1, dtype=np.uint64)
 
 
-def _cover(cover: _Cover, ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64],
-           pad: int) -> tuple[npt.NDArray[np.int64], int]:
-    """Tree of every monomial (rows of ``ids``, padded with ``pad``); also how many were searched for."""
+def _cover(cover: _Cover, ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], int]:
+    """Tree of every monomial (rows of ``ids``: sorted condition ids, then padding); also how many
+    monomials were placed by search (the others joined the tree of a superset one degree up)."""
     n, W = ids.shape
     tree_of = np.full(n, -1, dtype=np.int64)
     mul = (np.random.default_rng(0x5EED).integers(1, 2**62, size=W + 1, dtype=np.int64) * 2 + 1).astype(np.uint64)
