@@ -43,8 +43,16 @@ def candidate_values(forest: Forest, i: int, x0: float, lo: float, hi: float,
     if codes is not None:
         return [c for c in codes if lo <= c <= hi]
     dt = forest.schema.input_dtype
+    kind = forest.schema.features[i].kind
     vals = {x0}
     nodes = np.flatnonzero((forest.feature == i) & (forest.left >= 0) & ~forest.is_categorical)
+    if kind == FeatureKind.BINARY:
+        return [v for v in (0.0, 1.0) if lo <= v <= hi]
+    if kind == FeatureKind.ORDINAL and float(x0).is_integer():  # whole levels only
+        for t in forest.threshold[nodes]:
+            vals.update((float(np.floor(t)), float(np.floor(t)) + 1.0))
+        vals.update(float(b) for b in (np.ceil(lo), np.floor(hi)) if np.isfinite(b))
+        return sorted(v for v in vals if lo <= v <= hi)
     for t in forest.threshold[nodes]:
         vals.update((dtype_down(t, dt), dtype_up(t, dt)))
     if forest.missing_zero[nodes].any():

@@ -196,3 +196,39 @@ def test_missing_value_is_kept(forest) -> None:
     x = np.array([np.nan, 0.0, 0.0])
     r = solve_counterfactual(forest, x, target=1)
     assert r.verified and np.isnan(r.x[0])
+
+
+@pytest.mark.parametrize("norm", ["l0", "l1", "l2", "linf"])
+def test_ordinal_and_binary_features_take_whole_levels(norm) -> None:
+    from lumber.ir import Feature, FeatureKind
+
+    feats = [Feature("age", FeatureKind.ORDINAL), Feature("flag", FeatureKind.BINARY), Feature("v")]
+    trees = [("age", 4.5, ("flag", 0.5, -2.0, 0.5), ("v", 0.3, 1.0, 3.0)),
+             ("age", 2.5, -1.0, ("flag", 0.5, 0.2, 1.5)),
+             ("v", -0.7, ("age", 6.5, -1.0, 2.0), -0.5)]
+    f = make_forest(trees, feats, task=Task.BINARY, post_transform=PostTransform.SIGMOID, input_dtype="float32")
+    ones = np.ones(3)
+    for x0 in (np.array([2.0, 0.0, 0.0]), np.array([3.0, 1.0, -1.0]), np.array([7.0, 0.0, 1.0])):
+        cur = int(f.predict(x0[None, :])[0])
+        r = solve_counterfactual(f, x0, target=1 - cur, norm=norm, weights=(ones, ones * 1.5))
+        exp, _ = brute_force(f, x0, lambda X: f.predict(X) == 1 - cur, norm, ones, ones * 1.5)
+        if not np.isfinite(exp):
+            assert r.status == "infeasible"
+            continue
+        assert r.optimal and r.verified
+        assert float(r.x[0]).is_integer() and r.x[1] in (0.0, 1.0)
+        assert r.cost == pytest.approx(exp, rel=1e-6)
+
+
+def test_relation_on_an_ordinal_feature_keeps_whole_levels() -> None:
+    from lumber.ir import Feature, FeatureKind
+
+    feats = [Feature("age", FeatureKind.ORDINAL), Feature("v")]
+    f = make_forest([("v", 1.0, -1.0, ("age", 30.5, -0.5, 1.0))], feats, task=Task.BINARY,
+                    post_transform=PostTransform.SIGMOID)
+    # if v changes then age >= age0 + 12.5: 33, a whole number, although the split only needs 31
+    imp = Implication(FeatureEvent("v", Event.CHANGES),
+                      (LinearRelation((("age", 1.0),), (("age", -1.0),), op=">=", rhs=12.5),))
+    r = solve_counterfactual(f, np.array([20.0, 0.0]), target=1, constraints=Constraints(implications=(imp,)))
+    assert r.optimal and r.verified and not r.violations
+    assert r.x[0] == 33.0 and r.x[1] > 1.0
