@@ -232,3 +232,12 @@ def test_relation_on_an_ordinal_feature_keeps_whole_levels() -> None:
     r = solve_counterfactual(f, np.array([20.0, 0.0]), target=1, constraints=Constraints(implications=(imp,)))
     assert r.optimal and r.verified and not r.violations
     assert r.x[0] == 33.0 and r.x[1] > 1.0
+
+
+def test_constraints_override_keywords(forest) -> None:
+    from lumber.ir import Norm, Target
+
+    cons = Constraints(norm=Norm.L2, target=Target(label=1))
+    r = solve_counterfactual(forest, X0, target=None, constraints=cons, norm="l1")
+    assert r.norm == "l2" and r.target == "class 1"
+    assert r.cost == pytest.approx(solve_counterfactual(forest, X0, target=1, norm="l2").cost)
