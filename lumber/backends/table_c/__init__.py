@@ -12,8 +12,10 @@ Both sum trees in the numpy evaluator's order, so margins agree bit for bit.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
+import shutil
 import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
@@ -203,8 +205,15 @@ def _generic_library(in_t: str, bin_t: str, march_native: bool, openmp: bool | N
     from lumber.backends.c.build import BuildOptions, build_shared
 
     tmp = tempfile.mkdtemp(prefix="lumber-table-rt-")
+    atexit.register(shutil.rmtree, tmp, True)
     so = Path(tmp, f"lt_{in_t}_{bin_t}.so")
-    build_shared(generic_source(in_t, bin_t), so, BuildOptions(cc=cc, march_native=march_native, openmp=openmp))
+    try:
+        build_shared(generic_source(in_t, bin_t), so, BuildOptions(cc=cc, march_native=march_native, openmp=openmp))
+    except CompileError:
+        if not march_native:
+            raise
+        # a compiler without -march=native: the portable build (AVX2 clones where the compiler has them)
+        build_shared(generic_source(in_t, bin_t), so, BuildOptions(cc=cc, openmp=openmp))
     lib = ctypes.CDLL(str(so))
     lib.lt_generic_abi.restype = ctypes.c_int32
     lib.lt_model_size.restype = ctypes.c_int64
