@@ -33,9 +33,10 @@ with samples drawn from the region's rule for the case.
 MILP (lumber.counterfactual, l1 on min-max scaled features, no plausibility
 constraint) on the same cases: plausibility and stability of its points, for comparison.
 
-    .venv/bin/python bench/rules.py [--quick] [--cases 100] [--datasets compas,bcw,adult]
+    .venv/bin/python bench/rules.py [--quick] [--cases 100] [--datasets compas,bcw,adult] [--k 10]
 
-Writes ``bench/results/rules.json`` and ``bench/results/rules.md``.
+Writes ``bench/results/rules.json`` and ``bench/results/rules.md`` (``rules_quick.*`` with
+``--quick``, ``rules_k20.*`` with ``--k 20``).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def mean(v: list[float]) -> float:
     return float(np.mean(v)) if v else float("nan")
 
 
-def run_dataset(name: str, n_cases: int, seed: int, milp: bool) -> dict[str, Any]:
+def run_dataset(name: str, n_cases: int, seed: int, milp: bool, k: int = 10) -> dict[str, Any]:
     import lightgbm as lgb
     import pandas as pd
     from sklearn.ensemble import IsolationForest
@@ -122,7 +123,7 @@ def run_dataset(name: str, n_cases: int, seed: int, milp: bool) -> dict[str, Any
     cols = list(Xtr.columns)
     model = lgb.LGBMClassifier(n_estimators=50, num_leaves=8, verbose=-1, random_state=seed, n_jobs=1).fit(Xtr, ytr)
     t0 = time.perf_counter()
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=1)
+    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k)
     setup = time.perf_counter() - t0
     Xtr_a = Xtr.to_numpy(dtype=np.float64)
     span = np.nanmax(Xtr_a, axis=0) - np.nanmin(Xtr_a, axis=0)
@@ -241,8 +242,8 @@ def paper(name: str, kind: str, key: str, i: int) -> str:
 
 def markdown(doc: dict[str, Any]) -> str:
     lines = ["# Counterfactual rules: Table 1 protocol (papers.md section 4)", "",
-             f"`{doc['command']}` — {doc['machine']}; {doc['cases_per_class']} test cases per class, seed "
-             f"{doc['seed']}. Paper values in parentheses (adult is not in the paper).", "",
+             f"`{doc['command']}` — {doc['machine']}; {doc['cases_per_class']} test cases per class, K = "
+             f"{doc.get('k', 10)}, seed {doc['seed']}. Paper values in parentheses (adult is not in the paper).", "",
              "## Local rules (L-CR)", "",
              "| data | class | coverage | accuracy | acc. paper-SA | rule hit rate | plaus. IF auto | plaus. IF 10% "
              "| cases' own IF auto | sparsity | reached pi | stability .01/.025/.05 | s/case |",
@@ -311,19 +312,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--datasets", default="compas,bcw,adult")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-milp", action="store_true")
+    ap.add_argument("--k", type=int, default=10, help="candidate features of the divergent search (paper: 10)")
     args = ap.parse_args(argv)
     n = args.cases or (20 if args.quick else 100)
     doc: dict[str, Any] = {"command": "bench/rules.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                            "machine": f"{platform.machine()}, Python {platform.python_version()}",
-                           "cases_per_class": n, "seed": args.seed, "paper": PAPER, "datasets": {}}
+                           "cases_per_class": n, "seed": args.seed, "k": args.k, "paper": PAPER, "datasets": {}}
     for name in args.datasets.split(","):
         t = time.perf_counter()
-        doc["datasets"][name] = run_dataset(name, n, args.seed, milp=not args.no_milp)
+        doc["datasets"][name] = run_dataset(name, n, args.seed, milp=not args.no_milp, k=args.k)
         print(f"{name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
     from lumber.ir import atomic_write_text
 
     RESULTS.mkdir(exist_ok=True)
-    suffix = "_quick" if args.quick else ""
+    suffix = ("_quick" if args.quick else "") + (f"_k{args.k}" if args.k != 10 else "")
     atomic_write_text(RESULTS / f"rules{suffix}.json", json.dumps(doc, indent=2, sort_keys=True, default=float) + "\n")
     md = markdown(doc)
     atomic_write_text(RESULTS / f"rules{suffix}.md", md)
