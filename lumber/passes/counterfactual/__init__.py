@@ -23,7 +23,8 @@ time_limit, backend, presolve, threads, mip_gap, use_warm_start, verifier, clip_
   change costs ``w_up``. The minimum is exact for all four: splits only see cells, and the cost is exact
   at every cell boundary (l2 is minimised as the sum of squares and reported as its root).
 - ``scale``: None, ``"std"``, ``"minmax"`` (from ``reference`` rows) or per-feature numbers.
-- ``weights``: None, a scalar, per-feature numbers, or ``(down, up)`` arrays; a constraint's ``cost`` wins.
+- ``weights``: None, a scalar, per-feature numbers, ``(down, up)`` arrays, or ``{feature: w or (down, up)}``;
+  a constraint's ``cost`` wins.
 - ``reference``: training rows, for scaling, for the warm start (nearest feasible row of the target,
   repaired to the constraints) and for ``clip_to_reference`` (keep values in the data's range).
 - ``isolation``: ``(isolation_forest_ir, delta)``: the point must have mean isolation path length

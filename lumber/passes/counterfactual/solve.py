@@ -45,7 +45,15 @@ def parse_norm(norm: str | Norm) -> Norm:
 
 def _weights(weights: Any, cons: Constraints | None, names: Sequence[str]) -> tuple[FloatArray, FloatArray]:
     n = len(names)
-    if weights is None:
+    if isinstance(weights, dict):  # {feature: w} or {feature: (w_down, w_up)}; others 1
+        unknown = [k for k in weights if k not in names]
+        if unknown:
+            raise InputDataError(f"weights name unknown features: {', '.join(map(str, unknown))}")
+        down, up = np.ones(n), np.ones(n)
+        for k, v in weights.items():
+            i = list(names).index(k)
+            down[i], up[i] = (v, v) if np.isscalar(v) else v
+    elif weights is None:
         down, up = np.ones(n), np.ones(n)
     elif isinstance(weights, tuple) and len(weights) == 2 and not np.isscalar(weights[0]):
         down = np.asarray(weights[0], dtype=np.float64).reshape(-1)

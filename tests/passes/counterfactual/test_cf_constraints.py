@@ -241,3 +241,11 @@ def test_constraints_override_keywords(forest) -> None:
     r = solve_counterfactual(forest, X0, target=None, constraints=cons, norm="l1")
     assert r.norm == "l2" and r.target == "class 1"
     assert r.cost == pytest.approx(solve_counterfactual(forest, X0, target=1, norm="l2").cost)
+
+
+def test_weights_by_name(forest) -> None:
+    a = solve_counterfactual(forest, X0, target=1, weights={"a": (1.0, 3.0)})
+    b = solve_counterfactual(forest, X0, target=1, weights=(np.ones(3), np.array([3.0, 1.0, 1.0])))
+    assert a.cost == pytest.approx(b.cost) and np.array_equal(a.x, b.x)
+    with pytest.raises(InputDataError, match="unknown features"):
+        solve_counterfactual(forest, X0, target=1, weights={"zz": 2.0})
