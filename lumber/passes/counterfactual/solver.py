@@ -68,23 +68,37 @@ _BANNER_DONE = False
 
 @contextlib.contextmanager
 def quiet_stdout() -> Iterator[None]:
-    """Silence C-level writes to stdout (HiGHS's banner, scipy's vendored debug line)."""
+    """Silence C-level writes to stdout (HiGHS's banner, scipy's vendored debug line).
+
+    Works on file descriptor 1 itself, so it also silences the banner when
+    ``sys.stdout`` is replaced (pytest's capture, notebooks); C stdio buffers
+    are flushed before the descriptor is restored.
+    """
+    fd = 1
     try:
-        fd = sys.stdout.fileno()
+        sys.stdout.flush()
+        saved = os.dup(fd)
     except (AttributeError, OSError, ValueError):
         yield
         return
-    sys.stdout.flush()
-    saved = os.dup(fd)
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, fd)
         yield
     finally:
-        sys.stdout.flush()
+        _flush_c_stdio()
         os.dup2(saved, fd)
         os.close(saved)
         os.close(devnull)
+
+
+def _flush_c_stdio() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
 
 
 def _new_highs():  # type: ignore[no-untyped-def]
