@@ -10,32 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lumber.backends.c import BuildOptions, CLibrary, COptions, build_shared, emit_source, find_compiler  # noqa: E402
-from lumber.ir import CompileError, Forest  # noqa: E402
-
-
-def have_compiler() -> bool:
-    try:
-        find_compiler()
-    except CompileError:
-        return False
-    return True
-
-
-needs_cc = pytest.mark.skipif(not have_compiler(), reason="no C compiler")
-
-
-def build_many(forests: Sequence[tuple[str, Forest, bool]], out: Path, opt: str = "-O3",
-               **build: object) -> dict[str, CLibrary]:
-    """Compile ``(prefix, forest, unroll)`` models into one library, warning-free under -Wall -Wextra.
-
-    ``opt`` overrides the optimisation level: -O1 compiles about twice as fast, for
-    the many small libraries of property tests (the -O3 builds cover the same code).
-    """
-    sources = [emit_source(f, COptions(prefix=p, unroll=u)).text() for p, f, u in forests]
-    flags = () if opt == "-O3" else (opt,)
-    build_shared(sources, out, BuildOptions(warnings_as_errors=True, extra_flags=flags, **build))  # type: ignore[arg-type]
-    return {p: CLibrary(out, prefix=p) for p, _, _ in forests}
+from c_tools import build_many, have_compiler, needs_cc  # noqa: E402,F401
+from lumber.backends.c import CLibrary  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cases import CASES, corpus
-from conftest import build_many, needs_cc
+from c_tools import build_many, needs_cc
 from strategies import forests
 
 import lumber

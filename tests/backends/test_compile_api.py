@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from cases import CASES, corpus
-from conftest import needs_cc
+from c_tools import needs_cc
 
 import lumber
 from lumber.compiler.api.compile import TARGETS, load_compiled
@@ -23,7 +23,7 @@ def multiclass() -> Forest:
 
 @pytest.fixture(scope="module")
 def c_pred(multiclass: Forest, tmp_path_factory: pytest.TempPathFactory) -> lumber.compiler.api.compile.CPredictor:
-    from conftest import have_compiler
+    from c_tools import have_compiler
 
     if not have_compiler():
         pytest.skip("no C compiler")

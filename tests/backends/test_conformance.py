@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from cases import corpus
-from conftest import build_many, have_compiler
+from c_tools import build_many, have_compiler
 
 import lumber
 from lumber.backends.onnx import OnnxOptions, check, emit_onnx

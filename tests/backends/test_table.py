@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from conftest import needs_cc
+from c_tools import needs_cc
 from oblivious_strategies import ensembles, rows
 
 import lumber

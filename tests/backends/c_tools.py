@@ -1,0 +1,36 @@
+"""C-compiler helpers shared by the backend tests (a uniquely named module: several test folders
+have a conftest.py, so `from conftest import ...` is ambiguous)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pytest
+
+from lumber.backends.c import BuildOptions, CLibrary, COptions, build_shared, emit_source, find_compiler
+from lumber.ir import CompileError, Forest
+
+
+def have_compiler() -> bool:
+    try:
+        find_compiler()
+    except CompileError:
+        return False
+    return True
+
+
+needs_cc = pytest.mark.skipif(not have_compiler(), reason="no C compiler")
+
+
+def build_many(forests: Sequence[tuple[str, Forest, bool]], out: Path, opt: str = "-O3",
+               **build: object) -> dict[str, CLibrary]:
+    """Compile ``(prefix, forest, unroll)`` models into one library, warning-free under -Wall -Wextra.
+
+    ``opt`` overrides the optimisation level: -O1 compiles about twice as fast, for
+    the many small libraries of property tests (the -O3 builds cover the same code).
+    """
+    sources = [emit_source(f, COptions(prefix=p, unroll=u)).text() for p, f, u in forests]
+    flags = () if opt == "-O3" else (opt,)
+    build_shared(sources, out, BuildOptions(warnings_as_errors=True, extra_flags=flags, **build))  # type: ignore[arg-type]
+    return {p: CLibrary(out, prefix=p) for p, _, _ in forests}
