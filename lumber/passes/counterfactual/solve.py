@@ -165,8 +165,8 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
                          reference=reference, isolation=isolation, clip_to_reference=clip_to_reference)
     R = None if reference is None else forest.prepare_input(reference)
     verify = verifier or default_verifier(forest)
-    if presolve is None:  # measured (bench/counterfactual.py, backends): off helps l0, on helps the others
-        presolve = queries[0].cost.norm != Norm.L0
+    # presolve=None keeps HiGHS's default (on): in bench/counterfactual.py (backends) neither setting
+    # won consistently on these models, unlike the 200-tree case in FACTS.md where presolve dominated
     opts = SolverOptions(backend=backend, time_limit=time_limit, threads=threads, mip_rel_gap=mip_gap,
                          presolve=presolve)
     best: CounterfactualResult | None = None
