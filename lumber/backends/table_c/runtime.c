@@ -300,49 +300,59 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
     }
 }
 
-#define LT_GROUP 32
+#define LT_GROUP 16
 /* Single-output models, trees of depth <= 16: the indices of LT_GROUP trees are computed first,
- * then each row adds their table values in a register (no load/store of the sum per tree). */
-LT_HOT static void lt_trees_fused(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins, double *acc,
-                                  int64_t stride, int m)
+ * then each row adds their table values in a register (no load/store of the sum per tree).
+ * Two widths: byte indices when every tree has depth <= 8, else 16-bit ones. */
+#define LT_FUSED_FN(NAME, IDX_T, INDEX)                                                       \
+    LT_HOT static void NAME(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins, double *acc, \
+                            int64_t stride, int m)                                            \
+    {                                                                                         \
+        IDX_T gidx[LT_GROUP][LT_BLOCK];                                                       \
+        const double *tabs[LT_GROUP];                                                         \
+        const int lanes = (m + 31) & ~31;                                                     \
+        for (int32_t g0 = t0; g0 < t1; g0 += LT_GROUP) {                                      \
+            const int ng = (int)(t1 - g0 < LT_GROUP ? t1 - g0 : LT_GROUP);                    \
+            for (int j = 0; j < ng; ++j) {                                                    \
+                const int32_t t = g0 + j;                                                     \
+                tabs[j] = M->value + M->value_offset[t];                                      \
+                INDEX(M, t, M->depth[t], bins, stride, lanes, gidx[j]);                       \
+            }                                                                                 \
+            int i = 0;                                                                        \
+            for (; i + 8 <= m; i += 8) { /* eight rows: eight independent chains of additions */ \
+                double s0 = acc[i], s1 = acc[i + 1], s2 = acc[i + 2], s3 = acc[i + 3];        \
+                double s4 = acc[i + 4], s5 = acc[i + 5], s6 = acc[i + 6], s7 = acc[i + 7];    \
+                for (int j = 0; j < ng; ++j) {                                                \
+                    const double *tab = tabs[j];                                              \
+                    const IDX_T *g = gidx[j] + i;                                             \
+                    s0 += tab[g[0]]; s1 += tab[g[1]]; s2 += tab[g[2]]; s3 += tab[g[3]];       \
+                    s4 += tab[g[4]]; s5 += tab[g[5]]; s6 += tab[g[6]]; s7 += tab[g[7]];       \
+                }                                                                             \
+                acc[i] = s0; acc[i + 1] = s1; acc[i + 2] = s2; acc[i + 3] = s3;               \
+                acc[i + 4] = s4; acc[i + 5] = s5; acc[i + 6] = s6; acc[i + 7] = s7;           \
+            }                                                                                 \
+            for (; i < m; ++i) {                                                              \
+                double sum = acc[i];                                                          \
+                for (int j = 0; j < ng; ++j) sum += tabs[j][gidx[j][i]];                      \
+                acc[i] = sum;                                                                 \
+            }                                                                                 \
+        }                                                                                     \
+    }
+
+/* Index of a tree of any depth <= 16 as 16-bit values. */
+static void lt_index_wide(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, int lanes,
+                          uint16_t *idx)
 {
-    uint16_t gidx[LT_GROUP][LT_BLOCK];
-    const double *tabs[LT_GROUP];
-    uint8_t idx8[LT_BLOCK];
-    const int lanes = (m + 31) & ~31;
-    for (int32_t g0 = t0; g0 < t1; g0 += LT_GROUP) {
-        const int ng = (int)(t1 - g0 < LT_GROUP ? t1 - g0 : LT_GROUP);
-        for (int j = 0; j < ng; ++j) {
-            const int32_t t = g0 + j;
-            const int d = M->depth[t];
-            tabs[j] = M->value + M->value_offset[t];
-            if (d <= 8) {
-                lt_index_small(M, t, d, bins, stride, lanes, idx8);
-                for (int i = 0; i < lanes; ++i) gidx[j][i] = idx8[i];
-            } else {
-                lt_index_mid(M, t, d, bins, stride, lanes, gidx[j]);
-            }
-        }
-        int i = 0;
-        for (; i + 8 <= m; i += 8) {  /* eight rows: eight independent chains of additions */
-            double s0 = acc[i], s1 = acc[i + 1], s2 = acc[i + 2], s3 = acc[i + 3];
-            double s4 = acc[i + 4], s5 = acc[i + 5], s6 = acc[i + 6], s7 = acc[i + 7];
-            for (int j = 0; j < ng; ++j) {
-                const double *tab = tabs[j];
-                const uint16_t *g = gidx[j] + i;
-                s0 += tab[g[0]]; s1 += tab[g[1]]; s2 += tab[g[2]]; s3 += tab[g[3]];
-                s4 += tab[g[4]]; s5 += tab[g[5]]; s6 += tab[g[6]]; s7 += tab[g[7]];
-            }
-            acc[i] = s0; acc[i + 1] = s1; acc[i + 2] = s2; acc[i + 3] = s3;
-            acc[i + 4] = s4; acc[i + 5] = s5; acc[i + 6] = s6; acc[i + 7] = s7;
-        }
-        for (; i < m; ++i) {
-            double sum = acc[i];
-            for (int j = 0; j < ng; ++j) sum += tabs[j][gidx[j][i]];
-            acc[i] = sum;
-        }
+    if (d <= 8) {
+        uint8_t idx8[LT_BLOCK];
+        lt_index_small(M, t, d, bins, stride, lanes, idx8);
+        for (int i = 0; i < lanes; ++i) idx[i] = idx8[i];
+    } else {
+        lt_index_mid(M, t, d, bins, stride, lanes, idx);
     }
 }
+LT_FUSED_FN(lt_trees_fused8, uint8_t, lt_index_small)
+LT_FUSED_FN(lt_trees_fused16, uint16_t, lt_index_wide)
 
 /* End of the chunk of trees starting at t0: tables up to LT_CHUNK_BYTES (at least one tree). */
 static int32_t lt_chunk_end(const lt_model *M, int32_t t0)
@@ -371,8 +381,10 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
         const int32_t t1 = lt_chunk_end(M, t0);
         for (int64_t r = 0; r < m; r += LT_BLOCK) {
             const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
-            if (fused)
-                lt_trees_fused(M, t0, t1, s->bins + r, acc + r, R, mb);
+            if (fused == 8)
+                lt_trees_fused8(M, t0, t1, s->bins + r, acc + r, R, mb);
+            else if (fused == 16)
+                lt_trees_fused16(M, t0, t1, s->bins + r, acc + r, R, mb);
             else
                 lt_trees(M, t0, t1, s->bins + r, acc + r, R, mb, leaf ? leaf + r * M->n_trees : NULL, M->n_trees);
         }
@@ -445,8 +457,12 @@ static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out
     const int64_t F = LT_F(M);
     const int K = LT_K(M);
     int failed = 0;
-    int fused = K == 1 && leaf == NULL;
-    for (int32_t t = 0; t < M->n_trees && fused; ++t) fused = M->depth[t] <= 16 && M->tree_output[t] == 0;
+    /* the fused paths: one output, no leaf ids, depth <= 8 (byte indices) or <= 16 */
+    int fused = K == 1 && leaf == NULL ? 8 : 0;
+    for (int32_t t = 0; t < M->n_trees && fused; ++t) {
+        if (M->tree_output[t] != 0 || M->depth[t] > 16) fused = 0;
+        else if (M->depth[t] > 8) fused = 16;
+    }
     (void)threads;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 1 ? threads : 1) reduction(| : failed)
