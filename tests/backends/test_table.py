@@ -207,6 +207,19 @@ def test_optimize_speed_times_both_forms(lgb_model: tuple[Any, Path, np.ndarray]
     np.testing.assert_array_equal(back.predict_raw(X), pred.predict_raw(X))
 
 
+def test_float32_sums_need_inexact() -> None:
+    import xgboost as xgb
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    bst = xgb.train({"max_depth": 2, "nthread": 1, "seed": 0}, xgb.DMatrix(X, y), 5)
+    with pytest.raises(CompileError, match="xgboost sums leaf values in float32"):
+        lumber.compile(bst, target="table")
+    pred = lumber.compile(bst, target="table", exact=False)
+    assert "float64 sums" in pred.report["tables"]["note"]
+    np.testing.assert_allclose(pred.predict_raw(X), bst.predict(xgb.DMatrix(X), output_margin=True), rtol=1e-6)
+
+
 def test_bad_options_are_refused(lgb_model: tuple[Any, Path, np.ndarray]) -> None:
     bst, _, _ = lgb_model
     with pytest.raises(CompileError, match="unknown optimize goal 'fast'"):

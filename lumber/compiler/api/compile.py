@@ -241,7 +241,8 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
     optimize : ``"speed"`` (target ``"c"``): build the forest and the oblivious-table forms, time both
         on ``sample`` (default: rows spread over the model's splits), keep the faster; both are
         reported in ``predictor.report``. Target ``"table"`` writes oblivious decision tables
-        (:mod:`lumber.compiler.api.oblivious`); ``max_depth`` caps their re-composition.
+        (:mod:`lumber.compiler.api.oblivious`); ``max_depth`` caps their re-composition. Tables
+        sum in float64: ``exact=False`` accepts that for models summed in float32 (XGBoost).
     """
     if target not in TARGETS:
         raise CompileError(f"unknown target {target!r}", f"targets: {', '.join(TARGETS)}")
@@ -250,7 +251,7 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
 
         return compile_oblivious_forms(
             model, target, optimize=optimize, path=path, threads=threads, prefix=prefix, march_native=march_native,
-            openmp=openmp, cc=cc, name=name, max_depth=max_depth, sample=sample,
+            openmp=openmp, cc=cc, name=name, max_depth=max_depth, sample=sample, exact=exact,
             forest_c=lambda forest: compile(forest, "c", threads=threads, prefix=prefix, unroll=unroll, block=block,
                                             march_native=march_native, openmp=openmp, cc=cc, name=name))
     forest = _forest(model)

@@ -33,11 +33,13 @@ REPEATS = 3
 
 
 def to_tables(model: Any, *, max_depth: int | str = "auto", strategy: str = "pack", time_passes: bool = False,
-              stats: dict[str, Any] | None = None) -> ObliviousEnsemble:
+              stats: dict[str, Any] | None = None, exact: bool = True) -> ObliviousEnsemble:
     """A quantized ObliviousEnsemble computing exactly what ``model`` computes.
 
     ``stats`` (a dict) receives how the tables were made: ``method`` (``direct`` for a
     forest of oblivious trees, else ``re-composition``), seconds, tree counts and table bytes.
+    Tables sum in float64: a model whose library sums leaves in float32 (XGBoost) is refused
+    unless ``exact=False``, which accepts the float64 sum of the same leaves.
     """
     from lumber.compiler.pipeline import run as run_pipeline
     from lumber.ir.oblivious import forest_to_oblivious
@@ -53,6 +55,16 @@ def to_tables(model: Any, *, max_depth: int | str = "auto", strategy: str = "pac
         return ens
     forest = model if isinstance(model, Forest) else _load(model)
     info["trees_in"] = forest.n_trees
+    if forest.schema.accumulate_dtype != "float64":
+        lib = forest.schema.source.get("library", "the source library")
+        if exact:
+            raise CompileError(
+                f"{lib} sums leaf values in {forest.schema.accumulate_dtype}; oblivious tables sum in float64, "
+                f"so margins would differ from {lib}'s in the last {forest.schema.accumulate_dtype} bits",
+                "pass exact=False (lumber compile --inexact) to accept the float64 sum of the same leaves, "
+                "or keep the forest form (target 'c')")
+        forest = forest.replace(schema=forest.schema.with_(accumulate_dtype="float64"))
+        info["note"] = f"float64 sums of a model that {lib} sums in float32"
     try:
         ens = quantize_ensemble(forest_to_oblivious(forest))
         info.update(method="direct")
@@ -152,11 +164,11 @@ def _source(model: Any) -> tuple[Any, str]:
 
 
 def compile_table(model: Any, *, path: str | Path | None = None, threads: int = 1, max_depth: int | str = "auto",
-                  strategy: str = "pack", time_passes: bool = False) -> TablePredictor:
+                  strategy: str = "pack", time_passes: bool = False, exact: bool = True) -> TablePredictor:
     """``lumber.compile(model, target="table")``."""
     src, fp = _source(model)
     stats: dict[str, Any] = {}
-    ens = to_tables(src, max_depth=max_depth, strategy=strategy, time_passes=time_passes, stats=stats)
+    ens = to_tables(src, max_depth=max_depth, strategy=strategy, time_passes=time_passes, stats=stats, exact=exact)
     pred = TablePredictor(ens, fp, threads=threads)
     pred.report = {"tables": stats}
     if path is not None:
@@ -167,13 +179,13 @@ def compile_table(model: Any, *, path: str | Path | None = None, threads: int = 
 def compile_oblivious_c(model: Any, *, path: str | Path | None = None, threads: int = 1, prefix: str = "lumber",
                         march_native: bool = False, openmp: bool | None = None, cc: str | None = None,
                         name: str = "model", max_depth: int | str = "auto", strategy: str = "pack",
-                        stats: dict[str, Any] | None = None) -> CPredictor:
+                        stats: dict[str, Any] | None = None, exact: bool = True) -> CPredictor:
     """The oblivious-table form as a C shared library with the forest library's entry points."""
     from lumber.backends.c import BuildOptions, CLibrary, build_shared
     from lumber.backends.table_c import TableCOptions, emit_table_source
 
     src, fp = _source(model)
-    ens = to_tables(src, max_depth=max_depth, strategy=strategy, stats=stats)
+    ens = to_tables(src, max_depth=max_depth, strategy=strategy, stats=stats, exact=exact)
     art = emit_table_source(ens, TableCOptions(name=name, prefix=prefix, source_fingerprint=fp))
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lumber-build-") as tmp:
@@ -218,7 +230,7 @@ def _cpu_seconds(pred: Predictor, X: npt.NDArray[np.float64]) -> float:
 
 def compile_fastest(forest_c: Any, model: Any, *, path: str | Path | None, threads: int, prefix: str,
                     march_native: bool, openmp: bool | None, cc: str | None, name: str, max_depth: int | str = "auto",
-                    sample: Any = None) -> Predictor:
+                    sample: Any = None, exact: bool = True) -> Predictor:
     """``optimize="speed"``: the faster of the forest library (``forest_c()`` builds it) and the
     oblivious-table library on ``sample`` (default: rows spread over the model's split cells).
 
@@ -235,7 +247,7 @@ def compile_fastest(forest_c: Any, model: Any, *, path: str | Path | None, threa
         t0 = time.perf_counter()
         candidates["oblivious"] = compile_oblivious_c(src, threads=threads, prefix=prefix, march_native=march_native,
                                                       openmp=openmp, cc=cc, name=name, max_depth=max_depth,
-                                                      stats=stats)
+                                                      stats=stats, exact=exact)
         report["forms"]["oblivious"] = {"compile_seconds": time.perf_counter() - t0, "tables": stats}
     except LumberError as exc:
         report["forms"]["oblivious"] = {"status": f"not available: {exc.diagnostics[0].message}"}
@@ -252,7 +264,7 @@ def compile_fastest(forest_c: Any, model: Any, *, path: str | Path | None, threa
     if "oblivious" in outs:
         a, b = np.asarray(outs["forest"]), np.asarray(outs["oblivious"])
         scale = 1.0 + float(np.abs(a).max(initial=0.0))
-        agree = bool(np.all(np.abs(a - b) <= 1e-12 * scale))
+        agree = bool(np.all(np.abs(a - b) <= (1e-12 if exact else 1e-6) * scale))
         report["forms"]["oblivious"]["agrees_with_forest"] = agree
         if not agree:  # never ship a form that disagrees (a bug): keep the forest
             candidates.pop("oblivious")
@@ -293,7 +305,7 @@ def describe_choice(report: dict[str, Any]) -> str:
 def compile_oblivious_forms(model: Any, target: str, *, optimize: str | None, forest_c: Any,
                             path: str | Path | None, threads: int, prefix: str, march_native: bool,
                             openmp: bool | None, cc: str | None, name: str, max_depth: int | str = "auto",
-                            sample: Any = None) -> Predictor:
+                            sample: Any = None, exact: bool = True) -> Predictor:
     """What ``lumber.compile`` does for ``target="table"``, ``optimize="speed"`` or an ObliviousEnsemble.
 
     ``forest_c(forest)`` compiles a Forest with the forest C backend (``lumber.compile``'s own path).
@@ -301,21 +313,21 @@ def compile_oblivious_forms(model: Any, target: str, *, optimize: str | None, fo
     if optimize not in (None, "speed"):
         raise CompileError(f"unknown optimize goal {optimize!r}", "accepted: 'speed'")
     if target == "table":
-        return compile_table(model, path=path, threads=threads, max_depth=max_depth)
+        return compile_table(model, path=path, threads=threads, max_depth=max_depth, exact=exact)
     if target != "c":
         raise CompileError(f"target {target!r} cannot hold oblivious tables" if optimize is None else
                            f"optimize='speed' applies to target 'c', not {target!r}",
                            "use target 'c' (a shared library) or 'table'")
     if optimize is None:  # an ObliviousEnsemble for target c
         return compile_oblivious_c(model, path=path, threads=threads, prefix=prefix, march_native=march_native,
-                                   openmp=openmp, cc=cc, name=name, max_depth=max_depth)
+                                   openmp=openmp, cc=cc, name=name, max_depth=max_depth, exact=exact)
     src, _ = _source(model)
     if isinstance(src, ObliviousEnsemble):
         raise CompileError("optimize='speed' compares the forest and oblivious forms of a forest model",
                            "pass the model (or its Forest), not an ObliviousEnsemble")
     return compile_fastest(lambda: forest_c(src), src, path=path, threads=threads, prefix=prefix,
                            march_native=march_native, openmp=openmp, cc=cc, name=name, max_depth=max_depth,
-                           sample=sample)
+                           sample=sample, exact=exact)
 
 
 __all__ = ["TablePredictor", "compile_fastest", "compile_oblivious_c", "compile_oblivious_forms", "compile_table",

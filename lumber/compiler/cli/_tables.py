@@ -52,7 +52,8 @@ def run(args: argparse.Namespace, ir: Any, emit: str, output: Path, t0: float) -
 
         _, sample = read_rows(args.sample, ir if isinstance(ir, Forest) else ir.to_forest())
     if emit == "table":
-        pred: Any = compile_table(ir, path=output, max_depth=max_depth, time_passes=args.time_passes)
+        pred: Any = compile_table(ir, path=output, max_depth=max_depth, time_passes=args.time_passes,
+                                  exact=not args.inexact)
         st = pred.report["tables"]
         print(f"wrote {output} (oblivious tables: {st['method']}, {st['trees_in']} -> {st['trees_out']} trees, "
               f"max depth {st['max_depth']}, {st['table_bytes'] / 1024:,.1f} KiB of tables, fingerprint "
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace, ir: Any, emit: str, output: Path, t0: float) -
         return 0
     pred = compile_model(ir, target="c", path=output, prefix=args.prefix, march_native=args.march_native,
                          openmp=False if args.no_openmp else None, cc=args.cc, name=output.stem,
-                         optimize=args.optimize, max_depth=max_depth, sample=sample)
+                         optimize=args.optimize, max_depth=max_depth, sample=sample, exact=not args.inexact)
     report = getattr(pred, "report", None)
     form = report["chosen"] if report else "oblivious"
     print(f"wrote {output} (C shared library, {form} form, fingerprint {pred.fingerprint[:16]}) "
