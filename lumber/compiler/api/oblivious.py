@@ -27,7 +27,9 @@ from lumber.ir import CompileError, Forest, LumberError, ObliviousEnsemble, atom
 
 from .compile import CPredictor, Predictor, as_rows
 
-DEFAULT_PIPELINE = "polynomial,oblivious{max-depth=%s},quantize"
+DEFAULT_PIPELINE = "polynomial{max-monomials=20000000},oblivious{max-depth=%s},quantize"
+"""Re-composition: the expansion is bounded (20M terms, about a gigabyte while merging) so a
+model too deep for tables fails fast with the polynomial pass's message."""
 SAMPLE_ROWS = 20_000
 REPEATS = 3
 
