@@ -99,8 +99,6 @@ def test_lightgbm_with_nan_against_lightgbm() -> None:
     assert_same_polynomial(poly, ens)
 
 
-@pytest.mark.xfail(reason="polynomial pass drops the NaN term of a feature split only at +inf with NaN going right "
-                          "(LightGBM's 'inf' threshold; to_polynomial: explicit = ~point & (m_f > 0))", strict=False)
 def test_lightgbm_nan_only_split_against_lightgbm() -> None:
     X, y = _nan_cancer(0)
     bst = _lightgbm(X, y, objective="binary")

@@ -130,7 +130,7 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
     np.minimum.at(upper, feat[ml], k_of[ml])
     point = (lower <= upper) | (not schema.allow_nan)
     p_cell = lower if schema.allow_nan else np.zeros(F, dtype=np.int64)
-    explicit = ~point & (m_f > 0)
+    explicit = ~point  # a feature split only at +inf (NaN right) still needs its MISSING condition
 
     # condition table: per feature its GREATER conditions, then MISSING if explicit
     block = m_f + explicit
