@@ -16,6 +16,7 @@ _API: dict[str, str] = {
     "run": "lumber.compiler.pipeline:run",
     "equivalent": "lumber.compiler.api.equivalence:equivalent",
     "compile": "lumber.compiler.api.compile:compile",
+    "load_compiled": "lumber.compiler.api.compile:load_compiled",
     "parse_constraints": "lumber.compiler.dsl:parse_constraints",
     "sensitive_tests": "lumber.compiler.api.sensitive:sensitive_tests",
     "counterfactual": "lumber.compiler.api.counterfactual:counterfactual",
