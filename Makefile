@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench install clean
+.PHONY: demo test test-slow fuzz bench install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
+
+# Property tests with fresh random examples (300 each): finds what the fixed CI examples miss.
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q -n 2 -m "not slow" tests
 
 bench: $(STAMP)
 	$(PY) -m pip install -q -e ".[test,bench,scale]"

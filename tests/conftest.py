@@ -12,10 +12,15 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# `make test` (and CI) is deterministic: the same examples on every machine, so a red CI run
+# always reproduces. `make fuzz` explores with fresh random examples, many more of them.
 settings.register_profile(
-    "default", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+    "default", max_examples=25, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("thorough", max_examples=300, deadline=None)
+settings.register_profile(
+    "thorough", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

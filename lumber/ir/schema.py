@@ -205,7 +205,7 @@ class Schema:
         if self.task == Task.BINARY and self.n_outputs == 1:
             p = p.reshape(-1)
             return np.column_stack([1.0 - p, p])
-        return p.reshape(p.shape[0], -1)
+        return p if p.ndim == 2 else p.reshape(-1, 1)
 
     def class_index(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
         """Index (into ``classes``) of the class ``predict`` picks, for classifiers."""
@@ -214,7 +214,7 @@ class Schema:
             m1 = m.reshape(-1)
             return (m1 >= 0 if self.decision == "margin_ge" else m1 > 0).astype(np.int64)
         if self.decision != "proba":
-            return np.argmax(m.reshape(m.shape[0], -1), axis=1)
+            return np.argmax(m if m.ndim == 2 else m.reshape(-1, 1), axis=1)
         return np.argmax(self.proba(margin), axis=1)
 
     def decide(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[Any]:

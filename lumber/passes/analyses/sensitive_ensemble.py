@@ -199,7 +199,7 @@ class _Search:
         for _ in range(self.opts.max_steps):
             if deadline is not None and time.perf_counter() > deadline:
                 return None
-            margins = forest_evaluate(self.forest, Z).reshape(Z.shape[0], -1)
+            margins = forest_evaluate(self.forest, Z).reshape(Z.shape[0], self.forest.n_outputs)
             leaves = forest_apply(self.forest, Z)
             costs = [plan.costs(Z, self.bounds_for(blo, bhi, Z.shape[0])) for plan in self.plans]
             U = np.stack([self.direction(margins[b], g0, target) for b in range(Z.shape[0])])
@@ -228,7 +228,7 @@ class _Search:
             if hit.size:
                 return P[hit[int(np.argmin(d_p[hit]))]]
             s_z = (margins * U).sum(axis=1)
-            s_p = (m_p.reshape(P.shape[0], -1) * U[par]).sum(axis=1)
+            s_p = (m_p.reshape(P.shape[0], self.forest.n_outputs) * U[par]).sum(axis=1)
             fresh = np.array([p.tobytes() not in seen for p in P])
             ok = np.flatnonzero((s_p <= s_z[par]) & (d_p < budget) & (d_p > dZ[par]) & fresh)
             if ok.size == 0:
