@@ -33,6 +33,20 @@ def test_average_and_multiclass() -> None:
     assert f.predict(X).tolist() == ["x", "x", "y"]
 
 
+@pytest.mark.parametrize("n_outputs", [1, 2, 3])
+def test_zero_rows_give_empty_results_of_the_right_shape(n_outputs: int) -> None:
+    """An empty batch is a batch: every entry point answers with zero rows (a CI failure, once)."""
+    leaf = [1.0] * n_outputs if n_outputs > 1 else 1.0
+    task = Task.MULTICLASS if n_outputs > 1 else Task.BINARY
+    f = make_forest([("a", 0.0, leaf, leaf)], ["a"], task=task, n_outputs=n_outputs)
+    X = np.zeros((0, 1))
+    assert f.evaluate(X).shape[0] == 0
+    assert f.apply(X).shape == (0, 1)
+    assert f.predict(X).shape == (0,)
+    assert f.predict_proba(X).shape == (0, max(n_outputs, 2))
+    assert f.schema.class_index(f.evaluate(X)).shape == (0,)
+
+
 def test_float32_inputs_round_before_compare() -> None:
     t = float(np.float32(1.0)) + 1e-9  # between two float32 values
     f = make_forest([("a", t, 0.0, 1.0)], ["a"], input_dtype="float32")
