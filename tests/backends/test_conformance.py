@@ -136,9 +136,7 @@ def probe_rows(case: Case, forest: Forest) -> np.ndarray:
     with np.errstate(over="ignore"):
         seen = R.astype(np.float32) if s.input_dtype == "float32" else R
     keep = np.ones(len(R), dtype=bool)
-    if not s.allow_inf or s.source.get("library") == "scikit-learn":  # scikit-learn's predict rejects inf
-        keep &= ~np.isinf(seen).any(axis=1)
-    if not s.allow_inf:
+    if not s.allow_inf:  # e.g. scikit-learn's single trees and forests reject inf; HGB and IsolationForest take it
         keep &= ~np.isinf(seen).any(axis=1)
     if not s.allow_nan:
         keep &= ~np.isnan(seen).any(axis=1)
