@@ -351,7 +351,7 @@ def _edit(doc: dict[str, Any], path: str, value: Any) -> str:
     ("trees[1].nodes[0].comparison_op", "==", UnsupportedModelError, r"comparison_op '==' is not supported"),
     ("trees[1].nodes[1].node_id", 0, ModelFormatError, r"node_id values must be 0\.\.6"),
     ("trees[0].nodes[2].leaf_value", [1.0, 2.0], ModelFormatError, r"leaf 2 holds 2 values, expected 1"),
-    ("trees[0].nodes[2].leaf_value", "x", ModelFormatError, r"nodes\[2\]\.leaf_value: expected .*number, found 'x'"),
+    ("trees[0].nodes[2].leaf_value", "x", ModelFormatError, r"nodes\[2\]\.leaf_value: expected .*number, found the string 'x'"),
     ("trees[2].nodes[0].right_child", 1, ModelFormatError, r"node 1 is the child of 2 nodes"),
     ("base_scores", [0.0, 1.0], ModelFormatError, r"base_scores: expected 1 finite numbers"),
     ("threshold_type", "float16", UnsupportedModelError, r"threshold_type 'float16'"),

@@ -7,7 +7,6 @@ import pytest
 
 from builders import categorical, make_forest
 from lumber.ir import Forest, InputDataError, Task, ValidationError
-from lumber.ir.build import concat_trees
 
 
 def test_numerical_routing_and_sum() -> None:

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import CompileError, Diagnostic, Forest, IRLocation, PostTransform
+from lumber.ir import CompileError, Diagnostic, Forest, IRLocation
 from lumber.ir.diagnostics import error
 from lumber.ir.forest import ZERO_THRESHOLD
 

@@ -40,6 +40,18 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def read_model_bytes(path: str | Path, expected: str = "a model file") -> bytes:
+    """The bytes of a model file, or a :class:`ModelFormatError` naming the file and what was expected."""
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ModelFormatError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ModelFormatError(f"{path}: is a directory, expected {expected}") from None
+    except OSError as exc:
+        raise ModelFormatError(f"{path}: cannot read ({exc.strerror})") from None
+
+
 def load(model_or_path: Any, **options: Any) -> Forest:
     """Any supported model object or file -> a validated :class:`~lumber.ir.Forest`.
 
@@ -95,14 +107,7 @@ _FILE_FRONTENDS: dict[str, str] = {
 
 
 def load_file(path: Path, **options: Any) -> Forest:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ModelFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelFormatError(f"{path}: is a directory, expected a model file") from None
-    except OSError as exc:
-        raise ModelFormatError(f"{path}: cannot read ({exc.strerror})") from None
+    data = read_model_bytes(path)
     if not data.strip():
         raise ModelFormatError(f"{path}: file is empty", f"accepted: {ACCEPTED}")
     kind = sniff(data)

@@ -15,9 +15,7 @@ features are refused.
 
 from __future__ import annotations
 
-import json
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -29,6 +27,8 @@ from lumber.ir import (
     UnsupportedModelError,
 )
 from lumber.ir.build import TreeArrays, concat_trees
+
+from .jsondoc import JsonDoc, parse_json
 
 REGRESSION_LOSSES = frozenset({
     "RMSE", "MAE", "Quantile", "MAPE", "Huber", "Expectile", "LogLinQuantile", "Lq", "LogCosh", "MultiQuantile",
@@ -101,12 +101,9 @@ def lower_catboost_file(path: str | Path, *, data: bytes | None = None, **option
     """A JSON export or ``.cbm`` file in its natural form."""
     name = str(path)
     if data is None:
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            raise ModelFormatError(f"{name}: no such file") from None
-        except OSError as exc:
-            raise ModelFormatError(f"{name}: cannot read ({exc.strerror})") from None
+        from . import read_model_bytes
+
+        data = read_model_bytes(path, "a CatBoost JSON export or .cbm file")
     if data[:4] == b"CBM1":
         try:
             import catboost
@@ -130,25 +127,7 @@ def _as_forest(ir: ObliviousEnsemble | Forest) -> Forest:
 # -- parsing ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Doc:
-    name: str
-
-    def fail(self, path: str, message: str, *notes: str, tree: int | None = None) -> ModelFormatError:
-        return ModelFormatError(f"{path}: {message}", *notes, location=IRLocation(file=self.name, tree=tree))
-
-    def get(self, parent: Any, key: str, path: str, kind: type | tuple[type, ...] | None = None,
-            tree: int | None = None) -> Any:
-        full = f"{path}.{key}" if path else key
-        if not isinstance(parent, dict):
-            raise self.fail(path or "<root>", "expected an object", tree=tree)
-        if key not in parent:
-            raise self.fail(full, "missing field", tree=tree)
-        v = parent[key]
-        if kind is not None and (not isinstance(v, kind) or isinstance(v, bool) and bool not in _kinds(kind)):
-            raise self.fail(full, f"expected {_kind_name(kind)}, found {type(v).__name__}", tree=tree)
-        return v
-
+class _Doc(JsonDoc):
     def floats(self, v: Any, path: str, tree: int | None = None) -> npt.NDArray[np.float64]:
         if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
             raise self.fail(path, "expected an array of numbers", tree=tree)
@@ -156,15 +135,6 @@ class _Doc:
         if not np.all(np.isfinite(arr)):
             raise self.fail(path, "holds NaN or infinite values", tree=tree)
         return arr
-
-
-def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number"}
-    return " or ".join(names.get(k, k.__name__) for k in _kinds(kind))
 
 
 def float32_border(b: float) -> float:
@@ -180,14 +150,8 @@ def parse_catboost_json(raw: bytes, name: str, *, feature_names: Sequence[str] |
     """A CatBoost JSON export (bytes) -> ObliviousEnsemble (symmetric trees) or Forest."""
     from . import content_hash
 
-    try:
-        root = json.loads(raw)
-    except UnicodeDecodeError:
-        raise ModelFormatError(f"{name}: not UTF-8 text, so not a CatBoost JSON model") from None
-    except json.JSONDecodeError as exc:
-        raise ModelFormatError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-                               "the file is truncated or garbled; export it again with "
-                               "save_model(f, format='json')") from None
+    root = parse_json(raw, name, "a CatBoost JSON model",
+                      "the file is truncated or garbled; export it again with save_model(f, format='json')")
     doc = _Doc(name)
     if not isinstance(root, dict):
         raise doc.fail("<root>", "expected an object (a CatBoost JSON export)")

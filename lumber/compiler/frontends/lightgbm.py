@@ -61,14 +61,9 @@ def load_lightgbm_text(path: str | Path, *, data: bytes | None = None, **options
     """
     name = str(path)
     if data is None:
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            raise ModelFormatError(f"{name}: no such file") from None
-        except IsADirectoryError:
-            raise ModelFormatError(f"{name}: is a directory, expected a LightGBM model text file") from None
-        except OSError as exc:
-            raise ModelFormatError(f"{name}: cannot read ({exc.strerror})") from None
+        from . import read_model_bytes
+
+        data = read_model_bytes(path, "a LightGBM model text file")
     from . import content_hash
 
     parsed = parse_lightgbm_text(data, name)

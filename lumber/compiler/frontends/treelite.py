@@ -38,6 +38,8 @@ from lumber.ir import (
 )
 from lumber.ir.build import TreeArrays, concat_trees, renumber_bfs
 
+from .jsondoc import JsonDoc, parse_json
+
 _TASKS = {"kBinaryClf": Task.BINARY, "kRegressor": Task.REGRESSION, "kMultiClf": Task.MULTICLASS,
           "kLearningToRank": Task.REGRESSION, "kIsolationForest": Task.ANOMALY}
 _POST = {"identity": PostTransform.IDENTITY, "identity_multiclass": PostTransform.IDENTITY,
@@ -101,35 +103,12 @@ def _from_object(model: Any, **options: Any) -> tuple[Forest, list[npt.NDArray[n
 
 
 def _parse(data: str | bytes, name: str) -> Any:
-    try:
-        return json.loads(data)
-    except UnicodeDecodeError:
-        raise ModelFormatError(f"{name}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise ModelFormatError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-                               "pass the unmodified output of treelite.Model.dump_as_json() (an empty value "
-                               "there is a NaN or infinite number; load the treelite.Model itself instead)") from None
+    return parse_json(data, name, "a treelite JSON dump",
+                      "pass the unmodified output of treelite.Model.dump_as_json() (an empty value "
+                      "there is a NaN or infinite number; load the treelite.Model itself instead)")
 
 
-@dataclass(frozen=True)
-class _Doc:
-    name: str
-
-    def fail(self, path: str, message: str, *notes: str, tree: int | None = None,
-             node: int | None = None) -> ModelFormatError:
-        # the message starts with the path, so the location names only file, tree and node
-        return ModelFormatError(f"{path}: {message}", *notes, location=IRLocation(file=self.name, tree=tree, node=node))
-
-    def get(self, parent: Any, key: str, path: str, types: type | tuple[type, ...], tree: int | None = None,
-            node: int | None = None) -> Any:
-        full = f"{path}.{key}" if path else key
-        if not isinstance(parent, dict) or key not in parent:
-            raise self.fail(full, "missing field", tree=tree, node=node)
-        v = parent[key]
-        if not isinstance(v, types) or (isinstance(v, bool) and bool not in _as_tuple(types)):
-            raise self.fail(full, f"expected {_names(types)}, found {v!r:.60}", tree=tree, node=node)
-        return v
-
+class _Doc(JsonDoc):
     def int_list(self, parent: Any, key: str, path: str, n: int | None = None) -> npt.NDArray[np.int64]:
         v = self.get(parent, key, path, list)
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
@@ -137,16 +116,6 @@ class _Doc:
         if n is not None and len(v) != n:
             raise self.fail(f"{path}.{key}" if path else key, f"has {len(v)} entries, expected {n}")
         return np.array(v, dtype=np.int64)
-
-
-def _as_tuple(t: type | tuple[type, ...]) -> tuple[type, ...]:
-    return t if isinstance(t, tuple) else (t,)
-
-
-def _names(t: type | tuple[type, ...]) -> str:
-    names = {int: "an integer", float: "a number", bool: "true/false", str: "a string", list: "an array",
-             dict: "an object"}
-    return " or ".join(names.get(x, x.__name__) for x in _as_tuple(t))
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,8 @@ then maps lumber's node ids back to XGBoost's.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -46,6 +44,7 @@ from lumber.ir import (
 )
 from lumber.ir.build import TreeArrays, concat_trees
 
+from .jsondoc import JsonDoc, describe, parse_json
 from .ubjson import UBJSONError, loads as ubjson_loads
 
 DELETED_NODE = 2147483647
@@ -152,14 +151,9 @@ def _from_file(path: str | Path, *, data: bytes | None = None,
                **options: Any) -> tuple[Forest, list[npt.NDArray[np.int64]]]:
     name = str(path)
     if data is None:
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            raise ModelFormatError(f"{name}: no such file") from None
-        except IsADirectoryError:
-            raise ModelFormatError(f"{name}: is a directory, expected an XGBoost model file") from None
-        except OSError as exc:
-            raise ModelFormatError(f"{name}: cannot read ({exc.strerror})") from None
+        from . import read_model_bytes
+
+        data = read_model_bytes(path, "an XGBoost model file")
     head = data.lstrip()[:1]
     if head == b"{" and data.lstrip()[1:2] in (b"L", b"l", b"i", b"U", b"I", b"$", b"#", b"}", b"N"):
         doc, fmt = _parse_ubjson(data, name), "ubjson"
@@ -172,15 +166,8 @@ def _from_file(path: str | Path, *, data: bytes | None = None,
 
 
 def _parse_json(data: bytes, name: str) -> Any:
-    try:
-        return json.loads(data)
-    except UnicodeDecodeError:
-        raise ModelFormatError(f"{name}: not UTF-8 text, so not an XGBoost JSON model") from None
-    except json.JSONDecodeError as exc:
-        raise ModelFormatError(f"{name}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-                               "the file is truncated or garbled; save it again with save_model") from None
-    except RecursionError:
-        raise ModelFormatError(f"{name}: JSON nested too deeply") from None
+    return parse_json(data, name, "an XGBoost JSON model",
+                      "the file is truncated or garbled; save it again with save_model")
 
 
 def _parse_ubjson(data: bytes, name: str) -> Any:
@@ -194,26 +181,8 @@ def _parse_ubjson(data: bytes, name: str) -> Any:
 # -- reading fields with their JSON path ----------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Doc:
-    """Where errors point: the file (or object) name."""
-
-    name: str
-
-    def fail(self, path: str, message: str, *notes: str, tree: int | None = None,
-             node: int | None = None) -> ModelFormatError:
-        # the message starts with the path, so the location names only file, tree and node
-        return ModelFormatError(f"{path}: {message}", *notes, location=IRLocation(file=self.name, tree=tree, node=node))
-
-    def obj(self, value: Any, path: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(path, f"expected an object, found {_kind(value)}")
-        return value
-
-    def get(self, parent: dict[str, Any], key: str, path: str) -> Any:
-        if key not in parent:
-            raise self.fail(f"{path}.{key}" if path else key, "missing field")
-        return parent[key]
+class _Doc(JsonDoc):
+    """XGBoost fields: parameters as decimal strings, arrays as JSON lists or UBJSON typed arrays."""
 
     def int_param(self, parent: dict[str, Any], key: str, path: str, default: int | None = None) -> int:
         """XGBoost stores model parameters as decimal strings."""
@@ -244,7 +213,7 @@ class _Doc:
             if arr.size == 0:
                 arr = arr.astype(np.float64)
         else:
-            raise self.fail(full, f"expected an array, found {_kind(v)}", tree=tree)
+            raise self.fail(full, f"expected an array, found {describe(v)}", tree=tree)
         if arr.ndim != 1 or arr.dtype.kind not in "biuf":
             raise self.fail(full, "expected a flat array of numbers", tree=tree)
         if kind == "i":
@@ -259,16 +228,6 @@ class _Doc:
         return out
 
 
-def _kind(v: Any) -> str:
-    if isinstance(v, dict):
-        return "an object"
-    if isinstance(v, (list, np.ndarray)):
-        return "an array"
-    if isinstance(v, str):
-        return f"the string {v[:40]!r}"
-    return f"{type(v).__name__} {v!r}"
-
-
 def _parse_floats(doc: _Doc, text: Any, path: str) -> npt.NDArray[np.float32]:
     """``base_score`` as XGBoost writes it: ``"5E-1"`` or ``"[2.76E-1,1E0]"``."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
@@ -276,7 +235,7 @@ def _parse_floats(doc: _Doc, text: Any, path: str) -> npt.NDArray[np.float32]:
     elif isinstance(text, str):
         parts = [p for p in re.split(r"[\s,]+", text.strip().strip("[]").strip()) if p]
     else:
-        raise doc.fail(path, f"expected a number string such as '[5E-1]', found {_kind(text)}")
+        raise doc.fail(path, f"expected a number string such as '[5E-1]', found {describe(text)}")
     try:
         vals = np.array([float(p) for p in parts], dtype=np.float64)
     except ValueError:
@@ -361,7 +320,7 @@ def _lower(root: Any, raw: bytes, name: str, fmt: str, *, feature_names: Sequenc
     objective = doc.obj(doc.get(learner, "objective", "learner"), obj_path)
     obj_name = doc.get(objective, "name", obj_path)
     if not isinstance(obj_name, str):
-        raise doc.fail(f"{obj_path}.name", f"expected a string, found {_kind(obj_name)}")
+        raise doc.fail(f"{obj_path}.name", f"expected a string, found {describe(obj_name)}")
     if obj_name in _OBJECTIVES:
         task, post, margin_kind = _OBJECTIVES[obj_name]
     elif obj_name in _RAW_ONLY and raw_output:
@@ -413,7 +372,7 @@ def _lower(root: Any, raw: bytes, name: str, fmt: str, *, feature_names: Sequenc
     trees_path = f"{m_path}.trees"
     trees = doc.get(model, "trees", m_path)
     if not isinstance(trees, list):
-        raise doc.fail(trees_path, f"expected an array of trees, found {_kind(trees)}")
+        raise doc.fail(trees_path, f"expected an array of trees, found {describe(trees)}")
     T = len(trees)
     gp_path = f"{m_path}.gbtree_model_param"
     gp = doc.obj(doc.get(model, "gbtree_model_param", m_path), gp_path)
