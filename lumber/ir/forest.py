@@ -206,12 +206,7 @@ class Forest:
     def load(path: str | Path) -> "Forest":
         from .serialize import load_ir
 
-        ir = load_ir(path)
-        if not isinstance(ir, Forest):
-            from .diagnostics import ModelFormatError
-
-            raise ModelFormatError(f"{path}: holds a {type(ir).__name__}, not a Forest")
-        return ir
+        return load_ir(path, Forest)  # type: ignore[no-any-return]
 
     def to_networkx(self) -> "nx.DiGraph":
         from .graph import forest_to_networkx

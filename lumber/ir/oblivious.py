@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .diagnostics import IRLocation, ModelFormatError, ValidationError
+from .diagnostics import IRLocation, ValidationError
 from .schema import Schema
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -336,10 +336,7 @@ class ObliviousEnsemble:
     def load(path: str | Path) -> "ObliviousEnsemble":
         from .serialize import load_ir
 
-        ir = load_ir(path)
-        if not isinstance(ir, ObliviousEnsemble):
-            raise ModelFormatError(f"{path}: holds a {type(ir).__name__}, not an ObliviousEnsemble")
-        return ir
+        return load_ir(path, ObliviousEnsemble)  # type: ignore[no-any-return]
 
     def describe_level(self, i: int) -> str:
         """``age > 30.5``, ``age > 30.5 or missing``, ``age is missing``."""

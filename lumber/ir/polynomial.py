@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 import numpy.typing as npt
 
-from .diagnostics import IRLocation, ModelFormatError, ValidationError
+from .diagnostics import IRLocation, ValidationError
 from .schema import Schema
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -255,10 +255,7 @@ class Polynomial:
     def load(path: str | Path) -> "Polynomial":
         from .serialize import load_ir
 
-        ir = load_ir(path)
-        if not isinstance(ir, Polynomial):
-            raise ModelFormatError(f"{path}: holds a {type(ir).__name__}, not a Polynomial")
-        return ir
+        return load_ir(path, Polynomial)  # type: ignore[no-any-return]
 
     def describe_condition(self, c: int) -> str:
         """``age > 30.5``, ``age > 30.5 or missing``, ``age is missing``."""

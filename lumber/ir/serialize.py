@@ -123,10 +123,15 @@ def save_ir(ir: Any, path: str | Path) -> None:
     atomic_write_bytes(path, to_bytes(ir))
 
 
-def load_ir(path: str | Path) -> Any:
+def load_ir(path: str | Path, expected: type | None = None) -> Any:
+    """Any IR from a ``.lumber`` file; with ``expected``, refuse a file holding another kind."""
     p = Path(path)
     try:
         data = p.read_bytes()
     except OSError as exc:
         raise ModelFormatError(f"{path}: cannot read ({exc.strerror})") from None
-    return from_bytes(data, str(path))
+    ir = from_bytes(data, str(path))
+    if expected is not None and not isinstance(ir, expected):
+        article = "an" if expected.__name__[0] in "AEIOU" else "a"
+        raise ModelFormatError(f"{path}: holds a {type(ir).__name__}, not {article} {expected.__name__}")
+    return ir

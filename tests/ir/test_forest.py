@@ -72,6 +72,19 @@ def test_save_load_round_trip_is_byte_identical(tmp_path) -> None:
     np.testing.assert_array_equal(f.evaluate(X), g.evaluate(X))
 
 
+def test_loading_the_wrong_kind_of_ir_names_both(tmp_path) -> None:
+    from lumber.ir import ModelFormatError, Polynomial
+    from lumber.passes.transforms.to_polynomial import forest_to_polynomial
+
+    f = make_forest([("a", 0.5, 1.0, 2.0)], ["a"])
+    forest_to_polynomial(f).save(tmp_path / "p.lumber")
+    with pytest.raises(ModelFormatError, match=r"p\.lumber: holds a Polynomial, not a Forest"):
+        Forest.load(tmp_path / "p.lumber")
+    f.save(tmp_path / "f.lumber")
+    with pytest.raises(ModelFormatError, match="holds a Forest, not a Polynomial"):
+        Polynomial.load(tmp_path / "f.lumber")
+
+
 def test_validate_catches_broken_structure() -> None:
     f = make_forest([("a", 0.5, 1.0, 2.0)], ["a"])
     bad = f.replace(left=np.array([0, -1, -1], dtype=np.int32))
