@@ -38,7 +38,7 @@ from .leaf_boxes import forest_boxes
 from .metrics import Metric
 from .realizable import above, below
 from .sensitive_results import SensitiveResult
-from .sensitive_tests import Goal, TestExtractor, _messages, decision_labels, decisions, verify
+from .sensitive_tests import Goal, TestExtractor, _messages, choose_target, decision_labels, decisions, verify
 from .tree_projection import Bounds, TreePlan
 
 FloatArray = npt.NDArray[np.float64]
@@ -356,15 +356,7 @@ def _assemble(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, labels:
     n, d = X.shape
     G = len(labels)
     idx = np.arange(n)
-    if goal.target is None:
-        masked = gdist.copy()
-        masked[idx, g] = np.inf
-        target = np.argmin(masked, axis=1).astype(np.int64)
-        dist = masked[idx, target]
-    else:
-        target = np.full(n, goal.target, dtype=np.int64)
-        dist = gdist[:, goal.target].copy()
-    target[~np.isfinite(dist)] = -1
+    target, dist = choose_target(gdist, g, goal)
     ok = target >= 0
     point = np.full((n, d), np.nan)
     point[ok] = gpoint[idx[ok], target[ok]]

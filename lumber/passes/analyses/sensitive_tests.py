@@ -142,7 +142,7 @@ def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goa
     grow[idx, cgroup] = case_row
     if metric.norm == Norm.L2:
         gdist = np.sqrt(gdist)
-    target, dist = _choose(gdist, cgroup, goal)
+    target, dist = choose_target(gdist, cgroup, goal)
     ok = target >= 0
     bounds_all = _bounds(cfeat, blo, bhi, slice(None))
     point = _witness(plan, X, grow[idx, np.maximum(target, 0)], ok, bounds_all)
@@ -185,8 +185,10 @@ def _bounds(cfeat: npt.NDArray[np.int64], blo: npt.NDArray[np.float64], bhi: npt
     return {int(f): (blo[sl, j], bhi[sl, j]) for j, f in enumerate(cfeat)}
 
 
-def _choose(gdist: npt.NDArray[np.float64], cgroup: npt.NDArray[np.int64], goal: Goal
-            ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+def choose_target(gdist: npt.NDArray[np.float64], cgroup: npt.NDArray[np.int64], goal: Goal
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Per case, the decision to move to (the nearest other one, or the goal's) and its distance;
+    ``-1`` where none is reachable."""
     n = gdist.shape[0]
     idx = np.arange(n)
     if goal.target is None:
