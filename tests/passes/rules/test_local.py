@@ -212,14 +212,17 @@ def test_unrestricted_features_are_pruned(hand: dict[str, Any]) -> None:
     q = make_query(ctx, act, lambda bits: point_bits(ctx.table, x[None, :], bits)[0], 0)
     S = np.array([0, 1])
     box = ScoredBox(np.array([-INF, 1.5]), np.array([INF, INF]), 0.0, 0.0)
-    hits_leaf = ctx.hits_leaf(local_rules(ctx, x[None, :], target=1)[0].target)
+    tgt = local_rules(ctx, x[None, :], target=1)[0].target
+    hits_leaf = ctx.hits_leaf(tgt)
     both = box_crp(ctx.table, hits_leaf, np.ones(ctx.table.n_leaves, dtype=bool), S, box.lo[None], box.hi[None])
     # the fixed part is empty here, so the direct estimate above is the S = {x0, x1} CRP
     assert both[0] == pytest.approx(((4 / 5) + 1.0) / 2)
     bad_action = interval_bits(ctx.table, act.lo[None], act.hi[None], q.bits, q.candidates)[0]
-    keep, crp, plaus = _prune(ctx, q, bad_action, hits_leaf, S, box, act.lo[S], act.hi[S])
+    keep, crp, plaus, inl = _prune(ctx, q, tgt, bad_action, hits_leaf, S, box, act.lo[S], act.hi[S], None)
     assert keep.tolist() == [False, True] and crp == pytest.approx(1.0) and plaus == pytest.approx(7 / 24)
+    assert inl is None
     # x1 in (0.5, 1.5] with x0 fixed: A L2 (1), B L4 (2/4) -> 0.75 < pi_c = 0.8: x0 stays in the rule
     box2 = ScoredBox(np.array([-INF, 0.5]), np.array([INF, 1.5]), 0.65, 0.5)
-    keep2, crp2, plaus2 = _prune(_ctx(hand, pi_c=0.8), q, bad_action, hits_leaf, S, box2, act.lo[S], act.hi[S])
+    keep2, crp2, plaus2, _ = _prune(_ctx(hand, pi_c=0.8), q, tgt, bad_action, hits_leaf, S, box2, act.lo[S],
+                                    act.hi[S], None)
     assert keep2.tolist() == [True, True] and (crp2, plaus2) == (0.65, 0.5)

@@ -52,8 +52,11 @@ class RuleOptions:
     n_samples: int = 1
     """Counterfactual samples per case (0: none)."""
     widen: int = 6
-    """When a case's best sample is an outlier, try up to this many further feature sets of the search
+    """When a case's best sample is an outlier, anneal up to this many further feature sets of the search
     (larger S) and keep the first whose sample is a verified inlier (0: keep the sparsest rule)."""
+    widen_sets: int = 24
+    """Feature sets whose rules are built while widening; only those whose boxes hold a plausible
+    counterfactual point among training values are annealed (see ``core.plausible_values``)."""
     seed: int = 0
     anneal: AnnealOptions = field(default_factory=AnnealOptions)
 
@@ -69,8 +72,8 @@ class RuleOptions:
             raise InputDataError(f"search must be one of {', '.join(SEARCH_MODES)}, got {self.search!r}")
         if min(self.max_rules, self.max_subsets, self.max_candidates, self.max_sets) < 1:
             raise InputDataError("max_rules, max_subsets, max_candidates and max_sets must be at least 1")
-        if self.widen < 0:
-            raise InputDataError(f"widen must be >= 0, got {self.widen!r}")
+        if self.widen < 0 or self.widen_sets < 0:
+            raise InputDataError(f"widen and widen_sets must be >= 0, got {self.widen!r}, {self.widen_sets!r}")
         if self.n_samples < 0:
             raise InputDataError(f"n_samples must be >= 0, got {self.n_samples!r}")
         return self

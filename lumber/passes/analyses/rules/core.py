@@ -15,17 +15,20 @@ import numpy as np
 import numpy.typing as npt
 
 from .actionable import ActionSpace
-from .boxes import ScoredBox, candidate_boxes, compress, in_boxes, merge_boxes, weighted_share
+from .boxes import ScoredBox, candidate_boxes, compress, in_boxes, merge_boxes, unique_rows, weighted_share
 from .context import RuleContext
 from .divergent import SearchLog, candidate_features, search_divergent
 from .estimators import box_crp, feature_bits, interval_bits, projected_weights, subset_cdp, subset_reach
 from .results import FOUND, NO_DIVERGENT_SET, NO_RULE, Interval, Rule, SearchInfo
-from .targets import RuleTarget
+from .targets import RuleTarget, decisions
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BitArray = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
+
+MAX_POINTS = 2048
+"""Rows scored per feature set for plausible counterfactual points (highest weight first)."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,9 @@ class Outcome:
     reached_pi: bool
     rules: tuple[Rule, ...]
     search: SearchInfo | None
+    plausible: bool | None = None
+    """Some rule's box holds a training value whose counterfactual point is an inlier reaching the
+    target (None: not known, e.g. no inlier score or a regional query)."""
 
 
 @dataclass(frozen=True)
@@ -48,13 +54,17 @@ class Query:
     bad_fixed: BitArray
     action: ActionSpace
     key: int
+    point: FloatArray | None = None
+    """A local query's case as the explained model reads it: rules then prefer boxes holding
+    plausible counterfactual points (the case with S set to a training row's values)."""
 
 
-def make_query(ctx: RuleContext, action: ActionSpace, fixed_bits: Callable[[BitArray], BitArray], key: int) -> Query:
+def make_query(ctx: RuleContext, action: ActionSpace, fixed_bits: Callable[[BitArray], BitArray], key: int,
+               point: FloatArray | None = None) -> Query:
     """Pick the candidate features; ``fixed_bits(bits)`` packs the fixed part (a point or a region)."""
     cand = candidate_features(ctx.table, action.movable, ctx.options.k)
     bits = feature_bits(ctx.table.n_features, cand)
-    return Query(cand, bits, fixed_bits(bits), action, key)
+    return Query(cand, bits, fixed_bits(bits), action, key, point)
 
 
 def find_rules(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArray | None = None) -> Outcome:
@@ -84,19 +94,23 @@ def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: Float
     log = SearchLog()
     attempts = search_divergent(tab, hits_leaf, q.bad_fixed, bad_action, q.candidates, log, pi=opt.pi,
                                 max_size=max_size, search=opt.search, max_subsets=opt.max_subsets,
-                                strict=opt.strict, rng=np.random.default_rng([opt.seed, q.key]))
+                                strict=opt.strict, per_size=1 + opt.widen_sets if opt.widen else 1,
+                                rng=np.random.default_rng([opt.seed, q.key]))
     tried = 0
+    budget = opt.max_sets
     best_crp = -1.0
     any_divergent = False
     found = False
     for att in attempts:
-        if tried >= opt.max_sets:
+        if tried >= budget:
             break
         tried += 1
         any_divergent |= att.divergent
         rules, crp = _rules_on(ctx, target, q, bad_action, hits_leaf, att.features, exclude)
         best_crp = max(best_crp, crp)
         if rules:
+            if not found:
+                budget = tried + (opt.widen_sets if opt.widen else 0)
             found = True
             info = _info(ctx, q, log, tried)
             used = np.array(sorted({iv.index for r in rules for iv in r.intervals}), dtype=np.int64)
@@ -111,7 +125,9 @@ def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: Float
                         "(the rules hold with them fixed)")
                 umask = np.bitwise_or.reduce(q.bits[used]).astype(np.uint64)
                 cdp_used = float(subset_cdp(tab, hits_leaf, q.bad_fixed, bad_action, np.array([umask]))[0])
-            yield Outcome(FOUND, msg, used, cdp_used, cdp_used >= opt.pi, tuple(rules), info)
+            known = [r.inliers for r in rules if r.inliers is not None]
+            plausible = any(v > 0 for v in known) if known else None
+            yield Outcome(FOUND, msg, used, cdp_used, cdp_used >= opt.pi, tuple(rules), info, plausible)
     if found:
         return
     info = _info(ctx, q, log, tried)
@@ -159,35 +175,69 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, bad_action: BitArr
     vals, wr = compress(tab.X[np.ix_(rows, S)], w[rows])
     lo, hi, crp = lo[ok], hi[ok], crp[ok]
     plaus = weighted_share(vals, wr, lo, hi)
+    good = plausible_values(ctx, q, target, S, w)
+    prefer = weighted_share(good[0], good[1], lo, hi) > 0 if good is not None else np.zeros(lo.shape[0], bool)
     if lo.shape[0] > opt.max_candidates:
-        keep = np.lexsort((-crp, -plaus))[: opt.max_candidates]
-        lo, hi, crp, plaus = lo[keep], hi[keep], crp[keep], plaus[keep]
+        keep = np.lexsort((-crp, -plaus, ~prefer))[: opt.max_candidates]
+        lo, hi, crp, plaus, prefer = lo[keep], hi[keep], crp[keep], plaus[keep], prefer[keep]
     merged = merge_boxes(
-        lo, hi, crp, plaus, pi_c=opt.pi_c, max_rules=opt.max_rules, allowed=allowed,
+        lo, hi, crp, plaus, pi_c=opt.pi_c, max_rules=opt.max_rules, allowed=allowed, prefer=prefer,
         crp_of=lambda a, b: box_crp(tab, hits_leaf, fixed_ok, S, a, b),
         plaus_of=lambda a, b: weighted_share(vals, wr, a, b))
     feats = ctx.model.schema.features
     rules = []
     for m in merged:
-        keep, crp_m, plaus_m = _prune(ctx, q, bad_action, hits_leaf, S, m, act.lo[S], act.hi[S])
+        keep, crp_m, plaus_m, inl = _prune(ctx, q, target, bad_action, hits_leaf, S, m, act.lo[S], act.hi[S], good)
         Sk = S[keep]
         support = float(in_boxes(tab.X[:, Sk], m.lo[None, keep], m.hi[None, keep])[0].mean())
         ivs = tuple(Interval(feats[j], int(j), float(m.lo[k]), float(m.hi[k]))
                     for k, j in zip(np.flatnonzero(keep), Sk))
-        rules.append(Rule(ivs, crp_m, plaus_m, support))
+        rules.append(Rule(ivs, crp_m, plaus_m, support, inl))
+    if good is not None:  # rules holding plausible points first (stable: most plausible first otherwise)
+        rules.sort(key=lambda r: not (r.inliers or 0.0) > 0)
     return rules, best
 
 
-def _prune(ctx: RuleContext, q: Query, bad_action: BitArray, hits_leaf: FloatArray, S: IntArray, box: ScoredBox,
-           alo: FloatArray, ahi: FloatArray) -> tuple[BoolArray, float, float]:
+def plausible_values(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray,
+                     w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+    """Values over S (as the rule forest reads them) of the weighted training rows whose counterfactual
+    point -- the local case with S set to the row's values -- is an inlier that reaches the target,
+    with their weights; None without an inlier score or for a regional query.
+
+    This is what annealing inside a box can find among row-wise training values: a box holding
+    none of them yields an outlier sample, however long the chain runs. At most
+    ``MAX_POINTS`` rows (highest weight first) are scored.
+    """
+    if ctx.score is None or q.point is None or S.size == 0:
+        return None
+    rows = np.flatnonzero(w > 0)
+    if rows.size > MAX_POINTS:
+        rows = np.sort(rows[np.argsort(-w[rows], kind="stable")[:MAX_POINTS]])
+    if rows.size == 0:
+        return np.zeros((0, S.size)), np.zeros(0)
+    uniq, inv = unique_rows(ctx.X_raw[np.ix_(rows, S)])
+    P = np.repeat(np.asarray(q.point, dtype=np.float64)[None, :], uniq.shape[0], axis=0)
+    P[:, S] = uniq
+    ok = (np.asarray(ctx.score(P)) >= 0) & target.hit(decisions(ctx.model, P))
+    sel = rows[ok[inv]]
+    return compress(ctx.table.X[np.ix_(sel, S)], w[sel])
+
+
+def _prune(ctx: RuleContext, q: Query, target: RuleTarget, bad_action: BitArray, hits_leaf: FloatArray,
+           S: IntArray, box: ScoredBox, alo: FloatArray, ahi: FloatArray,
+           good: tuple[FloatArray, FloatArray] | None) -> tuple[BoolArray, float, float, float | None]:
     """Drop the features a rule leaves unrestricted when keeping them fixed still reaches ``pi_c``.
 
     A box may span a feature's whole actionable range ("any value"); the rule is
     then clearer and sparser with that feature left as it is, provided the
-    probability, re-estimated with the feature fixed, stays at ``pi_c`` or above.
+    probability, re-estimated with the feature fixed, stays at ``pi_c`` or above,
+    and the box does not lose its last plausible counterfactual point (``good``,
+    see :func:`plausible_values`): fixing the feature may be what makes them outliers.
+    Returns the kept features, CRP, plausibility and inlier share.
     """
     keep = np.ones(S.size, dtype=bool)
     crp, plaus = box.crp, box.plausibility
+    inl = None if good is None else float(weighted_share(good[0], good[1], box.lo[None], box.hi[None])[0])
     free = np.flatnonzero((box.lo <= alo) & (box.hi >= ahi))
     for k in free:
         trial = keep.copy()
@@ -197,14 +247,22 @@ def _prune(ctx: RuleContext, q: Query, bad_action: BitArray, hits_leaf: FloatArr
         mask = np.bitwise_or.reduce(q.bits[S[trial]]).astype(np.uint64)
         fixed_ok = (q.bad_fixed & ~mask) == 0
         c = float(box_crp(ctx.table, hits_leaf, fixed_ok, S[trial], box.lo[None, trial], box.hi[None, trial])[0])
-        if c >= ctx.options.pi_c:
-            keep, crp = trial, c
-            reach = subset_reach(q.bad_fixed, bad_action, np.array([mask], dtype=np.uint64))[0]
-            w = projected_weights(ctx.table, reach)
-            rows = np.flatnonzero(w > 0)
-            vals, wr = compress(ctx.table.X[np.ix_(rows, S[keep])], w[rows])
-            plaus = float(weighted_share(vals, wr, box.lo[None, keep], box.hi[None, keep])[0])
-    return keep, crp, plaus
+        if c < ctx.options.pi_c:
+            continue
+        reach = subset_reach(q.bad_fixed, bad_action, np.array([mask], dtype=np.uint64))[0]
+        w = projected_weights(ctx.table, reach)
+        inl_t = None
+        if good is not None:
+            g = plausible_values(ctx, q, target, S[trial], w)
+            assert g is not None
+            inl_t = float(weighted_share(g[0], g[1], box.lo[None, trial], box.hi[None, trial])[0])
+            if inl is not None and inl > 0 and inl_t <= 0:
+                continue
+        keep, crp, inl = trial, c, inl_t
+        rows = np.flatnonzero(w > 0)
+        vals, wr = compress(ctx.table.X[np.ix_(rows, S[keep])], w[rows])
+        plaus = float(weighted_share(vals, wr, box.lo[None, keep], box.hi[None, keep])[0])
+    return keep, crp, plaus, inl
 
 
 def _allowed(alo: FloatArray, ahi: FloatArray,
@@ -220,4 +278,4 @@ def _allowed(alo: FloatArray, ahi: FloatArray,
     return ok
 
 
-__all__ = ["Outcome", "Query", "find_rules", "make_query", "rule_outcomes"]
+__all__ = ["MAX_POINTS", "Outcome", "Query", "find_rules", "make_query", "plausible_values", "rule_outcomes"]

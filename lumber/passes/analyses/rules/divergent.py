@@ -104,8 +104,10 @@ def search_divergent(tab: LeafTable, hits_leaf: FloatArray, bad_fixed: BitArray,
     The first set yielded (when any reaches ``pi``) is the minimal divergent
     explanation. Sizes are scored lazily, so a caller that is satisfied with
     the first set pays for the sizes up to it only. Unless ``strict``, when no
-    set reaches ``pi`` the ``per_size`` best sets of every size follow, smallest
-    first, for rules whose own probability (CRP) may still reach ``pi_c``.
+    set reaches ``pi`` the ``per_size`` best sets of every size follow, for rules
+    whose own probability (CRP) may still reach ``pi_c``: the best set of each
+    size first (smallest first), then the runners-up by size and CDP (these feed
+    the plausibility widening of local rules).
     """
     K = int(candidates.shape[0])
     if K >= SENTINEL_BIT:
@@ -141,7 +143,11 @@ def search_divergent(tab: LeafTable, hits_leaf: FloatArray, bad_fixed: BitArray,
         fallback.extend((s, float(scores[i]), int(masks[i])) for i in order[:per_size] if scores[i] < pi)
     if strict or any_divergent:
         return
-    for s, c, m in sorted(fallback, key=lambda t: (t[0], -t[1])):
+    # the best set of each size first (smallest first), then the runners-up by size and CDP
+    ranked = sorted(fallback, key=lambda t: (t[0], -t[1]))
+    firsts = [t for k, t in enumerate(ranked) if k == 0 or ranked[k - 1][0] != t[0]]
+    rest = [t for k, t in enumerate(ranked) if not (k == 0 or ranked[k - 1][0] != t[0])]
+    for s, c, m in firsts + rest:
         yield Attempt(_features(candidates, m), c, False)
 
 

@@ -50,7 +50,8 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
                                               features=(), cdp=1.0, **common))
             continue
         act = action_space(ctx.constraints, names, Xm[i], Xm[i])
-        q = make_query(ctx, act, lambda bits, i=i: point_bits(ctx.table, Xr[i:i + 1], bits)[0], keys[i])
+        q = make_query(ctx, act, lambda bits, i=i: point_bits(ctx.table, Xr[i:i + 1], bits)[0], keys[i],
+                       point=Xm[i])
         gen = rule_outcomes(ctx, tgt, q, exclude=Xr[i])
         out = next(gen)
         if out.status == FOUND:
@@ -85,12 +86,21 @@ def _rank(samples: Sequence[CounterfactualSample]) -> tuple[bool, bool, float]:
 def _widen(ctx: RuleContext, res: CounterfactualRule, more: Iterator[Outcome], x: FloatArray, key: int,
            names: Sequence[str]) -> CounterfactualRule:
     """Try the next feature sets of the search while the best sample is an outlier (or misses the target);
-    keep the first set whose sample is a verified inlier, else the best sample seen."""
+    keep the first set whose sample is a verified inlier, else the best sample seen.
+
+    Sets whose rules hold no plausible counterfactual point among training values
+    (``Outcome.plausible is False``) are passed over without annealing; at most
+    ``widen`` sets are annealed (the generator itself stops after ``widen_sets`` sets).
+    """
     best = res
-    for _ in range(ctx.options.widen):
+    annealed = 0
+    while annealed < ctx.options.widen:
         out = next(more, None)
         if out is None or out.status != FOUND:
             break
+        if out.plausible is False:
+            continue
+        annealed += 1
         [samples] = sample_cases(ctx, x[None, :], [out.rules], [res.target], [key], ctx.options.n_samples)
         if _rank(samples) > _rank(best.samples):
             common = dict(target=res.target, pi=res.pi, pi_c=res.pi_c, schema_features=res.schema_features,

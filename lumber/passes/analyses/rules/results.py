@@ -75,6 +75,11 @@ class Rule:
     """Projected Forest estimate of P(X_S in box | rest fixed): how common such values are."""
     support: float
     """Share of all training rows whose values on S lie in the box."""
+    inliers: float | None = None
+    """Local rules with an inlier score: the Projected Forest weight of the box's training values
+    whose counterfactual point (the case with S set to them) is an inlier reaching the target, as a
+    share of all weight (same scale as ``plausibility``). 0: annealing inside the box can only
+    return outliers among training values. None when not computed (regional rules, no scorer)."""
 
     def contains(self, X: FloatArray) -> npt.NDArray[np.bool_]:
         X2 = np.atleast_2d(X)
@@ -97,7 +102,7 @@ class Rule:
     def to_dict(self) -> dict[str, Any]:
         return {"if": [iv.to_dict() for iv in self.intervals], "probability": float(self.probability),
                 "plausibility": float(self.plausibility), "support": float(self.support),
-                "text": self.condition_text()}
+                "inliers": None if self.inliers is None else float(self.inliers), "text": self.condition_text()}
 
 
 @dataclass(frozen=True)
