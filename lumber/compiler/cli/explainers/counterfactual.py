@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from lumber.compiler.api.counterfactual import counterfactual
-from lumber.ir import InputDataError, Task
+from lumber.compiler.cli.explainers import parse_target
+from lumber.ir import InputDataError
 from lumber.passes.counterfactual import CounterfactualResult
 
 
@@ -24,7 +25,7 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     forest = _typed(ctx.forest, args.data)
     scale = None if args.metric in (None, "none") else args.metric
     reference, ref_name = (ctx.train_X, "train") if ctx.train_X is not None else (ctx.X, "data")
-    target = _target(args.target, forest.schema.task)
+    target = parse_target(args.target, forest.schema.task)
     X = ctx.X[np.asarray(ctx.rows, dtype=np.int64)]
     results = counterfactual(forest, X, target=target, constraints=ctx.constraints, norm=args.norm or "l1",
                              scale=scale, reference=reference, time_limit=args.time_limit, n_jobs=args.jobs,
@@ -57,16 +58,6 @@ def _typed(forest: Any, data: str) -> Any:
     from lumber.compiler.dsl import refine_schema
 
     return forest.replace(schema=refine_schema(forest.schema, table.features))
-
-
-def _target(spec: str | None, task: Task) -> Any:
-    if spec is None or task != Task.REGRESSION:
-        return spec
-    try:
-        lo, hi = spec.split(":", 1)
-        return (float(lo) if lo.strip() else -np.inf, float(hi) if hi.strip() else np.inf)
-    except ValueError:
-        raise InputDataError(f"--target {spec!r} is not an interval", "for a regressor use --target LO:HI") from None
 
 
 def format_text(rows: Any, results: list[CounterfactualResult], reference: str) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from lumber.compiler.api.sensitive import sensitive_tests
-from lumber.ir import InputDataError, Task
+from lumber.compiler.cli.explainers import parse_target
+from lumber.ir import InputDataError
 from lumber.passes.analyses.sensitive_results import CaseSensitivity, SensitiveResult
 
 
@@ -26,23 +27,13 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
         reference, ref_name = (ctx.train_X, "train") if ctx.train_X is not None else (ctx.X, "data")
     if args.norm == "l0":
         raise InputDataError("--norm l0 is not supported by sensitive tests", "use l1, l2 or linf")
-    target = _target(args.target, ctx.forest.schema.task)
+    target = parse_target(args.target, ctx.forest.schema.task)
     result = sensitive_tests(ctx.forest, ctx.frame.iloc[ctx.rows], constraints=ctx.constraints,
                              norm=args.norm or "l2", scale=scale, reference=reference, target=target)
     result.rows = np.asarray(ctx.rows)
     js = result.to_json()
     js["reference"] = ref_name
     return js, format_text(result, ref_name)
-
-
-def _target(spec: str | None, task: Task) -> Any:
-    if spec is None or task != Task.REGRESSION:
-        return spec
-    try:
-        lo, hi = spec.split(":", 1)
-        return (float(lo) if lo.strip() else -np.inf, float(hi) if hi.strip() else np.inf)
-    except ValueError:
-        raise InputDataError(f"--target {spec!r} is not an interval", "for a regressor use --target LO:HI") from None
 
 
 def format_text(result: SensitiveResult, reference: str | None) -> str:
