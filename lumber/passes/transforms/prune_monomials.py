@@ -11,6 +11,13 @@ monomials it removes. Cuts never split monomials of equal eta, so the answer is
 a threshold: the chosen cut is within ``tol`` and the next distinct eta value
 is not (or every monomial goes). The result is no longer exact: the pass
 reports monomials kept and dropped and the metric before and after.
+
+``method=refit`` (:mod:`.prune_refit`) cuts along the same eta order in steps
+and refits the kept weights to the unpruned margins after every cut (options
+``step``, ``iters``). ``reduction=<r>`` asks for ``floor(n / r)`` monomials
+instead of a threshold: the ``r`` chosen on another model, for instance (with
+``method=eta`` the lowest-eta monomials go, ties broken by index). The paper's
+rule stays the default: it is exact on the kept weights and needs no solve.
 """
 
 from __future__ import annotations
@@ -41,6 +48,14 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
     """``auto``: allowed metric loss (absolute for AUC/accuracy, relative for RMSE/log-loss)."""
     metric: Literal["auto", "auc", "accuracy", "logloss", "rmse"] = "auto"
     """``auto``: AUC for binary classifiers, log-loss for multiclass, RMSE for regression."""
+    method: Literal["eta", "refit"] = "eta"
+    """``eta``: the paper's threshold; ``refit``: eta cuts in steps, kept weights refitted after each."""
+    step: float = 0.1
+    """``refit``: fraction of the remaining monomials cut per path step (0 < step < 1)."""
+    iters: int = 20
+    """``refit``: conjugate-gradient iterations per refit."""
+    reduction: float | None = None
+    """Keep ``floor(n / reduction)`` monomials instead of choosing alpha (needs ``alpha=auto``, ignores tol)."""
 
     def __post_init__(self) -> None:
         if self.alpha != "auto" and not (isinstance(self.alpha, (int, float)) and self.alpha >= 0):
@@ -49,10 +64,25 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
             raise CompileError(f"tol must be non-negative, got {self.tol!r}")
         if self.metric != "auto" and self.metric not in METRICS:
             raise CompileError(f"unknown metric '{self.metric}'", f"known metrics: auto, {', '.join(METRICS)}")
+        if self.method not in ("eta", "refit"):
+            raise CompileError(f"unknown method '{self.method}'", "known methods: eta (the paper's), refit")
+        if not (isinstance(self.step, (int, float)) and 0 < self.step < 1):
+            raise CompileError(f"step must be a fraction in (0, 1), got {self.step!r}")
+        if not (isinstance(self.iters, int) and not isinstance(self.iters, bool) and self.iters >= 1):
+            raise CompileError(f"iters must be a positive integer, got {self.iters!r}")
+        if self.reduction is not None:
+            if not (isinstance(self.reduction, (int, float)) and self.reduction >= 1):
+                raise CompileError(f"reduction must be a number >= 1 (monomials before / after), got {self.reduction!r}")
+            if self.alpha != "auto":
+                raise CompileError("give alpha or reduction, not both", "reduction=R keeps floor(n / R) monomials")
 
     def run(self, ir: Polynomial, ctx: PassContext) -> Polynomial:
         text = self.pipeline_text()
         data = ctx.require(text, "X_train", why="eta(M) is a mean over training rows")
+        if self.method == "refit":
+            return self._run_refit(ir, ctx, data, text)
+        if self.reduction is not None:
+            return self._run_reduction(ir, ctx, data)
         if self.alpha == "auto":
             ctx.require(text, "X_valid", "y_valid", why="alpha=auto is chosen on validation rows")
         eta = monomial_eta(ir, data.X_train)
@@ -77,6 +107,54 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
         ctx.report(prune_report(self.name, ir, out, alpha, metric, before, after, self.tol,
                                 n_valid=None if Xv is None else Xv.shape[0]))
         return out
+
+
+    def _metric(self, ir: Polynomial, data: Any) -> tuple[Metric | None, Any]:
+        if data.X_valid is None or data.y_valid is None:
+            return None, None
+        return make_metric(self.metric, ir.schema, data.y_valid), ir.prepare_input(data.X_valid)
+
+    def _run_reduction(self, ir: Polynomial, ctx: PassContext, data: Any) -> Polynomial:
+        """``method=eta, reduction=R``: the ``floor(n / R)`` monomials of largest eta."""
+        assert self.reduction is not None
+        eta = monomial_eta(ir, data.X_train)
+        k = int(np.floor(ir.n_monomials / self.reduction))
+        keep = np.sort(np.argsort(-eta, kind="stable")[:k])
+        out = ir.select(keep)
+        alpha = float(eta[keep].min()) if k else float("inf")
+        ctx.report(self._report(ir, out, alpha, *self._metric(ir, data)))
+        return out
+
+    def _run_refit(self, ir: Polynomial, ctx: PassContext, data: Any, text: str) -> Polynomial:
+        from .prune_refit import refit_path
+
+        auto = self.alpha == "auto" and self.reduction is None
+        if auto:
+            ctx.require(text, "X_valid", "y_valid", why="alpha=auto is chosen on validation rows")
+        metric, Xv = self._metric(ir, data)
+        res = refit_path(ir, data.X_train, step=self.step, iters=self.iters,
+                         alpha=None if self.alpha == "auto" else float(self.alpha), reduction=self.reduction,
+                         X_valid=Xv if auto else None, metric=(lambda m: metric(_shape(m, ir))) if auto else None,
+                         within=(lambda v, b: metric.within(v, b, self.tol)) if auto and metric else None)
+        nonzero = np.flatnonzero((res.weight != 0).any(axis=1))
+        out = ir.select(res.keep[nonzero]).replace(weight=res.weight[nonzero], bias=res.bias)
+        # a fixed alpha holds for the refitted weights; a validated path has no single threshold
+        alpha = float(self.alpha) if self.alpha != "auto" else float("nan")
+        rep = self._report(ir, out, alpha, metric, Xv)
+        rep.metrics.update(method="refit", path_steps=len(res.steps))
+        ctx.report(rep)
+        return out
+
+    def _report(self, ir: Polynomial, out: Polynomial, alpha: float, metric: Metric | None, Xv: Any) -> PassReport:
+        """Report with the metric of the returned polynomial itself (``evaluate`` on the validation rows)."""
+        before = after = None
+        if metric is not None and Xv is not None:
+            before = metric(_shape(ir.bias[None, :] + ir.partial_sum(Xv, None, prepared=True), ir))
+            after = metric(_shape(out.bias[None, :] + out.partial_sum(Xv, None, prepared=True), out))
+        rep = prune_report(self.name, ir, out, alpha, metric, before, after, self.tol,
+                           n_valid=None if Xv is None else Xv.shape[0])
+        rep.metrics["method"] = self.method
+        return rep
 
 
 def monomial_eta(poly: Polynomial, X: Any) -> npt.NDArray[np.float64]:
@@ -137,7 +215,8 @@ def prune_report(name: str, before_ir: Polynomial, after_ir: Polynomial, alpha: 
                  before: float | None, after: float | None, tol: float, n_valid: int | None) -> PassReport:
     kept, total = after_ir.n_monomials, before_ir.n_monomials
     ratio = total / kept if kept else float("inf")
-    text = f"kept {kept:,} of {total:,} monomials (dropped {total - kept:,}; {ratio:.2f}x fewer), alpha={alpha:.4g}"
+    text = f"kept {kept:,} of {total:,} monomials (dropped {total - kept:,}; {ratio:.2f}x fewer)"
+    text += f", alpha={alpha:.4g}" if np.isfinite(alpha) else ", refit path" if np.isnan(alpha) else ""
     metrics: dict[str, Any] = {"kept": kept, "dropped": total - kept, "monomials_before": total,
                                "reduction": ratio, "alpha": alpha, "conditions_before": before_ir.n_conditions,
                                "conditions_after": after_ir.n_conditions}
