@@ -34,11 +34,12 @@ RANDOM_FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTrees
 
 def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = None, *,
                          constraints: Any = None, surrogate: Any = None, pi: float = 0.9, pi_c: float = 0.9,
-                         k: int = 10, n_samples: int = 1, widen: int = 6, seed: int = 0, strict: bool = False,
-                         search: str = "auto", max_subsets: int = 2048, max_rules: int = 5, max_sets: int = 10,
+                         k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
+                         strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
+                         max_sets: int = 10,
                          n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
-                         anneal: AnnealOptions | None = None, verify: bool = True,
-                         rows: Sequence[int] | None = None) -> CounterfactualRule | RuleSet:
+                         contamination: float | str = 0.1, anneal: AnnealOptions | None = None,
+                         verify: bool = True, rows: Sequence[int] | None = None) -> CounterfactualRule | RuleSet:
     """Counterfactual rules for a case, a batch of cases, or a region of cases.
 
     Parameters
@@ -67,6 +68,10 @@ def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = 
         file or Forest) to estimate with.
     pi, pi_c, k
         CDP threshold of the divergent set, CRP threshold of a rule, candidate features.
+    k_max
+        When no rule is found over the ``k`` most-used features, one second pass over
+        the ``k_max`` most-used (sampled subsets when a size has more than ``max_subsets``;
+        the message says so). ``k_max <= k`` turns it off (the paper's protocol).
     n_samples
         Counterfactual samples per case (simulated annealing; 0 for none).
     widen
@@ -78,17 +83,25 @@ def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = 
         The surrogate random forest (paper: 20 trees, depth 10).
     isolation
         A fitted scikit-learn ``IsolationForest`` (or its Forest) scoring samples;
-        default: one fitted on ``X_train`` with ``random_state=seed``.
+        default: one fitted on ``X_train`` with ``random_state=seed`` and ``contamination``.
+    contamination
+        The default isolation forest's false-alarm rate on the training rows: a sample
+        is plausible ("inlier") when its score is above the ``contamination`` quantile
+        of the training rows' scores (0.1: the 10% most isolated training rows are
+        outliers), the definition ``lumber.counterfactual``'s plausibility constraint uses.
+        ``"auto"`` is scikit-learn's fixed threshold (the paper's setting), which on
+        small discrete data calls many real rows outliers (about half of compas's).
     verify
         Also check every sample with the source model object's ``predict``.
     """
     if x is None:
         raise InputDataError("no case or region to explain", "pass x= one case, several cases or a region")
     explainer = RuleExplainer(model, X_train, constraints=constraints, surrogate=surrogate, pi=pi, pi_c=pi_c, k=k,
+                              k_max=k_max,
                               n_samples=n_samples, widen=widen, seed=seed, strict=strict, search=search,
                               max_subsets=max_subsets, max_rules=max_rules, max_sets=max_sets,
                               n_estimators=n_estimators, max_depth=max_depth, isolation=isolation,
-                              anneal=anneal, verify=verify)
+                              contamination=contamination, anneal=anneal, verify=verify)
     regions = _as_regions(explainer.forest, x)
     if regions is not None:
         rs = explainer.regional(regions[0], target)
@@ -102,10 +115,11 @@ class RuleExplainer:
     """Everything fitted once per model and training set; explain many cases and regions with it."""
 
     def __init__(self, model: Any, X_train: Any, *, constraints: Any = None, surrogate: Any = None,
-                 pi: float = 0.9, pi_c: float = 0.9, k: int = 10, n_samples: int = 1, widen: int = 6, seed: int = 0,
+                 pi: float = 0.9, pi_c: float = 0.9, k: int = 10, k_max: int = 30, n_samples: int = 1,
+                 widen: int = 6, seed: int = 0,
                  strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
                  max_sets: int = 10, n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
-                 anneal: AnnealOptions | None = None, verify: bool = True) -> None:
+                 contamination: float | str = 0.1, anneal: AnnealOptions | None = None, verify: bool = True) -> None:
         from lumber.compiler.frontends import load
 
         self.model = model
@@ -113,8 +127,9 @@ class RuleExplainer:
         if self.forest.schema.task.name == "ANOMALY":
             raise UnsupportedModelError("counterfactual rules explain classifiers and regressors, not anomaly scores")
         self.constraints = _constraints(constraints, self.forest)
-        options = RuleOptions(pi=pi, pi_c=pi_c, k=k, search=search, max_subsets=max_subsets, max_rules=max_rules,
-                              strict=strict, max_sets=max_sets, n_samples=n_samples, widen=widen, seed=seed,
+        options = RuleOptions(pi=pi, pi_c=pi_c, k=k, k_max=k_max, search=search, max_subsets=max_subsets,
+                              max_rules=max_rules, strict=strict, max_sets=max_sets, n_samples=n_samples,
+                              widen=widen, seed=seed,
                               anneal=anneal or AnnealOptions()).check()
         X_raw = self.forest.prepare_input(X_train)
         if X_raw.shape[0] < 2:
@@ -122,7 +137,7 @@ class RuleExplainer:
         train_dec = decisions(self.forest, X_raw)
         self.rule_forest, self.surrogate_kind = self._rule_forest(surrogate, X_raw, train_dec, n_estimators,
                                                                   max_depth, seed)
-        self.isolation = _isolation(isolation, self.forest, X_raw, seed)
+        self.isolation = _isolation(isolation, self.forest, X_raw, seed, contamination)
         self.context: RuleContext = build_context(self.forest, self.rule_forest, X_raw, constraints=self.constraints,
                                                   score=self.inlier_score, options=options)
         self.fidelity = _fidelity(self.forest, self.rule_forest, X_raw, train_dec)
@@ -256,15 +271,20 @@ def _fidelity(model: Forest, rule_forest: Forest, X: FloatArray, dec: FloatArray
     return float(1.0 - np.mean((pred - dec) ** 2) / var) if var > 0 else 1.0
 
 
-def _isolation(isolation: Any, forest: Forest, X: FloatArray, seed: int) -> tuple[Forest, FloatArray]:
+def _isolation(isolation: Any, forest: Forest, X: FloatArray, seed: int,
+               contamination: float | str = 0.1) -> tuple[Forest, FloatArray]:
     from lumber.compiler.frontends import load
 
+    if not (contamination == "auto" or (isinstance(contamination, (int, float)) and 0.0 < contamination <= 0.5)):
+        raise InputDataError(f"contamination must be 'auto' or in (0, 0.5], got {contamination!r}",
+                             "the share of training rows the default isolation forest calls outliers")
     medians = np.nanmedian(np.where(np.isfinite(X), X, np.nan), axis=0)
     medians = np.where(np.isnan(medians), 0.0, medians)
     if isolation is None:
         from sklearn.ensemble import IsolationForest
 
-        isolation = IsolationForest(random_state=seed).fit(np.where(np.isnan(X), medians[None, :], X))
+        isolation = IsolationForest(contamination=contamination, random_state=seed).fit(
+            np.where(np.isnan(X), medians[None, :], X))
     iso = load(isolation, feature_names=forest.schema.feature_names) if not isinstance(isolation, Forest) else isolation
     if iso.schema.task.name != "ANOMALY" or iso.n_features != forest.n_features:
         raise InputDataError("isolation must be an IsolationForest over the model's features")

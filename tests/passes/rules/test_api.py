@@ -161,3 +161,20 @@ def test_samples_are_checked_on_the_source_model(compas_model: dict[str, Any]) -
     ex.model = Disagrees()
     bad = ex.local(compas_model["Xte"].iloc[:2])
     assert [s.verified for r in bad for s in r.samples] == [False] * sum(len(r.samples) for r in bad)
+
+
+def test_default_isolation_forest_is_calibrated(compas_model: dict[str, Any],
+                                                compas_rules: tuple[RuleExplainer, RuleSet]) -> None:
+    """The default detector calls 10% of the training rows outliers (contamination=0.1, like
+    lumber.counterfactual's plausibility); ``contamination="auto"`` is scikit-learn's fixed threshold,
+    which on compas calls about half of them outliers."""
+    ex, rs = compas_rules
+    X = ex.forest.prepare_input(compas_model["Xtr"])
+    share = float((ex.inlier_score(X) >= 0).mean())
+    assert 0.88 <= share <= 0.92
+    auto = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0, contamination="auto")
+    assert float((auto.inlier_score(X) >= 0).mean()) < 0.7
+    for r in rs:  # local rules report how much of each box is plausible
+        assert all(rule.inliers is not None and 0.0 <= rule.inliers <= rule.plausibility + 1e-12 for rule in r.rules)
+    with pytest.raises(InputDataError, match="contamination must be 'auto' or in"):
+        RuleExplainer(compas_model["model"], compas_model["Xtr"], contamination=0.9)

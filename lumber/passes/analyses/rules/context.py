@@ -37,6 +37,11 @@ class RuleOptions:
     """CRP a rule box must reach."""
     k: int = 10
     """Candidate features: the K the rule forest splits on most."""
+    k_max: int = 30
+    """When no rule is found over the K candidates, one second pass over the ``k_max`` most-used
+    features (<= k: none); see ``core.search_rules``."""
+    max_sets_wide: int = 40
+    """Feature sets tried in that second pass."""
     search: str = "auto"
     """``exhaustive`` subsets, ``sampled`` from decision paths, or ``auto`` (sampled above ``max_subsets``)."""
     max_subsets: int = 2048
@@ -65,13 +70,17 @@ class RuleOptions:
             v = getattr(self, name)
             if not 0.0 < v <= 1.0:
                 raise InputDataError(f"{name} must be in (0, 1], got {v!r}")
-        if not 1 <= self.k <= 62:
-            raise InputDataError(f"k must be between 1 and 62, got {self.k!r}",
-                                 "k is the number of most-used features the search considers")
+        for name in ("k", "k_max"):
+            v = getattr(self, name)
+            if not (1 if name == "k" else 0) <= v <= 62:
+                raise InputDataError(f"{name} must be between {1 if name == 'k' else 0} and 62, got {v!r}",
+                                     "k is the number of most-used features the search considers, k_max the "
+                                     "number in the second pass when no rule is found over k")
         if self.search not in SEARCH_MODES:
             raise InputDataError(f"search must be one of {', '.join(SEARCH_MODES)}, got {self.search!r}")
-        if min(self.max_rules, self.max_subsets, self.max_candidates, self.max_sets) < 1:
-            raise InputDataError("max_rules, max_subsets, max_candidates and max_sets must be at least 1")
+        if min(self.max_rules, self.max_subsets, self.max_candidates, self.max_sets, self.max_sets_wide) < 1:
+            raise InputDataError("max_rules, max_subsets, max_candidates, max_sets and max_sets_wide must be at "
+                                 "least 1")
         if self.widen < 0 or self.widen_sets < 0:
             raise InputDataError(f"widen and widen_sets must be >= 0, got {self.widen!r}, {self.widen_sets!r}")
         if self.n_samples < 0:

@@ -8,7 +8,7 @@ after that is shared.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 import numpy as np
@@ -60,9 +60,10 @@ class Query:
 
 
 def make_query(ctx: RuleContext, action: ActionSpace, fixed_bits: Callable[[BitArray], BitArray], key: int,
-               point: FloatArray | None = None) -> Query:
-    """Pick the candidate features; ``fixed_bits(bits)`` packs the fixed part (a point or a region)."""
-    cand = candidate_features(ctx.table, action.movable, ctx.options.k)
+               point: FloatArray | None = None, k: int | None = None) -> Query:
+    """Pick the candidate features (``k``, default ``options.k``); ``fixed_bits(bits)`` packs the
+    fixed part (a point or a region)."""
+    cand = candidate_features(ctx.table, action.movable, ctx.options.k if k is None else k)
     bits = feature_bits(ctx.table.n_features, cand)
     return Query(cand, bits, fixed_bits(bits), action, key, point)
 
@@ -72,8 +73,43 @@ def find_rules(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArr
     return next(rule_outcomes(ctx, target, q, exclude))
 
 
-def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArray | None = None
-                  ) -> Iterator[Outcome]:
+def search_rules(ctx: RuleContext, target: RuleTarget, query: Callable[[int | None], Query],
+                 exclude: FloatArray | None = None) -> tuple[Outcome, Iterator[Outcome]]:
+    """The first outcome over the K most-used features and the generator of further ones; when
+    that finds no rule, one second pass over the ``options.k_max`` most-used features.
+
+    With many correlated features (breast cancer: 30), the features outside the K
+    candidates stay fixed at the case's values and keep enough trees on the case's
+    side that no box over <= K features reaches ``pi_c``; letting more features move
+    (sampled subsets once a size has more than ``max_subsets``, ``max_sets_wide``
+    sets tried) finds one. The second pass is reported in the outcome's message.
+    """
+    opt = ctx.options
+    q = query(None)
+    gen = rule_outcomes(ctx, target, q, exclude)
+    out = next(gen)
+    if out.status == FOUND or opt.k_max <= opt.k:
+        return out, gen
+    q2 = query(opt.k_max)
+    if q2.candidates.size <= q.candidates.size:
+        return out, gen
+    gen2 = rule_outcomes(ctx, target, q2, exclude, max_sets=opt.max_sets_wide)
+    out2 = next(gen2)
+    if out2.status != FOUND:
+        return replace(out, message=out.message + f"; nor over the {q2.candidates.size} most-used features "
+                       f"({opt.max_sets_wide} sets tried): {out2.message}"), gen2
+    note = (f"; no rule over the {q.candidates.size} most-used features, so the search moved on to the "
+            f"{q2.candidates.size} most-used")
+    first = replace(out2, message=out2.message + note)
+
+    def chain() -> Iterator[Outcome]:
+        for o in gen2:
+            yield replace(o, message=o.message + note)
+    return first, chain()
+
+
+def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArray | None = None,
+                  max_sets: int | None = None) -> Iterator[Outcome]:
     """Feature sets from the divergent search, tried in order; yields an outcome for each set that
     gives rules (at most ``max_sets`` sets are tried), or a single failure outcome when none does.
 
@@ -97,7 +133,7 @@ def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: Float
                                 strict=opt.strict, per_size=1 + opt.widen_sets if opt.widen else 1,
                                 rng=np.random.default_rng([opt.seed, q.key]))
     tried = 0
-    budget = opt.max_sets
+    budget = opt.max_sets if max_sets is None else max_sets
     best_crp = -1.0
     any_divergent = False
     found = False
@@ -278,4 +314,5 @@ def _allowed(alo: FloatArray, ahi: FloatArray,
     return ok
 
 
-__all__ = ["MAX_POINTS", "Outcome", "Query", "find_rules", "make_query", "plausible_values", "rule_outcomes"]
+__all__ = ["MAX_POINTS", "Outcome", "Query", "find_rules", "make_query", "plausible_values", "rule_outcomes",
+           "search_rules"]

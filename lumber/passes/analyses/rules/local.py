@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from .actionable import action_space
 from .context import RuleContext
-from .core import Outcome, make_query, rule_outcomes
+from .core import Outcome, make_query, search_rules
 from .estimators import point_bits
 from .recourse import sample_cases
 from .results import ALREADY_TARGET, FOUND, CounterfactualRule, CounterfactualSample, RuleSet
@@ -50,10 +50,10 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
                                               features=(), cdp=1.0, **common))
             continue
         act = action_space(ctx.constraints, names, Xm[i], Xm[i])
-        q = make_query(ctx, act, lambda bits, i=i: point_bits(ctx.table, Xr[i:i + 1], bits)[0], keys[i],
-                       point=Xm[i])
-        gen = rule_outcomes(ctx, tgt, q, exclude=Xr[i])
-        out = next(gen)
+        out, gen = search_rules(
+            ctx, tgt, lambda k, i=i, act=act: make_query(
+                ctx, act, lambda bits: point_bits(ctx.table, Xr[i:i + 1], bits)[0], keys[i], point=Xm[i], k=k),
+            exclude=Xr[i])
         if out.status == FOUND:
             more[i] = gen
         results.append(_result(out, names, common))
@@ -118,7 +118,7 @@ def rule_info(ctx: RuleContext) -> dict[str, Any]:
     f = ctx.table.forest
     return {"rule_forest": {"trees": f.n_trees, "leaves": ctx.table.n_leaves, "source": dict(f.schema.source)},
             "training_rows": int(ctx.X_raw.shape[0]), "pi": ctx.options.pi, "pi_c": ctx.options.pi_c,
-            "k": ctx.options.k, "seed": ctx.options.seed}
+            "k": ctx.options.k, "k_max": ctx.options.k_max, "seed": ctx.options.seed}
 
 
 __all__ = ["local_rules", "rule_info"]

@@ -21,7 +21,7 @@ from lumber.ir import Forest, InputDataError, Schema
 from ..leaf_boxes import tree_boxes
 from .actionable import action_space
 from .context import RuleContext
-from .core import find_rules, make_query
+from .core import make_query, search_rules
 from .estimators import interval_bits
 from .local import rule_info
 from .recourse import sample_cases
@@ -111,9 +111,8 @@ def regional_rules(ctx: RuleContext, regions: Sequence[Region], target: Any = No
             continue
         lo0 = np.where(np.isneginf(reg.lo), -np.inf, np.nextafter(reg.lo, np.inf))
         act = action_space(ctx.constraints, names, lo0, reg.hi)
-        q = make_query(ctx, act, lambda bits, reg=reg: interval_bits(tab, reg.lo[None], reg.hi[None], bits)[0],
-                       1_000_000 + r)
-        out = find_rules(ctx, tgt, q)
+        out, _ = search_rules(ctx, tgt, lambda k, reg=reg, act=act, r=r: make_query(
+            ctx, act, lambda bits: interval_bits(tab, reg.lo[None], reg.hi[None], bits)[0], 1_000_000 + r, k=k))
         results.append(CounterfactualRule(out.status, out.message, features=tuple(names[j] for j in out.features),
                                           cdp=out.cdp, reached_pi=out.reached_pi, rules=out.rules, search=out.search,
                                           extra=extra, **common))
