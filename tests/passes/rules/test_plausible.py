@@ -157,3 +157,13 @@ def test_options_checked() -> None:
         RuleOptions(widen_sets=-1).check()
     with pytest.raises(InputDataError, match="max_sets_wide"):
         RuleOptions(max_sets_wide=0).check()
+
+
+def test_robustness_bonus_only_for_inliers() -> None:
+    """An outlier that survives every noise draw never outranks an inlier that survives none."""
+    from lumber.passes.analyses.rules.sampling import AnnealOptions, _energy
+
+    opt = AnnealOptions(robust_sigma=0.1, robust_weight=0.5)
+    e = _energy(np.array([-0.01, 0.001, 0.02]), np.array([True, True, True]), np.array([0.5, 0.0, 0.25]), opt)
+    assert e.tolist() == pytest.approx([-0.01, 0.001, 0.27])
+    assert int(np.argmax(e)) == 2 and e[1] > e[0]

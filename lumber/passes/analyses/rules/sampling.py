@@ -54,7 +54,7 @@ class AnnealOptions:
     """When > 0, reward samples whose decision survives noise on the changed features: Gaussian
     noise of this standard deviation, in units of each feature's training range (the paper's
     noisy-response experiment), ``robust_draws`` fixed draws, weight ``robust_weight`` times the
-    share of draws that keep the target."""
+    share of draws that keep the target; inliers only (a plausible sample always beats an outlier)."""
     robust_draws: int = 16
     robust_weight: float = 0.5
 
@@ -94,6 +94,9 @@ def _propose(job: SampleJob, base: FloatArray, n: int, rng: np.random.Generator,
 
 
 def _energy(score: FloatArray, valid: BoolArray, bonus: FloatArray, opt: AnnealOptions) -> FloatArray:
+    """Inlier score, minus ``penalty`` off target (guided), plus the robustness bonus for inliers only:
+    robustness ranks plausible samples, it never buys an outlier."""
+    bonus = np.where(score >= 0, bonus, 0.0)
     return score + bonus - (opt.penalty * (~valid) if opt.guided else 0.0)  # type: ignore[no-any-return]
 
 
