@@ -7,6 +7,10 @@ is required) with a surrogate random forest fitted to the model's decisions;
 ``--constraints FILE`` keeps immutable features out of S and clips boxes to
 directions and bounds; ``--target`` names the class wanted (``lo:hi`` for a
 regressor); ``--seed`` fixes the surrogate, the isolation forest and the samples.
+A sample is "inlier" under an isolation forest fitted on the training rows and
+calibrated so that 10% of them are outliers (``contamination=0.1``, as for
+``lumber.counterfactual``'s plausibility). When no rule is found over the 10
+most-used features, the search retries over the 30 most-used (the message says so).
 """
 
 from __future__ import annotations
