@@ -132,3 +132,9 @@ def _tiny() -> lumber.ir.Forest:
     from builders import make_forest
 
     return make_forest([("x0", 0.5, 1.0, 2.0)], ["x0"])
+
+
+def test_design_matrix_over_budget_is_a_clear_error(diabetes_poly: tuple) -> None:
+    p, X, _ = diabetes_poly
+    with pytest.raises(CompileError, match=r"design matrix passes 100 nonzeros after \d+ of 442 rows"):
+        design_matrix(p, X, budget=100)

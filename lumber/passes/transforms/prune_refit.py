@@ -36,21 +36,36 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Polynomial
+from lumber.ir import CompileError, Polynomial
 from lumber.ir.polynomial import active_chunks, row_blocks, unpack_rows
 
 Array = npt.NDArray[np.float64]
 
 
-def design_matrix(poly: Polynomial, X: Any) -> Any:
-    """``(n, n_monomials)`` sparse CSC 0/1 matrix: which monomial holds on which row."""
+NNZ_BUDGET = 40_000_000
+"""Largest design matrix (row x monomial hits) a refit builds: about 500 MB with its copies."""
+
+
+def design_matrix(poly: Polynomial, X: Any, budget: int = NNZ_BUDGET) -> Any:
+    """``(n, n_monomials)`` sparse CSC 0/1 matrix: which monomial holds on which row.
+
+    Raises CompileError once more than ``budget`` hits have been counted.
+    """
     import scipy.sparse as sp
 
     Xp = poly.prepare_input(X)
     blocks = []
+    nnz = 0
     for rows, cbits in row_blocks(poly, Xp):
-        parts = [sp.csr_matrix(unpack_rows(bits, rows.stop - rows.start))
-                 for _, bits in active_chunks(poly, cbits, np.arange(poly.n_monomials))]
+        parts = []
+        for _, bits in active_chunks(poly, cbits, np.arange(poly.n_monomials)):
+            parts.append(sp.csr_matrix(unpack_rows(bits, rows.stop - rows.start)))
+            nnz += parts[-1].nnz
+            if nnz > budget:
+                raise CompileError(
+                    f"prune{{method=refit}}: the monomial design matrix passes {budget:,} nonzeros after "
+                    f"{rows.stop:,} of {Xp.shape[0]:,} rows ({poly.n_monomials:,} monomials)",
+                    "pass fewer training rows, or use method=eta (no refit)")
         blocks.append(sp.vstack(parts, format="csr").T if parts else
                       sp.csr_matrix((rows.stop - rows.start, 0)))
     if not blocks:
