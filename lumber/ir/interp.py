@@ -40,13 +40,13 @@ def _frame_to_array(schema: Schema, frame: Any) -> npt.NDArray[np.float64]:
             f"data has {len(cols)} columns but the model reads {len(names)} features",
             f"missing feature columns: {', '.join(missing)}" if missing else "",
             "pass the model's feature columns (extra columns are ignored when names match)")
-    out = np.empty((len(frame), len(names)), dtype=np.float64)
+    out = np.empty((len(names), len(frame)), dtype=np.float64)  # one row per column: contiguous writes
     for j, feat in enumerate(schema.features):
         col = frame.iloc[:, j]
         if isinstance(col.dtype, pd.CategoricalDtype):
             col = col.astype(object)
         if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_numeric_dtype(col.dtype):
-            out[:, j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
+            out[j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
             continue
         # text labels: map through the feature's categories
         if feat.categories is None:
@@ -57,25 +57,25 @@ def _frame_to_array(schema: Schema, frame: Any) -> npt.NDArray[np.float64]:
                 raise InputDataError(
                     f"column '{feat.name}' holds non-numeric value {col.iloc[row]!r} (row {row + 1})",
                     f"feature '{feat.name}' is {feat.kind.name.lower()}: it accepts numbers")
-            out[:, j] = num.to_numpy(dtype=np.float64)
+            out[j] = num.to_numpy(dtype=np.float64)
             continue
+        # labels by their text (as the categories were recorded), else numbers taken as codes
         lookup = {str(c): float(i) for i, c in enumerate(feat.categories)}
-        vals = np.full(len(col), np.nan)
-        for i, v in enumerate(col.to_numpy(dtype=object)):
-            if v is None or (isinstance(v, float) and np.isnan(v)):
-                continue
-            code = lookup.get(str(v))
-            if code is None:
-                try:
-                    code = float(v)
-                except (TypeError, ValueError):
-                    shown = ", ".join(map(str, feat.categories[:8]))
-                    raise InputDataError(
-                        f"column '{feat.name}' holds unknown category {v!r} (row {i + 1})",
-                        f"known categories: {shown}{', ...' if len(feat.categories) > 8 else ''}") from None
-            vals[i] = code
-        out[:, j] = vals
-    return out
+        present = col.notna().to_numpy()
+        codes = np.array(col.astype(str).map(lookup), dtype=np.float64)
+        codes[~present] = np.nan
+        other = present & np.isnan(codes)
+        if other.any():
+            num = pd.to_numeric(col[other], errors="coerce").to_numpy(dtype=np.float64)
+            if np.isnan(num).any():
+                row = int(np.flatnonzero(other)[np.flatnonzero(np.isnan(num))[0]])
+                shown = ", ".join(map(str, feat.categories[:8]))
+                raise InputDataError(
+                    f"column '{feat.name}' holds unknown category {col.iloc[row]!r} (row {row + 1})",
+                    f"known categories: {shown}{', ...' if len(feat.categories) > 8 else ''}")
+            codes[other] = num
+        out[j] = codes
+    return np.ascontiguousarray(out.T)
 
 
 def prepare_input(schema: Schema, X: Any) -> npt.NDArray[np.float64]:
