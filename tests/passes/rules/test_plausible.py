@@ -167,3 +167,10 @@ def test_robustness_bonus_only_for_inliers() -> None:
     e = _energy(np.array([-0.01, 0.001, 0.02]), np.array([True, True, True]), np.array([0.5, 0.0, 0.25]), opt)
     assert e.tolist() == pytest.approx([-0.01, 0.001, 0.27])
     assert int(np.argmax(e)) == 2 and e[1] > e[0]
+
+
+def test_text_shows_the_plausible_share(bands: dict[str, Any]) -> None:
+    text = _bands(bands, high, n_samples=0).to_text()
+    assert "(plausibility 0.222, plausible points 0.222, support 22.2% of training rows)" in text
+    assert "plausible points 0.000" in text
+    assert "plausible points" not in _bands(bands, None, n_samples=0).to_text()

@@ -252,8 +252,9 @@ class CounterfactualRule:
         rest = "the rest of the region's conditions" if self.is_regional else "every other feature unchanged"
         for i, r in enumerate(self.rules):
             lines.append(f"  rule {i + 1}: IF {r.condition_text()} ({rest})")
+            inl = "" if r.inliers is None else f", plausible points {r.inliers:.3f}"
             lines.append(f"          THEN {self.target.describe()} with probability {r.probability:.3f} "
-                         f"(plausibility {r.plausibility:.3f}, support {100 * r.support:.1f}% of training rows)")
+                         f"(plausibility {r.plausibility:.3f}{inl}, support {100 * r.support:.1f}% of training rows)")
         for s in self.samples:
             lines.append(f"  {s.to_text(self.schema_features)}")
         return "\n".join(lines)
