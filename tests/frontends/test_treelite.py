@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 treelite = pytest.importorskip("treelite")
 gtil = pytest.importorskip("treelite.gtil")
-import treelite.sklearn  # noqa: E402
+import treelite.sklearn  # noqa: E402, F811 (the submodule import binds treelite again)
 from treelite.model_builder import Metadata, ModelBuilder, PostProcessorFunc, TreeAnnotation  # noqa: E402
 
 import lumber  # noqa: E402
