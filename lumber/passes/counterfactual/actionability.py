@@ -95,6 +95,8 @@ def needed_cuts(cons: Constraints, names: Sequence[str], x0: FloatArray, domains
             dom = domains[list(names).index(c.feature)]
             if isinstance(dom, NumericDomain):
                 a, b = dom.change_cuts()
+                dom.add_cut(a)
+                dom.add_cut(b)
                 dom.binary_cuts.update((a, b))
         elif isinstance(c, Membership) and not c.original:
             dom = domains[list(names).index(c.feature)]

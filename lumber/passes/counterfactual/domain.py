@@ -29,6 +29,9 @@ from .model import LinExpr, MilpModel
 
 FloatArray = npt.NDArray[np.float64]
 
+COMPACT_LEVELS = True
+"""One level per cut, on the side nearer the original value (False: both sides, the paper's epsilon form)."""
+
 
 @dataclass(frozen=True)
 class Grid:
@@ -141,16 +144,31 @@ class NumericDomain:
     levels: FloatArray = field(default_factory=lambda: np.zeros(0))
     mu: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     x_int_col: int = -1
+    compact: bool = False
+    """One level per cut (see :meth:`finalize`)."""
 
     def add_cut(self, u: float) -> None:
         self.cuts.add(float(u))
 
     def finalize(self, model: MilpModel) -> None:
-        """Choose the levels (cuts, their successors, extras, x0) and create the mu columns."""
+        """Choose the levels and create the mu columns.
+
+        Every cut ``u`` splits the feature into ``x <= u`` and ``x >= up(u)``. Normally one
+        level per cut is enough: the end of each cell nearer ``x0`` (``up(u)`` above ``x0``,
+        ``u`` below), because every split, cost and condition only reads which cell ``x``
+        is in and the cost grows away from ``x0`` (*compact* levels, see :meth:`snap`).
+        A feature read by a linear relation keeps both sides of every cut, since the
+        relation may need a point deeper inside a cell.
+        """
         g = self.grid
         cuts = np.array(sorted(self.cuts), dtype=np.float64)
-        pts = [cuts, g.up(cuts), np.array(sorted(self.extra_levels), dtype=np.float64)]
-        if g.representable(self.x0):
+        x0_ok = g.representable(self.x0)
+        self.compact = COMPACT_LEVELS and x0_ok and not (self.in_relation or self.integer_x or self.extra_levels)
+        if self.compact:
+            pts = [np.where(cuts >= self.x0, g.up(cuts), cuts)]
+        else:
+            pts = [cuts, g.up(cuts), np.array(sorted(self.extra_levels), dtype=np.float64)]
+        if x0_ok:
             pts.append(np.array([self.x0]))
         lv = np.unique(np.concatenate(pts)) if pts else np.zeros(0)
         lv = lv[np.isfinite(lv)]
@@ -172,12 +190,39 @@ class NumericDomain:
             self.x_int_col = int(model.add_cols(1, lv[0], lv[-1], integer=True, name=f"xint[{self.index}]")[0])
             model.add_expr_row(self.x_expr() - LinExpr.var(self.x_int_col), 0.0, 0.0)
 
+    def snap(self, x: float) -> float:
+        """The level of ``x``'s cell nearest ``x0`` (same routing, no higher cost); ``x`` itself
+        when levels are not compact."""
+        if not self.compact:
+            return x
+        lv = self.levels
+        if x >= self.x0:
+            j = int(np.searchsorted(lv, x, side="right")) - 1
+            return float(lv[max(j, 0)])
+        j = int(np.searchsorted(lv, x, side="left"))
+        return float(lv[min(j, lv.shape[0] - 1)])
+
     def mu_index(self, u: float) -> int:
-        """Index of the interval starting at level ``u``; -1 when ``[x > u]`` is constant."""
-        j = int(np.searchsorted(self.levels, u))
-        if j >= self.levels.shape[0] - 1 or self.levels[j] != u:
-            return -1
-        return j
+        """Index of the interval whose mu is ``[x > u]``; -1 when ``[x > u]`` is constant."""
+        cols, _ = self._interval(np.array([u], dtype=np.float64))
+        return int(cols[0])
+
+    def _interval(self, u: FloatArray) -> tuple[npt.NDArray[np.int64], FloatArray]:
+        """Per cut: the interval ``[L_j, L_j+1)`` holding it (-1 outside the levels) and the constant
+        value of ``[x > u]`` there. The cut must be one of the registered ones: ``L_j == u`` or
+        ``L_j+1 == up(u)``, so that the interval's mu is the indicator itself."""
+        lv = self.levels
+        j = np.searchsorted(lv, u, side="right") - 1
+        inner = (u >= lv[0]) & (u < lv[-1])
+        jj = np.clip(j, 0, max(lv.shape[0] - 2, 0))
+        if inner.any():
+            nxt = lv[np.minimum(jj + 1, lv.shape[0] - 1)]
+            ok = (lv[jj] == u) | (nxt == self.grid.up(u))
+            if np.any(inner & ~ok):
+                raise ValueError(f"feature {self.index}: cut values missing from the levels")
+        idx = np.where(inner, jj, -1)
+        const = np.where(u < lv[0], 1.0, 0.0)
+        return idx.astype(np.int64), const
 
     def gt(self, u: float) -> LinExpr:
         """The indicator ``[x > u]`` for a cut ``u``."""
@@ -186,22 +231,15 @@ class NumericDomain:
         if u >= self.levels[-1]:
             return LinExpr.constant(0.0)
         j = self.mu_index(u)
-        if j < 0:
+        if j < 0:  # pragma: no cover - _interval raises first
             raise ValueError(f"feature {self.index}: {u!r} is not a cut level")
         return LinExpr.var(int(self.mu[j]))
 
     def gt_cols(self, u: FloatArray) -> tuple[npt.NDArray[np.int64], FloatArray]:
         """Vectorised :meth:`gt`: column (or -1) and the constant used where the column is -1."""
         u = np.asarray(u, dtype=np.float64)
-        lv = self.levels
-        j = np.searchsorted(lv, u)
-        inner = (u >= lv[0]) & (u < lv[-1])
-        jj = np.minimum(j, max(lv.shape[0] - 2, 0))
-        ok = inner & (lv[np.minimum(j, lv.shape[0] - 1)] == u)
-        if np.any(inner & ~ok):
-            raise ValueError(f"feature {self.index}: cut values missing from the levels")
-        cols = np.where(ok, self.mu[jj] if self.mu.size else -1, -1)
-        const = np.where(u < lv[0], 1.0, 0.0)
+        j, const = self._interval(u)
+        cols = np.where(j >= 0, self.mu[np.maximum(j, 0)] if self.mu.size else -1, -1)
         return cols.astype(np.int64), const
 
     def x_expr(self) -> LinExpr:

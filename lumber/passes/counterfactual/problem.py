@@ -119,10 +119,19 @@ class Problem:
                 return False
         return True
 
+    def snapped(self, x: FloatArray) -> FloatArray:
+        """``x`` moved to the levels of its cells (compact levels): same routing, cost no higher."""
+        x = x.copy()
+        for d in self.domains:
+            if isinstance(d, NumericDomain):
+                x[d.index] = d.snap(float(x[d.index]))
+        return x
+
     def assignment(self, x: FloatArray) -> FloatArray | None:
         """A complete MILP assignment describing ``x``, or None when it is not feasible."""
         if self.infeasible or not self.within(x):
             return None
+        x = self.snapped(x)
         v = np.zeros(self.model.n_cols)
         for d in self.domains:
             if isinstance(d, NumericDomain):
@@ -242,10 +251,10 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
     need_change_binaries = q.cost.norm == Norm.L0 or bool(nogoods) or (
         q.constraints is not None and q.constraints.max_changes is not None)
     for d in numeric:
-        a, b = d.change_cuts()
-        d.add_cut(a)
-        d.add_cut(b)
-        if need_change_binaries:
+        if need_change_binaries:  # [x > x0] and [x < x0]; l1 / l2 / linf read x0's cell through its level
+            a, b = d.change_cuts()
+            d.add_cut(a)
+            d.add_cut(b)
             d.binary_cuts.update((a, b))
         if nogoods:
             for u in q.cell_cuts:

@@ -228,10 +228,13 @@ def _consistency(forest: Forest, ch: NodeChoices, bnodes: IntArray, y: IntArray,
         assert isinstance(dom, NumericDomain)
         sp = ch.special[nodes]
         pure = sp == 0
-        col, const = dom.gt_cols(dom.grid.down(ch.t_eff[nodes]))
-        # pure threshold: left  => [x > t] = 0 : g + yl <= 1 ; right => [x > t] = 1 : g - yr >= 0
-        _rows(model, [(col[pure], const[pure], 1.0), (yl[pure], None, 1.0)], -np.inf, 1.0)
-        _rows(model, [(col[pure], const[pure], 1.0), (yr[pure], None, -1.0)], 0.0, np.inf)
+        if INTERVAL_ROWS:
+            _interval_rows(forest, ch, y, i, nodes[pure], dom, model)
+        else:
+            col, const = dom.gt_cols(dom.grid.down(ch.t_eff[nodes]))
+            # pure threshold: left  => [x > t] = 0 : g + yl <= 1 ; right => [x > t] = 1 : g - yr >= 0
+            _rows(model, [(col[pure], const[pure], 1.0), (yl[pure], None, 1.0)], -np.inf, 1.0)
+            _rows(model, [(col[pure], const[pure], 1.0), (yr[pure], None, -1.0)], 0.0, np.inf)
         if not (~pure).any():
             continue
         a, b = _zero_cuts(dom)
@@ -250,6 +253,81 @@ def _consistency(forest: Forest, ch: NodeChoices, bnodes: IntArray, y: IntArray,
         _rows(model, [(col[s2], const[s2], 1.0), (yr[s2], None, -1.0)], 0.0, np.inf)
         _rows(model, z2 + [(yr[s2], None, 1.0)], -np.inf, 1.0)
         _rows(model, [(col[s2], const[s2], -1.0)] + z2 + [(yl[s2], None, -1.0)], -1.0, np.inf)
+
+
+INTERVAL_ROWS = True
+"""Consistency as cumulative interval rows (stronger LP) instead of one pair of rows per node."""
+
+
+def _interval_rows(forest: Forest, ch: NodeChoices, y: IntArray, i: int, nodes: IntArray, dom: NumericDomain,
+                   model: MilpModel) -> None:
+    """Per tree and cut level ``u`` of feature ``i`` (from the branching ``nodes``)::
+
+        sum of flows into subtrees whose box has x <= u  +  [x > u]  <= 1
+        sum of flows into subtrees whose box has x > u   -  [x > u]  <= 0
+
+    Each sum runs over the maximal such subtrees (disjoint, so a path enters at most one).
+    At integer points this is the per-node rule; in the LP it stops a tree from sending
+    flow to both sides of a fractional cut through different subtrees.
+    """
+    if nodes.size == 0:
+        return
+    tree = forest.node_tree.astype(np.int64)
+    u_node = dom.grid.down(ch.t_eff[nodes])
+    U = np.unique(u_node)
+    nU = U.shape[0] + 1
+    keys = np.unique(tree[nodes] * nU + np.searchsorted(U, u_node))
+    # box of every node on feature i: x <= HI and x > LO, from the pure numeric splits above it
+    hi_c, lo_c = _boxes(forest, ch, i, dom)
+    par = _parents(forest)
+    cand = np.flatnonzero((y >= 0) & (par >= 0))
+    p = par[cand]
+    t = tree[cand]
+    sel_rows, sel_cols, sel_k = [], [], []
+    for side, (a, b) in enumerate(((np.searchsorted(U, hi_c[cand], "left"), np.searchsorted(U, hi_c[p], "left")),
+                                   (np.searchsorted(U, lo_c[p], "right"), np.searchsorted(U, lo_c[cand], "right")))):
+        ok = b > a
+        c, tt, a, b = cand[ok], t[ok], a[ok], b[ok]
+        s = np.searchsorted(keys, tt * nU + a, "left")
+        e = np.searchsorted(keys, tt * nU + b, "left")
+        n = e - s
+        c = np.repeat(c, n)
+        k = np.repeat(s - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+        sel_rows.append(k + side * keys.shape[0])
+        sel_cols.append(y[c])
+    m = keys.shape[0]
+    u = U[keys % nU]
+    col, const = dom.gt_cols(u)
+    var = col >= 0
+    r = np.arange(m)
+    rows = np.concatenate(sel_rows + [r[var], r[var] + m])
+    cols = np.concatenate(sel_cols + [col[var], col[var]])
+    vals = np.concatenate([np.ones(sum(x.shape[0] for x in sel_cols)), np.ones(int(var.sum())),
+                           -np.ones(int(var.sum()))])
+    hi = np.concatenate([1.0 - np.where(var, 0.0, const), np.where(var, 0.0, const)])
+    model.add_rows(rows, cols, vals, np.full(2 * m, -np.inf), hi)
+
+
+def _boxes(forest: Forest, ch: NodeChoices, i: int, dom: NumericDomain) -> tuple[FloatArray, FloatArray]:
+    """Per node: the smallest cut ``u`` of feature ``i`` its path went left at (x <= u), and the
+    largest it went right at (x > u); +inf / -inf when none."""
+    n = forest.n_nodes
+    hi = np.full(n, np.inf)
+    lo = np.full(n, -np.inf)
+    left, right, depth = forest.left, forest.right, forest.depth
+    inner = np.flatnonzero(forest.left >= 0)
+    on = (forest.feature[inner] == i) & (ch.special[inner] == 0) & np.isfinite(ch.t_eff[inner])
+    u = np.full(n, np.nan)
+    u[inner[on]] = dom.grid.down(ch.t_eff[inner[on]])
+    for d in range(int(depth.max()) + 1 if n else 0):
+        v = inner[depth[inner] == d]
+        hv, lv, uv = hi[v], lo[v], u[v]
+        split = np.isfinite(uv)
+        hi[left[v]] = np.where(split, np.fmin(hv, uv), hv)
+        lo[left[v]] = lv
+        hi[right[v]] = hv
+        lo[right[v]] = np.where(split, np.fmax(lv, uv), lv)
+    return hi, lo
 
 
 def _rows(model: MilpModel, terms: list[tuple[IntArray, FloatArray | None, float]], lo: float, hi: float) -> None:
