@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import boundary_rows, forests
 
 import lumber
 from lumber.ir import CompileError
@@ -14,7 +15,6 @@ from lumber.passes.metrics import auc
 from lumber.passes.transforms.prune_monomials import monomial_eta
 from lumber.passes.transforms.prune_refit import design_matrix, fidelity_loss, refit
 from lumber.passes.transforms.to_polynomial import forest_to_polynomial
-from strategies import boundary_rows, forests
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_refit_pruning_never_adds_monomials_and_keeps_eta_above_alpha(forest: lu
 
 
 def test_auto_refit_stays_within_tol_and_reports_the_returned_polynomial(adult_model: tuple) -> None:
-    p, (Xtr, ytr, Xva, yva, Xte, yte) = adult_model
+    p, (Xtr, ytr, Xva, yva, _, _) = adult_model
     ctx = PassContext()
     data = {"train": (Xtr, ytr), "valid": (Xva, yva)}
     q = lumber.run(p, "prune{method=refit,tol=0.001}", data=data, context=ctx)

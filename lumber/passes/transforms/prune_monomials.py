@@ -218,7 +218,7 @@ def prune_report(name: str, before_ir: Polynomial, after_ir: Polynomial, alpha: 
     text = f"kept {kept:,} of {total:,} monomials (dropped {total - kept:,}; {ratio:.2f}x fewer)"
     text += f", alpha={alpha:.4g}" if np.isfinite(alpha) else ", refit path" if np.isnan(alpha) else ""
     metrics: dict[str, Any] = {"kept": kept, "dropped": total - kept, "monomials_before": total,
-                               "reduction": ratio, "alpha": alpha, "conditions_before": before_ir.n_conditions,
+                               "reduction": ratio, "alpha": None if np.isnan(alpha) else alpha, "conditions_before": before_ir.n_conditions,
                                "conditions_after": after_ir.n_conditions}
     if metric is not None and before is not None and after is not None:
         text += f"; validation {metric.name} {before:.6f} -> {after:.6f} on {n_valid:,} rows (tol {tol:g})"

@@ -30,8 +30,9 @@ the report's metric was computed from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
