@@ -72,6 +72,7 @@ class Candidates:
             for i in range(n)]
         self.codes = {i: self._codes(i) for i in range(n) if q.categorical[i]}
         self._cuts: dict[int, FloatArray] = {}
+        self._levels: dict[int, FloatArray] = {}
         c = q.constraints
         self.coupled = c is not None and bool(c.relations or c.implications or c.max_changes is not None)
 
@@ -96,6 +97,32 @@ class Candidates:
             v = np.unique(np.concatenate(vals)) if vals else np.zeros(0)
             self._cuts[i] = v[np.isfinite(v) & (v >= q.lo[i]) & (v <= q.hi[i])]
         return self._cuts[i]
+
+    def levels(self, i: int) -> FloatArray:
+        """One value per cell of numeric feature ``i``: the end nearer the case (and the case's value)."""
+        if i not in self._levels:
+            g = self.grids[i]
+            assert g is not None
+            q = self.q
+            x0 = float(q.x0[i])
+            vals = [np.array([x0])]
+            for f in [q.forest] + ([q.isolation[0]] if q.isolation is not None else []):
+                t = f.threshold[(f.feature == i) & ~f.is_categorical & (f.left >= 0)]
+                if t.size:
+                    d = g.down(t)
+                    vals.append(np.where(d >= x0, g.up(t), d))
+            v = np.unique(np.concatenate(vals))
+            self._levels[i] = v[np.isfinite(v) & (v >= q.lo[i]) & (v <= q.hi[i])]
+        return self._levels[i]
+
+    def meets_margins(self, X: FloatArray, m: FloatArray) -> BoolArray:
+        """:meth:`meets` for rows whose fast margins ``m`` are known."""
+        q = self.q
+        ok = q.spec.satisfied(q.forest.schema.decide(m))
+        if q.isolation is not None and ok.any():
+            iso, delta = q.isolation
+            ok &= fast_margins(iso, X).reshape(-1) >= delta
+        return ok
 
     def repair(self, X: FloatArray) -> tuple[FloatArray, BoolArray]:
         """Clip to bounds, reset what cannot change, put values on grids; rows that cannot be repaired are False."""
@@ -202,36 +229,53 @@ def improve(cands: Candidates, x: FloatArray, passes: int = 2) -> FloatArray:
 
 
 def greedy(cands: Candidates, max_steps: int = 40) -> FloatArray | None:
-    """Cross one split at a time, best target gain per unit cost, until the target is met."""
+    """Cross one split at a time, best target gain per unit cost; keep the cheapest feasible point seen.
+
+    The walk does not stop at the first move that reaches the target (often one expensive
+    jump): it goes on along the best gain-per-cost moves while they stay cheaper than the
+    best point found, so chains of cheap moves can win.
+    """
     q = cands.q
     x = q.x0.copy()
     moves: list[tuple[int, FloatArray]] = []
     for i in range(q.x0.shape[0]):
         if not np.isfinite(q.x0[i]) or q.lo[i] == q.hi[i]:
             continue
-        vals = cands.codes[i].astype(np.float64) if q.categorical[i] else cands.cuts(i)
+        vals = cands.codes[i].astype(np.float64) if q.categorical[i] else cands.levels(i)
         if vals.size:
             moves.append((i, vals))
     if not moves:
         return None
+    best, best_cost = None, np.inf
+    col = np.concatenate([np.full(v.shape[0], i) for i, v in moves])
+    val = np.concatenate([v for _, v in moves])
+    rows = np.arange(val.shape[0])
+    score_x = float(target_score(q, fast_margins(q.forest, x[None, :]))[0])
     for _ in range(max_steps):
-        X = np.concatenate([np.tile(x, (v.shape[0], 1)) for _, v in moves])
-        col = np.concatenate([np.full(v.shape[0], i) for i, v in moves])
-        X[np.arange(X.shape[0]), col] = np.concatenate([v for _, v in moves])
+        X = np.tile(x, (val.shape[0], 1))
+        X[rows, col] = val
+        c = q.cost.total(X)
+        keep = (c < best_cost) & (val != x[col])
+        if not keep.any():
+            break
+        X, c = X[keep], c[keep]
         m = fast_margins(q.forest, X)
-        hit = cands.meets(X)
+        hit = cands.meets_margins(X, m)
         if hit.any():
-            feas = cands.feasible(X) if cands.coupled else hit
+            feas = cands.feasible(X[hit]) if cands.coupled else np.ones(int(hit.sum()), dtype=bool)
             if feas.any():
-                c = np.where(feas, q.cost.total(X), np.inf)
-                return X[int(np.argmin(c))]
-        gain = target_score(q, m) - target_score(q, fast_margins(q.forest, x[None, :]))[0]
-        dc = q.cost.total(X) - q.cost.total(x[None, :])[0]
-        ratio = np.where(gain > 0, gain / np.maximum(dc, 1e-12), -np.inf)
+                h = np.flatnonzero(hit)[feas]
+                j = int(h[np.argmin(c[h])])
+                best, best_cost = X[j], float(c[j])
+        score = target_score(q, m)
+        gain = score - score_x
+        dc = c - q.cost.total(x[None, :])[0]
+        ratio = np.where((gain > 0) & (c < best_cost), gain / np.maximum(dc, 1e-12), -np.inf)
         if not np.isfinite(ratio).any():
-            return None
-        x = X[int(np.argmax(ratio))]
-    return None
+            break
+        j = int(np.argmax(ratio))
+        x, score_x = X[j], float(score[j])
+    return best
 
 
 def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: FloatArray | None,
@@ -249,8 +293,8 @@ def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Fl
                 pool += [blk[j] for j in np.flatnonzero(cands.feasible(blk))[:n_refine - len(pool)]]
                 if len(pool) >= n_refine:
                     break
-    # single-feature moves are always tried (one batch); the walk goes further only without other candidates
-    g = greedy(cands, max_steps=40 if not pool else 1)
+    # the walk often ends far below the nearest reference rows: its point bounds the MILP's domains
+    g = greedy(cands, max_steps=40)
     if g is not None:
         pool.append(g)
     best, best_cost = None, np.inf

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -158,7 +159,8 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
                          isolation: tuple[Forest, float] | None = None, k: int = 1, time_limit: float = 60.0,
                          backend: str = "highs", presolve: bool | None = None, threads: int = 1,
                          mip_gap: float = 1e-6, use_warm_start: bool = True, verifier: Verifier | None = None,
-                         clip_to_reference: bool = False) -> CounterfactualResult:
+                         clip_to_reference: bool = False,
+                         highs_options: Sequence[tuple[str, Any]] = ()) -> CounterfactualResult:
     """The cheapest change of ``x`` that makes ``forest`` predict ``target`` (see the package docstring)."""
     t0 = time.perf_counter()
     queries = make_query(forest, x, target, constraints, norm=norm, scale=scale, weights=weights,
@@ -168,7 +170,7 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
     # presolve=None keeps HiGHS's default (on): in bench/counterfactual.py (backends) neither setting
     # won consistently on these models, unlike the 200-tree case in FACTS.md where presolve dominated
     opts = SolverOptions(backend=backend, time_limit=time_limit, threads=threads, mip_rel_gap=mip_gap,
-                         presolve=presolve)
+                         presolve=presolve, highs_options=tuple(highs_options))
     best: CounterfactualResult | None = None
     deadline = t0 + time_limit
     for q in queries:
@@ -238,8 +240,7 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
             res.status, res.message = NO_SOLUTION, "time limit reached before solving"
             break
         start = prob.assignment(x_h) if x_h is not None else None
-        out = solve(prob.model, SolverOptions(opts.backend, max(remaining, 0.01), opts.threads, opts.mip_rel_gap,
-                                              opts.mip_abs_gap, opts.presolve, opts.seed), start)
+        out = solve(prob.model, replace(opts, time_limit=max(remaining, 0.01)), start)
         solve_secs += out.seconds
         res.status, res.gap, res.bound, res.objective = out.status, out.gap, q.cost.from_objective(out.bound) \
             if math.isfinite(out.bound) else out.bound, out.objective
