@@ -138,3 +138,23 @@ def test_design_matrix_over_budget_is_a_clear_error(diabetes_poly: tuple) -> Non
     p, X, _ = diabetes_poly
     with pytest.raises(CompileError, match=r"design matrix passes 100 nonzeros after \d+ of 442 rows"):
         design_matrix(p, X, budget=100)
+
+
+def test_auto_refit_on_multiclass_logloss_and_regression_rmse() -> None:
+    from sklearn.datasets import load_diabetes, load_wine
+
+    lgb = pytest.importorskip("lightgbm")
+    X, y = load_wine(return_X_y=True)
+    m = lgb.LGBMClassifier(n_estimators=10, num_leaves=4, verbose=-1, n_jobs=1, min_child_samples=5).fit(X, y)
+    ctx = PassContext()
+    q = lumber.run(m, "polynomial,prune{method=refit,tol=0.05}", data={"train": (X, y), "valid": (X, y)}, context=ctx)
+    r = ctx.reports[-1].metrics
+    assert r["metric"] == "logloss" and q.n_outputs == 3 and r["kept"] == q.n_monomials < r["monomials_before"]
+    assert r["metric_after"] <= r["metric_before"] * 1.05 + 1e-12
+    X, y = load_diabetes(return_X_y=True)
+    m = lgb.LGBMRegressor(n_estimators=30, num_leaves=6, verbose=-1, n_jobs=1).fit(X[:300], y[:300])
+    ctx = PassContext()
+    lumber.run(m, "polynomial,prune{method=refit,tol=0.01}", data={"train": (X[:300], y[:300]), "valid": (X[300:], y[300:])},
+               context=ctx)
+    r = ctx.reports[-1].metrics
+    assert r["metric"] == "rmse" and r["metric_after"] <= r["metric_before"] * 1.01 + 1e-12
