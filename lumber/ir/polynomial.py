@@ -21,6 +21,11 @@ In both modes the per-feature functions ``1, c_1, ..., c_m`` form a basis of
 the functions that are constant on the feature's cells, which is what makes
 the form unique (Theorem 1) and lets two conditions on one feature collapse
 (the larger threshold devours the smaller; ``GREATER * MISSING == 0``).
+
+Categorical features have ``EQUAL`` conditions (one per category code some
+split names), ``INVALID`` (not a valid code) and ``MISSING``; the valid codes no
+split names are the implicit reference cell, so again the indicators and 1 are
+a basis and the form is unique.
 """
 
 from __future__ import annotations
@@ -48,6 +53,10 @@ class ConditionKind(enum.IntEnum):
     """``x > threshold`` for non-NaN ``x`` (``x`` rounded to the input dtype); on NaN: ``cond_nan_true``."""
     MISSING = 1
     """``x is NaN``; ``threshold`` is NaN and ``cond_nan_true`` is True."""
+    EQUAL = 2
+    """Categorical: ``x``'s category code (under the schema's category rule) is ``threshold``; false on NaN."""
+    INVALID = 3
+    """Categorical: ``x`` is not NaN and not a valid category code; ``threshold`` is NaN."""
 
 
 ENTRY_BUDGET = 1 << 22
@@ -260,8 +269,15 @@ class Polynomial:
     def describe_condition(self, c: int) -> str:
         """``age > 30.5``, ``age > 30.5 or missing``, ``age is missing``."""
         name = self.schema.features[int(self.cond_feature[c])].name
-        if self.cond_kind[c] == ConditionKind.MISSING:
+        kind = self.cond_kind[c]
+        if kind == ConditionKind.MISSING:
             return f"{name} is missing"
+        if kind == ConditionKind.EQUAL:
+            code = int(self.cond_threshold[c])
+            cats = self.schema.features[int(self.cond_feature[c])].categories
+            return f"{name} = {cats[code]!r}" if cats is not None and code < len(cats) else f"{name} = {code}"
+        if kind == ConditionKind.INVALID:
+            return f"{name} is not a valid category"
         text = f"{name} > {float(self.cond_threshold[c])!r}"
         return text + " or missing" if self.cond_nan_true[c] else text
 
@@ -278,6 +294,7 @@ class Polynomial:
         return {
             "conditions": self.n_conditions,
             "missing_conditions": int((self.cond_kind == ConditionKind.MISSING).sum()),
+            "category_conditions": int((self.cond_kind >= ConditionKind.EQUAL).sum()),
             "monomials": self.n_monomials,
             "entries": self.nnz,
             "max_degree": self.max_degree,
@@ -314,7 +331,16 @@ def condition_matrix(poly: Polynomial, Xp: npt.NDArray[np.float64]) -> npt.NDArr
     with np.errstate(invalid="ignore"):
         gt = (xs > poly.cond_threshold[None, :]) | (nan & poly.cond_nan_true[None, :])
     missing = (poly.cond_kind == ConditionKind.MISSING)[None, :]
-    return np.where(missing, nan, gt)
+    out = np.where(missing, nan, gt)
+    cat = np.flatnonzero(poly.cond_kind >= ConditionKind.EQUAL)
+    if cat.size:
+        from .interp import category_codes
+
+        codes = category_codes(xs[:, cat], poly.schema.category_rule)
+        equal = poly.cond_kind[cat] == ConditionKind.EQUAL
+        out[:, cat] = np.where(equal[None, :], codes == poly.cond_threshold[cat][None, :],
+                               (codes < 0) & ~nan[:, cat])
+    return out
 
 
 def unpack_rows(bits: npt.NDArray[np.uint64], n_rows: int) -> npt.NDArray[np.bool_]:
@@ -548,8 +574,18 @@ def verify_polynomial(p: Polynomial) -> None:
     gt = p.cond_kind == ConditionKind.GREATER
     if not np.all(np.isfinite(p.cond_threshold[gt])):
         raise fail("GREATER conditions need finite thresholds", "cond_threshold")
-    if np.any(~np.isnan(p.cond_threshold[~gt])) or np.any(~p.cond_nan_true[~gt]):
+    miss = p.cond_kind == ConditionKind.MISSING
+    if np.any(~np.isnan(p.cond_threshold[miss])) or np.any(~p.cond_nan_true[miss]):
         raise fail("MISSING conditions have threshold NaN and hold on NaN", "cond_threshold")
+    eq = p.cond_kind == ConditionKind.EQUAL
+    codes = p.cond_threshold[eq]
+    if np.any(~np.isfinite(codes) | (codes < 0) | (codes != np.trunc(codes))):
+        raise fail("EQUAL conditions need a category code (a non-negative integer) as threshold", "cond_threshold")
+    cat = eq | (p.cond_kind == ConditionKind.INVALID)
+    if np.any(p.cond_nan_true[cat]) or np.any(~np.isnan(p.cond_threshold[cat & ~eq])):
+        raise fail("EQUAL and INVALID conditions are false on NaN; INVALID has threshold NaN", "cond_nan_true")
+    if np.intersect1d(p.cond_feature[gt], p.cond_feature[cat]).size:
+        raise fail("a feature has both threshold and category conditions", "cond_kind")
     if p.schema.input_dtype == "float32" and np.any(
             p.cond_threshold[gt].astype(np.float32).astype(np.float64) != p.cond_threshold[gt]):
         raise fail("float32-input model has a threshold that is not a float32 value", "cond_threshold")
@@ -561,7 +597,7 @@ def verify_polynomial(p: Polynomial) -> None:
             raise fail("conditions must be sorted by (feature, kind, threshold) and unique", "cond_feature")
         # NaN mode per feature: with a MISSING condition no GREATER holds on NaN; else nan_true non-increasing
         has_missing = np.zeros(p.n_features, dtype=bool)
-        has_missing[f[~gt]] = True
+        has_missing[f[miss]] = True
         if np.any(p.cond_nan_true[gt] & has_missing[f[gt]]):
             raise fail("a feature with a MISSING condition has a GREATER condition true on NaN", "cond_nan_true")
         rise = same_f & gt[1:] & gt[:-1] & p.cond_nan_true[1:] & ~p.cond_nan_true[:-1]

@@ -177,3 +177,50 @@ def test_decision_agrees_with_brute_force(f: Forest, seed: int, delta: float) ->
     assert r.equal == (not differs)
     if not r.equal:
         assert r.verified
+
+
+# -- categorical splits ----------------------------------------------------------------------------
+
+
+def test_categorical_trees_of_other_shapes_are_equivalent_and_a_changed_cell_is_caught() -> None:
+    from builders import categorical
+
+    feats = ["x", categorical("c", range(5))]
+    a = make_forest([("c", {1, 3}, ("c", {3}, 10.0, 20.0), ("x", 0.0, 30.0, 40.0))], feats)
+    # the same function: split off 3 first, then 1, then x
+    b = make_forest([("c", {3}, 10.0, ("c", {1}, 20.0, ("x", 0.0, 30.0, 40.0)))], feats)
+    assert lumber.equivalent(a, b).equal
+    c = make_forest([("c", {3}, 10.0, ("c", {1, 4}, 20.0, ("x", 0.0, 30.0, 40.0)))], feats)
+    r = lumber.equivalent(a, c)
+    assert not r.equal and r.verified
+    assert r.counterexample is not None and r.counterexample[1] == 4.0
+
+
+def category_grid(a: Forest, b: Forest) -> np.ndarray:
+    """Every cell of both models: thresholds per numerical feature, every code (and odd values) per
+    categorical one."""
+    cols = []
+    grid = cell_grid(a, b)
+    for j in range(a.n_features):
+        if any(f.is_categorical[(f.left >= 0) & (f.feature == j)].any() for f in (a, b)):
+            cols.append([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 2.5, -1.0, 1e10, np.nan])
+        else:
+            cols.append(np.unique(grid[:, j][~np.isnan(grid[:, j])]).tolist() + [np.nan])
+    return np.array(list(itertools.product(*cols)), dtype=np.float64)
+
+
+@given(forests(max_trees=3, max_depth=3, max_features=3, missing_zero=False),
+       st.integers(0, 10**6), st.sampled_from([0.0, 0.25, 1e-3]))
+def test_categorical_decision_agrees_with_brute_force(f: Forest, seed: int, delta: float) -> None:
+    f = f.replace(schema=f.schema.with_(accumulate_dtype="float64"))
+    g = f
+    if delta:
+        value = g.value.copy()
+        value[np.random.default_rng(seed).choice(np.flatnonzero(g.is_leaf))] += delta
+        g = g.replace(value=value)
+    grid = category_grid(f, g)
+    differs = not np.allclose(f.evaluate(grid), g.evaluate(grid), rtol=0, atol=1e-9)
+    r = lumber.equivalent(f, g)
+    assert r.equal == (not differs)
+    if not r.equal:
+        assert r.verified

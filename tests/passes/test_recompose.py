@@ -220,3 +220,11 @@ def test_quantize_nan_bins() -> None:
     X = np.array([[np.nan, np.nan], [0.5, 1.5], [np.nan, 3.0], [-1.0, np.nan], [1.0, 2.0], [np.inf, -np.inf]])
     np.testing.assert_array_equal(TableEvaluator(q).predict_raw(X), e.evaluate(X))
     np.testing.assert_array_equal(TableEvaluator(q).apply(X), e.apply(X))
+
+
+def test_category_conditions_are_refused_with_the_feature_named() -> None:
+    from builders import categorical
+
+    f = make_forest([("x", 0.5, ("c", {1, 3}, 1.0, 2.0), 3.0)], ["x", categorical("c", range(4))])
+    with pytest.raises(CompileError, match=r"category conditions on 'c'"):
+        recompose(forest_to_polynomial(f))

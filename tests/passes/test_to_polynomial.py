@@ -113,8 +113,9 @@ def test_thresholds_are_canonical_in_the_input_dtype() -> None:
 # -- random forests of every shape ----------------------------------------------------------------
 
 
-@given(forests(categorical=False, missing_zero=False))
+@given(forests(missing_zero=False))
 def test_polynomial_equals_forest_on_boundary_rows(forest: lumber.ir.Forest) -> None:
+    """Numerical and categorical splits, every category rule, NaN and invalid codes in the rows."""
     p = forest_to_polynomial(forest).validate()
     assert_matches_forest(p, forest, boundary_rows(forest, n_random=8))
     assert p.n_outputs == forest.n_outputs
@@ -194,12 +195,87 @@ def test_sklearn_forests_average_and_boosting() -> None:
     np.testing.assert_allclose(p.evaluate(Xd), gb.predict(Xd), rtol=1e-12, atol=1e-9)
 
 
+def _categorical_data(n: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two categorical columns (12 and 5 codes) that matter, one numeric; NaN in every column."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.normal(size=n), rng.integers(0, 12, n), rng.integers(0, 5, n)]).astype(np.float64)
+    y = ((X[:, 0] + 1.5 * (X[:, 1] % 3 == 0) - (X[:, 2] == 2) + 0.3 * rng.normal(size=n)) > 0.5).astype(int)
+    return with_nan(X, 0.05, seed=seed), y
+
+
+def _odd_category_rows(X: np.ndarray) -> np.ndarray:
+    """Rows with unseen, negative, fractional and huge codes in the categorical columns."""
+    R = X[:300].copy()
+    R[0::5, 1], R[1::5, 1], R[2::5, 2], R[3::5, 2], R[4::5, 1] = 40.0, -1.0, 2.5, 1e10, np.nan
+    return np.concatenate([X, R])
+
+
+def test_lightgbm_and_xgboost_categorical_splits_match_the_library() -> None:
+    lgb = pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    X, y = _categorical_data()
+    rows = _odd_category_rows(X)
+    bst = lgb.train({"objective": "binary", "num_leaves": 8, "verbose": -1, "num_threads": 1, "seed": 0,
+                     "min_data_per_group": 5, "cat_smooth": 1.0},
+                    lgb.Dataset(X, y, categorical_feature=[1, 2]), num_boost_round=20)
+    f = lumber.load(bst)
+    assert f.is_categorical.any()
+    p = forest_to_polynomial(f).validate()
+    assert (p.cond_kind == ConditionKind.EQUAL).any()
+    np.testing.assert_allclose(p.evaluate(rows), bst.predict(rows, raw_score=True), rtol=1e-12, atol=1e-11)
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": X[:, 0], "b": pd.Categorical(pd.array(X[:, 1], dtype="Int64"), categories=range(12)),
+                          "c": pd.Categorical(pd.array(X[:, 2], dtype="Int64"), categories=range(5))})
+    m = xgb.XGBClassifier(n_estimators=15, max_depth=3, enable_categorical=True, tree_method="hist",
+                          max_cat_to_onehot=1, n_jobs=1, random_state=0).fit(frame, y)
+    f = lumber.load(m)
+    assert f.is_categorical.any()
+    p = forest_to_polynomial(f).validate()
+    assert_matches_forest(p, f, rows)
+    np.testing.assert_allclose(p.evaluate(X), m.predict(frame, output_margin=True), rtol=1e-5, atol=1e-5)
+
+
+def test_sklearn_hgb_native_categories_match_the_library() -> None:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    X, y = _categorical_data(seed=1)
+    hgb = HistGradientBoostingClassifier(max_iter=15, categorical_features=[1, 2], random_state=0).fit(X, y)
+    f = lumber.load(hgb)
+    assert f.is_categorical.any()
+    p = forest_to_polynomial(f).validate()
+    rows = _odd_category_rows(X)
+    rows = rows[~(rows[:, 1:] > 1e9).any(axis=1) & ~((rows[:, 1:] < 0).any(axis=1))]  # sklearn rejects those
+    np.testing.assert_allclose(p.evaluate(rows), hgb.decision_function(rows), rtol=1e-12, atol=1e-11)
+
+
 # -- errors -------------------------------------------------------------------------------------------
 
 
-def test_categorical_splits_are_rejected_with_their_location() -> None:
-    f = make_forest([("x0", 0.5, ("c", {1, 3}, 1.0, 2.0), 3.0)], ["x0", categorical("c", range(4))])
-    with pytest.raises(CompileError, match=r"tree 0, node 1: error: categorical split on feature 'c'"):
+def test_categorical_sets_become_category_cells() -> None:
+    """``c in {1, 3}`` then ``c in {3}``: cells 1 and 3 get indicators, the rest is the constant."""
+    f = make_forest([("c", {1, 3}, ("c", {3}, 10.0, 20.0), 30.0)], [categorical("c", range(5))])
+    p = forest_to_polynomial(f).validate()
+    # leaf 10: c = 3; leaf 20: c = 1; leaf 30: 1 - [c=1] - [c=3] (NaN and invalid codes go right)
+    assert p.bias.tolist() == [30.0]
+    got = sorted(p.describe_monomial(j) for j in range(p.n_monomials))
+    assert got == ["[-10] * [c = 1]", "[-20] * [c = 3]"]
+    X = np.array([[0.0], [1.0], [3.0], [3.7], [4.0], [np.nan], [-1.0], [1e12]])
+    np.testing.assert_array_equal(p.evaluate(X), f.evaluate(X))
+
+
+def test_invalid_codes_and_nan_get_their_own_cells_when_they_route_apart() -> None:
+    f = make_forest([("c", {2}, 1.0, 2.0)], [categorical("c", range(4))])
+    f = f.replace(cat_invalid_left=np.array([True, False, False]), missing_left=np.array([False, False, False]))
+    p = forest_to_polynomial(f).validate()
+    assert {p.describe_condition(c) for c in range(p.n_conditions)} == {"c = 2", "c is not a valid category"}
+    X = np.array([[2.0], [0.0], [-1.0], [np.nan], [2.5]])
+    np.testing.assert_array_equal(p.evaluate(X), f.evaluate(X))
+
+
+def test_a_feature_with_threshold_and_category_splits_is_rejected_with_its_location() -> None:
+    f = make_forest([("c", 0.5, ("c", {1, 3}, 1.0, 2.0), 3.0)], [categorical("c", range(4))])
+    with pytest.raises(CompileError, match=r"tree 0, node 1: error: categorical split \(the feature also has"):
         forest_to_polynomial(f)
 
 

@@ -23,8 +23,8 @@ has weight zero, so ``P_a(x) - P_b(x) = w_M``. Callers verify it by
 evaluating both models at x.
 
 Limits: equality is up to ``atol`` on each monomial weight (float sums of leaf
-values differ in the last bits between tree shapes); categorical and
-zero-as-missing splits have no polynomial form yet.
+values differ in the last bits between tree shapes); LightGBM zero-as-missing splits
+have no polynomial form yet, and category conditions compare only under one category rule.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from lumber.ir import UnsupportedModelError
 from lumber.ir.polynomial import ConditionKind, Polynomial, expand_products, from_terms
 
 
@@ -78,52 +79,62 @@ def to_explicit_missing(poly: Polynomial, allow_nan: bool = True) -> Polynomial:
     """The same function with no condition true on NaN except ``MISSING`` ones.
 
     With ``allow_nan=False`` the result only has to agree on NaN-free inputs:
-    MISSING conditions vanish and so do the monomials that hold them.
+    MISSING conditions vanish and so do the monomials that hold them. Category
+    conditions (false on NaN already) pass through unchanged.
     """
     F = poly.n_features
-    gt = poly.cond_kind == ConditionKind.GREATER
+    kind = poly.cond_kind
+    gt = kind == ConditionKind.GREATER
+    miss = kind == ConditionKind.MISSING
+    cat = kind >= ConditionKind.EQUAL
     f = poly.cond_feature.astype(np.int64)
     need = np.zeros(F, dtype=bool)
     if allow_nan:
-        need[f[~gt]] = True
+        need[f[miss]] = True
         need[f[gt & poly.cond_nan_true]] = True
-    m_f = np.bincount(f[gt], minlength=F)
-    block = m_f + need
-    c_off = np.concatenate([[0], np.cumsum(block)])
-    n_new = int(c_off[-1])
-    g_idx = np.flatnonzero(gt)
-    rank = np.arange(g_idx.shape[0]) - np.concatenate([[0], np.cumsum(m_f)])[f[g_idx]]
-    new_g = np.full(poly.n_conditions, -1, dtype=np.int64)
-    new_g[g_idx] = c_off[f[g_idx]] + rank
-    miss = c_off[:-1] + m_f
-    cond_feature = np.repeat(np.arange(F, dtype=np.int32), block)
-    cond_kind = np.full(n_new, ConditionKind.MISSING, dtype=np.int8)
-    cond_threshold = np.full(n_new, np.nan)
-    cond_nan_true = np.ones(n_new, dtype=bool)
-    cond_kind[new_g[g_idx]] = ConditionKind.GREATER
-    cond_threshold[new_g[g_idx]] = poly.cond_threshold[g_idx]
-    cond_nan_true[new_g[g_idx]] = False
-    # one factor per monomial entry: [G'] or [G', MISSING] (x > b or missing), or [MISSING], or nothing
+    # the new table: thresholds (false on NaN), category conditions, one MISSING per feature that needs it
+    g_idx, c_idx, m_feat = np.flatnonzero(gt), np.flatnonzero(cat), np.flatnonzero(need)
+    feat = np.concatenate([f[g_idx], f[c_idx], m_feat])
+    knd = np.concatenate([kind[g_idx], kind[c_idx], np.full(m_feat.size, ConditionKind.MISSING)]).astype(np.int8)
+    thr = np.concatenate([poly.cond_threshold[g_idx], poly.cond_threshold[c_idx], np.full(m_feat.size, np.nan)])
+    order = np.lexsort((np.nan_to_num(thr, nan=np.inf), knd, feat))
+    pos = np.empty(order.size, dtype=np.int64)
+    pos[order] = np.arange(order.size)
+    n_new = int(order.size)
+    new_id = np.full(poly.n_conditions, -1, dtype=np.int64)
+    new_id[g_idx] = pos[:g_idx.size]
+    new_id[c_idx] = pos[g_idx.size:g_idx.size + c_idx.size]
+    miss_of = np.full(F, -1, dtype=np.int64)
+    miss_of[m_feat] = pos[g_idx.size + c_idx.size:]
+    # one factor per monomial entry: [G'] or [G', MISSING] (x > b or missing), [MISSING], [category], or nothing
     tc = np.full((poly.n_conditions, 2), -2, dtype=np.int64)
     tw = np.zeros((poly.n_conditions, 2))
-    tc[gt, 0] = new_g[gt]
-    tw[gt, 0] = 1.0
+    keep = gt | cat
+    tc[keep, 0] = new_id[keep]
+    tw[keep, 0] = 1.0
     split = gt & poly.cond_nan_true & allow_nan
-    tc[split, 1] = miss[f[split]]
+    tc[split, 1] = miss_of[f[split]]
     tw[split, 1] = 1.0
     if allow_nan:
-        tc[~gt, 0] = miss[f[~gt]]
-        tw[~gt, 0] = 1.0
+        tc[miss, 0] = miss_of[f[miss]]
+        tw[miss, 0] = 1.0
     nt_c = (tc != -2).sum(axis=1)
     entry_tc, entry_tw, entry_nt = tc[poly.mono_cond], tw[poly.mono_cond], nt_c[poly.mono_cond]
     ids, w = expand_products(np.arange(poly.n_monomials), poly.degree, poly.mono_offset[:-1], entry_nt,
                              entry_tc, entry_tw, poly.weight, max(1, poly.max_degree), n_new)
     schema = poly.schema if allow_nan == poly.schema.allow_nan else poly.schema.with_(allow_nan=allow_nan)
-    return from_terms(schema, cond_feature, cond_kind, cond_threshold, cond_nan_true, ids, w, poly.bias)
+    return from_terms(schema, feat[order].astype(np.int32), knd[order], thr[order], knd[order] == ConditionKind.MISSING,
+                      ids, w, poly.bias)
 
 
 def polynomial_difference(a: Polynomial, b: Polynomial, atol: float = 0.0) -> Polynomial:
     """Canonical ``a - b`` in one basis (explicit NaN mode, common input dtype, united conditions)."""
+    if a.schema.category_rule != b.schema.category_rule and (
+            (a.cond_kind >= ConditionKind.EQUAL).any() or (b.cond_kind >= ConditionKind.EQUAL).any()):
+        raise UnsupportedModelError(
+            f"the models read category codes differently ({a.schema.category_rule.name} vs "
+            f"{b.schema.category_rule.name} rules), so their category conditions are not comparable",
+            "compare models from the same library, or encode the categories as numbers")
     if a.schema.input_dtype != b.schema.input_dtype:
         a, b = widen_to_float64(a), widen_to_float64(b)
     allow_nan = a.schema.allow_nan and b.schema.allow_nan
@@ -176,11 +187,21 @@ def counterexample_row(diff: Polynomial, atol: float = 0.0) -> npt.NDArray[np.fl
     x = np.zeros(F, dtype=np.float64)
     has = m_f > 0
     x[has] = thr_sorted[g_off[:-1][has]]  # the lowest threshold: no condition on the feature holds
+    eq = diff.cond_kind == ConditionKind.EQUAL
+    for fc in np.unique(f[eq]):  # a valid code no EQUAL condition names: no category condition holds
+        named = set(diff.cond_threshold[eq & (f == fc)].astype(np.int64).tolist())
+        x[fc] = float(min(set(range(len(named) + 1)) - named))
     if diff.n_monomials and not np.any(np.abs(diff.bias) > atol):
         ranksum = np.bincount(diff.mono_of_entry, weights=rank[diff.mono_cond], minlength=diff.n_monomials)
         j = int(np.lexsort((ranksum, diff.degree))[0])
         for c in diff.mono_cond[diff.mono_offset[j]:diff.mono_offset[j + 1]]:
             fc = int(f[c])
+            if diff.cond_kind[c] == ConditionKind.EQUAL:
+                x[fc] = float(diff.cond_threshold[c])
+                continue
+            if diff.cond_kind[c] == ConditionKind.INVALID:
+                x[fc] = -1.0  # negative: an invalid code under every category rule
+                continue
             if not gt[c]:
                 x[fc] = np.nan
                 continue

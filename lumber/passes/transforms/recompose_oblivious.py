@@ -190,6 +190,13 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
     """The ensemble and statistics (trees, depths, table bytes, search counts, seconds)."""
     t0 = time.perf_counter()
     cost = cost or CostModel()
+    cat = np.flatnonzero(poly.cond_kind >= ConditionKind.EQUAL)
+    if cat.size:
+        names = sorted({poly.schema.features[int(f)].name for f in poly.cond_feature[cat]})
+        raise CompileError(
+            f"oblivious tables test thresholds; the polynomial has category conditions on "
+            f"{', '.join(repr(n) for n in names[:5])}{' ...' if len(names) > 5 else ''}",
+            "encode those features as ordered numeric codes and retrain, or compile the Forest form (C, ONNX)")
     if poly.max_degree > max_depth:
         j = int(np.flatnonzero(poly.degree == poly.max_degree)[0])
         raise CompileError(

@@ -12,9 +12,10 @@ factor; monomials are packed into int64 keys and merged with a stable sort, in
 batches that bound memory. Exact zeros are dropped.
 
 A ``+inf`` threshold (scikit-learn's split of NaN from every number) needs no
-condition: numbers go left, so only the NaN term remains. Unsupported, with a
-clear error: categorical splits, LightGBM zero-as-missing splits, ``-inf``
-thresholds.
+condition: numbers go left, so only the NaN term remains. Categorical splits
+become category-cell factors (:mod:`.categorical_factors`). Unsupported, with a
+clear error: LightGBM zero-as-missing splits, a feature split both by thresholds
+and by category sets, ``-inf`` thresholds.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from lumber.ir.interp import trees_per_output
 from lumber.ir.polynomial import ConditionKind, Polynomial, expand_products, from_terms, merge_terms
 
 from ..base import PassContext, PassReport, Transform
+from .categorical_factors import categorical_factors, category_cells
 
 DEFAULT_MAX_MONOMIALS = 50_000_000
 """Terms (before merging) the expansion may create; about 40 bytes each while a batch is merged."""
@@ -90,9 +92,11 @@ def _check_supported(forest: Forest, internal: npt.NDArray[np.int64], thr: npt.N
         if nodes.size > 3:
             sink.error(f"... and {nodes.size - 3} more such splits")
 
-    report(forest.is_categorical[internal], "categorical split",
-           "encode the feature as ordered numeric codes and retrain, or keep the Forest form")
-    report(forest.missing_zero[internal] & ~forest.is_categorical[internal], "zero-as-missing split (LightGBM missing_type=Zero)",
+    cat = forest.is_categorical[internal]
+    mixed = np.intersect1d(forest.feature[internal][cat], forest.feature[internal][~cat])
+    report(cat & np.isin(forest.feature[internal], mixed), "categorical split (the feature also has threshold splits)",
+           "a feature is either categorical or numerical in the polynomial form; keep the Forest form")
+    report(forest.missing_zero[internal], "zero-as-missing split (LightGBM missing_type=Zero)",
            "retrain with zero_as_missing=false, or keep the Forest form")
     report((thr == -np.inf) & ~forest.is_categorical[internal], "threshold -inf",
            f"thresholds must be finite {forest.schema.input_dtype} values or +inf (a NaN-only split)")
@@ -106,11 +110,15 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
     internal = np.flatnonzero(forest.left >= 0).astype(np.int64)
     thr = canonical_thresholds(forest.threshold[internal], schema.input_dtype)
     _check_supported(forest, internal, thr)
+    is_cat = forest.is_categorical[internal]
+    cells = category_cells(forest, internal[is_cat])
+    thr = np.where(is_cat, np.nan, thr)  # categorical splits take no part in the threshold tables
 
     # GREATER conditions: the unique (feature, finite threshold) pairs, sorted. A +inf threshold
     # (scikit-learn's NaN-only split) sends every number left: it gets index m_f, past every cell.
     feat = forest.feature[internal].astype(np.int64)
     fin = np.isfinite(thr)
+    num = ~is_cat
     order = np.flatnonzero(fin)[np.lexsort((thr[fin], feat[fin]))]
     fs, ts = feat[order], thr[order]
     first = np.ones(order.shape[0], dtype=bool)
@@ -125,15 +133,18 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
     # NaN mode per feature: point mode iff one cell p routes like NaN at every split on the feature
     ml = forest.missing_left[internal]
     lower = np.zeros(F, dtype=np.int64)
-    np.maximum.at(lower, feat[~ml], k_of[~ml] + 1)
+    np.maximum.at(lower, feat[~ml & num], k_of[~ml & num] + 1)
     upper = m_f.copy()
-    np.minimum.at(upper, feat[ml], k_of[ml])
+    np.minimum.at(upper, feat[ml & num], k_of[ml & num])
     point = (lower <= upper) | (not schema.allow_nan)
     p_cell = lower if schema.allow_nan else np.zeros(F, dtype=np.int64)
     explicit = ~point  # a feature split only at +inf (NaN right) still needs its MISSING condition
 
-    # condition table: per feature its GREATER conditions, then MISSING if explicit
+    # condition table: per feature its GREATER conditions, then MISSING if explicit; a categorical
+    # feature's block holds its cells instead (see categorical_factors)
     block = m_f + explicit
+    for f in cells.codes:
+        block[f] = cells.block_size(f)
     c_off = np.concatenate([[0], np.cumsum(block)])
     n_cond = int(c_off[-1])
     j_in_f = np.arange(g_feat.shape[0]) - off_f[g_feat]
@@ -146,6 +157,9 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
     cond_kind[g_id] = ConditionKind.GREATER
     cond_threshold[g_id] = g_thr
     cond_nan_true[g_id] = point[g_feat] & (j_in_f < p_cell[g_feat])
+    for f in cells.codes:
+        sl = slice(int(c_off[f]), int(c_off[f + 1]))
+        cond_kind[sl], cond_threshold[sl], cond_nan_true[sl] = cells.block(f)
 
     # root-to-leaf paths as (leaf, ancestor, went_left) pairs, one numpy step per level
     leaves = np.flatnonzero(forest.left < 0).astype(np.int64)
@@ -182,9 +196,16 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
     G = starts.shape[0]
     empty = lo > hi
     expl = explicit[gf]
+    gcat = np.zeros(G, dtype=bool)
+    if cells.codes:
+        gcat = np.isin(gf, np.fromiter(cells.codes, dtype=np.int64))
+        empty &= ~gcat
+    ctc, ctw, _ = categorical_factors(forest, cells, c_off, internal[pn], pw, np.cumsum(
+        np.isin(np.arange(key.size), starts)) - 1, gf)
     NONE = -2
-    tc = np.full((G, 3), NONE, dtype=np.int64)
-    tw = np.zeros((G, 3), dtype=np.float64)
+    width = max(3, ctc.shape[1])
+    tc = np.full((G, width), NONE, dtype=np.int64)
+    tw = np.zeros((G, width), dtype=np.float64)
     live = ~empty
     tc[live, 0] = np.where(lo[live] == 0, -1, c_off[gf[live]] + lo[live] - 1)
     tw[live, 0] = 1.0
@@ -195,6 +216,9 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
     has_m = expl & (mcoef != 0)
     tc[has_m, 2] = miss_id[gf[has_m]]
     tw[has_m, 2] = mcoef[has_m]
+    tc[gcat], tw[gcat] = NONE, 0.0
+    tc[gcat, :ctc.shape[1]] = ctc[gcat]
+    tw[gcat, :ctw.shape[1]] = ctw[gcat]
     cols = np.argsort(tc == NONE, axis=1, kind="stable")
     tc, tw = np.take_along_axis(tc, cols, 1), np.take_along_axis(tw, cols, 1)
     nt = (tc != NONE).sum(axis=1)
