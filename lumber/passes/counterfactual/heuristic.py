@@ -33,9 +33,26 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
+def _plain_apply(forest: Forest, X: FloatArray) -> npt.NDArray[np.int64]:
+    """Leaf ids when every split is a plain ``x <= t`` (no categories, no zero-as-missing, no NaN in X)."""
+    n, T = X.shape[0], forest.n_trees
+    node = np.broadcast_to(forest.tree_offset[:-1].astype(np.int64), (n, T)).copy()
+    left, right = forest.left.astype(np.int64), forest.right.astype(np.int64)
+    thr, feat = forest.threshold, forest.feature.astype(np.int64)
+    rows = np.arange(n)[:, None]
+    for _ in range(int(forest.depth.max()) + 1 if forest.n_nodes else 0):
+        inner = left[node] >= 0
+        if not inner.any():
+            break
+        go = X[rows, feat[node]] <= thr[node]
+        node = np.where(inner, np.where(go, left[node], right[node]), node)
+    return node
+
+
 def fast_margins(forest: Forest, X: FloatArray) -> FloatArray:
     """Raw margins of on-grid rows by one vectorised leaf sum (search only; not bit-exact)."""
-    leaves = forest_apply(forest, X)
+    plain = not forest.is_categorical.any() and not forest.missing_zero.any() and not np.isnan(X).any()
+    leaves = _plain_apply(forest, X) if plain else forest_apply(forest, X)
     s = forest.schema
     m = forest.value[leaves].sum(axis=1) + np.asarray(s.base_score)[None, :]
     if s.average:
@@ -228,6 +245,11 @@ def improve(cands: Candidates, x: FloatArray, passes: int = 2) -> FloatArray:
     return x
 
 
+WINDOW: int | None = None
+"""Cells the greedy walk tries next to the current value of each numeric feature (farther ones sparsely);
+None: every cell (measured best on credit: windows of 8 or 32 cells walked to 1.3x-2.7x dearer points)."""
+
+
 def greedy(cands: Candidates, max_steps: int = 40) -> FloatArray | None:
     """Cross one split at a time, best target gain per unit cost; keep the cheapest feasible point seen.
 
@@ -249,13 +271,19 @@ def greedy(cands: Candidates, max_steps: int = 40) -> FloatArray | None:
     best, best_cost = None, np.inf
     col = np.concatenate([np.full(v.shape[0], i) for i, v in moves])
     val = np.concatenate([v for _, v in moves])
-    rows = np.arange(val.shape[0])
+    fpos = np.concatenate([np.arange(v.shape[0]) for _, v in moves])
+    numeric = np.concatenate([np.full(v.shape[0], not q.categorical[i]) for i, v in moves])
     score_x = float(target_score(q, fast_margins(q.forest, x[None, :]))[0])
     for _ in range(max_steps):
-        X = np.tile(x, (val.shape[0], 1))
-        X[rows, col] = val
+        # per numeric feature: the WINDOW cells nearest the current value on each side, then every 2^k-th
+        p = np.concatenate([np.full(v.shape[0], np.searchsorted(v, x[i])) for i, v in moves])
+        dist = np.where(fpos >= p, fpos - p, p - 1 - fpos)
+        near = ~numeric | (dist < WINDOW) | ((dist & (dist + 1)) == 0) if WINDOW else np.ones(dist.shape[0], bool)
+        cc, vv = col[near], val[near]
+        X = np.tile(x, (vv.shape[0], 1))
+        X[np.arange(vv.shape[0]), cc] = vv
         c = q.cost.total(X)
-        keep = (c < best_cost) & (val != x[col])
+        keep = (c < best_cost) & (vv != x[cc])
         if not keep.any():
             break
         X, c = X[keep], c[keep]
