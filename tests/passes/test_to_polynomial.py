@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -252,7 +254,7 @@ def test_sklearn_hgb_native_categories_match_the_library() -> None:
 # -- errors -------------------------------------------------------------------------------------------
 
 
-def test_categorical_sets_become_category_cells() -> None:
+def test_categorical_sets_become_category_cells(tmp_path: Any) -> None:
     """``c in {1, 3}`` then ``c in {3}``: cells 1 and 3 get indicators, the rest is the constant."""
     f = make_forest([("c", {1, 3}, ("c", {3}, 10.0, 20.0), 30.0)], [categorical("c", range(5))])
     p = forest_to_polynomial(f).validate()
@@ -262,6 +264,8 @@ def test_categorical_sets_become_category_cells() -> None:
     assert got == ["[-10] * [c = 1]", "[-20] * [c = 3]"]
     X = np.array([[0.0], [1.0], [3.0], [3.7], [4.0], [np.nan], [-1.0], [1e12]])
     np.testing.assert_array_equal(p.evaluate(X), f.evaluate(X))
+    p.save(tmp_path / "p.lumber")
+    np.testing.assert_array_equal(lumber.ir.Polynomial.load(tmp_path / "p.lumber").evaluate(X), p.evaluate(X))
 
 
 def test_invalid_codes_and_nan_get_their_own_cells_when_they_route_apart() -> None:
