@@ -158,3 +158,10 @@ def test_auto_refit_on_multiclass_logloss_and_regression_rmse() -> None:
                context=ctx)
     r = ctx.reports[-1].metrics
     assert r["metric"] == "rmse" and r["metric_after"] <= r["metric_before"] * 1.01 + 1e-12
+
+
+def test_pruning_everything_leaves_the_mean_margin_as_bias(diabetes_poly: tuple) -> None:
+    p, X, _ = diabetes_poly
+    q = lumber.run(p, "prune{method=refit,alpha=1e300}", data={"X_train": X[:300]})
+    assert q.n_monomials == 0
+    np.testing.assert_allclose(q.bias, [p.evaluate(X[:300]).mean()])

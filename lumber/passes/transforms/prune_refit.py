@@ -87,8 +87,10 @@ def refit(A: Any, w0: Array, c0: Array, target: Array, iters: int) -> tuple[Arra
     Never returns weights with a larger loss than the start.
     """
     n, k = A.shape
-    if k == 0 or n == 0 or iters <= 0:
+    if n == 0 or iters <= 0:
         return w0.copy(), c0.copy()
+    if k == 0:  # only the bias is left: the mean margin is its least-squares value
+        return w0.copy(), target.mean(axis=0)
     AT = A.T.tocsr()
     diag = np.append(np.asarray(A.sum(axis=0)).ravel(), float(n))
     diag[diag == 0] = 1.0  # a monomial that never holds on these rows: its weight stays put
