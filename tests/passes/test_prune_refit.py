@@ -154,8 +154,8 @@ def test_auto_refit_on_multiclass_logloss_and_regression_rmse() -> None:
     X, y = load_diabetes(return_X_y=True)
     m = lgb.LGBMRegressor(n_estimators=30, num_leaves=6, verbose=-1, n_jobs=1).fit(X[:300], y[:300])
     ctx = PassContext()
-    lumber.run(m, "polynomial,prune{method=refit,tol=0.01}", data={"train": (X[:300], y[:300]), "valid": (X[300:], y[300:])},
-               context=ctx)
+    data = {"train": (X[:300], y[:300]), "valid": (X[300:], y[300:])}
+    lumber.run(m, "polynomial,prune{method=refit,tol=0.01}", data=data, context=ctx)
     r = ctx.reports[-1].metrics
     assert r["metric"] == "rmse" and r["metric_after"] <= r["metric_before"] * 1.01 + 1e-12
 

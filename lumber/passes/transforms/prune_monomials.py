@@ -74,7 +74,8 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
             raise CompileError(f"iters must be a positive integer, got {self.iters!r}")
         if self.reduction is not None:
             if not (isinstance(self.reduction, (int, float)) and self.reduction >= 1):
-                raise CompileError(f"reduction must be a number >= 1 (monomials before / after), got {self.reduction!r}")
+                raise CompileError(f"reduction must be a number >= 1 (monomials before / after), "
+                                   f"got {self.reduction!r}")
             if self.alpha != "auto":
                 raise CompileError("give alpha or reduction, not both", "reduction=R keeps floor(n / R) monomials")
 
@@ -110,7 +111,6 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
                                 n_valid=None if Xv is None else Xv.shape[0]))
         return out
 
-
     def _metric(self, ir: Polynomial, data: Any) -> tuple[Metric | None, Any]:
         if data.X_valid is None or data.y_valid is None:
             return None, None
@@ -136,7 +136,8 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
         metric, Xv = self._metric(ir, data)
         res = refit_path(ir, data.X_train, step=self.step, iters=self.iters,
                          alpha=None if self.alpha == "auto" else float(self.alpha), reduction=self.reduction,
-                         X_valid=data.X_valid if auto else None, metric=(lambda m: metric(_shape(m, ir))) if auto else None,
+                         X_valid=data.X_valid if auto else None,
+                         metric=(lambda m: metric(_shape(m, ir))) if auto else None,
                          within=(lambda v, b: metric.within(v, b, self.tol)) if auto and metric else None)
         nonzero = np.flatnonzero((res.weight != 0).any(axis=1))
         out = ir.select(res.keep[nonzero]).replace(weight=res.weight[nonzero], bias=res.bias)
@@ -220,8 +221,8 @@ def prune_report(name: str, before_ir: Polynomial, after_ir: Polynomial, alpha: 
     text = f"kept {kept:,} of {total:,} monomials (dropped {total - kept:,}; {ratio:.2f}x fewer)"
     text += f", alpha={alpha:.4g}" if np.isfinite(alpha) else ", refit path" if np.isnan(alpha) else ""
     metrics: dict[str, Any] = {"kept": kept, "dropped": total - kept, "monomials_before": total,
-                               "reduction": ratio, "alpha": None if np.isnan(alpha) else alpha, "conditions_before": before_ir.n_conditions,
-                               "conditions_after": after_ir.n_conditions}
+                               "reduction": ratio, "alpha": None if np.isnan(alpha) else alpha,
+                               "conditions_before": before_ir.n_conditions, "conditions_after": after_ir.n_conditions}
     if metric is not None and before is not None and after is not None:
         text += f"; validation {metric.name} {before:.6f} -> {after:.6f} on {n_valid:,} rows (tol {tol:g})"
         metrics.update(metric=metric.name, metric_before=before, metric_after=after, tol=tol, validation_rows=n_valid)
