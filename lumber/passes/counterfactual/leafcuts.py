@@ -31,10 +31,9 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-def leaf_costs(forest: Forest, ch: NodeChoices, enc: ForestEncoding, domains: list[Domain], cost: CostModel,
-               features: list[int]) -> tuple[IntArray, FloatArray]:
+def leaf_costs(forest: Forest, ch: NodeChoices, reach: npt.NDArray[np.bool_], domains: list[Domain],
+               cost: CostModel, features: list[int]) -> tuple[IntArray, FloatArray]:
     """Reachable leaves and their per-feature minimum costs ``(n_leaves, len(features))``."""
-    reach = enc.reach
     nodes = np.flatnonzero(reach)
     pos = np.full(forest.n_nodes, -1, dtype=np.int64)
     pos[nodes] = np.arange(nodes.shape[0])
@@ -46,7 +45,7 @@ def leaf_costs(forest: Forest, ch: NodeChoices, enc: ForestEncoding, domains: li
     for k, f in enumerate(features):
         d = domains[f]
         if isinstance(d, NumericDomain):
-            LO[:, k], HI[:, k] = d.levels[0], d.levels[-1]
+            LO[:, k], HI[:, k] = d.lo, d.hi
         elif isinstance(d, CategoricalDomain):
             cat_masks[f] = np.ones((nodes.shape[0], d.codes.shape[0]), dtype=bool)
     # per-node bounds of the split, on the feature's grid
@@ -115,7 +114,7 @@ def add_leaf_cuts(forest: Forest, ch: NodeChoices, enc: ForestEncoding, domains:
     features = sorted(zcols)
     if not features:
         return 0
-    leaves, C = leaf_costs(forest, ch, enc, domains, cost, features)
+    leaves, C = leaf_costs(forest, ch, enc.reach, domains, cost, features)
     tree = forest.node_tree[leaves].astype(np.int64)
     ycol = enc.y[leaves]
     fixed = ycol < 0
@@ -136,3 +135,34 @@ def add_leaf_cuts(forest: Forest, ch: NodeChoices, enc: ForestEncoding, domains:
                        np.concatenate([-c[sel], np.ones(m)]), np.zeros(m), np.full(m, np.inf))
         added += m
     return added
+
+
+def prune_reach(forest: Forest, ch: NodeChoices, reach: npt.NDArray[np.bool_], domains: list[Domain],
+                cost: CostModel, bound: float) -> npt.NDArray[np.bool_]:
+    """``reach`` without the leaves whose cheapest point costs more than ``bound`` (a known solution's
+    cost), and without the nodes left with no reachable leaf.
+
+    The per-feature box of :meth:`CostModel.box` bounds each feature alone; a leaf often needs
+    several features moved, each affordable but not all together. No point cheaper than the
+    bound lies in such a leaf, so the optimum never routes there.
+    """
+    from lumber.ir import Norm
+
+    features = [d.index for d in domains if isinstance(d, (NumericDomain, CategoricalDomain))]
+    if not features:
+        return reach
+    leaves, C = leaf_costs(forest, ch, reach, domains, cost, features)
+    if cost.norm == Norm.LINF:
+        total = C.max(axis=1) if C.shape[1] else np.zeros(C.shape[0])
+    else:
+        total = C.sum(axis=1)
+    limit = cost.to_objective(bound)
+    limit = limit * (1 + 1e-9) + 1e-12
+    out = reach.copy()
+    out[leaves[total > limit]] = False
+    left, right, depth = forest.left, forest.right, forest.depth
+    inner = np.flatnonzero(reach & (left >= 0))
+    for dd in range(int(depth.max()) if forest.n_nodes else 0, -1, -1):  # bottom-up: keep nodes with a live child
+        v = inner[depth[inner] == dd]
+        out[v] = out[left[v]] | out[right[v]]
+    return out

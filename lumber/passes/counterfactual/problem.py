@@ -23,12 +23,16 @@ from lumber.ir import Constraints, FeatureKind, Forest, Norm
 from . import actionability
 from .domain import CategoricalDomain, Domain, FixedDomain, NumericDomain, grid_for
 from .model import LinExpr, MilpModel
-from .leafcuts import add_leaf_cuts
+from .leafcuts import add_leaf_cuts, prune_reach
 from .objective import CostModel
 from .targets import TargetSpec, add_target_rows
 from .trees import ForestEncoding, NodeChoices, classify, encode, path_assignment, reachable, register_cuts
 
 FloatArray = npt.NDArray[np.float64]
+
+PRUNE_LEAVES = True
+CUTOFF_ROW = True
+"""With a cost bound, drop leaves whose cheapest point costs more (see ``leafcuts.prune_reach``)."""
 
 
 @dataclass
@@ -238,6 +242,8 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
     for f in forests:
         ch = classify(f, doms)
         reach = reachable(f, ch)
+        if cost_bound is not None and np.isfinite(cost_bound) and PRUNE_LEAVES:
+            reach = prune_reach(f, ch, reach, doms, q.cost, cost_bound)
         internal = reach & (f.left >= 0)
         li, ri = np.maximum(f.left, 0), np.maximum(f.right, 0)
         branching = internal & reach[li] & reach[ri]
@@ -276,6 +282,13 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
             for k, (f, (ch, reach)) in enumerate(zip(forests, choices))]
     prob = Problem(q, model, doms, encs)
     prob.linf_col, prob.zcols = q.cost.add_objective(doms, model)
+    if cost_bound is not None and np.isfinite(cost_bound) and PRUNE_LEAVES and CUTOFF_ROW:
+        # the pruned model only routes points within the bound exactly: say so
+        c = model.cost
+        nz = np.flatnonzero(c)
+        if nz.size:
+            limit = q.cost.to_objective(cost_bound) * (1 + 1e-9) + 1e-12 - model.offset
+            model.add_rows(np.zeros(nz.shape[0], dtype=np.int64), nz, c[nz], np.array([-np.inf]), np.array([limit]))
     if leaf_cuts:
         for f, (ch, _), enc in zip(forests, choices, encs):
             add_leaf_cuts(f, ch, enc, doms, q.cost, prob.zcols, model)
