@@ -47,20 +47,29 @@ class TreeArrays:
         return int(self.left.shape[0])
 
 
-def renumber_bfs(tree: TreeArrays) -> TreeArrays:
-    """Renumber nodes in breadth-first order so every child follows its parent."""
-    n = tree.n_nodes
+def bfs_order(left: npt.NDArray[np.int64], right: npt.NDArray[np.int64],
+              leaf: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    """Nodes reachable from node 0, breadth first (the order :func:`renumber_bfs` assigns).
+
+    A cycle raises ``ModelFormatError``; shared or unreachable nodes are the caller's to check.
+    """
     order: list[npt.NDArray[np.int64]] = []
     frontier = np.array([0], dtype=np.int64)
     seen = 0
     while frontier.size:
         order.append(frontier)
         seen += frontier.size
-        if seen > n:
+        if seen > left.shape[0]:
             raise ModelFormatError("tree structure has a cycle")
-        inner = frontier[tree.left[frontier] >= 0]
-        frontier = np.stack([tree.left[inner], tree.right[inner]], axis=1).reshape(-1).astype(np.int64)
-    perm = np.concatenate(order)
+        inner = frontier[~leaf[frontier]]
+        frontier = np.stack([left[inner], right[inner]], axis=1).reshape(-1).astype(np.int64)
+    return np.concatenate(order)
+
+
+def renumber_bfs(tree: TreeArrays) -> TreeArrays:
+    """Renumber nodes in breadth-first order so every child follows its parent."""
+    n = tree.n_nodes
+    perm = bfs_order(tree.left, tree.right, tree.left < 0)
     if perm.shape[0] != n or np.unique(perm).shape[0] != n:
         raise ModelFormatError("tree has unreachable or shared nodes")
     new_id = np.empty(n, dtype=np.int64)

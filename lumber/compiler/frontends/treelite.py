@@ -36,7 +36,7 @@ from lumber.ir import (
     CategoryRule, Feature, FeatureKind, Forest, IRLocation, ModelFormatError, PostTransform, Schema, Task,
     UnsupportedModelError,
 )
-from lumber.ir.build import TreeArrays, concat_trees, renumber_bfs
+from lumber.ir.build import TreeArrays, bfs_order, concat_trees, renumber_bfs
 
 from .jsondoc import JsonDoc, parse_json
 
@@ -571,18 +571,6 @@ def _lower_tree(doc: _Doc, h: _Header, r: _RawTree) -> tuple[TreeArrays, npt.NDA
     )
     order = np.arange(n, dtype=np.int64)
     if np.any(left[inner] <= inner) or np.any(right[inner] <= inner):
-        order = _bfs_order(arrays.left, arrays.right, leaf)
+        order = bfs_order(arrays.left, arrays.right, leaf)
         arrays = renumber_bfs(arrays)
     return arrays, order
-
-
-def _bfs_order(left: npt.NDArray[np.int64], right: npt.NDArray[np.int64],
-               leaf: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
-    """Source ids in the breadth-first order :func:`renumber_bfs` assigns."""
-    parts = []
-    frontier = np.array([0], dtype=np.int64)
-    while frontier.size:
-        parts.append(frontier)
-        inner = frontier[~leaf[frontier]]
-        frontier = np.stack([left[inner], right[inner]], axis=1).reshape(-1)
-    return np.concatenate(parts)

@@ -42,7 +42,7 @@ from lumber.ir import (
     CategoryRule, Feature, FeatureKind, Forest, IRLocation, ModelFormatError, PostTransform, Schema, Task,
     UnsupportedModelError,
 )
-from lumber.ir.build import TreeArrays, concat_trees
+from lumber.ir.build import TreeArrays, bfs_order, concat_trees
 
 from .jsondoc import JsonDoc, describe, parse_json
 from .ubjson import UBJSONError, loads as ubjson_loads
@@ -555,7 +555,7 @@ def _lower_tree(doc: _Doc, tree: dict[str, Any], t: int, path: str, n_features: 
         i = 0 if indeg[0] else first(indeg > 1)
         raise doc.fail(f"{path}.left_children", f"node {i} is the child of {int(indeg[i])} nodes: "
                        "the arrays do not form a tree", tree=t, node=i)
-    order = _bfs(left, right, leaf)
+    order = bfs_order(left, right, leaf)
     reachable = np.zeros(n, dtype=bool)
     reachable[order] = True
     n_deleted = int((~reachable).sum())
@@ -626,18 +626,6 @@ def _lower_tree(doc: _Doc, tree: dict[str, Any], t: int, path: str, n_features: 
         count=None if count is None else count[perm],
     )
     return arrays, perm.astype(np.int64)
-
-
-def _bfs(left: npt.NDArray[np.int64], right: npt.NDArray[np.int64],
-         leaf: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
-    """Nodes reachable from the root, breadth first (the caller checked one parent per node)."""
-    parts = []
-    frontier = np.array([0], dtype=np.int64)
-    while frontier.size:
-        parts.append(frontier)
-        inner = frontier[~leaf[frontier]]
-        frontier = np.stack([left[inner], right[inner]], axis=1).reshape(-1)
-    return np.concatenate(parts)
 
 
 def _categories(doc: _Doc, tree: dict[str, Any], path: str, t: int, n: int,
