@@ -324,19 +324,22 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = ["# Counterfactual rules: Table 1 protocol (papers.md section 4)", "",
              f"`{doc['command']}` — {doc['machine']}; {doc['cases_per_class']} test cases per class, K = "
              f"{doc.get('k', 10)}, seed {doc['seed']}. Paper values in parentheses (adult is not in the paper).", "",
+             "Cases: the first test rows of each predicted class (bcw's test split has only 90 / 53).", "",
              "Headline plausibility: IF 10% (isolation forest calibrated to 10% outliers on the training rows; "
              "the explainer scores its samples with it). IF auto: scikit-learn's default threshold (the paper's).",
              "", "## Local rules (L-CR)", "",
-             ("| data | class | coverage | accuracy | acc. paper-SA | rule hit rate | plaus. IF 10% | plaus. IF auto "
+             ("| data | class | cases | coverage | accuracy | acc. paper-SA | rule hit rate | plaus. IF 10% "
+              "| plaus. IF auto "
               "| cases' own IF 10% / auto | moves protected | sparsity | reached pi | stability .01/.025/.05 "
               "| s/case |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, d in doc["datasets"].items():
         for i, (label, e) in enumerate(d["classes"].items()):
             L = e["local"]
             stab = PAPER.get(name, {}).get("stability")
             lines.append(
-                f"| {name} | {label} | {fmt(L['coverage'])} | {fmt(L['accuracy'])} ({paper(name, 'L-CR', 'acc', i)}) "
+                f"| {name} | {label} | {L['cases']} | {fmt(L['coverage'])} "
+                f"| {fmt(L['accuracy'])} ({paper(name, 'L-CR', 'acc', i)}) "
                 f"| {fmt(L['accuracy_paper_sa'])} | {fmt(L['rule_hit_rate'])} | **{fmt(L['plausibility_10'])}** "
                 f"| {fmt(L['plausibility_auto'])} ({paper(name, 'L-CR', 'psb', i)}) "
                 f"| {fmt(L['cases_inliers_10'])} / {fmt(L['cases_inliers_auto'])} "
