@@ -261,7 +261,8 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
             break
         res.message = f"margin {eps:g} did not verify; retrying with a larger margin"
     res.solve_seconds = solve_secs
-    if x_h is not None and (not res.found or not res.verified):
+    dearer = res.found and c_h is not None and res.cost > c_h * (1 + 1e-9) + 1e-12
+    if x_h is not None and (not res.found or not res.verified or dearer):
         # the solver could not confirm anything better than the heuristic point: report it, unproven
         fallback = _finish(q, _base(q, TIME_LIMIT, verify), x_h, verify)
         if fallback.verified:
