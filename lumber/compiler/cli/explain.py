@@ -39,6 +39,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pi", type=float, default=None, help="rules: CDP a feature set should reach (default 0.9)")
     p.add_argument("--pi-c", type=float, default=None, help="rules: probability every rule must reach (default 0.9)")
+    p.add_argument("--k-max", type=int, default=30,
+                   help="rules: most-used features the second search may change when none of the 10 first "
+                        "reaches pi_c (default 30; 10 or less turns the second search off)")
+    p.add_argument("--contamination", default="0.1",
+                   help="rules: share of training rows the isolation forest calls outliers (default 0.1), "
+                        "or 'auto' for scikit-learn's fixed threshold")
     p.add_argument("-o", "--output", help="write the JSON result here")
     p.add_argument("-q", "--quiet", action="store_true", help="no text summary on stdout")
 

@@ -58,3 +58,16 @@ def test_explain_rules_needs_train(files: dict[str, Path], capsys: pytest.Captur
     code = main(["explain", str(files["model"]), str(files["data"]), "--rules", "-o", str(out)])
     assert code != 0 and not out.exists()
     assert "--rules needs training rows" in capsys.readouterr().err
+
+
+def test_explain_rules_search_and_detector_flags(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    out = files["dir"] / "r3.json"
+    code = main(["explain", str(files["model"]), str(files["data"]), "--rules", "--train", str(files["train"]),
+                 "--rows", "0", "--k-max", "0", "--contamination", "auto", "-o", str(out), "-q"])
+    assert code == 0
+    assert json.loads(out.read_text())["analyses"]["rules"]["info"]["k_max"] == 0
+    bad = files["dir"] / "never2.json"
+    code = main(["explain", str(files["model"]), str(files["data"]), "--rules", "--train", str(files["train"]),
+                 "--rows", "0", "--contamination", "0.9", "-o", str(bad)])
+    assert code != 0 and not bad.exists()
+    assert "--contamination '0.9' is not accepted" in capsys.readouterr().err

@@ -18,29 +18,34 @@ from __future__ import annotations
 from typing import Any
 
 from lumber.compiler.api.rules import RuleExplainer
-from lumber.ir import InputDataError, Task
+from lumber.compiler.cli.explainers import parse_target
+from lumber.ir import InputDataError
 
 
 def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     args = ctx.args
     if ctx.train_X is None:
         raise InputDataError("--rules needs training rows", "add --train TRAIN.csv (the rows the model was fitted on)")
-    target = _target(args.target, ctx.forest.schema.task)
+    target = parse_target(args.target, ctx.forest.schema.task)
     explainer = RuleExplainer(ctx.forest, ctx.train_X, constraints=ctx.constraints, seed=int(args.seed),
                               pi=float(getattr(args, "pi", None) or 0.9),
-                              pi_c=float(getattr(args, "pi_c", None) or 0.9))
+                              pi_c=float(getattr(args, "pi_c", None) or 0.9),
+                              k_max=int(getattr(args, "k_max", 30)),
+                              contamination=_contamination(str(getattr(args, "contamination", "0.1"))))
     result = explainer.local(ctx.X[ctx.rows], target, rows=[int(r) for r in ctx.rows])
     return result.to_dict(), result.to_text()
 
 
-def _target(spec: str | None, task: Task) -> Any:
-    if spec is None or task != Task.REGRESSION:
-        return spec
+def _contamination(text: str) -> float | str:
+    if text == "auto":
+        return text
     try:
-        lo, hi = spec.split(":", 1)
-        return (float(lo) if lo.strip() else float("-inf"), float(hi) if hi.strip() else float("inf"))
+        value = float(text)
     except ValueError:
-        raise InputDataError(f"--target {spec!r} is not an interval", "for a regressor use --target LO:HI") from None
+        value = -1.0
+    if not 0.0 < value <= 0.5:
+        raise InputDataError(f"--contamination {text!r} is not accepted", "give a share in (0, 0.5] or 'auto'")
+    return value
 
 
 __all__ = ["explain"]
