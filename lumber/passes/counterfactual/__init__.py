@@ -12,7 +12,8 @@ Entry point for other passes and the public API::
     res.verified    # the model predicts the target at res.x (checked on every returned point)
 
 ``solve_counterfactual(forest, x, target, constraints, *, norm, scale, weights, reference, isolation, k,
-time_limit, backend, presolve, threads, mip_gap, use_warm_start, verifier, clip_to_reference)``:
+time_limit, backend, presolve, threads, mip_gap, use_warm_start, verifier, clip_to_reference,
+highs_options)``:
 
 - ``forest``: a lumber ``Forest`` (use ``lumber.load`` on a model object or file);
   ``x``: one case (1-D array or a one-row DataFrame).
@@ -31,6 +32,7 @@ time_limit, backend, presolve, threads, mip_gap, use_warm_start, verifier, clip_
   ``>= delta`` (see :func:`isolation_threshold`).
 - ``k``: also find up to ``k - 1`` further counterfactuals with other change patterns (``.alternatives``).
 - ``verifier``: ``f(X) -> predictions`` of the source model (default: ``Forest.evaluate``).
+- ``highs_options``: further HiGHS options as ``(name, value)`` pairs (highspy backend).
 
 The exact nearest class change of an ensemble under a weighted L1 / L2 / Linf metric, as the
 sensitive-tests analysis needs it, is ``solve_counterfactual(forest, x, target=None, norm="l2",
