@@ -283,7 +283,8 @@ def _interval_rows(forest: Forest, ch: NodeChoices, y: IntArray, i: int, nodes: 
     cand = np.flatnonzero((y >= 0) & (par >= 0))
     p = par[cand]
     t = tree[cand]
-    sel_rows, sel_cols, sel_k = [], [], []
+    sel_rows: list[np.ndarray] = []
+    sel_cols: list[np.ndarray] = []
     for side, (a, b) in enumerate(((np.searchsorted(U, hi_c[cand], "left"), np.searchsorted(U, hi_c[p], "left")),
                                    (np.searchsorted(U, lo_c[p], "right"), np.searchsorted(U, lo_c[cand], "right")))):
         ok = b > a
