@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from lumber.ir import Feature, FeatureKind, Forest, PostTransform, Schema, Task
 from lumber.ir.build import TreeArrays, concat_trees
+from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.ir.schema import CategoryRule
 
 THRESHOLDS = st.sampled_from([-2.0, -0.5, 0.0, 0.25, 0.5, 1.0, 1.5, 3.0, 7.25])
@@ -127,7 +128,9 @@ def boundary_rows(forest: Forest, n_random: int = 32, seed: int = 0) -> np.ndarr
             r = base[rng.integers(0, n_random)].copy()
             r[f] = v
             rows.append(r[None, :])
-    specials = [np.nan, 0.0, -0.0, 1e-36, -1e-36, -0.5, -1.0, 0.99, 3.7, 5.0, 6.0, 2.0**24, 2.0**31, 1e10]
+    z = ZERO_THRESHOLD  # LightGBM's zero-as-missing bound, and the values just outside it
+    specials = [np.nan, 0.0, -0.0, 1e-36, -1e-36, z, -z, float(np.nextafter(z, np.inf)), float(np.nextafter(-z, -np.inf)),
+                -0.5, -1.0, 0.99, 3.7, 5.0, 6.0, 2.0**24, 2.0**31, 1e10]
     for f in range(nf):
         for v in specials:
             r = base[rng.integers(0, n_random)].copy()

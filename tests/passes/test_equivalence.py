@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import lumber
 from builders import make_forest
 from lumber.ir import Forest, PostTransform, Task
+from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.passes.analyses.equivalence import widen_to_float64
 from lumber.passes.transforms.to_polynomial import canonical_thresholds, forest_to_polynomial
 from strategies import forests
@@ -201,17 +202,20 @@ def category_grid(a: Forest, b: Forest) -> np.ndarray:
     categorical one."""
     cols = []
     grid = cell_grid(a, b)
+    dtype = np.float32 if a.schema.input_dtype == "float32" else np.float64
     for j in range(a.n_features):
         if any(f.is_categorical[(f.left >= 0) & (f.feature == j)].any() for f in (a, b)):
             cols.append([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 2.5, -1.0, 1e10, np.nan])
-        else:
-            cols.append(np.unique(grid[:, j][~np.isnan(grid[:, j])]).tolist() + [np.nan])
+        else:  # plus LightGBM's zero region: 0, its bounds and the values just outside
+            z = dtype(ZERO_THRESHOLD)
+            zero = [0.0, float(z), -float(z), float(np.nextafter(z, dtype(np.inf))), float(np.nextafter(-z, dtype(-np.inf)))]
+            cols.append(np.unique(np.concatenate([grid[:, j][~np.isnan(grid[:, j])], zero])).tolist() + [np.nan])
     return np.array(list(itertools.product(*cols)), dtype=np.float64)
 
 
-@given(forests(max_trees=3, max_depth=3, max_features=3, missing_zero=False),
+@given(forests(max_trees=3, max_depth=3, max_features=3),
        st.integers(0, 10**6), st.sampled_from([0.0, 0.25, 1e-3]))
-def test_categorical_decision_agrees_with_brute_force(f: Forest, seed: int, delta: float) -> None:
+def test_categorical_and_zero_as_missing_decision_agrees_with_brute_force(f: Forest, seed: int, delta: float) -> None:
     f = f.replace(schema=f.schema.with_(accumulate_dtype="float64"))
     g = f
     if delta:

@@ -115,9 +115,10 @@ def test_thresholds_are_canonical_in_the_input_dtype() -> None:
 # -- random forests of every shape ----------------------------------------------------------------
 
 
-@given(forests(missing_zero=False))
+@given(forests())
 def test_polynomial_equals_forest_on_boundary_rows(forest: lumber.ir.Forest) -> None:
-    """Numerical and categorical splits, every category rule, NaN and invalid codes in the rows."""
+    """Numerical, zero-as-missing and categorical splits, every category rule; NaN, zeros and invalid
+    codes in the rows."""
     p = forest_to_polynomial(forest).validate()
     assert_matches_forest(p, forest, boundary_rows(forest, n_random=8))
     assert p.n_outputs == forest.n_outputs
@@ -144,6 +145,21 @@ def test_lightgbm_binary_with_nan_matches_booster() -> None:
     assert_matches_forest(p, forest, rows)
     np.testing.assert_allclose(p.evaluate(rows), bst.predict(rows, raw_score=True), rtol=1e-12, atol=1e-11)
     np.testing.assert_allclose(p.predict_proba(rows)[:, 1], bst.predict(rows), rtol=1e-11)
+
+
+def test_lightgbm_zero_as_missing_matches_booster() -> None:
+    """missing_type=Zero: zeros (and |x| <= 1e-35) route like NaN; the polynomial matches LightGBM."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    X = np.where(np.random.default_rng(0).random(X.shape) < 0.2, 0.0, X)
+    bst = _lgb({"objective": "regression", "num_leaves": 15, "zero_as_missing": True}, X, y, 30)
+    forest = lumber.load(bst)
+    assert forest.missing_zero[forest.left >= 0].any()
+    p = forest_to_polynomial(forest).validate()
+    rows = np.concatenate([with_nan(X, 0.2, seed=4), boundary_rows(forest, n_random=4)])
+    assert_matches_forest(p, forest, rows)
+    np.testing.assert_allclose(p.evaluate(rows), bst.predict(rows, raw_score=True), rtol=1e-12, atol=1e-9)
 
 
 def test_lightgbm_multiclass_and_regression() -> None:
@@ -283,12 +299,17 @@ def test_a_feature_with_threshold_and_category_splits_is_rejected_with_its_locat
         forest_to_polynomial(f)
 
 
-def test_zero_as_missing_splits_are_rejected() -> None:
-    f = make_forest([("x0", 0.5, 1.0, 2.0)], ["x0"])
+def test_zero_as_missing_splits_make_the_zero_region_a_cell() -> None:
+    """LightGBM missing_type=Zero: |x| <= 1e-35 goes where NaN goes (here left of a split at -1)."""
+    f = make_forest([("x0", -1.0, 1.0, ("x0", 2.0, 2.0, 3.0), True)], ["x0"])
     mz = f.missing_zero.copy()
     mz[0] = True
-    with pytest.raises(CompileError, match="zero-as-missing split"):
-        forest_to_polynomial(f.replace(missing_zero=mz))
+    f = f.replace(missing_zero=mz)
+    p = forest_to_polynomial(f).validate()
+    X = np.array([[-2.0], [-1.0], [-0.5], [-1e-35], [0.0], [1e-36], [1e-35], [1e-34], [0.5], [2.0], [3.0],
+                  [np.nan]])
+    np.testing.assert_array_equal(p.evaluate(X), f.evaluate(X))
+    assert p.evaluate([[0.0]])[0] == 1.0 and p.evaluate([[1e-34]])[0] == 2.0
 
 
 def test_expansion_budget_is_checked_before_expanding() -> None:

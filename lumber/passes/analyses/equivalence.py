@@ -23,8 +23,8 @@ has weight zero, so ``P_a(x) - P_b(x) = w_M``. Callers verify it by
 evaluating both models at x.
 
 Limits: equality is up to ``atol`` on each monomial weight (float sums of leaf
-values differ in the last bits between tree shapes); LightGBM zero-as-missing splits
-have no polynomial form yet, and category conditions compare only under one category rule.
+values differ in the last bits between tree shapes); category conditions compare
+only under one category rule.
 """
 
 from __future__ import annotations

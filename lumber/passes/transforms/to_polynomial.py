@@ -13,9 +13,10 @@ batches that bound memory. Exact zeros are dropped.
 
 A ``+inf`` threshold (scikit-learn's split of NaN from every number) needs no
 condition: numbers go left, so only the NaN term remains. Categorical splits
-become category-cell factors (:mod:`.categorical_factors`). Unsupported, with a
-clear error: LightGBM zero-as-missing splits, a feature split both by thresholds
-and by category sets, ``-inf`` thresholds.
+become category-cell factors (:mod:`.categorical_factors`), LightGBM
+zero-as-missing splits sums of up to three cell intervals (:mod:`.zero_as_missing`).
+Unsupported, with a clear error: a feature split both by thresholds and by
+category sets, zero-as-missing categorical splits, ``-inf`` thresholds.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from lumber.ir.polynomial import ConditionKind, Polynomial, expand_products, fro
 
 from ..base import PassContext, PassReport, Transform
 from .categorical_factors import categorical_factors, category_cells
+from .zero_as_missing import zero_boundaries, zero_feature_factors
 
 DEFAULT_MAX_MONOMIALS = 50_000_000
 """Terms (before merging) the expansion may create; about 40 bytes each while a batch is merged."""
@@ -96,8 +98,8 @@ def _check_supported(forest: Forest, internal: npt.NDArray[np.int64], thr: npt.N
     mixed = np.intersect1d(forest.feature[internal][cat], forest.feature[internal][~cat])
     report(cat & np.isin(forest.feature[internal], mixed), "categorical split (the feature also has threshold splits)",
            "a feature is either categorical or numerical in the polynomial form; keep the Forest form")
-    report(forest.missing_zero[internal], "zero-as-missing split (LightGBM missing_type=Zero)",
-           "retrain with zero_as_missing=false, or keep the Forest form")
+    report(forest.missing_zero[internal] & cat, "zero-as-missing categorical split",
+           "keep the Forest form")
     report((thr == -np.inf) & ~forest.is_categorical[internal], "threshold -inf",
            f"thresholds must be finite {forest.schema.input_dtype} values or +inf (a NaN-only split)")
     sink.raise_if_errors(CompileError)
@@ -116,19 +118,29 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
 
     # GREATER conditions: the unique (feature, finite threshold) pairs, sorted. A +inf threshold
     # (scikit-learn's NaN-only split) sends every number left: it gets index m_f, past every cell.
+    # A feature with zero-as-missing splits also gets the two bounds of its zero region.
     feat = forest.feature[internal].astype(np.int64)
     fin = np.isfinite(thr)
     num = ~is_cat
-    order = np.flatnonzero(fin)[np.lexsort((thr[fin], feat[fin]))]
-    fs, ts = feat[order], thr[order]
+    zero_node = forest.missing_zero[internal] & num
+    zf = np.unique(feat[zero_node])
+    zl, zh = zero_boundaries(schema.input_dtype)
+    n_fin = int(fin.sum())
+    pair_f = np.concatenate([feat[fin], np.repeat(zf, 2)])
+    pair_t = np.concatenate([thr[fin], np.tile([zl, zh], zf.size)])
+    order = np.lexsort((pair_t, pair_f))
+    fs, ts = pair_f[order], pair_t[order]
     first = np.ones(order.shape[0], dtype=bool)
     first[1:] = (fs[1:] != fs[:-1]) | (ts[1:] != ts[:-1])
+    g_pair = np.empty(order.shape[0], dtype=np.int64)
+    g_pair[order] = np.cumsum(first) - 1
     g_of = np.zeros(internal.shape[0], dtype=np.int64)
-    g_of[order] = np.cumsum(first) - 1
+    g_of[fin] = g_pair[:n_fin]
     g_feat, g_thr = fs[first], ts[first]
     m_f = np.bincount(g_feat, minlength=F).astype(np.int64)  # thresholds per feature
     off_f = np.concatenate([[0], np.cumsum(m_f)])
     k_of = np.where(fin, g_of - off_f[feat], m_f[feat])  # threshold index within its feature
+    z_idx = g_pair[n_fin:].reshape(-1, 2) - off_f[zf][:, None]  # per zero feature: indices of zl, zh
 
     # NaN mode per feature: point mode iff one cell p routes like NaN at every split on the feature
     ml = forest.missing_left[internal]
@@ -137,6 +149,7 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
     upper = m_f.copy()
     np.minimum.at(upper, feat[ml & num], k_of[ml & num])
     point = (lower <= upper) | (not schema.allow_nan)
+    point[zf] = not schema.allow_nan  # zero-as-missing features use the explicit NaN mode
     p_cell = lower if schema.allow_nan else np.zeros(F, dtype=np.int64)
     explicit = ~point  # a feature split only at +inf (NaN right) still needs its MISSING condition
 
@@ -203,7 +216,8 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
     ctc, ctw, _ = categorical_factors(forest, cells, c_off, internal[pn], pw, np.cumsum(
         np.isin(np.arange(key.size), starts)) - 1, gf)
     NONE = -2
-    width = max(3, ctc.shape[1])
+    gzero = np.isin(gf, zf)
+    width = max(3, ctc.shape[1], 7 if gzero.any() else 0)
     tc = np.full((G, width), NONE, dtype=np.int64)
     tw = np.zeros((G, width), dtype=np.float64)
     live = ~empty
@@ -216,6 +230,18 @@ def expand_forest(forest: Forest, *, max_monomials: int = DEFAULT_MAX_MONOMIALS)
     has_m = expl & (mcoef != 0)
     tc[has_m, 2] = miss_id[gf[has_m]]
     tw[has_m, 2] = mcoef[has_m]
+    if gzero.any():
+        gnum = np.cumsum(np.isin(np.arange(key.size), starts)) - 1  # group of each path entry
+        zg = np.flatnonzero(gzero)
+        local = np.full(G, -1, dtype=np.int64)
+        local[zg] = np.arange(zg.size)
+        ent = np.flatnonzero(gzero[gnum])
+        zpos = np.searchsorted(zf, gf[zg])
+        ztc, ztw = zero_feature_factors(
+            k[ent], pw[ent], zero_node[pn[ent]], ml[pn[ent]], local[gnum[ent]], zg.size, m_f[gf[zg]],
+            z_idx[zpos, 0], z_idx[zpos, 1], c_off[gf[zg]], miss_id[gf[zg]], bool(schema.allow_nan))
+        tc[zg], tw[zg] = NONE, 0.0
+        tc[zg, :7], tw[zg, :7] = ztc, ztw
     tc[gcat], tw[gcat] = NONE, 0.0
     tc[gcat, :ctc.shape[1]] = ctc[gcat]
     tw[gcat, :ctw.shape[1]] = ctw[gcat]
