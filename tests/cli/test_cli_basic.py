@@ -29,6 +29,18 @@ def test_inspect(model_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "trees      2" in out and "categorical splits 1" in out
 
 
+def test_inspect_describes_polynomial_ir_files(model_file: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    poly = tmp_path / "p.lumber"
+    assert main(["compile", str(model_file), "--passes", "polynomial", "-o", str(poly)]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(poly)]) == 0
+    out = capsys.readouterr().out
+    assert "(Polynomial IR)" in out and "category conditions    1" in out
+    assert main(["inspect", str(poly), "--json"]) == 0
+    assert '"kind": "Polynomial"' in capsys.readouterr().out
+
+
 def test_predict_matches_evaluate(model_file: Path, tmp_path: Path) -> None:
     data = tmp_path / "d.csv"
     pd.DataFrame({"c": ["y", "x", "z"], "a": [1.0, 0.2, np.nan]}).to_csv(data, index=False)

@@ -1,9 +1,11 @@
-"""``lumber inspect MODEL``: the shape of a model."""
+"""``lumber inspect MODEL``: the shape of a model, or of any ``.lumber`` IR file
+(a Polynomial from ``compile --passes polynomial``, an ObliviousEnsemble)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 NAME = "inspect"
 HELP = "print trees, depth, leaves, features used, splits per feature and memory"
@@ -15,8 +17,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lumber.compiler.frontends import load
+    from lumber.compiler.frontends import load, read_model_bytes, sniff
 
+    if sniff(read_model_bytes(args.model)[:4096]) == "lumber-ir":
+        from lumber.ir import Forest, load_ir
+
+        ir = load_ir(args.model)
+        if not isinstance(ir, Forest):
+            return _print_statistics(args, ir)
     forest = load(args.model)
     s = forest.summary()
     s["source"] = dict(forest.schema.source)
@@ -37,4 +45,30 @@ def run(args: argparse.Namespace) -> int:
     width = max((len(k) for k in s["splits_per_feature"]), default=0)
     for name, c in sorted(s["splits_per_feature"].items(), key=lambda kv: (-kv[1], kv[0])):
         print(f"  {name:<{width}}  {c}")
+    return 0
+
+
+def _print_statistics(args: argparse.Namespace, ir: Any) -> int:
+    """Polynomial and ObliviousEnsemble files: their ``statistics()``, as text or JSON."""
+    stats = dict(ir.statistics())
+    stats["kind"] = type(ir).__name__
+    stats["source"] = dict(ir.schema.source)
+    if args.json:
+        print(json.dumps(stats, indent=2, sort_keys=True, default=str))
+        return 0
+    src = ir.schema.source
+    print(f"model      {args.model} ({type(ir).__name__} IR)")
+    print(f"source     {src.get('library', '?')} {src.get('version', '')} {src.get('model_type', '')}".rstrip())
+    print(f"task       {ir.schema.task.name.lower()} ({ir.schema.n_outputs} output"
+          f"{'s' if ir.schema.n_outputs != 1 else ''}), inputs {ir.schema.input_dtype}")
+    for key, value in stats.items():
+        if key in ("kind", "source", "outputs"):
+            continue
+        if isinstance(value, dict):
+            text = ", ".join(f"{k}: {v}" for k, v in value.items())
+        elif isinstance(value, float):
+            text = f"{value:.3f}"
+        else:
+            text = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+        print(f"{key.replace('_', ' '):<22} {text}")
     return 0
