@@ -36,7 +36,7 @@ def test_inspect_describes_polynomial_ir_files(model_file: Path, tmp_path: Path,
     capsys.readouterr()
     assert main(["inspect", str(poly)]) == 0
     out = capsys.readouterr().out
-    assert "(Polynomial IR)" in out and "category conditions    1" in out
+    assert "(Polynomial IR)" in out and "category conditions    2" in out and "monomials              4" in out
     assert main(["inspect", str(poly), "--json"]) == 0
     assert '"kind": "Polynomial"' in capsys.readouterr().out
 
