@@ -128,20 +128,20 @@ def _inside(lo: FloatArray, hi: FloatArray, slo: FloatArray, shi: FloatArray) ->
 def merge_boxes(lo: FloatArray, hi: FloatArray, crp: FloatArray, plaus: FloatArray, *, crp_of: BoxScore,
                 plaus_of: BoxScore, pi_c: float, max_rules: int = 5, max_steps: int = 64,
                 allowed: Callable[[FloatArray, FloatArray], BoolArray] | None = None,
-                prefer: BoolArray | None = None) -> list[ScoredBox]:
+                prefer: FloatArray | BoolArray | None = None) -> list[ScoredBox]:
     """Greedy merge of qualifying boxes into at most ``max_rules`` disjoint rules (most plausible first).
 
     ``allowed(lo, hi)`` vetoes merged boxes (e.g. one holding the case's own values).
-    ``prefer[b]``: box b holds a value whose counterfactual point is a plausible one (an
-    inlier reaching the target); such boxes seed rules first, so they are never crowded out
-    by ``max_rules``. Merging only grows a box, so a preferred seed stays preferred.
+    ``prefer[b]`` (bool, or a score: higher first): how much box b holds values whose
+    counterfactual points are plausible ones (inliers reaching the target); preferred boxes
+    seed rules first, so they are never crowded out by ``max_rules``, and rank first.
     """
-    pref = np.zeros(lo.shape[0], dtype=bool) if prefer is None else np.asarray(prefer, dtype=bool)
-    order = np.lexsort((-crp, -plaus, ~pref))
+    pref = np.zeros(lo.shape[0]) if prefer is None else np.asarray(prefer, dtype=np.float64)
+    order = np.lexsort((-crp, -plaus, -pref))
     lo, hi, crp, plaus, pref = lo[order], hi[order], crp[order], plaus[order], pref[order]
     alive = np.ones(lo.shape[0], dtype=bool)
     out: list[ScoredBox] = []
-    first_pref: list[bool] = []
+    first_pref: list[float] = []
     for i in range(lo.shape[0]):
         if not alive[i] or len(out) >= max_rules:
             continue
@@ -173,8 +173,8 @@ def merge_boxes(lo: FloatArray, hi: FloatArray, crp: FloatArray, plaus: FloatArr
             alive &= ~_inside(lo, hi, seed.lo, seed.hi)
         alive &= ~_inside(lo, hi, seed.lo, seed.hi)
         out.append(seed)
-        first_pref.append(bool(pref[i]))
-    ranked = sorted(zip(out, first_pref), key=lambda t: (not t[1], -t[0].plausibility, -t[0].crp))
+        first_pref.append(float(pref[i]))
+    ranked = sorted(zip(out, first_pref), key=lambda t: (-t[1], -t[0].plausibility, -t[0].crp))
     return [b for b, _ in ranked]
 
 

@@ -30,6 +30,12 @@ BoolArray = npt.NDArray[np.bool_]
 MAX_POINTS = 2048
 """Rows scored per feature set for plausible counterfactual points (highest weight first)."""
 
+MAX_CASES = 32
+"""Region cases (training rows in the region, a fixed random subset) scored per feature set."""
+
+MAX_PAIRS = 8192
+"""(case, value) counterfactual points scored per feature set of a regional query."""
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -42,7 +48,7 @@ class Outcome:
     search: SearchInfo | None
     plausible: bool | None = None
     """Some rule's box holds a training value whose counterfactual point is an inlier reaching the
-    target (None: not known, e.g. no inlier score or a regional query)."""
+    target (for a region: for some of its cases; None: not known, e.g. no inlier score)."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,13 @@ class Query:
     action: ActionSpace
     key: int
     point: FloatArray | None = None
-    """A local query's case as the explained model reads it: rules then prefer boxes holding
-    plausible counterfactual points (the case with S set to a training row's values)."""
+    """A local query's case (1-D) or a regional query's cases (2-D: the region's training rows) as
+    the explained model reads them: rules then prefer boxes holding plausible counterfactual points
+    (a case with S set to a training row's values)."""
+
+    @property
+    def regional(self) -> bool:
+        return self.point is not None and np.ndim(self.point) == 2
 
 
 def make_query(ctx: RuleContext, action: ActionSpace, fixed_bits: Callable[[BitArray], BitArray], key: int,
@@ -212,9 +223,10 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, bad_action: BitArr
     lo, hi, crp = lo[ok], hi[ok], crp[ok]
     plaus = weighted_share(vals, wr, lo, hi)
     good = plausible_values(ctx, q, target, S, w)
-    prefer = weighted_share(good[0], good[1], lo, hi) > 0 if good is not None else np.zeros(lo.shape[0], bool)
+    prefer = (plausible_rank(q, weighted_share(good[0], good[1], lo, hi), plaus) if good is not None
+              else np.zeros(lo.shape[0]))
     if lo.shape[0] > opt.max_candidates:
-        keep = np.lexsort((-crp, -plaus, ~prefer))[: opt.max_candidates]
+        keep = np.lexsort((-crp, -plaus, -prefer))[: opt.max_candidates]
         lo, hi, crp, plaus, prefer = lo[keep], hi[keep], crp[keep], plaus[keep], prefer[keep]
     merged = merge_boxes(
         lo, hi, crp, plaus, pi_c=opt.pi_c, max_rules=opt.max_rules, allowed=allowed, prefer=prefer,
@@ -230,33 +242,104 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, bad_action: BitArr
                     for k, j in zip(np.flatnonzero(keep), Sk))
         rules.append(Rule(ivs, crp_m, plaus_m, support, inl))
     if good is not None:  # rules holding plausible points first (stable: most plausible first otherwise)
-        rules.sort(key=lambda r: not (r.inliers or 0.0) > 0)
+        rules.sort(key=lambda r: -float(plausible_rank(q, np.array([r.inliers or 0.0]),
+                                                       np.array([r.plausibility]))[0]))
     return rules, best
+
+
+def plausible_rank(q: Query, inliers: FloatArray, plaus: FloatArray) -> FloatArray:
+    """How much a box is preferred for its plausible counterfactual points (higher first).
+
+    Local: 1 when the box holds any (annealing can then return an inlier), else 0.
+    Regional: the share of the box's (case, value) points that are plausible, since a
+    box is used by every case of the region, not just one.
+    """
+    if not q.regional:
+        return (inliers > 0).astype(np.float64)  # type: ignore[no-any-return]
+    return np.divide(inliers, plaus, out=np.zeros_like(inliers), where=plaus > 0)  # type: ignore[no-any-return]
 
 
 def plausible_values(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray,
                      w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
     """Values over S (as the rule forest reads them) of the weighted training rows whose counterfactual
     point -- the local case with S set to the row's values -- is an inlier that reaches the target,
-    with their weights; None without an inlier score or for a regional query.
+    with their weights; None without an inlier score or a case.
 
     This is what annealing inside a box can find among row-wise training values: a box holding
     none of them yields an outlier sample, however long the chain runs. At most
     ``MAX_POINTS`` rows (highest weight first) are scored.
+
+    Regional query: every value is tried with each of (at most ``MAX_CASES``) region cases
+    (``MAX_PAIRS`` points at most, fewer values when there are many cases), and a value's
+    weight is scaled by the share of cases for which its point is plausible, so a box's
+    weighted sum is its share of plausible (case, value) points.
     """
     if ctx.score is None or q.point is None or S.size == 0:
         return None
+    cases = scored_cases(ctx, q)
+    m = cases.shape[0]
     rows = np.flatnonzero(w > 0)
-    if rows.size > MAX_POINTS:
-        rows = np.sort(rows[np.argsort(-w[rows], kind="stable")[:MAX_POINTS]])
-    if rows.size == 0:
+    n_rows = MAX_POINTS if m == 1 else max(1, min(MAX_POINTS, MAX_PAIRS // m))
+    if rows.size > n_rows:
+        rows = np.sort(rows[np.argsort(-w[rows], kind="stable")[:n_rows]])
+    if rows.size == 0 or m == 0:
         return np.zeros((0, S.size)), np.zeros(0)
     uniq, inv = unique_rows(ctx.X_raw[np.ix_(rows, S)])
-    P = np.repeat(np.asarray(q.point, dtype=np.float64)[None, :], uniq.shape[0], axis=0)
-    P[:, S] = uniq
+    share = plausible_pairs(ctx, target, cases, S, uniq).mean(axis=1)[inv]
+    sel = share > 0
+    return compress(ctx.table.X[np.ix_(rows[sel], S)], w[rows[sel]] * share[sel])
+
+
+def scored_cases(ctx: RuleContext, q: Query) -> FloatArray:
+    """The query's cases whose counterfactual points are scored (a regional query: a fixed
+    random subset of at most ``MAX_CASES`` of the region's rows)."""
+    cases = np.atleast_2d(np.asarray(q.point, dtype=np.float64))
+    if cases.shape[0] > MAX_CASES:
+        pick = np.random.default_rng([ctx.options.seed, q.key, 11]).choice(cases.shape[0], MAX_CASES, replace=False)
+        cases = cases[np.sort(pick)]
+    return cases
+
+
+def plausible_pairs(ctx: RuleContext, target: RuleTarget, cases: FloatArray, S: IntArray,
+                    values: FloatArray) -> BoolArray:
+    """``(value, case)``: the case with S set to the value (model input space) is an inlier that
+    reaches the target (requires ``ctx.score``)."""
+    assert ctx.score is not None
+    m = cases.shape[0]
+    P = np.tile(cases, (values.shape[0], 1))  # value-major: case c of value u at u * m + c
+    P[:, S] = np.repeat(values, m, axis=0)
     ok = (np.asarray(ctx.score(P)) >= 0) & target.hit(decisions(ctx.model, P))
-    sel = rows[ok[inv]]
-    return compress(ctx.table.X[np.ix_(sel, S)], w[sel])
+    return ok.reshape(values.shape[0], m)  # type: ignore[no-any-return]
+
+
+def case_share(ctx: RuleContext, q: Query, target: RuleTarget, rules: tuple[Rule, ...]) -> float | None:
+    """Share of the query's scored cases for which some rule's box holds a training row whose values
+    on the rule's features give an inlier reaching the target (None without a score or a case).
+
+    This is what sampling can reach for each case (it anneals over every rule's training
+    values): a regional rule set is more plausible when it serves more of its cases.
+    """
+    if ctx.score is None or q.point is None:
+        return None
+    cases = scored_cases(ctx, q)
+    m = cases.shape[0]
+    if m == 0:
+        return None
+    served = np.zeros(m, dtype=bool)
+    rng = np.random.default_rng([ctx.options.seed, q.key, 13])
+    for r in rules:
+        idx = np.array([iv.index for iv in r.intervals], dtype=np.int64)
+        rows = np.flatnonzero(in_boxes(ctx.table.X[:, idx], r.lo[None], r.hi[None])[0])
+        if rows.size == 0:
+            continue
+        uniq, _ = unique_rows(ctx.X_raw[np.ix_(rows, idx)])
+        n_vals = max(1, MAX_PAIRS // m)
+        if uniq.shape[0] > n_vals:
+            uniq = uniq[np.sort(rng.choice(uniq.shape[0], n_vals, replace=False))]
+        served |= plausible_pairs(ctx, target, cases, idx, uniq).any(axis=0)
+        if served.all():
+            break
+    return float(served.mean())
 
 
 def _prune(ctx: RuleContext, q: Query, target: RuleTarget, bad_action: BitArray, hits_leaf: FloatArray,
@@ -268,12 +351,14 @@ def _prune(ctx: RuleContext, q: Query, target: RuleTarget, bad_action: BitArray,
     then clearer and sparser with that feature left as it is, provided the
     probability, re-estimated with the feature fixed, stays at ``pi_c`` or above,
     and the box does not lose its last plausible counterfactual point (``good``,
-    see :func:`plausible_values`): fixing the feature may be what makes them outliers.
+    see :func:`plausible_values`; for a region: its share of plausible points does not
+    drop): fixing the feature may be what makes them outliers.
     Returns the kept features, CRP, plausibility and inlier share.
     """
     keep = np.ones(S.size, dtype=bool)
     crp, plaus = box.crp, box.plausibility
     inl = None if good is None else float(weighted_share(good[0], good[1], box.lo[None], box.hi[None])[0])
+    rank = None if inl is None else float(plausible_rank(q, np.array([inl]), np.array([plaus]))[0])
     free = np.flatnonzero((box.lo <= alo) & (box.hi >= ahi))
     for k in free:
         trial = keep.copy()
@@ -287,17 +372,18 @@ def _prune(ctx: RuleContext, q: Query, target: RuleTarget, bad_action: BitArray,
             continue
         reach = subset_reach(q.bad_fixed, bad_action, np.array([mask], dtype=np.uint64))[0]
         w = projected_weights(ctx.table, reach)
-        inl_t = None
+        rows = np.flatnonzero(w > 0)
+        vals, wr = compress(ctx.table.X[np.ix_(rows, S[trial])], w[rows])
+        plaus_t = float(weighted_share(vals, wr, box.lo[None, trial], box.hi[None, trial])[0])
+        inl_t = rank_t = None
         if good is not None:
             g = plausible_values(ctx, q, target, S[trial], w)
             assert g is not None
             inl_t = float(weighted_share(g[0], g[1], box.lo[None, trial], box.hi[None, trial])[0])
-            if inl is not None and inl > 0 and inl_t <= 0:
+            rank_t = float(plausible_rank(q, np.array([inl_t]), np.array([plaus_t]))[0])
+            if rank is not None and rank_t < rank:
                 continue
-        keep, crp, inl = trial, c, inl_t
-        rows = np.flatnonzero(w > 0)
-        vals, wr = compress(ctx.table.X[np.ix_(rows, S[keep])], w[rows])
-        plaus = float(weighted_share(vals, wr, box.lo[None, keep], box.hi[None, keep])[0])
+        keep, crp, inl, plaus, rank = trial, c, inl_t, plaus_t, rank_t
     return keep, crp, plaus, inl
 
 
@@ -314,5 +400,5 @@ def _allowed(alo: FloatArray, ahi: FloatArray,
     return ok
 
 
-__all__ = ["MAX_POINTS", "Outcome", "Query", "find_rules", "make_query", "plausible_values", "rule_outcomes",
-           "search_rules"]
+__all__ = ["MAX_CASES", "MAX_PAIRS", "MAX_POINTS", "Outcome", "Query", "case_share", "find_rules", "make_query",
+           "plausible_pairs", "plausible_rank", "plausible_values", "rule_outcomes", "scored_cases", "search_rules"]

@@ -6,12 +6,18 @@ whole: IF the cases of R move S into the box THEN the target is reached with
 probability ``pi_c``. Moves must be allowed for every case in R (see
 :mod:`actionable`). Coverage over a data set is the share of its cases that
 lie in a region with a rule.
+
+With an inlier score, boxes are ranked by their share of plausible (region case,
+training value) counterfactual points (:func:`core.plausible_values`), so the
+rules favour moves that stay realistic for the region's cases; ``Rule.inliers``
+is that share on the plausibility scale.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -21,11 +27,11 @@ from lumber.ir import Forest, InputDataError, Schema
 from ..leaf_boxes import tree_boxes
 from .actionable import action_space
 from .context import RuleContext
-from .core import make_query, search_rules
+from .core import Outcome, Query, case_share, make_query, search_rules
 from .estimators import interval_bits
 from .local import rule_info
 from .recourse import sample_cases
-from .results import EMPTY_REGION, CounterfactualRule, CounterfactualSample, Interval, RuleSet
+from .results import EMPTY_REGION, FOUND, CounterfactualRule, CounterfactualSample, Interval, RuleSet
 from .targets import RuleTarget, class_labels, describe_decision, is_classifier, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
@@ -111,12 +117,51 @@ def regional_rules(ctx: RuleContext, regions: Sequence[Region], target: Any = No
             continue
         lo0 = np.where(np.isneginf(reg.lo), -np.inf, np.nextafter(reg.lo, np.inf))
         act = action_space(ctx.constraints, names, lo0, reg.hi)
-        out, _ = search_rules(ctx, tgt, lambda k, reg=reg, act=act, r=r: make_query(
-            ctx, act, lambda bits: interval_bits(tab, reg.lo[None], reg.hi[None], bits)[0], 1_000_000 + r, k=k))
+        queries: list[Query] = []
+
+        def query(k: int | None, reg: Region = reg, act: Any = act, r: int = r, inside: BoolArray = inside) -> Query:
+            queries.append(make_query(ctx, act, lambda bits: interval_bits(tab, reg.lo[None], reg.hi[None], bits)[0],
+                                      1_000_000 + r, point=ctx.X_raw[inside], k=k))
+            return queries[-1]
+        out, gen = search_rules(ctx, tgt, query)
+        if out.status == FOUND and opt.widen > 0:
+            out, share = _widen(ctx, tgt, queries[-1], out, gen)
+            if share is not None:
+                extra["region_plausible_cases"] = share
         results.append(CounterfactualRule(out.status, out.message, features=tuple(names[j] for j in out.features),
                                           cdp=out.cdp, reached_pi=out.reached_pi, rules=out.rules, search=out.search,
                                           extra=extra, **common))
     return RuleSet(results, rule_info(ctx))
+
+
+def _widen(ctx: RuleContext, target: RuleTarget, q: Query, out: Outcome,
+           more: Iterator[Outcome]) -> tuple[Outcome, float | None]:
+    """Keep the search's first rule set unless a later feature set serves more of the region's cases
+    with a plausible counterfactual point (:func:`core.case_share`); stops at a set serving all.
+
+    As for local rules, sets whose boxes hold no plausible point are passed over and at
+    most ``widen`` further sets are scored; every candidate reaches ``pi_c`` on the region.
+    """
+    best = case_share(ctx, q, target, out.rules)
+    if best is None:
+        return out, None
+    first = out
+    scored = 0
+    while best < 1.0 and scored < ctx.options.widen:
+        o = next(more, None)
+        if o is None or o.status != FOUND:
+            break
+        if o.plausible is False:
+            continue
+        scored += 1
+        share = case_share(ctx, q, target, o.rules)
+        assert share is not None
+        if share > best:
+            out, best = o, share
+    if out is not first:
+        out = replace(out, message=out.message + f"; widened from {{{', '.join(ctx.names[j] for j in first.features)}}}"
+                      " whose rules give fewer of the region's cases a plausible counterfactual point")
+    return out, best
 
 
 def _no_target(ctx: RuleContext) -> RuleTarget:

@@ -76,10 +76,12 @@ class Rule:
     support: float
     """Share of all training rows whose values on S lie in the box."""
     inliers: float | None = None
-    """Local rules with an inlier score: the Projected Forest weight of the box's training values
-    whose counterfactual point (the case with S set to them) is an inlier reaching the target, as a
-    share of all weight (same scale as ``plausibility``). 0: annealing inside the box can only
-    return outliers among training values. None when not computed (regional rules, no scorer)."""
+    """With an inlier score: the Projected Forest weight of the box's training values whose
+    counterfactual point (the case with S set to them) is an inlier reaching the target, as a
+    share of all weight (same scale as ``plausibility``). Regional rules: each value's weight is
+    scaled by the share of the region's cases (a sample of them) for which its point is one.
+    0: annealing inside the box can only return outliers among training values. None when not
+    computed (no scorer)."""
 
     def contains(self, X: FloatArray) -> npt.NDArray[np.bool_]:
         X2 = np.atleast_2d(X)
