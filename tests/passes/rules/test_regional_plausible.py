@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from builders import make_forest
 from rules_helpers import classifier
 from test_plausible import bands, high, low  # noqa: F401  (fixture, scores)
+
 from lumber.passes.analyses.rules import FOUND, Region, RuleOptions, apply_regional, build_context, regional_rules
 from lumber.passes.analyses.rules.core import MAX_CASES, case_share, make_query
 from lumber.passes.analyses.rules.estimators import interval_bits
@@ -59,7 +59,7 @@ def test_both_bands_ranked_by_plausible_share(bands: dict[str, Any], score: Any)
 def test_share_counts_region_cases(bands: dict[str, Any]) -> None:  # noqa: F811
     """Inlier iff (x0 > 2) xor (x1 > 7.5): case x1 = 7 is served by (2, 3], case x1 = 8 by (0, 1].
     Each band's points are plausible for one case of two: inlier share half its plausibility."""
-    ctx, res = _region(bands, lambda X: np.where((X[:, 0] > 2) != (X[:, 1] > 7.5), 1.0, -1.0))
+    _, res = _region(bands, lambda X: np.where((X[:, 0] > 2) != (X[:, 1] > 7.5), 1.0, -1.0))
     assert len(res.rules) == 2
     for r in res.rules:
         assert r.inliers == pytest.approx(r.plausibility / 2)
@@ -90,7 +90,9 @@ def test_widening_picks_the_feature_set_with_plausible_points(either: dict[str, 
     """Inliers only where the *other* feature stays high: the rules move ``moved``, whichever set the
     search tries first, and every case of the region gets an inlier sample reaching the target."""
     keep = 1 if moved == "x0" else 0
-    score = lambda X: X[:, keep] - 2.0  # noqa: E731
+    def score(X: np.ndarray) -> np.ndarray:
+        return X[:, keep] - 2.0
+
     ctx = build_context(either["model"], either["rule_forest"], either["X"], score=score,
                         options=RuleOptions(pi=0.35))
     res = regional_rules(ctx, [either["region"]], target=1)[0]

@@ -10,13 +10,14 @@ lie in a region with a rule.
 With an inlier score, boxes are ranked by their share of plausible (region case,
 training value) counterfactual points (:func:`core.plausible_values`), so the
 rules favour moves that stay realistic for the region's cases; ``Rule.inliers``
-is that share on the plausibility scale.
+is that share on the plausibility scale. A later feature set of the search
+replaces the first when its rules give more of the region's cases a plausible
+point (``extra["region_plausible_cases"]``); every rule still reaches ``pi_c``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -119,7 +120,8 @@ def regional_rules(ctx: RuleContext, regions: Sequence[Region], target: Any = No
         act = action_space(ctx.constraints, names, lo0, reg.hi)
         queries: list[Query] = []
 
-        def query(k: int | None, reg: Region = reg, act: Any = act, r: int = r, inside: BoolArray = inside) -> Query:
+        def query(k: int | None, reg: Region = reg, act: Any = act, r: int = r, inside: BoolArray = inside,
+                  queries: list[Query] = queries) -> Query:
             queries.append(make_query(ctx, act, lambda bits: interval_bits(tab, reg.lo[None], reg.hi[None], bits)[0],
                                       1_000_000 + r, point=ctx.X_raw[inside], k=k))
             return queries[-1]
