@@ -28,7 +28,7 @@ BitArray = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
 
 MAX_POINTS = 2048
-"""Rows scored per feature set for plausible counterfactual points (highest weight first)."""
+"""Distinct values (over S) scored per feature set for plausible counterfactual points (highest weight first)."""
 
 MAX_CASES = 32
 """Region cases (training rows in the region, a fixed random subset) scored per feature set."""
@@ -267,7 +267,7 @@ def plausible_values(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray
 
     This is what annealing inside a box can find among row-wise training values: a box holding
     none of them yields an outlier sample, however long the chain runs. At most
-    ``MAX_POINTS`` rows (highest weight first) are scored.
+    ``MAX_POINTS`` distinct values (highest total weight first) are scored.
 
     Regional query: every value is tried with each of (at most ``MAX_CASES``) region cases
     (``MAX_PAIRS`` points at most, fewer values when there are many cases), and a value's
@@ -279,13 +279,16 @@ def plausible_values(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray
     cases = scored_cases(ctx, q)
     m = cases.shape[0]
     rows = np.flatnonzero(w > 0)
-    n_rows = MAX_POINTS if m == 1 else max(1, min(MAX_POINTS, MAX_PAIRS // m))
-    if rows.size > n_rows:
-        rows = np.sort(rows[np.argsort(-w[rows], kind="stable")[:n_rows]])
     if rows.size == 0 or m == 0:
         return np.zeros((0, S.size)), np.zeros(0)
     uniq, inv = unique_rows(ctx.X_raw[np.ix_(rows, S)])
-    share = plausible_pairs(ctx, target, cases, S, uniq).mean(axis=1)[inv]
+    n_vals = MAX_POINTS if m == 1 else max(1, min(MAX_POINTS, MAX_PAIRS // m))
+    share = np.zeros(uniq.shape[0])
+    top = np.arange(uniq.shape[0])
+    if top.size > n_vals:  # the values of highest total weight; the others count as not plausible
+        top = np.sort(np.argsort(-np.bincount(inv, weights=w[rows]), kind="stable")[:n_vals])
+    share[top] = plausible_pairs(ctx, target, cases, S, uniq[top]).mean(axis=1)
+    share = share[inv]
     sel = share > 0
     return compress(ctx.table.X[np.ix_(rows[sel], S)], w[rows[sel]] * share[sel])
 
