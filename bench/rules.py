@@ -80,6 +80,7 @@ RESULTS = HERE / "results"
 SIGMA2 = (0.01, 0.025, 0.05)
 DRAWS = 10
 
+CLASS_ORDER = ("pos", "neg")
 PAPER = {  # Table 1 (pos / neg); adult is not in the paper (it reports Diabetes)
     "compas": {"L-CR": {"acc": (1.0, 0.9), "psb": (0.87, 0.73), "sps": (2, 4)},
                "R-CR": {"acc": (0.9, 0.98), "psb": (0.74, 0.93), "sps": (2, 3), "coverage": 1.0},
@@ -338,7 +339,8 @@ def markdown(doc: dict[str, Any]) -> str:
               "| s/case |"),
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, d in doc["datasets"].items():
-        for i, (label, e) in enumerate(d["classes"].items()):
+        for label, e in d["classes"].items():
+            i = CLASS_ORDER.index(label)  # PAPER tuples are (pos, neg), whatever the dict order
             L = e["local"]
             stab = PAPER.get(name, {}).get("stability")
             lines.append(
@@ -389,7 +391,8 @@ def markdown(doc: dict[str, Any]) -> str:
               "| min CRP | s |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for name, d in doc["datasets"].items():
-        for i, (label, e) in enumerate(d["classes"].items()):
+        for label, e in d["classes"].items():
+            i = CLASS_ORDER.index(label)  # PAPER tuples are (pos, neg), whatever the dict order
             R = e["regional"]
             lines.append(
                 f"| {name} | {label} | {fmt(R['coverage'])} ({paper(name, 'R-CR', 'coverage', 0)}) "

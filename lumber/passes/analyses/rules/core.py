@@ -28,7 +28,7 @@ BitArray = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
 
 MAX_POINTS = 2048
-"""Distinct values (over S) scored per feature set for plausible counterfactual points (highest weight first)."""
+"""Rows scored per feature set of a local query for plausible counterfactual points (highest weight first)."""
 
 MAX_CASES = 32
 """Region cases (training rows in the region, a fixed random subset) scored per feature set."""
@@ -267,10 +267,10 @@ def plausible_values(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray
 
     This is what annealing inside a box can find among row-wise training values: a box holding
     none of them yields an outlier sample, however long the chain runs. At most
-    ``MAX_POINTS`` distinct values (highest total weight first) are scored.
+    ``MAX_POINTS`` rows (highest weight first) are scored.
 
     Regional query: every value is tried with each of (at most ``MAX_CASES``) region cases
-    (``MAX_PAIRS`` points at most, fewer values when there are many cases), and a value's
+    (``MAX_PAIRS`` points at most: the distinct values of highest total weight), and a value's
     weight is scaled by the share of cases for which its point is plausible, so a box's
     weighted sum is its share of plausible (case, value) points.
     """
@@ -279,6 +279,8 @@ def plausible_values(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray
     cases = scored_cases(ctx, q)
     m = cases.shape[0]
     rows = np.flatnonzero(w > 0)
+    if m == 1 and rows.size > MAX_POINTS:  # local: the rows of highest weight
+        rows = np.sort(rows[np.argsort(-w[rows], kind="stable")[:MAX_POINTS]])
     if rows.size == 0 or m == 0:
         return np.zeros((0, S.size)), np.zeros(0)
     uniq, inv = unique_rows(ctx.X_raw[np.ix_(rows, S)])
