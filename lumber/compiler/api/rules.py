@@ -189,6 +189,10 @@ class RuleExplainer:
     def regional(self, regions: Sequence[Region] | Region, target: Any = None) -> RuleSet:
         """Regional rules for each region."""
         regs = [regions] if isinstance(regions, Region) else list(regions)
+        bad = [i for i, r in enumerate(regs) if not isinstance(r, Region)]
+        if bad:
+            raise InputDataError(f"region {bad[0]} is a {type(regs[bad[0]]).__name__}, not a Region",
+                                 "build regions with explainer.region({'feature': (lo, hi), ...}) or Region.from_bounds")
         rs = regional_rules(self.context, regs, target)
         rs.info.update(self.describe())
         return rs

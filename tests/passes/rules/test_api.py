@@ -178,3 +178,9 @@ def test_default_isolation_forest_is_calibrated(compas_model: dict[str, Any],
         assert all(rule.inliers is not None and 0.0 <= rule.inliers <= rule.plausibility + 1e-12 for rule in r.rules)
     with pytest.raises(InputDataError, match="contamination must be 'auto' or in"):
         RuleExplainer(compas_model["model"], compas_model["Xtr"], contamination=0.9)
+
+
+def test_regions_that_are_not_regions_are_a_clear_error(compas_rules: tuple[RuleExplainer, RuleSet]) -> None:
+    ex, _ = compas_rules
+    with pytest.raises(InputDataError, match=r"region 0 is a NoneType, not a Region"):
+        ex.regional([None])
