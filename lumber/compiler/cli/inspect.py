@@ -31,9 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(s, indent=2, sort_keys=True))
         return 0
-    src = forest.schema.source
-    print(f"model      {args.model}")
-    print(f"source     {src.get('library', '?')} {src.get('version', '')} {src.get('model_type', '')}".rstrip())
+    _print_origin(args.model, forest.schema.source)
     print(f"task       {s['task']} ({s['outputs']} output{'s' if s['outputs'] != 1 else ''}), "
           f"post-transform {forest.schema.post_transform.name.lower()}, inputs {forest.schema.input_dtype}")
     print(f"trees      {s['trees']}  ({'averaged' if forest.schema.average else 'summed'})")
@@ -48,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_origin(model: str, src: dict[str, Any]) -> None:
+    print(f"model      {model}")
+    print(f"source     {src.get('library', '?')} {src.get('version', '')} {src.get('model_type', '')}".rstrip())
+
+
 def _print_statistics(args: argparse.Namespace, ir: Any) -> int:
     """Polynomial and ObliviousEnsemble files: their ``statistics()``, as text or JSON."""
     stats = dict(ir.statistics())
@@ -56,9 +59,7 @@ def _print_statistics(args: argparse.Namespace, ir: Any) -> int:
     if args.json:
         print(json.dumps(stats, indent=2, sort_keys=True, default=str))
         return 0
-    src = ir.schema.source
-    print(f"model      {args.model} ({type(ir).__name__} IR)")
-    print(f"source     {src.get('library', '?')} {src.get('version', '')} {src.get('model_type', '')}".rstrip())
+    _print_origin(f"{args.model} ({type(ir).__name__} IR)", ir.schema.source)
     print(f"task       {ir.schema.task.name.lower()} ({ir.schema.n_outputs} output"
           f"{'s' if ir.schema.n_outputs != 1 else ''}), inputs {ir.schema.input_dtype}")
     for key, value in stats.items():
