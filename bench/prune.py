@@ -203,12 +203,7 @@ def bench_dataset(name: str, tol: float, rule: str, tried: Tried, data: tuple[np
     t0 = time.perf_counter()
     poly = lumber.run(forest, "polynomial")
     conv_s = time.perf_counter() - t0
-    ctx = PassContext()
-    t0 = time.perf_counter()
-    pruned = lumber.run(poly, f"prune{{alpha=auto,tol={tol}}}", data={"train": (Xfit, yfit), "valid": (Xva, yva)},
-                        context=ctx)
-    prune_s = time.perf_counter() - t0
-    rep = ctx.reports[-1].metrics
+    pruned, prune_s, rep = timed_prune(poly, f"prune{{alpha=auto,tol={tol}}}", Xfit, yfit, Xva, yva)
     raw = bst.predict(Xte, raw_score=True)
     poly_te = poly.evaluate(Xte)
     pruned_te = pruned.evaluate(Xte)
@@ -281,15 +276,19 @@ def bench_dataset(name: str, tol: float, rule: str, tried: Tried, data: tuple[np
     return result
 
 
+def timed_prune(poly: Any, pipeline: str, Xfit: np.ndarray, yfit: np.ndarray, Xva: np.ndarray,
+                yva: np.ndarray) -> tuple[Any, float, dict[str, Any]]:
+    """Run one prune pipeline on the training and validation rows: (pruned, seconds, the pass's metrics)."""
+    ctx = PassContext()
+    t0 = time.perf_counter()
+    pruned = lumber.run(poly, pipeline, data={"train": (Xfit, yfit), "valid": (Xva, yva)}, context=ctx)
+    return pruned, time.perf_counter() - t0, ctx.reports[-1].metrics
+
+
 def bench_refit(poly: Any, tol: float, Xfit: np.ndarray, yfit: np.ndarray, Xva: np.ndarray, yva: np.ndarray,
                 Xte: np.ndarray, yte: np.ndarray, test_auc_model: float) -> dict[str, Any]:
     """Step 6 with ``prune{method=refit}``: the same data, tolerance and validation rows as the paper's rule."""
-    ctx = PassContext()
-    t0 = time.perf_counter()
-    q = lumber.run(poly, f"prune{{method=refit,tol={tol}}}", data={"train": (Xfit, yfit), "valid": (Xva, yva)},
-                   context=ctx)
-    seconds = time.perf_counter() - t0
-    rep = ctx.reports[-1].metrics
+    q, seconds, rep = timed_prune(poly, f"prune{{method=refit,tol={tol}}}", Xfit, yfit, Xva, yva)
     test = auc(yte == 1, q.evaluate(Xte))
     return {"monomials_after": q.n_monomials, "reduction": poly.n_monomials / max(q.n_monomials, 1),
             "valid_auc_before": rep["metric_before"], "valid_auc_after": rep["metric_after"],

@@ -405,5 +405,20 @@ def _allowed(alo: FloatArray, ahi: FloatArray,
     return ok
 
 
+def plausible_alternatives(more: Iterator[Outcome], limit: int) -> Iterator[Outcome]:
+    """The next found feature sets of a search whose rules may hold a plausible point (scored
+    or not), at most ``limit``, pulled lazily: the search runs no further than asked."""
+    taken = 0
+    while taken < limit:
+        out = next(more, None)
+        if out is None or out.status != FOUND:
+            return
+        if out.plausible is False:
+            continue
+        taken += 1
+        yield out
+
+
 __all__ = ["MAX_CASES", "MAX_PAIRS", "MAX_POINTS", "Outcome", "Query", "case_share", "find_rules", "make_query",
+           "plausible_alternatives",
            "plausible_pairs", "plausible_rank", "plausible_values", "rule_outcomes", "scored_cases", "search_rules"]

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from .actionable import action_space
 from .context import RuleContext
-from .core import Outcome, make_query, search_rules
+from .core import Outcome, make_query, plausible_alternatives, search_rules
 from .estimators import point_bits
 from .recourse import sample_cases
 from .results import ALREADY_TARGET, FOUND, CounterfactualRule, CounterfactualSample, RuleSet
@@ -93,14 +93,7 @@ def _widen(ctx: RuleContext, res: CounterfactualRule, more: Iterator[Outcome], x
     ``widen`` sets are annealed (the generator itself stops after ``widen_sets`` sets).
     """
     best = res
-    annealed = 0
-    while annealed < ctx.options.widen:
-        out = next(more, None)
-        if out is None or out.status != FOUND:
-            break
-        if out.plausible is False:
-            continue
-        annealed += 1
+    for out in plausible_alternatives(more, ctx.options.widen):
         [samples] = sample_cases(ctx, x[None, :], [out.rules], [res.target], [key], ctx.options.n_samples)
         if _rank(samples) > _rank(best.samples):
             common = dict(target=res.target, pi=res.pi, pi_c=res.pi_c, schema_features=res.schema_features,

@@ -28,7 +28,7 @@ from lumber.ir import Forest, InputDataError, Schema
 from ..leaf_boxes import tree_boxes
 from .actionable import action_space
 from .context import RuleContext
-from .core import Outcome, Query, case_share, make_query, search_rules
+from .core import Outcome, Query, case_share, make_query, plausible_alternatives, search_rules
 from .estimators import interval_bits
 from .local import rule_info
 from .recourse import sample_cases
@@ -148,18 +148,13 @@ def _widen(ctx: RuleContext, target: RuleTarget, q: Query, out: Outcome,
     if best is None:
         return out, None
     first = out
-    scored = 0
-    while best < 1.0 and scored < ctx.options.widen:
-        o = next(more, None)
-        if o is None or o.status != FOUND:
-            break
-        if o.plausible is False:
-            continue
-        scored += 1
+    for o in plausible_alternatives(more, ctx.options.widen if best < 1.0 else 0):
         share = case_share(ctx, q, target, o.rules)
         assert share is not None
         if share > best:
             out, best = o, share
+        if best >= 1.0:
+            break
     if out is not first:
         out = replace(out, message=out.message + f"; widened from {{{', '.join(ctx.names[j] for j in first.features)}}}"
                       " whose rules give fewer of the region's cases a plausible counterfactual point")
