@@ -175,15 +175,15 @@ def test_init_constraints_data_without_features(tmp_path: Path, model: Path, cap
 def test_real_sklearn_model_with_bundled_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """examples/adult.lum checks against a scikit-learn forest trained on the bundled adult data."""
     pytest.importorskip("lumber.compiler.frontends.sklearn")
-    import joblib
+    import skops.io as sio
     from sklearn.ensemble import RandomForestClassifier
 
     from lumber.datasets import load
 
     ds = load("adult")
     rf = RandomForestClassifier(n_estimators=3, max_depth=3, random_state=0).fit(ds.X[:1500], ds.y[:1500])
-    path = tmp_path / "adult_rf.joblib"
-    joblib.dump(rf, path)
+    path = tmp_path / "adult_rf.skops"
+    sio.dump(rf, path)
     assert main(["check", str(EXAMPLES / "adult.lum"), "--model", str(path)]) == 0
     assert capsys.readouterr().out == "ok: 14 statements\n"
     start = tmp_path / "start.lum"

@@ -450,7 +450,7 @@ def test_load_dispatches_objects_and_pickles(tmp_path) -> None:
     model = E.ExtraTreesClassifier(n_estimators=4, random_state=0).fit(X, y)
     path = tmp_path / "model.pkl"
     path.write_bytes(pickle.dumps(model))
-    for forest in (load(model), load(path)):
+    for forest in (load(model), load(path, trust_pickle=True)):
         assert_matches(model, forest, X)
 
 

@@ -66,7 +66,7 @@ def key(kind: str, doc: str, default: Any = None, *, choices: tuple[str, ...] = 
 class ModelSpec:
     """``[model]``: the trained model to compile and explain."""
 
-    path: Path = key("path", "model file: LightGBM text, XGBoost JSON/UBJSON, pickle/joblib, .lumber",
+    path: Path = key("path", "model file: LightGBM text, XGBoost JSON/UBJSON, .skops, .lumber (pickle/joblib with --trust-pickle)",
                      required=True)
 
 

@@ -2,7 +2,8 @@
 
 Each sub-command is a module in this package defining ``NAME``, ``HELP``,
 ``add_arguments(parser)`` and ``run(args) -> int``; they are discovered, so a
-new command is a new module. A :class:`~lumber.ir.LumberError` is printed as
+new command is a new module. Every command reading model files gets
+``--trust-pickle`` (a module opts out with ``READS_MODELS = False``). A :class:`~lumber.ir.LumberError` is printed as
 diagnostics on stderr with a non-zero exit code, never as a traceback.
 """
 
@@ -37,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     for mod in _commands():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP))
         mod.add_arguments(p)
+        if getattr(mod, "READS_MODELS", True):
+            p.add_argument("--trust-pickle", action="store_true",
+                           help="load pickle/joblib model files (unpickling runs the file's code: trusted files only)")
         p.set_defaults(_run=mod.run)
     return parser
 
@@ -47,8 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    from lumber.compiler.frontends.untrusted import trusting_pickles
+
     try:
-        return int(args._run(args) or 0)
+        with trusting_pickles(bool(getattr(args, "trust_pickle", False))):
+            return int(args._run(args) or 0)
     except LumberError as exc:
         print(exc.render(), file=sys.stderr)
         return exc.exit_code

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+READS_MODELS = False
 NAME = "demo"
 HELP = "train a model on bundled data and run lumber end to end (offline)"
 

@@ -13,6 +13,7 @@ import difflib
 import sys
 from pathlib import Path
 
+READS_MODELS = False
 NAME = "fmt"
 HELP = "format constraint files canonically (comments kept)"
 

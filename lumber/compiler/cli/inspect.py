@@ -18,8 +18,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.frontends import load, read_model_bytes, sniff
+    from lumber.compiler.frontends.untrusted import is_skops
 
-    if sniff(read_model_bytes(args.model)[:4096]) == "lumber-ir":
+    data = read_model_bytes(args.model)
+    if sniff(data[:4096]) == "lumber-ir" and not is_skops(data):
         from lumber.ir import Forest, load_ir
 
         ir = load_ir(args.model)

@@ -18,7 +18,8 @@ from lumber.ir import Forest, ModelFormatError, UnsupportedModelError
 ACCEPTED = (
     "scikit-learn DecisionTree*/RandomForest*/ExtraTrees*/GradientBoosting*/HistGradientBoosting*/IsolationForest, "
     "LightGBM Booster/LGBMModel or model text file, XGBoost Booster/XGBModel or JSON/UBJSON model file, "
-    "treelite.Model, CatBoost model or JSON export, a lumber .lumber IR file, or a pickle/joblib file of one of these"
+    "treelite.Model, CatBoost model or JSON export, a lumber .lumber IR file, a scikit-learn .skops file, "
+    "or (with --trust-pickle) a pickle/joblib file of one of these"
 )
 
 _OBJECT_FRONTENDS: dict[str, str] = {
@@ -52,15 +53,17 @@ def read_model_bytes(path: str | Path, expected: str = "a model file") -> bytes:
         raise ModelFormatError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def load(model_or_path: Any, **options: Any) -> Forest:
+def load(model_or_path: Any, *, trust_pickle: bool | None = None, **options: Any) -> Forest:
     """Any supported model object or file -> a validated :class:`~lumber.ir.Forest`.
 
-    Keyword options are passed to the frontend (e.g. ``feature_names=``).
+    Pickle/joblib files are refused unless ``trust_pickle=True`` (unpickling runs
+    the file's code); ``.skops`` files load safely. Keyword options are passed to
+    the frontend (e.g. ``feature_names=``).
     """
     if isinstance(model_or_path, Forest):
         return model_or_path
     if isinstance(model_or_path, (str, Path)):
-        return load_file(Path(model_or_path), **options)
+        return load_file(Path(model_or_path), trust_pickle=trust_pickle, **options)
     top = type(model_or_path).__module__.split(".")[0]
     target = _OBJECT_FRONTENDS.get(top)
     if target is None:
@@ -106,11 +109,24 @@ _FILE_FRONTENDS: dict[str, str] = {
 }
 
 
-def load_file(path: Path, **options: Any) -> Forest:
+def load_file(path: Path, *, trust_pickle: bool | None = None, **options: Any) -> Forest:
+    from . import untrusted
+
     data = read_model_bytes(path)
     if not data.strip():
         raise ModelFormatError(f"{path}: file is empty", f"accepted: {ACCEPTED}")
     kind = sniff(data)
+    if kind in ("pickle", "unknown") and untrusted.is_pickle(data) or kind == "lumber-ir" and untrusted.is_skops(data):
+        if kind == "lumber-ir":
+            obj = untrusted.load_skops(path, data)
+        elif untrusted.pickles_trusted(trust_pickle):
+            obj = untrusted.unpickle(path, data)
+        else:
+            raise untrusted.refuse_pickle(path)
+        try:
+            return load(obj, **options)
+        except UnsupportedModelError as exc:
+            raise UnsupportedModelError(f"{path}: {exc.diagnostics[0].message}", *exc.diagnostics[0].notes) from None
     if kind == "lumber-ir":
         from lumber.ir import load_ir
 
@@ -118,8 +134,6 @@ def load_file(path: Path, **options: Any) -> Forest:
         if not isinstance(ir, Forest):
             raise UnsupportedModelError(f"{path}: holds a {type(ir).__name__}; a Forest is needed here")
         return ir
-    if kind == "pickle":
-        return load(_unpickle(path, data), **options)
     target = _FILE_FRONTENDS.get(kind)
     if target is None:
         if kind == "lightgbm-json":
@@ -127,16 +141,3 @@ def load_file(path: Path, **options: Any) -> Forest:
                                         "save the model with booster.save_model('model.txt') and load that")
         raise ModelFormatError(f"{path}: unrecognised model file format", f"accepted: {ACCEPTED}")
     return _resolve(target)(path, data=data, **options)
-
-
-def _unpickle(path: Path, data: bytes) -> Any:
-    """Load a pickle/joblib file (trusted input only: unpickling runs code)."""
-    import io
-
-    import joblib
-
-    try:
-        return joblib.load(io.BytesIO(data))
-    except Exception as exc:  # any unpickling failure is a format problem of this file
-        raise ModelFormatError(f"{path}: cannot unpickle ({type(exc).__name__}: {exc})",
-                               "pickle/joblib files must hold a supported model object") from None

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-import joblib
 import numpy as np
 import pytest
+import skops.io as sio
 from sklearn.ensemble import RandomForestClassifier
 
 import lumber
@@ -18,7 +18,7 @@ def files(tmp_path_factory):
     d = lumber.datasets.load("compas")
     tmp = tmp_path_factory.mktemp("cf")
     m = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(d.X, d.y)
-    joblib.dump(m, tmp / "model.joblib")
+    sio.dump(m, tmp / "model.skops")
     d.X.iloc[:6].to_csv(tmp / "cases.csv", index=False)
     d.X.to_csv(tmp / "train.csv", index=False)
     (tmp / "recourse.lum").write_text("immutable Sex, Race\nAgeGroup: increase\nnorm l1\ntarget class 0\n")
@@ -29,7 +29,7 @@ def files(tmp_path_factory):
 def test_cli_writes_verified_counterfactuals(files, capsys) -> None:
     tmp, m, d = files
     out = tmp / "out.json"
-    rc = main(["explain", str(tmp / "model.joblib"), str(tmp / "cases.csv"), "--counterfactual", "--constraints",
+    rc = main(["explain", str(tmp / "model.skops"), str(tmp / "cases.csv"), "--counterfactual", "--constraints",
                str(tmp / "recourse.lum"), "--metric", "minmax", "--train", str(tmp / "train.csv"), "-o", str(out)])
     assert rc == 0
     doc = json.loads(out.read_text())["analyses"]["counterfactual"]
@@ -46,7 +46,7 @@ def test_cli_writes_verified_counterfactuals(files, capsys) -> None:
 def test_cli_reports_infeasible_cases(files) -> None:
     tmp, m, d = files
     out = tmp / "stuck.json"
-    rc = main(["explain", str(tmp / "model.joblib"), str(tmp / "cases.csv"), "--counterfactual", "--constraints",
+    rc = main(["explain", str(tmp / "model.skops"), str(tmp / "cases.csv"), "--counterfactual", "--constraints",
                str(tmp / "stuck.lum"), "-o", str(out), "-q"])
     assert rc == 0
     doc = json.loads(out.read_text())["analyses"]["counterfactual"]
@@ -59,7 +59,7 @@ def test_cli_reports_infeasible_cases(files) -> None:
 
 def test_cli_bad_target_is_an_error(files, capsys) -> None:
     tmp, _, _ = files
-    rc = main(["explain", str(tmp / "model.joblib"), str(tmp / "cases.csv"), "--counterfactual", "--target", "7",
+    rc = main(["explain", str(tmp / "model.skops"), str(tmp / "cases.csv"), "--counterfactual", "--target", "7",
                "-o", str(tmp / "bad.json")])
     assert rc != 0
     assert "not a class" in capsys.readouterr().err
