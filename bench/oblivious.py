@@ -37,7 +37,7 @@ TARGETS = {"lleaves": 1.5, "treelite+tl2cgen": 3.0, "lightgbm predict": 5.0, "ca
 
 def peer_lumber_oblivious(case: Any, workdir: Path) -> Any:
     """The oblivious-table C library (re-composed unless the model is already oblivious)."""
-    from lumber.compiler.api.oblivious import compile_oblivious_c
+    from lumber.compiler.api.tables import compile_oblivious_c
 
     p = inf.Peer("lumber oblivious C")
     stats: dict[str, Any] = {}

@@ -1,10 +1,11 @@
-"""What every backend implements: check an IR, emit an artifact (files in memory).
+"""What every backend shares: emit options, the artifact (files in memory), the IR fingerprint.
 
-A backend only emits; anything that changes the model is a pass. ``check``
-plays the role of a conversion target: it names each part of the IR the
-backend cannot express exactly, so the caller can refuse before emitting.
-``emit`` is pure (no disk, no compiler); writing and building are separate
-steps so artifacts stay reproducible byte for byte.
+A backend only emits; anything that changes the model is a pass. Each backend
+has a ``check(ir, options)`` that plays the role of a conversion target: it
+names each part of the IR the backend cannot express exactly, so the caller
+can refuse before emitting. Emitting is pure (no disk, no compiler); writing,
+building and loading are the compile targets' job
+(:mod:`lumber.compiler.targets`), so artifacts stay reproducible byte for byte.
 """
 
 from __future__ import annotations
@@ -12,13 +13,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Protocol, TypeVar
+from typing import Any, Mapping
 
 from lumber.ir import CompileError, Diagnostic, atomic_write_bytes
 from lumber.ir.serialize import to_bytes
-
-IR = TypeVar("IR", contravariant=True)
-
 
 @dataclass(frozen=True, kw_only=True)
 class EmitOptions:
@@ -63,20 +61,6 @@ class Artifact:
         return written
 
 
-class Backend(Protocol[IR]):
-    """A code generator for one IR form."""
-
-    name: ClassVar[str]
-
-    def check(self, ir: IR, options: EmitOptions) -> list[Diagnostic]:
-        """Everything in ``ir`` this backend cannot express exactly (empty when it can)."""
-        ...
-
-    def emit(self, ir: IR, options: EmitOptions) -> Artifact:
-        """The artifact for ``ir``; raises :class:`CompileError` with ``check``'s findings."""
-        ...
-
-
 def fingerprint(ir: Any) -> str:
     """Content hash of an IR object: its source model's hash (if recorded) and its own bytes.
 
@@ -98,4 +82,4 @@ def raise_on(diags: list[Diagnostic]) -> None:
         raise CompileError(diags)
 
 
-__all__ = ["Artifact", "Backend", "EmitOptions", "fingerprint", "raise_on"]
+__all__ = ["Artifact", "EmitOptions", "fingerprint", "raise_on"]

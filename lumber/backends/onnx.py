@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -467,16 +467,4 @@ def _legacy(g: _Graph, forest: Forest, x: str, thresholds: npt.NDArray[np.float6
     return g.op("Identity", [y], "margin", out="margin"), TensorProto.FLOAT
 
 
-class OnnxBackend:
-    """Backend protocol implementation for ONNX."""
-
-    name: ClassVar[str] = "onnx"
-
-    def check(self, ir: Forest, options: EmitOptions) -> list[Diagnostic]:
-        return check(ir, options if isinstance(options, OnnxOptions) else OnnxOptions(name=options.name))
-
-    def emit(self, ir: Forest, options: EmitOptions) -> Artifact:
-        return emit_onnx(ir, options if isinstance(options, OnnxOptions) else OnnxOptions(name=options.name))
-
-
-__all__ = ["OnnxBackend", "OnnxOptions", "check", "emit_onnx"]
+__all__ = ["OnnxOptions", "check", "emit_onnx"]

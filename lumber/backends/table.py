@@ -20,7 +20,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +29,7 @@ from lumber.ir import CompileError, Diagnostic, IRLocation, ModelFormatError, Ob
 from lumber.ir.diagnostics import error
 from lumber.ir.interp import prepare_input
 
-from .base import Artifact, EmitOptions, fingerprint
+from .base import EmitOptions, fingerprint
 
 MAGIC = b"LUMBTAB\0"
 VERSION = 1
@@ -268,21 +268,5 @@ class TableEvaluator:
         return out[:, 0] if K == 1 else out
 
 
-class TableBackend:
-    """Backend protocol implementation for table files."""
-
-    name: ClassVar[str] = "table"
-
-    def check(self, ir: ObliviousEnsemble, options: EmitOptions) -> list[Diagnostic]:
-        return check(ir)
-
-    def emit(self, ir: ObliviousEnsemble, options: EmitOptions) -> Artifact:
-        src_fp = options.source_fingerprint if isinstance(options, TableOptions) else None
-        data = encode_table(ir, source_fingerprint=src_fp)
-        fp = src_fp or fingerprint(ir)
-        return Artifact(target="table", files={f"{options.name}{SUFFIX}": data}, fingerprint=fp,
-                        metadata={"schema": ir.schema.to_dict(), "statistics": ir.statistics()})
-
-
-__all__ = ["FLAG_AVERAGE", "FLAG_BIN16", "FLAG_FLOAT32", "HEADER", "MAGIC", "VERSION", "TableBackend", "TableEvaluator",
+__all__ = ["FLAG_AVERAGE", "FLAG_BIN16", "FLAG_FLOAT32", "HEADER", "MAGIC", "VERSION", "TableEvaluator",
            "TableFile", "TableOptions", "check", "decode_table", "encode_table", "read_table", "write_table"]

@@ -18,7 +18,7 @@ from strategies import forests
 import lumber
 from lumber.backends.c import BuildOptions, CLibrary, COptions, build_shared, emit_source, find_compiler
 from lumber.backends.c.layout import round_down_f32
-from lumber.compiler.api.compile import as_rows
+from lumber.compiler.predictors import as_rows
 from lumber.ir import CompileError, Forest, ModelFormatError, OutputError
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "c"

@@ -22,7 +22,7 @@ def multiclass() -> Forest:
 
 
 @pytest.fixture(scope="module")
-def c_pred(multiclass: Forest, tmp_path_factory: pytest.TempPathFactory) -> lumber.compiler.api.compile.CPredictor:
+def c_pred(multiclass: Forest, tmp_path_factory: pytest.TempPathFactory) -> lumber.compiler.predictors.CPredictor:
     from c_tools import have_compiler
 
     if not have_compiler():
@@ -40,7 +40,7 @@ def test_predictor_answers_like_the_forest(target: str, multiclass: Forest, c_pr
     assert pred.target == target and len(pred.fingerprint) == 64
 
 
-def test_c_predictor_extras(c_pred: lumber.compiler.api.compile.CPredictor, multiclass: Forest) -> None:
+def test_c_predictor_extras(c_pred: lumber.compiler.predictors.CPredictor, multiclass: Forest) -> None:
     X = corpus(multiclass)
     np.testing.assert_array_equal(c_pred.predict_row(X[3]), multiclass.evaluate(X[3:4])[0])
     np.testing.assert_array_equal(c_pred.apply(X), multiclass.apply(X))
@@ -52,7 +52,7 @@ def test_c_predictor_extras(c_pred: lumber.compiler.api.compile.CPredictor, mult
     np.testing.assert_array_equal(c_pred.predict_raw(frame), multiclass.evaluate(X))
 
 
-def test_bad_rows_are_input_errors(c_pred: lumber.compiler.api.compile.CPredictor) -> None:
+def test_bad_rows_are_input_errors(c_pred: lumber.compiler.predictors.CPredictor) -> None:
     with pytest.raises(InputDataError, match="data has 3 columns but the model reads 2 features"):
         c_pred.predict_raw(np.zeros((4, 3)))
     with pytest.raises(InputDataError, match="non-numeric"):
@@ -66,7 +66,7 @@ def test_unknown_target() -> None:
 
 
 @needs_cc
-def test_saved_library_reloads_and_detects_staleness(c_pred: lumber.compiler.api.compile.CPredictor,
+def test_saved_library_reloads_and_detects_staleness(c_pred: lumber.compiler.predictors.CPredictor,
                                                      multiclass: Forest, tmp_path: Path) -> None:
     path = c_pred.save(tmp_path / "copy.so")
     again = load_compiled(path, multiclass)
@@ -93,7 +93,7 @@ def test_onnx_artifact_reloads_and_detects_staleness(multiclass: Forest, tmp_pat
 
 @needs_cc
 def test_library_at_path_is_reused_only_when_fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lumber.backends.c as cbackend
+    import lumber.compiler.targets.c as cbackend  # where the c target calls the compiler
 
     f = CASES["numeric_nan"]()
     path = tmp_path / "m.so"
@@ -173,3 +173,16 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], lgb_file
     assert "always returns float32" in capsys.readouterr().err
     assert main(["compile", str(path), "--time-passes", "--emit", "onnx", "-o", str(tmp_path / "x.onnx")]) == 2
     assert "--time-passes needs --passes" in capsys.readouterr().err
+
+
+@needs_cc
+def test_target_c_hashes_the_ir_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fingerprint (a hash of the whole serialized IR) is computed once per ``lumber.compile``."""
+    import lumber.backends.base as base
+
+    f = CASES["numeric_nan"]()
+    calls: list[int] = []
+    real = base.to_bytes
+    monkeypatch.setattr(base, "to_bytes", lambda ir: (calls.append(1), real(ir))[1])
+    pred = lumber.compile(f, target="c", path=tmp_path / "m.so")
+    assert calls == [1] and pred.fingerprint == base.fingerprint(f)

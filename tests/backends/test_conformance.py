@@ -19,7 +19,7 @@ from c_tools import build_many, have_compiler
 
 import lumber
 from lumber.backends.onnx import OnnxOptions, check, emit_onnx
-from lumber.compiler.api.compile import OnnxPredictor, as_rows
+from lumber.compiler.predictors import OnnxPredictor, as_rows
 from lumber.ir import CompileError, Forest, FeatureKind
 
 lgb = pytest.importorskip("lightgbm")

@@ -146,7 +146,7 @@ def lgb_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, np.n
 def test_emitted_library_speaks_the_c_backend_abi(lgb_model: tuple[Any, Path, np.ndarray], tmp_path: Path) -> None:
     from lumber.backends.c import BuildOptions, CLibrary, build_shared
     from lumber.backends.table_c import TableCOptions, emit_table_source
-    from lumber.compiler.api.oblivious import to_tables
+    from lumber.compiler.api.tables import to_tables
 
     bst, _, X = lgb_model
     ens = to_tables(lumber.load(bst))

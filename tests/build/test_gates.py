@@ -73,7 +73,7 @@ def test_pruning_beyond_tolerance(project: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_inexact_artifact(project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from lumber.compiler.api import compile as api
+    from lumber.compiler import predictors as api
 
     light(project / "lumber.toml")
     real = api.NumpyPredictor.predict_raw
@@ -91,7 +91,7 @@ def test_inexact_artifact(project: Path, capsys: pytest.CaptureFixture[str], mon
 
 
 def test_exactness_gate_can_be_switched_off(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lumber.compiler.api import compile as api
+    from lumber.compiler import predictors as api
 
     light(project / "lumber.toml")
     set_key(project / "lumber.toml", "check", "exact = false")

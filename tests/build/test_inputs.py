@@ -135,4 +135,4 @@ def test_targets_must_take_the_pipelines_ir(project: Path) -> None:
     set_key(project / "lumber.toml", "compile", 'passes = "polynomial,oblivious"')
     set_key(project / "lumber.toml", "compile", 'targets = ["onnx", "table"]')
     fails(project, "target 'onnx' cannot emit the ObliviousEnsemble the pass pipeline produces",
-          "targets for ObliviousEnsemble: c, table")
+          "targets for ObliviousEnsemble: c, table, table-c")

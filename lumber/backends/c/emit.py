@@ -132,14 +132,14 @@ def _code_tree(lay: Layout, t: int, thr: list[str], name: str) -> str:
     return "\n".join(lines)
 
 
-def emit_source(forest: Forest, options: COptions | None = None) -> Artifact:
-    """The C file (and its header) for ``forest``."""
+def emit_source(forest: Forest, options: COptions | None = None, *, fp: str | None = None) -> Artifact:
+    """The C file (and its header) for ``forest``; ``fp``: its fingerprint, when the caller already has it."""
     options = options or COptions()
     diags = check(forest, options)
     if diags:
         raise CompileError(diags)
     schema = forest.schema
-    fp = fingerprint(forest)
+    fp = fp or fingerprint(forest)
     lay = layout(forest)
     single = schema.input_dtype == "float32"
     acc_single = schema.accumulate_dtype == "float32"

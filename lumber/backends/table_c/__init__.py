@@ -302,23 +302,11 @@ class TableRuntime:
         return out
 
 
-class TableCBackend:
-    """Backend protocol implementation: specialized C source for oblivious tables."""
-
-    name = "table-c"
-
-    def check(self, ir: ObliviousEnsemble, options: EmitOptions) -> list[Diagnostic]:
-        return check(ir, options if isinstance(options, TableCOptions) else TableCOptions(name=options.name))
-
-    def emit(self, ir: ObliviousEnsemble, options: EmitOptions) -> Artifact:
-        return emit_table_source(ir, options if isinstance(options, TableCOptions) else TableCOptions(name=options.name))
-
-
 def exported_names(prefix: str) -> Collection[str]:
     return [f"{prefix}_{n}" for n in ("predict_raw", "predict_transformed", "predict_row", "apply", "n_features",
                                       "n_outputs", "n_trees", "input_is_float32", "has_openmp", "abi_version",
                                       "fingerprint", "metadata")]
 
 
-__all__ = ["BLOCK", "TableCBackend", "TableCOptions", "TableRuntime", "check", "emit_table_source",
+__all__ = ["BLOCK", "TableCOptions", "TableRuntime", "check", "emit_table_source",
            "exported_names", "generic_source", "runtime_source"]

@@ -20,10 +20,10 @@ import numpy as np
 
 from lumber.ir import LumberError, Polynomial
 
+from ..targets import get_target
 from .cache import Entry, StepCache, digest
 from .inputs import Inputs
 
-SUFFIX = {"c": ".so", "c-source": ".c", "onnx": ".onnx", "table": ".table", "numpy": ".lumber"}
 EXACT_RTOL = 1e-12
 SPEED_ROWS = 10_000
 
@@ -164,7 +164,7 @@ def compile_targets(st: State) -> None:
     for target in inp.targets:
         key = digest("compile", target, st.ir_fingerprint, cfg.compile.name, cfg.compile.threads, st.data_hashes(),
                      cfg.data.max_cases)
-        fname = cfg.compile.name + SUFFIX.get(target, "." + target)
+        fname = cfg.compile.name + get_target(target).suffix
         entry = st.step(f"compile-{target}", key, lambda files, t=target, f=fname: _compile_one(st, t, files, f))
         st.targets.append(entry.result)
         for p in entry.files():
@@ -178,8 +178,6 @@ def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, A
     t0 = time.perf_counter()
     pred = lumber.compile(st.ir, target=target, path=files / fname, threads=inp.config.compile.threads,
                           name=inp.config.compile.name)
-    if target in ("c-source", "numpy") and not (files / fname).exists():
-        pred.save(files / fname)
     build_seconds = time.perf_counter() - t0
     X = _all_rows(inp)
     exact = compare(st.ir.evaluate(X), pred.predict_raw(X), st.ir.schema)
@@ -190,7 +188,7 @@ def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, A
     if st.ir is not inp.forest:
         result["vs_model"] = compare(inp.forest.evaluate(X), pred.predict_raw(X), inp.forest.schema)
     Xs = _speed_rows(inp)
-    if target in ("c", "onnx", "table") and len(Xs):
+    if get_target(target).artifact_predicts and len(Xs):
         ref = _best_time(inp.forest.evaluate, Xs)
         got = _best_time(pred.predict_raw, Xs)
         result["speed"] = {"rows": int(len(Xs)), "reference_seconds": ref, "seconds": got,
@@ -240,4 +238,4 @@ def _plain(v: Any) -> Any:
     return v
 
 
-__all__ = ["SUFFIX", "State", "check_equivalence", "compare", "compile_targets", "run_passes"]
+__all__ = ["State", "check_equivalence", "compare", "compile_targets", "run_passes"]

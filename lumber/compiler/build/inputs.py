@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from lumber.ir import Constraints, Diagnostic, Forest, LumberError, Severity, SourceSpan
+from lumber.ir import Constraints, Diagnostic, Forest, LumberError, Polynomial, Severity, SourceSpan
 
 from .spec import BuildConfig
 from .validate import BuildFileError, locate
@@ -295,23 +295,21 @@ def _check_pipeline(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
                     "set [data] validation and [data] label, or give alpha a number")
 
 
-IR_TARGETS = {"ObliviousEnsemble": ("c", "table")}
-"""Targets that can emit a pipeline's final IR when it is not a Forest (a Polynomial compiles the model)."""
-
-
 def _check_targets(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
-    from lumber.compiler.api.compile import TARGETS
+    from lumber.compiler.targets import get_target, known_targets
 
+    targets = known_targets()
     ok = []
-    final = inp.final_type.__name__
+    final = inp.final_type
     for t in cfg.compile.targets:
-        if t not in TARGETS:
-            close = difflib.get_close_matches(t, list(TARGETS), n=1)
+        if t not in targets:
+            close = difflib.get_close_matches(t, list(targets), n=1)
             err.add(f"target '{t}' is not available in this lumber", "compile", "targets",
-                    *([f"did you mean '{close[0]}'?"] if close else []), f"available targets: {', '.join(TARGETS)}")
-        elif final in IR_TARGETS and t not in IR_TARGETS[final]:
-            err.add(f"target '{t}' cannot emit the {final} the pass pipeline produces", "compile", "targets",
-                    f"targets for {final}: {', '.join(IR_TARGETS[final])}; or end the pipeline in a Forest")
+                    *([f"did you mean '{close[0]}'?"] if close else []), f"available targets: {', '.join(targets)}")
+        elif final is not Polynomial and not issubclass(final, get_target(t).accepts):  # a Polynomial: the model
+            able = [n for n in targets if issubclass(final, get_target(n).accepts)]
+            err.add(f"target '{t}' cannot emit the {final.__name__} the pass pipeline produces", "compile",
+                    "targets", f"targets for {final.__name__}: {', '.join(able)}; or end the pipeline in a Forest")
         else:
             ok.append(t)
     inp.targets = tuple(ok)

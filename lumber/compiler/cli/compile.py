@@ -1,4 +1,8 @@
-"""``lumber compile MODEL --emit c|c-source|onnx|lumber|table -o OUT [--passes PIPELINE] [--optimize speed]``."""
+"""``lumber compile MODEL --emit c|c-source|onnx|table|table-c|lumber -o OUT [--passes PIPELINE] [--optimize speed]``.
+
+Targets and their file suffixes come from :mod:`lumber.compiler.targets`; ``--emit lumber``
+saves the IR a pass pipeline produced instead of compiling it.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +13,30 @@ from pathlib import Path
 from typing import Any
 
 NAME = "compile"
-HELP = "compile a model to a C library, C source, ONNX, or (after --passes) a .lumber IR file"
+HELP = "compile a model to a C library, C source, ONNX, oblivious tables, or (after --passes) a .lumber IR file"
 DESCRIPTION = (
     "Compile a trained model into an artifact that reproduces it exactly: a C shared library "
     "(--emit c), C source and header (--emit c-source), an ONNX model (--emit onnx), or the IR "
     "after a pass pipeline (--emit lumber), or oblivious decision tables (--emit table). "
     "--optimize speed builds the forest and oblivious-table forms of a C library and keeps the faster. "
     "Artifacts are written atomically and record the model's fingerprint.")
-SUFFIX = {"c": ".so", "c-source": ".c", "onnx": ".onnx", "lumber": ".lumber", "table": ".table"}
+IR_FILE = "lumber"
+"""``--emit lumber``: the IR itself (a ``.lumber`` file), not a compile target."""
+CLI_TARGETS = ("c", "c-source", "onnx", "table", "table-c")
+"""Registry targets ``--emit`` offers (``numpy``'s artifact is the IR file ``--emit lumber`` writes)."""
+TABLE_TARGETS = ("table", "table-c")
+
+
+def suffixes() -> dict[str, str]:
+    """``--emit`` choice -> output file suffix, from the target registry."""
+    from lumber.compiler.targets import get_target
+
+    return {**{t: get_target(t).suffix for t in CLI_TARGETS}, IR_FILE: ".lumber"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, pickle, .lumber)")
-    p.add_argument("--emit", choices=sorted(SUFFIX), default=None,
+    p.add_argument("--emit", choices=sorted((*CLI_TARGETS, IR_FILE)), default=None,
                    help="artifact kind (default: c, or lumber when --passes is given)")
     p.add_argument("-o", "--output", help="output path (default: the model's name with the artifact's suffix)")
     p.add_argument("--passes", metavar="PIPELINE", help='pass pipeline to run first, e.g. "polynomial,prune{alpha=auto}"')
@@ -40,9 +55,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--input-dtype", choices=["float32", "float64"], help="ONNX input tensor type")
     o.add_argument("--inexact", action="store_true",
                    help="allow encodings that round results (opset 3, float32 sums of float64 models)")
-    from . import _tables
+    from lumber.passes.transforms.recompose_oblivious import STRATEGIES
 
-    _tables.add_arguments(p)
+    g = p.add_argument_group("oblivious tables")
+    g.add_argument("--optimize", choices=["speed"],
+                   help="with --emit c: build the forest and the oblivious-table forms, time both on a sample, "
+                        "keep the faster and print both")
+    g.add_argument("--max-depth", default="auto", metavar="N",
+                   help="deepest table when re-composing a forest into oblivious trees "
+                        "(default: auto, 8 or the polynomial's largest degree)")
+    g.add_argument("--strategy", default="pack", choices=STRATEGIES,
+                   help="how re-composition covers the polynomial with trees (default: pack)")
+    g.add_argument("--sample", metavar="CSV", help="rows to time the forms on (default: rows spread over the splits)")
 
 
 def _data(args: argparse.Namespace, forest: Any) -> dict[str, Any] | None:
@@ -64,39 +88,72 @@ def _data(args: argparse.Namespace, forest: Any) -> dict[str, Any] | None:
     return out or None
 
 
-def run(args: argparse.Namespace) -> int:
-    from lumber.compiler.frontends import load
-    from lumber.ir import CompileError, Forest
+def _max_depth(text: str) -> int | str:
+    from lumber.ir import CompileError
 
-    emit = args.emit or ("lumber" if args.passes else "c")
-    output = Path(args.output) if args.output else Path(Path(args.model).stem + SUFFIX[emit])
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise CompileError(f"--max-depth must be a number or 'auto', got {text!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from lumber.compiler.api.compile import compile as compile_model
+    from lumber.compiler.frontends import load
+    from lumber.compiler.speed import describe_choice
+    from lumber.compiler.targets import get_target
+    from lumber.ir import CompileError, Forest, ObliviousEnsemble
+
+    emit = args.emit or (IR_FILE if args.passes else "c")
+    output = Path(args.output) if args.output else Path(Path(args.model).stem + suffixes()[emit])
     t0 = time.perf_counter()
     ir: Any = load(args.model)
     if args.passes:
         from lumber.compiler.pipeline import run as run_pipeline
 
         ir = run_pipeline(ir, args.passes, data=_data(args, ir), time_passes=args.time_passes)
-    elif args.time_passes and emit != "table":
+    elif args.time_passes and emit not in TABLE_TARGETS:
         raise CompileError("--time-passes needs --passes (or --emit table)")
-    if emit == "lumber":
+    if emit == IR_FILE:
         ir.save(output)
         print(f"wrote {output} ({type(ir).__name__} IR)")
         return 0
-    from . import _tables
-
-    if _tables.wants_tables(args, emit, ir):
-        return _tables.run(args, ir, emit, output, t0)
-    if not isinstance(ir, Forest):
+    tables = emit in TABLE_TARGETS or args.optimize is not None or isinstance(ir, ObliviousEnsemble)
+    if tables and emit not in ("c", *TABLE_TARGETS):
+        raise CompileError(f"--emit {emit} cannot hold oblivious tables",
+                           "use --emit c (a shared library) or --emit table")
+    if not isinstance(ir, get_target(emit).accepts):
+        if tables:
+            raise CompileError(f"--emit {emit} needs a Forest or an ObliviousEnsemble; the pipeline produced a "
+                               f"{type(ir).__name__}", "end the pipeline with 'oblivious' (and 'quantize')")
         raise CompileError(f"--emit {emit} needs a Forest; the pipeline produced a {type(ir).__name__}",
                            "use --emit lumber to save it, or a pipeline that ends in a Forest")
-    from lumber.compiler.api.compile import compile as compile_model
+    max_depth = _max_depth(args.max_depth)
+    sample = None
+    if args.sample:
+        from lumber.compiler.data import read_rows
 
+        _, sample = read_rows(args.sample, ir if isinstance(ir, Forest) else ir.to_forest())
     pred = compile_model(ir, target=emit, path=output, prefix=args.prefix, unroll=args.unroll,
                          march_native=args.march_native, openmp=False if args.no_openmp else None, cc=args.cc,
-                         opset=args.opset, input_dtype=args.input_dtype, exact=not args.inexact,
-                         name=output.stem)
-    what = {"c": "C shared library", "c-source": "C source + header", "onnx": "ONNX model"}[emit]
-    extra = f", header {output.with_suffix('.h')}" if emit == "c-source" else ""
-    print(f"wrote {output} ({what}, {ir.n_trees} trees, fingerprint {pred.fingerprint[:16]}{extra}) "
-          f"in {time.perf_counter() - t0:.2f} s", file=sys.stdout)
+                         opset=args.opset, input_dtype=args.input_dtype, exact=not args.inexact, name=output.stem,
+                         optimize=args.optimize, max_depth=max_depth, strategy=args.strategy, sample=sample,
+                         time_passes=args.time_passes)
+    took = f"in {time.perf_counter() - t0:.2f} s"
+    if emit == "table":
+        st = pred.report["tables"]
+        print(f"wrote {output} (oblivious tables: {st['method']}, {st['trees_in']} -> {st['trees_out']} trees, "
+              f"max depth {st['max_depth']}, {st['table_bytes'] / 1024:,.1f} KiB of tables, fingerprint "
+              f"{pred.fingerprint[:16]}) {took}")
+    elif tables:
+        form = pred.report.get("chosen", "oblivious")
+        print(f"wrote {output} (C shared library, {form} form, fingerprint {pred.fingerprint[:16]}) {took}")
+        if "forms" in pred.report:
+            print(describe_choice(pred.report))
+    else:
+        extra = f", header {output.with_suffix('.h')}" if emit == "c-source" else ""
+        print(f"wrote {output} ({get_target(emit).what}, {ir.n_trees} trees, fingerprint {pred.fingerprint[:16]}"
+              f"{extra}) {took}", file=sys.stdout)
     return 0

@@ -1,0 +1,267 @@
+"""Predictors: margins from a compiled artifact, probabilities and decisions from the schema.
+
+Every predictor answers ``predict_raw`` from its artifact (C library, ONNX
+session, oblivious tables, or the reference evaluator) and derives
+``predict_proba``/``predict`` from those margins through the schema, exactly as
+``Forest`` does; so equal margins mean equal answers. A predictor is made by a
+target (:mod:`lumber.compiler.targets`) and knows nothing about how.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.backends.base import Artifact, fingerprint
+from lumber.ir import CompileError, Forest, ObliviousEnsemble, Schema, atomic_write_bytes
+from lumber.ir.interp import prepare_input
+
+
+def as_rows(schema: Schema, X: Any, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """User data as a C-contiguous array of ``dtype`` holding the model's input values.
+
+    Plain float arrays skip the general conversion; rounding float64 to float32
+    here is the same rounding ``prepare_input`` does.
+    """
+    if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind == "f" and X.shape[1] == schema.n_features:
+        if schema.input_dtype == "float32" and dtype == np.float64:
+            with np.errstate(over="ignore"):
+                rows = np.ascontiguousarray(X.astype(np.float32), dtype=np.float64)
+        else:
+            with np.errstate(over="ignore"):
+                rows = np.ascontiguousarray(X, dtype=dtype)
+        if (not schema.allow_nan and np.isnan(rows).any()) or (not schema.allow_inf and np.isinf(rows).any()):
+            prepare_input(schema, X)  # raises the detailed InputDataError
+        return rows
+    return np.ascontiguousarray(prepare_input(schema, X), dtype=dtype)
+
+
+class Predictor:
+    """Margins from an artifact; probabilities and decisions from the schema (as ``Forest``)."""
+
+    target: str = ""
+
+    def __init__(self, schema: Schema, fingerprint: str) -> None:
+        self.schema = schema
+        self.fingerprint = fingerprint
+        self.path: Path | None = None
+        self.report: dict[str, Any] = {}
+        """How the artifact was made (``tables`` statistics; ``optimize="speed"``'s measured forms)."""
+
+    def _margins(self, X: Any) -> npt.NDArray[np.float64]:  # (n, n_outputs)
+        raise NotImplementedError
+
+    def predict_raw(self, X: Any) -> npt.NDArray[np.float64]:
+        """Raw margins: ``(n,)`` for one output, else ``(n, n_outputs)`` (as ``Forest.evaluate``)."""
+        m = self._margins(X)
+        return m[:, 0] if self.schema.n_outputs == 1 else m
+
+    def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
+        return self.schema.proba(self.predict_raw(X))
+
+    def predict(self, X: Any) -> npt.NDArray[Any]:
+        return self.schema.decide(self.predict_raw(X))
+
+    def save(self, path: str | Path) -> Path:
+        """Write the artifact atomically; returns the path written."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        where = f", path='{self.path}'" if self.path else ""
+        return f"<{type(self).__name__} target={self.target!r} fingerprint={self.fingerprint[:12]}{where}>"
+
+
+class NumpyPredictor(Predictor):
+    """The reference evaluator (no compiler needed)."""
+
+    target = "numpy"
+
+    def __init__(self, forest: Forest, fp: str | None = None) -> None:
+        super().__init__(forest.schema, fp or fingerprint(forest))
+        self.forest = forest
+
+    def _margins(self, X: Any) -> npt.NDArray[np.float64]:
+        return self.forest.evaluate(X).reshape(-1, self.schema.n_outputs)
+
+    def save(self, path: str | Path) -> Path:
+        self.forest.save(path)
+        self.path = Path(path)
+        return self.path
+
+
+class CSourcePredictor(NumpyPredictor):
+    """C source (not built); predictions come from the reference evaluator."""
+
+    target = "c-source"
+
+    def __init__(self, forest: Forest, artifact: Artifact) -> None:
+        super().__init__(forest, artifact.fingerprint)
+        self.artifact = artifact
+
+    @property
+    def source(self) -> str:
+        return self.artifact.text()
+
+    def save(self, path: str | Path) -> Path:
+        """Write ``NAME.c`` and ``NAME.h`` (the header beside the source)."""
+        self.artifact.write(path)
+        self.path = Path(path)
+        return self.path
+
+
+class CPredictor(Predictor):
+    """A built shared library called through ctypes."""
+
+    target = "c"
+
+    def __init__(self, library: Any, data: bytes, *, threads: int = 1, source: Artifact | None = None) -> None:
+        super().__init__(library.schema, library.fingerprint)
+        self.library = library
+        self.threads = threads
+        self.artifact = source
+        self._data = data
+
+    @property
+    def source(self) -> str | None:
+        return self.artifact.text() if self.artifact is not None else None
+
+    def _margins(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
+        rows = as_rows(self.schema, X, self.library.dtype)
+        return self.library.predict_raw(rows, threads or self.threads)  # type: ignore[no-any-return]
+
+    def predict_raw(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
+        m = self._margins(X, threads)
+        return m[:, 0] if self.schema.n_outputs == 1 else m
+
+    def predict_row(self, x: Any) -> npt.NDArray[np.float64]:
+        """Margins of one row ``(n_outputs,)`` through the single-row entry point."""
+        row = np.asarray(x)
+        if row.shape != (self.schema.n_features,) or row.dtype.kind != "f" or not (
+                self.schema.allow_nan and self.schema.allow_inf):
+            row = as_rows(self.schema, np.asarray(x, dtype=np.float64).reshape(1, -1), self.library.dtype)[0]
+        elif row.dtype != self.library.dtype or not row.flags.c_contiguous:
+            with np.errstate(over="ignore"):
+                row = np.ascontiguousarray(row, dtype=self.library.dtype)
+        return self.library.predict_row(row)  # type: ignore[no-any-return]
+
+    def apply(self, X: Any) -> npt.NDArray[np.int32]:
+        """Leaf per row and tree (local node ids), from the compiled code."""
+        return self.library.apply(as_rows(self.schema, X, self.library.dtype))  # type: ignore[no-any-return]
+
+    def save(self, path: str | Path) -> Path:
+        atomic_write_bytes(path, self._data)
+        self.path = Path(path)
+        return self.path
+
+
+class OnnxPredictor(Predictor):
+    """An ONNX model run by onnxruntime (one intra-op thread unless told otherwise)."""
+
+    target = "onnx"
+
+    def __init__(self, data: bytes, schema: Schema, fp: str, input_dtype: str, threads: int = 1) -> None:
+        super().__init__(schema, fp)
+        self.data = data
+        self.dtype = np.dtype(input_dtype)
+        self.threads = threads
+        self._session: Any = None
+
+    @property
+    def session(self) -> Any:
+        if self._session is None:
+            import onnxruntime as ort
+
+            check_runtime(ort.__version__, self.model)
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = self.threads
+            so.inter_op_num_threads = 1
+            self._session = ort.InferenceSession(self.data, so, providers=["CPUExecutionProvider"])
+        return self._session
+
+    @property
+    def model(self) -> Any:
+        import onnx
+
+        return onnx.load_from_string(self.data)
+
+    def run(self, X: Any) -> dict[str, npt.NDArray[Any]]:
+        """Both graph outputs, ``margin`` and ``output``, as onnxruntime returns them."""
+        rows = as_rows(self.schema, X, self.dtype)
+        margin, output = self.session.run(["margin", "output"], {"X": rows})
+        return {"margin": margin, "output": output}
+
+    def _margins(self, X: Any) -> npt.NDArray[np.float64]:
+        rows = as_rows(self.schema, X, self.dtype)
+        (margin,) = self.session.run(["margin"], {"X": rows})
+        return np.asarray(margin, dtype=np.float64).reshape(-1, self.schema.n_outputs)
+
+    def save(self, path: str | Path) -> Path:
+        atomic_write_bytes(path, self.data)
+        self.path = Path(path)
+        return self.path
+
+
+def check_runtime(version: str, model: Any) -> None:
+    """Refuse to run an ml-5 TreeEnsemble on onnxruntime < 1.21 (older versions return NOT_IMPLEMENTED)."""
+    ml = next((o.version for o in model.opset_import if o.domain == "ai.onnx.ml"), 0)
+    parts = [int(p) for p in version.split(".")[:2] if p.isdigit()]
+    if ml >= 5 and len(parts) == 2 and tuple(parts) < (1, 21):
+        raise CompileError(f"onnxruntime {version} cannot run ai.onnx.ml opset 5 TreeEnsemble (needs >= 1.21)",
+                           "upgrade onnxruntime, or compile with opset=3 and exact=False (float32 outputs)")
+
+
+class TablePredictor(Predictor):
+    """Oblivious decision tables: the C table runtime, or the numpy table evaluator without a compiler."""
+
+    target = "table"
+
+    def __init__(self, ens: ObliviousEnsemble, fp: str, *, threads: int = 1, engine: str = "auto") -> None:
+        super().__init__(ens.schema, fp)
+        self.ensemble = ens
+        self.threads = threads
+        self._runtime: Any = None
+        self._numpy: Any = None
+        if engine not in ("auto", "c", "numpy"):
+            raise CompileError(f"unknown table engine {engine!r}", "engines: auto, c, numpy")
+        if engine in ("auto", "c"):
+            try:
+                from lumber.backends.table_c import TableRuntime
+
+                self._runtime = TableRuntime(ens)
+            except CompileError:
+                if engine == "c":
+                    raise
+        if self._runtime is None:
+            from lumber.backends.table import TableEvaluator
+
+            self._numpy = TableEvaluator(ens)
+        self.engine = "c" if self._runtime is not None else "numpy"
+
+    def _margins(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
+        if self._runtime is not None:
+            rows = as_rows(self.schema, X, self._runtime.dtype)
+            return self._runtime.predict_raw(rows, threads or self.threads)  # type: ignore[no-any-return]
+        return np.asarray(self._numpy.predict_raw(X)).reshape(-1, self.schema.n_outputs)
+
+    def predict_raw(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
+        m = self._margins(X, threads)
+        return m[:, 0] if self.schema.n_outputs == 1 else m
+
+    def apply(self, X: Any) -> npt.NDArray[np.int64]:
+        """Table row reached in every tree, ``(n, n_trees)``."""
+        if self._runtime is not None:
+            return self._runtime.apply(as_rows(self.schema, X, self._runtime.dtype)).astype(np.int64)
+        return self._numpy.apply(X)  # type: ignore[no-any-return]
+
+    def save(self, path: str | Path) -> Path:
+        from lumber.backends.table import write_table
+
+        self.path = write_table(self.ensemble, path, source_fingerprint=self.fingerprint)
+        return self.path
+
+
+__all__ = ["CPredictor", "CSourcePredictor", "NumpyPredictor", "OnnxPredictor", "Predictor", "TablePredictor",
+           "as_rows", "check_runtime"]

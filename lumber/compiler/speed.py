@@ -1,0 +1,128 @@
+"""``optimize="speed"``: build the forest and the oblivious-table libraries, time both, keep the faster.
+
+Both are C shared libraries with the same entry points and the source model's
+fingerprint (targets ``c`` and ``table-c``), so the choice is invisible to
+callers and to ``load_compiled``. The two are compared on a sample before
+timing; a table form that disagrees with the forest is never shipped.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Forest, LumberError
+
+from .predictors import Predictor
+from .targets import get_target
+
+SAMPLE_ROWS = 20_000
+REPEATS = 3
+
+
+def sample_rows(forest: Forest, n: int = SAMPLE_ROWS, seed: int = 0) -> npt.NDArray[np.float64]:
+    """Rows that spread over the model's split cells (each feature uniform over its thresholds' cells)."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((n, forest.n_features))
+    internal = np.flatnonzero(~forest.is_leaf & ~forest.is_categorical)
+    for f in range(forest.n_features):
+        t = np.unique(forest.threshold[internal[forest.feature[internal] == f]])
+        t = t[np.isfinite(t)]
+        if t.size:
+            edges = np.concatenate([[t[0] - 1.0], t, [t[-1] + 1.0]])
+            cell = rng.integers(0, edges.shape[0] - 1, n)
+            X[:, f] = edges[cell] + (edges[cell + 1] - edges[cell]) * rng.uniform(0.05, 0.95, n)
+    cats = np.flatnonzero(~forest.is_leaf & forest.is_categorical)
+    for f in np.unique(forest.feature[cats]).tolist():
+        vals = np.unique(np.concatenate([forest.categories_of(int(c)) for c in cats[forest.feature[cats] == f]]))
+        X[:, f] = rng.choice(np.concatenate([vals, [vals.max() + 1]]), n).astype(np.float64)
+    return X
+
+
+def _cpu_seconds(pred: Predictor, X: npt.NDArray[np.float64]) -> float:
+    t0 = time.process_time()
+    pred.predict_raw(X)
+    return time.process_time() - t0
+
+
+def compile_fastest(forest: Forest, options: Mapping[str, Any], *, path: str | Path | None = None,
+                    threads: int = 1, sample: Any = None) -> Predictor:
+    """The faster of ``forest``'s ``c`` and ``table-c`` libraries on ``sample`` (default: rows spread
+    over the model's split cells); ``options`` are the targets' keyword options.
+
+    ``predictor.report`` holds both forms' CPU seconds on the sample and the choice.
+    """
+    from lumber.backends.base import fingerprint
+
+    fp = fingerprint(forest)
+    report: dict[str, Any] = {"sample_rows": 0, "forms": {}}
+    candidates: dict[str, Predictor] = {}
+    forms = {"forest": get_target("c"), "oblivious": get_target("table-c")}
+    t0 = time.perf_counter()
+    candidates["forest"] = forms["forest"].compile(forest, forms["forest"].options(options), threads=threads,
+                                                   fingerprint=fp)
+    report["forms"]["forest"] = {"compile_seconds": time.perf_counter() - t0}
+    try:
+        t0 = time.perf_counter()
+        tables = forms["oblivious"]
+        candidates["oblivious"] = tables.compile(forest, tables.options(options), threads=threads, fingerprint=fp)
+        report["forms"]["oblivious"] = {"compile_seconds": time.perf_counter() - t0,
+                                        "tables": candidates["oblivious"].report["tables"]}
+    except LumberError as exc:
+        report["forms"]["oblivious"] = {"status": f"not available: {exc.diagnostics[0].message}"}
+    exact = bool(options.get("exact", True))
+    if sample is None:
+        X = sample_rows(forest)
+    else:
+        from lumber.ir.interp import prepare_input
+
+        X = prepare_input(forest.schema, sample)
+    report["sample_rows"] = int(X.shape[0])
+    times: dict[str, list[float]] = {k: [] for k in candidates}
+    outs = {k: p.predict_raw(X) for k, p in candidates.items()}
+    if "oblivious" in outs:
+        a, b = np.asarray(outs["forest"]), np.asarray(outs["oblivious"])
+        scale = 1.0 + float(np.abs(a).max(initial=0.0))
+        agree = bool(np.all(np.abs(a - b) <= (1e-12 if exact else 1e-6) * scale))
+        report["forms"]["oblivious"]["agrees_with_forest"] = agree
+        if not agree:  # never ship a form that disagrees (a bug): keep the forest
+            candidates.pop("oblivious")
+            times.pop("oblivious")
+    for _ in range(REPEATS):  # interleaved
+        for k, p in candidates.items():
+            times[k].append(_cpu_seconds(p, X))
+    for k, ts in times.items():
+        report["forms"][k]["cpu_seconds"] = float(np.median(ts))
+        report["forms"][k]["ns_per_row"] = float(np.median(ts)) / max(X.shape[0], 1) * 1e9
+    chosen = min(times, key=lambda k: float(np.median(times[k])))
+    report["chosen"] = chosen
+    pred = candidates[chosen]
+    if path is not None:
+        pred.save(path)
+        pred.path = Path(path)
+    pred.report = report
+    return pred
+
+
+def describe_choice(report: dict[str, Any]) -> str:
+    """One line per form, as ``lumber compile --optimize speed`` prints them."""
+    lines = []
+    for k, r in report.get("forms", {}).items():
+        if "cpu_seconds" in r:
+            extra = ""
+            tab = r.get("tables")
+            if tab:
+                extra = (f" ({tab.get('method')}: {tab.get('trees_in')} -> {tab.get('trees_out')} trees, "
+                         f"{tab.get('table_bytes', 0) / 1024:,.0f} KiB tables)")
+            mark = "  <- chosen" if report.get("chosen") == k else ""
+            lines.append(f"  {k:<9} {r['ns_per_row']:10,.0f} ns/row on {report['sample_rows']:,} sample rows{extra}{mark}")
+        else:
+            lines.append(f"  {k:<9} {r.get('status', 'not measured')}")
+    return "\n".join(lines)
+
+
+__all__ = ["REPEATS", "SAMPLE_ROWS", "compile_fastest", "describe_choice", "sample_rows"]

@@ -1,0 +1,125 @@
+"""Targets ``table`` (the oblivious table file) and ``table-c`` (the tables as a C shared library).
+
+Both first make the model's quantized ObliviousEnsemble (:func:`lumber.compiler.tables.to_tables`:
+CatBoost's trees directly, anything else by re-composition) and record the
+source model's fingerprint, so an artifact of either form checks against the
+model it came from. ``table-c`` exports the forest library's C functions, so a
+``table-c`` library loads like any ``c`` one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lumber.backends.base import fingerprint as ir_fingerprint
+from lumber.backends.c import BuildOptions
+from lumber.ir import Forest, ObliviousEnsemble
+
+from ..predictors import CPredictor, Predictor, TablePredictor
+from ..tables import to_tables
+from .base import Target
+from .c import build_library
+
+MAGIC = b"LUMB"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecomposeOptions:
+    """How a forest becomes oblivious tables."""
+
+    max_depth: int | str = "auto"
+    """Deepest table when re-composing (``auto``: 8, or the polynomial's largest degree)."""
+    strategy: str = "pack"
+    """Re-composition strategy (``oblivious`` pass option ``strategy``)."""
+    exact: bool = True
+    """Refuse a model its library sums in float32 (tables sum in float64)."""
+    time_passes: bool = False
+    """Print the re-composition passes' timings."""
+
+    def tables(self, ir: Forest | ObliviousEnsemble, stats: dict[str, Any]) -> ObliviousEnsemble:
+        return to_tables(ir, max_depth=self.max_depth, strategy=self.strategy, time_passes=self.time_passes,
+                         stats=stats, exact=self.exact)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableOptions(RecomposeOptions):
+    engine: str = "auto"
+    """``c`` (the table runtime, built once per process), ``numpy``, or ``auto`` (c when a compiler exists)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableCOptions(RecomposeOptions):
+    name: str = "model"
+    prefix: str = "lumber"
+    march_native: bool = False
+    openmp: bool | None = None
+    cc: str | None = None
+
+    def build(self) -> BuildOptions:
+        return BuildOptions(cc=self.cc, march_native=self.march_native, openmp=self.openmp)
+
+
+class TableTarget(Target):
+    """Oblivious decision tables in the table file format (docs/table-format.md)."""
+
+    name = "table"
+    suffix = ".table"
+    what = "oblivious tables"
+    Options = TableOptions
+    accepts = (Forest, ObliviousEnsemble)
+
+    def compile(self, ir: Forest | ObliviousEnsemble, options: TableOptions, *, path: str | Path | None = None,
+                threads: int = 1, fingerprint: str | None = None) -> Predictor:
+        fp = fingerprint or ir_fingerprint(ir)
+        stats: dict[str, Any] = {}
+        ens = options.tables(ir, stats)
+        pred = TablePredictor(ens, fp, threads=threads, engine=options.engine)
+        pred.report = {"tables": stats}
+        if path is not None:
+            pred.save(path)
+        return pred
+
+    def load(self, path: Path, *, threads: int = 1, prefix: str = "lumber") -> Predictor:
+        from lumber.backends.table import read_table
+
+        tf = read_table(path)
+        return TablePredictor(tf.ensemble, tf.fingerprint, threads=threads)
+
+    def recognizes(self, head: bytes, path: Path) -> bool:
+        return head[:4] == MAGIC
+
+
+class TableCTarget(Target):
+    """The oblivious tables as specialized C, built into a library with the ``c`` target's entry points."""
+
+    name = "table-c"
+    suffix = ".so"
+    what = "C shared library, oblivious form"
+    Options = TableCOptions
+    accepts = (Forest, ObliviousEnsemble)
+
+    def compile(self, ir: Forest | ObliviousEnsemble, options: TableCOptions, *, path: str | Path | None = None,
+                threads: int = 1, fingerprint: str | None = None) -> Predictor:
+        from lumber.backends.table_c import TableCOptions as EmitTableC
+        from lumber.backends.table_c import emit_table_source
+
+        fp = fingerprint or ir_fingerprint(ir)
+        stats: dict[str, Any] = {}
+        ens = options.tables(ir, stats)
+        art = emit_table_source(ens, EmitTableC(name=options.name, prefix=options.prefix, source_fingerprint=fp))
+        t0 = time.perf_counter()
+        pred = build_library(art, options.build(), prefix=options.prefix, path=path, threads=threads)
+        stats["build_seconds"] = time.perf_counter() - t0
+        pred.report = {"tables": stats}
+        return pred
+
+    def load(self, path: Path, *, threads: int = 1, prefix: str = "lumber") -> CPredictor:
+        from . import get_target
+
+        return get_target("c").load(path, threads=threads, prefix=prefix)  # type: ignore[return-value]
+
+
+__all__ = ["RecomposeOptions", "TableCOptions", "TableCTarget", "TableOptions", "TableTarget"]
