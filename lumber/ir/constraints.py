@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence, Union
 import numpy as np
 import numpy.typing as npt
 
-from .diagnostics import SourceSpan
+from .diagnostics import InputDataError, SourceSpan
 
 
 class Direction(enum.IntEnum):
@@ -32,18 +32,62 @@ class Direction(enum.IntEnum):
 
 
 class Norm(enum.IntEnum):
+    """How per-feature change costs combine: count (l0), sum (l1), Euclidean (l2) or maximum (linf)."""
+
     L0 = 0
     L1 = 1
     L2 = 2
     LINF = 3
 
+    @classmethod
+    def parse(cls, value: "Norm | str") -> "Norm":
+        """The norm a user named: a :class:`Norm` or ``l0``/``l1``/``l2``/``linf`` in any case,
+        with ``inf`` and hyphens (``l-inf``) accepted; the one parser of every explainer and the DSL."""
+        if isinstance(value, Norm):
+            return value
+        if isinstance(value, str):
+            norm = NORM_NAMES.get(value.strip().lower().replace("-", ""))
+            if norm is not None:
+                return norm
+        raise InputDataError(f"unknown norm {value!r}", f"accepted: {', '.join(repr(n) for n in NORM_WORDS)}")
+
+    @property
+    def word(self) -> str:
+        """The canonical name (``l0``, ``l1``, ``l2``, ``linf``)."""
+        return self.name.lower()
+
 
 class Scale(enum.IntEnum):
+    """What divides a change before it is costed."""
+
     NONE = 0
     STD = 1
     """Divide each change by the feature's standard deviation on reference data."""
     MINMAX = 2
     """Divide each change by the feature's range on reference data."""
+
+    @classmethod
+    def parse(cls, value: "Scale | str") -> "Scale":
+        """The scaling a user named: a :class:`Scale` or ``none``/``std``/``minmax`` in any case."""
+        if isinstance(value, Scale):
+            return value
+        if isinstance(value, str):
+            scale = SCALE_NAMES.get(value.strip().lower())
+            if scale is not None:
+                return scale
+        raise InputDataError(f"unknown scale {value!r}",
+                             f"accepted: {', '.join(repr(n) for n in SCALE_NAMES)}, or per-feature spreads")
+
+    @property
+    def word(self) -> str:
+        return self.name.lower()
+
+
+NORM_WORDS = ("l0", "l1", "l2", "linf")
+"""Canonical norm names, as messages and the DSL list them."""
+NORM_NAMES = {"l0": Norm.L0, "l1": Norm.L1, "l2": Norm.L2, "linf": Norm.LINF, "inf": Norm.LINF}
+"""Every accepted spelling after lower-casing and dropping hyphens (so ``L-inf`` and ``inf`` are linf)."""
+SCALE_NAMES = {"none": Scale.NONE, "std": Scale.STD, "minmax": Scale.MINMAX}
 
 
 @dataclass(frozen=True)
@@ -274,7 +318,7 @@ class Constraints:
         scale = m.get("scale")
         return Constraints(
             rules=tuple(rules.values()),
-            norm=Norm[norm.upper()] if isinstance(norm, str) else norm,
-            scale=Scale[scale.upper()] if isinstance(scale, str) else scale,
+            norm=None if norm is None else Norm.parse(norm),
+            scale=None if scale is None else Scale.parse(scale),
             max_changes=m.get("max_changes"),
         )

@@ -20,8 +20,9 @@ from typing import Any, Sequence
 from lumber.ir import (
     Bound, Constraints, Diagnostic, DiagnosticSink, Direction, Event, Feature, FeatureEvent, FeatureKind,
     FeatureRule, Implication, LinearRelation, Membership, Norm, Plausibility, Scale, Schema, Severity,
-    SourceSpan, Target, Task,
+    SourceSpan, Target, Task, InputDataError,
 )
+from lumber.ir.constraints import NORM_WORDS, SCALE_NAMES
 
 from . import ast as A
 from .labels import as_float, is_number, lookup_code, param_value, plain, short_list, shown
@@ -29,8 +30,8 @@ from .names import DELTA, ORIG, VALUE, Resolver
 from .parse import ConstraintError, parse_file
 from .plausibility import PLAUSIBILITY
 
-NORMS = {"l0": Norm.L0, "l1": Norm.L1, "l2": Norm.L2, "linf": Norm.LINF}
-SCALES = {"std": Scale.STD, "minmax": Scale.MINMAX, "none": Scale.NONE}
+SETTINGS = {"norm": (Norm.parse, NORM_WORDS), "scale": (Scale.parse, tuple(SCALE_NAMES))}
+"""How each setting's word is read (the one parser of ``lumber.ir``) and the names a message suggests."""
 EVENTS = {"increases": Event.INCREASES, "decreases": Event.DECREASES, "changes": Event.CHANGES,
           "is unchanged": Event.UNCHANGED}
 
@@ -385,12 +386,13 @@ class _Checker:
         elif isinstance(st, A.ChangesStmt):
             self.changes(st)
         elif isinstance(st, A.Setting):
-            table = NORMS if st.keyword == "norm" else SCALES
-            val = table.get(st.word)
-            if val is None:
-                close = difflib.get_close_matches(st.word.lower(), list(table), n=1, cutoff=0.5)
+            parse, words = SETTINGS[st.keyword]
+            try:
+                val: Norm | Scale = parse(st.word)
+            except InputDataError:
+                close = difflib.get_close_matches(st.word.lower(), list(words), n=1, cutoff=0.5)
                 self.err(f"unknown {st.keyword} '{st.word}'", st.word_span,
-                         f"did you mean '{close[0]}'?" if close else f"expected one of: {', '.join(table)}")
+                         f"did you mean '{close[0]}'?" if close else f"expected one of: {', '.join(words)}")
                 return
             self.setting(st.keyword, val, st.span)
         elif isinstance(st, A.PlausibleStmt):

@@ -189,9 +189,6 @@ class Metric:
 
 # -- building a metric ----------------------------------------------------------------------
 
-NORMS = {"l0": Norm.L0, "l1": Norm.L1, "l2": Norm.L2, "linf": Norm.LINF, "l-inf": Norm.LINF, "inf": Norm.LINF}
-SCALES = {"none": Scale.NONE, "std": Scale.STD, "minmax": Scale.MINMAX}
-
 
 def _unknown(names: Sequence[str], bad: str, what: str) -> InputDataError:
     near = difflib.get_close_matches(bad, list(names), n=1)
@@ -200,12 +197,7 @@ def _unknown(names: Sequence[str], bad: str, what: str) -> InputDataError:
 
 
 def _norm(value: Any) -> Norm:
-    if isinstance(value, Norm):
-        norm = value
-    elif isinstance(value, str) and value.lower() in NORMS:
-        norm = NORMS[value.lower()]
-    else:
-        raise InputDataError(f"unknown norm {value!r}", "accepted: 'l1', 'l2', 'linf'")
+    norm = Norm.parse(value)
     if norm == Norm.L0:
         raise InputDataError("norm l0 has no unique projection onto a leaf",
                              "use norm l1, l2 or linf, and max_changes to limit how many features change")
@@ -216,13 +208,8 @@ def _resolve_scale(value: Any, names: Sequence[str]) -> tuple[Scale | None, npt.
     """A named scaling, or explicit per-feature spreads (array or mapping)."""
     if value is None:
         return None, None
-    if isinstance(value, Scale):
-        return (None if value == Scale.NONE else value), None
-    if isinstance(value, str):
-        if value.lower() not in SCALES:
-            raise InputDataError(f"unknown scale {value!r}",
-                                 "accepted: 'none', 'std', 'minmax', or per-feature spreads")
-        s = SCALES[value.lower()]
+    if isinstance(value, (Scale, str)):
+        s = Scale.parse(value)
         return (None if s == Scale.NONE else s), None
     spreads = np.ones(len(names))
     if isinstance(value, Mapping):
@@ -472,4 +459,4 @@ def _apply_rule(r: FeatureRule, i: int, categorical: bool, immutable: npt.NDArra
         arr[i] = float(cost)
 
 
-__all__ = ["Kind", "Metric", "build_metric", "as_constraints", "used_features", "NORMS", "SCALES"]
+__all__ = ["Kind", "Metric", "build_metric", "as_constraints", "used_features"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Norm
+from lumber.ir import InputDataError, Norm, Scale
 
 from .domain import CategoricalDomain, Domain, FixedDomain, NumericDomain
 from .model import LinExpr, MilpModel
@@ -159,31 +159,21 @@ class CostModel:
         return w * w if self.norm == Norm.L2 else w
 
 
-def feature_scales(scale: str | None | FloatArray, reference: FloatArray | None, n: int,
+def feature_scales(scale: Scale | str | None | FloatArray, reference: FloatArray | None, n: int,
                    categorical: npt.NDArray[np.bool_]) -> FloatArray:
     """Per-feature divisors: ``None`` (1), ``"std"``, ``"minmax"`` from reference rows, or given numbers."""
-    if scale is None or (isinstance(scale, str) and scale.lower() == "none"):
+    kind = Scale.parse(scale) if isinstance(scale, (str, Scale)) else None
+    if scale is None or kind == Scale.NONE:
         s = np.ones(n)
-    elif isinstance(scale, str):
+    elif kind is not None:
         if reference is None or len(reference) == 0:
-            from lumber.ir import InputDataError
-
-            raise InputDataError(f"scale={scale!r} needs reference data (the training rows) to compute it",
+            raise InputDataError(f"scale={kind.word!r} needs reference data (the training rows) to compute it",
                                  "pass reference=X_train, or scale=None, or explicit per-feature scales")
         R = np.asarray(reference, dtype=np.float64)
-        if scale.lower() == "std":
-            s = np.nanstd(R, axis=0)
-        elif scale.lower() == "minmax":
-            s = np.nanmax(R, axis=0) - np.nanmin(R, axis=0)
-        else:
-            from lumber.ir import InputDataError
-
-            raise InputDataError(f"unknown scale {scale!r}", "accepted: None, 'std', 'minmax' or an array")
+        s = np.nanstd(R, axis=0) if kind == Scale.STD else np.nanmax(R, axis=0) - np.nanmin(R, axis=0)
         s = np.where(np.isfinite(s) & (s > 0), s, 1.0)
     else:
         s = np.asarray(scale, dtype=np.float64).reshape(-1)
         if s.shape[0] != n or not np.all(np.isfinite(s) & (s > 0)):
-            from lumber.ir import InputDataError
-
             raise InputDataError(f"scale must hold {n} positive finite numbers")
     return np.where(categorical, 1.0, s)
