@@ -447,7 +447,7 @@ def test_nan_cases_rejected_when_the_model_cannot_route_them() -> None:
 
 def test_unknown_target_and_method() -> None:
     f = pima_tree()
-    with pytest.raises(InputDataError, match="target 'yes' is not a decision"):
+    with pytest.raises(InputDataError, match="target 'yes' is not a class"):
         lumber.sensitive_tests(f, CASES, target="yes")
     with pytest.raises(InputDataError, match="unknown method"):
         sensitive_tests(f, CASES, method="magic")

@@ -1,27 +1,28 @@
 """``lumber.counterfactual``: the cheapest change of a case that the model really accepts, proven optimal.
 
-Loads any supported model, resolves constraints (an object, a mapping, or a
-constraint file / text compiled against the model's schema; keywords give
-defaults, the constraints' ``norm``/``scale``/``target`` override them),
+Resolves the request once (:func:`lumber.compiler.explain.explanation_request`:
+the model, constraints from any accepted form -- keywords give defaults, the
+constraints' ``norm``/``scale``/``target`` override them -- and reference rows),
 fits the isolation forest a ``plausible`` constraint asks for, and solves one
 MILP per case (:func:`lumber.passes.counterfactual.solve_counterfactual`).
 Every returned point is verified with the source model's own ``predict``
-when a model object is given (else with the lowered Forest); batches run in
-parallel with joblib, one solver thread per worker.
+(:class:`~lumber.compiler.explain.SourcePredictor`, boosters included) when a
+model object is given, else with the lowered Forest; batches run in parallel
+with joblib, one solver thread per worker.
 """
 
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, Feature, Forest, InputDataError, Task
+from lumber.compiler.explain import ExplanationRequest, explanation_request, source_predictor
+from lumber.ir import Constraints, Feature, Forest, InputDataError, Norm, Task
 from lumber.passes.counterfactual import CounterfactualResult, isolation_threshold, solve_counterfactual
-from lumber.passes.counterfactual.targets import class_labels
+from lumber.passes.targets import class_labels
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -31,7 +32,7 @@ ISOLATION_SAMPLES = 64
 prove optimality in seconds (bench/counterfactual.py, section iso); pass ``isolation_forest=`` for another."""
 
 
-def counterfactual(model: Any, x: Any, target: Any = None, constraints: Any = None, *, norm: str = "l1",
+def counterfactual(model: Any | ExplanationRequest, x: Any, target: Any = None, constraints: Any = None, *, norm: str = "l1",
                    scale: Any = None, reference: Any = None, weights: Any = None,
                    features: Sequence[Feature] | None = None, isolation_forest: Any = None,
                    contamination: float | None = None, k: int = 1, time_limit: float = 60.0,
@@ -43,7 +44,8 @@ def counterfactual(model: Any, x: Any, target: Any = None, constraints: Any = No
     Parameters
     ----------
     model
-        A fitted model object (scikit-learn, LightGBM, XGBoost, ...), a model file, or a Forest.
+        A fitted model object (scikit-learn, LightGBM, XGBoost, ...), a model file, a Forest, or an
+        :class:`~lumber.compiler.explain.ExplanationRequest` (its fields win over the keywords).
     x
         One case (1-D array, dict, Series, one-row DataFrame) -> one result; several rows
         (2-D array or DataFrame) -> a list of results, computed ``n_jobs`` at a time.
@@ -74,20 +76,14 @@ def counterfactual(model: Any, x: Any, target: Any = None, constraints: Any = No
     CounterfactualResult or list of them
         ``.x``, ``.cost``, ``.changes``, ``.status``, ``.verified``, ``.gap``, ``.to_dict()``.
     """
-    from lumber.compiler.frontends import load
-
-    forest = load(model)
-    if features is not None:
-        from lumber.compiler.dsl import refine_schema
-
-        forest = forest.replace(schema=refine_schema(forest.schema, features))
-    cons = _constraints(constraints, forest)
+    req = explanation_request(model, constraints=constraints, target=target, norm=norm, scale=scale,
+                              reference=reference, features=features, verify=verify_with_model)
+    forest, cons, R, verifier, target = req.forest, req.constraints, req.reference, req.predictor, req.target
     X, single = _rows(x, forest)
-    R = forest.prepare_input(reference) if reference is not None else None
-    verifier = library_verifier(model, forest) if verify_with_model else None
     iso = _plausibility(forest, cons, isolation_forest, contamination, R, target, X, seed)
-    kw = dict(norm=norm, scale=scale, weights=weights, reference=R, k=k, time_limit=time_limit, backend=backend,
-              presolve=presolve, threads=threads, mip_gap=mip_gap, clip_to_reference=clip_to_reference)
+    kw = dict(norm=req.norm_or(Norm.L1), scale=req.scale, weights=weights, reference=R, k=k,
+              time_limit=time_limit, backend=backend, presolve=presolve, threads=threads, mip_gap=mip_gap,
+              clip_to_reference=clip_to_reference)
 
     def one(i: int) -> CounterfactualResult:
         return solve_counterfactual(forest, X[i], target, cons, isolation=iso(X[i]), verifier=verifier, **kw)
@@ -108,24 +104,6 @@ def counterfactual(model: Any, x: Any, target: Any = None, constraints: Any = No
 def _batch(forest: Forest, X: FloatArray, target: Any, cons: Constraints | None, iso: Callable[[FloatArray], Any],
            verifier: Any, kw: dict[str, Any]) -> list[CounterfactualResult]:
     return [solve_counterfactual(forest, x, target, cons, isolation=iso(x), verifier=verifier, **kw) for x in X]
-
-
-def _constraints(constraints: Any, forest: Forest) -> Constraints | None:
-    if constraints is None or isinstance(constraints, Constraints):
-        return constraints
-    if isinstance(constraints, (str, Path)):
-        from lumber.compiler.dsl import parse_constraints
-
-        return parse_constraints(constraints, schema=forest.schema)
-    if isinstance(constraints, dict):
-        try:
-            return Constraints.from_mapping(constraints)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputDataError(f"constraints mapping is malformed: {exc}",
-                                 "keys: immutable, increase, decrease, bounds, cost, norm, scale, "
-                                 "max_changes") from None
-    raise InputDataError("constraints must be a lumber.Constraints, a mapping or a file, "
-                         f"not {type(constraints).__name__}")
 
 
 def _rows(x: Any, forest: Forest) -> tuple[FloatArray, bool]:
@@ -202,51 +180,8 @@ def _plausibility(forest: Forest, cons: Constraints | None, isolation_forest: An
     return per_case
 
 
-def library_verifier(model: Any, forest: Forest) -> Callable[[FloatArray], Any] | None:
-    """``f(X) -> predictions`` of the source model itself, or None for a Forest or a file."""
-    if isinstance(model, (Forest, str, Path)) or not hasattr(model, "predict"):
-        return None
-    return _LibraryPredict(model, forest)
+library_verifier = source_predictor
+"""``f(X) -> predictions`` of the source model itself, or None for a Forest or a file (kept name)."""
 
 
-class _LibraryPredict:
-    """Calls the source model's ``predict`` on counterfactual rows (picklable for joblib workers)."""
-
-    def __init__(self, model: Any, forest: Forest) -> None:
-        self.model = model
-        self.names = forest.schema.feature_names
-        self.schema = forest.schema
-
-    def __call__(self, X: FloatArray) -> Any:
-        import pandas as pd
-
-        m = self.model
-        mod = type(m).__module__.split(".")[0]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if mod == "xgboost":  # numeric codes for categorical columns, as the model stores them
-                import xgboost as xgb
-
-                b = m.get_booster() if hasattr(m, "get_booster") else m
-                dm = xgb.DMatrix(X, feature_names=b.feature_names, feature_types=b.feature_types,
-                                 enable_categorical=True)
-                if self.schema.task in (Task.BINARY, Task.MULTICLASS) or not hasattr(m, "predict"):
-                    return self._from_scores(np.asarray(b.predict(dm)))
-                return np.asarray(b.predict(dm))
-            if mod == "lightgbm" and not hasattr(m, "classes_") and hasattr(m, "num_trees"):
-                return self._from_scores(np.asarray(m.predict(X)))
-            names = getattr(m, "feature_names_in_", None)
-            data: Any = pd.DataFrame(X, columns=list(names)) if names is not None and mod != "lightgbm" else X
-            return np.asarray(m.predict(data))
-
-    def _from_scores(self, p: FloatArray) -> Any:
-        """Booster outputs (probabilities or values) -> what ``predict`` of the sklearn wrapper returns."""
-        s = self.schema
-        if s.task not in (Task.BINARY, Task.MULTICLASS):
-            return p.reshape(-1)
-        idx = (p.reshape(-1) > 0.5).astype(np.int64) if p.ndim == 1 or p.shape[1] == 1 else np.argmax(p, axis=1)
-        labels = list(s.classes) if s.classes is not None else list(range(max(2, s.n_outputs)))
-        return np.asarray(labels, dtype=object)[idx]
-
-
-__all__ = ["counterfactual", "library_verifier"]
+__all__ = ["ExplanationRequest", "counterfactual", "library_verifier"]

@@ -20,7 +20,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, Forest, InputDataError, UnsupportedModelError
+from lumber.compiler.explain import ExplanationRequest, explanation_request, source_predictor
+from lumber.ir import Forest, InputDataError, UnsupportedModelError
 from lumber.passes.analyses.rules import (
     AnnealOptions, CounterfactualRule, CounterfactualSample, Region, RuleContext, RuleOptions, RuleSet,
     apply_regional, build_context, coverage, decisions, local_rules, regional_rules,
@@ -32,7 +33,7 @@ FloatArray = npt.NDArray[np.float64]
 RANDOM_FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
 
 
-def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = None, *,
+def counterfactual_rules(model: Any | ExplanationRequest, X_train: Any, x: Any = None, target: Any = None, *,
                          constraints: Any = None, surrogate: Any = None, pi: float = 0.9, pi_c: float = 0.9,
                          k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
                          strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
@@ -45,7 +46,8 @@ def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = 
     Parameters
     ----------
     model
-        The explained model: a fitted object, a model file, or a :class:`~lumber.ir.Forest`.
+        The explained model: a fitted object, a model file, a :class:`~lumber.ir.Forest`, or an
+        :class:`~lumber.compiler.explain.ExplanationRequest` (its constraints and target win).
     X_train
         Training rows (array or DataFrame with the model's feature columns). The
         estimators weigh these rows; samples take their values from them.
@@ -56,7 +58,8 @@ def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = 
         ``None`` for an open end, or a list of them) -> regional rules.
     target
         A class label (or several), ``(a, b)`` for a regressor, or None (any
-        other class than the case's, or than the region's majority).
+        other class than the case's, or than the region's majority). A target in
+        the constraints overrides it.
     constraints
         A :class:`~lumber.ir.Constraints`, a constraint file or text, or a mapping
         (``{"immutable": [...], "increase": [...], "bounds": {...}}``): immutable
@@ -114,19 +117,17 @@ def counterfactual_rules(model: Any, X_train: Any, x: Any = None, target: Any = 
 class RuleExplainer:
     """Everything fitted once per model and training set; explain many cases and regions with it."""
 
-    def __init__(self, model: Any, X_train: Any, *, constraints: Any = None, surrogate: Any = None,
+    def __init__(self, model: Any | ExplanationRequest, X_train: Any, *, constraints: Any = None, surrogate: Any = None,
                  pi: float = 0.9, pi_c: float = 0.9, k: int = 10, k_max: int = 30, n_samples: int = 1,
                  widen: int = 6, seed: int = 0,
                  strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
                  max_sets: int = 10, n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
                  contamination: float | str = 0.1, anneal: AnnealOptions | None = None, verify: bool = True) -> None:
-        from lumber.compiler.frontends import load
-
-        self.model = model
-        self.forest: Forest = load(model)
+        self.request = explanation_request(model, constraints=constraints, verify=verify)
+        self.forest: Forest = self.request.forest
         if self.forest.schema.task.name == "ANOMALY":
             raise UnsupportedModelError("counterfactual rules explain classifiers and regressors, not anomaly scores")
-        self.constraints = _constraints(constraints, self.forest)
+        self.constraints = self.request.constraints
         options = RuleOptions(pi=pi, pi_c=pi_c, k=k, k_max=k_max, search=search, max_subsets=max_subsets,
                               max_rules=max_rules, strict=strict, max_sets=max_sets, n_samples=n_samples,
                               widen=widen, seed=seed,
@@ -142,6 +143,16 @@ class RuleExplainer:
                                                   score=self.inlier_score, options=options)
         self.fidelity = _fidelity(self.forest, self.rule_forest, X_raw, train_dec)
         self.verify = verify
+
+    @property
+    def model(self) -> Any:
+        """The explained model as given; setting it re-targets the source-model check."""
+        return self.request.model
+
+    @model.setter
+    def model(self, model: Any) -> None:
+        self.request = self.request.with_(model=model, predictor=source_predictor(model, self.forest)
+                                          if self.request.predictor is not None else None)
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -178,7 +189,7 @@ class RuleExplainer:
 
     def local(self, X: Any, target: Any = None, *, rows: Sequence[int] | None = None) -> RuleSet:
         """Local rules (and samples) for every row of ``X``."""
-        rs = local_rules(self.context, X, target, rows=rows)
+        rs = local_rules(self.context, X, self._target(target), rows=rows)
         if self.verify:
             checked = self._verify_many([(r, r.samples) for r in rs])
             for r, s in zip(rs, checked):
@@ -193,7 +204,7 @@ class RuleExplainer:
         if bad:
             raise InputDataError(f"region {bad[0]} is a {type(regs[bad[0]]).__name__}, not a Region",
                                  "build regions with explainer.region({'feature': (lo, hi), ...}) or Region.from_bounds")
-        rs = regional_rules(self.context, regs, target)
+        rs = regional_rules(self.context, regs, self._target(target))
         rs.info.update(self.describe())
         return rs
 
@@ -211,6 +222,10 @@ class RuleExplainer:
     def region(self, bounds: Mapping[str, tuple[float | None, float | None]], name: str = "") -> Region:
         return Region.from_bounds(self.forest.schema, bounds, name)
 
+    def _target(self, target: Any) -> Any:
+        """The constraints' target when they state one, else the call's."""
+        return self.request.target if self.request.target is not None else target
+
     def describe(self) -> dict[str, Any]:
         rf = self.rule_forest
         return {"surrogate": self.surrogate_kind, "surrogate_fidelity": self.fidelity,
@@ -218,26 +233,15 @@ class RuleExplainer:
 
     def _verify_many(self, groups: Sequence[tuple[CounterfactualRule, Sequence[CounterfactualSample]]]
                      ) -> list[tuple[CounterfactualSample, ...]]:
-        """AND each sample's check with the source model object's own ``predict`` (one call for all)."""
-        m = self.model
+        """AND each sample's check with the source model's own ``predict`` (one call for all)."""
+        predictor = self.request.predictor
         flat = [(g, s) for g, (_, ss) in enumerate(groups) for s in ss]
-        if not flat or isinstance(m, (Forest, str, Path)) or not (hasattr(m, "predict") and hasattr(m, "fit")):
+        if not flat or predictor is None:
             return [tuple(ss) for _, ss in groups]
-        P: Any = np.stack([s.x for _, s in flat])
-        names = getattr(m, "feature_names_in_", None)
-        if names is not None:
-            import pandas as pd
-
-            P = pd.DataFrame(P, columns=list(names))
-        pred = np.asarray(m.predict(P)).reshape(-1).tolist()
+        pred = np.asarray(predictor(np.stack([s.x for _, s in flat]))).reshape(-1)
         out: list[list[CounterfactualSample]] = [[] for _ in groups]
         for (g, s), p in zip(flat, pred):
-            t = groups[g][0].target
-            if t.interval is not None:
-                ok = t.interval[0] <= p <= t.interval[1]
-            else:
-                assert t.classes is not None and t.labels is not None
-                ok = any(p == t.labels[c] or str(p) == str(t.labels[c]) for c in t.classes)
+            ok = bool(groups[g][0].target.satisfied(np.asarray([p]))[0])
             out[g].append(replace(s, verified=bool(s.verified and ok)))
         return [tuple(o) for o in out]
 
@@ -293,24 +297,6 @@ def _isolation(isolation: Any, forest: Forest, X: FloatArray, seed: int,
     if iso.schema.task.name != "ANOMALY" or iso.n_features != forest.n_features:
         raise InputDataError("isolation must be an IsolationForest over the model's features")
     return iso, medians
-
-
-def _constraints(constraints: Any, forest: Forest) -> Constraints | None:
-    if constraints is None:
-        return None
-    if isinstance(constraints, (str, Path)):
-        from lumber.compiler.dsl import parse_constraints
-
-        return parse_constraints(constraints, schema=forest.schema)
-    from lumber.passes.analyses.metrics import as_constraints
-
-    cons = as_constraints(constraints)
-    names = set(forest.schema.feature_names)
-    unknown = [r.feature for r in cons.rules if r.feature not in names]
-    if unknown:
-        raise InputDataError(f"constraints name unknown feature(s): {', '.join(unknown)}",
-                             f"features: {', '.join(forest.schema.feature_names[:12])}")
-    return cons
 
 
 def _as_regions(forest: Forest, x: Any) -> tuple[list[Region], bool] | None:

@@ -5,24 +5,25 @@ object and keyword options (keywords give defaults, constraints override),
 runs the analysis (exact projection for a single tree; for an ensemble the
 counterfactual MILP when available, else a verified upper bound labelled as
 such), and verifies every witness point on the source model itself when a
-model object with a scikit-learn style ``predict`` is given.
+model object is given (:class:`~lumber.compiler.explain.SourcePredictor`:
+scikit-learn style estimators and raw LightGBM / XGBoost boosters alike).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from lumber.ir import Constraints, Forest, InputDataError, Task
-from lumber.passes.analyses.metrics import as_constraints, build_metric
+from lumber.compiler.explain import ExplanationRequest, SourcePredictor, explanation_request
+from lumber.ir import InputDataError, Norm, Task
+from lumber.passes.analyses.metrics import build_metric
 from lumber.passes.analyses.sensitive_results import SensitiveResult
-from lumber.passes.analyses.sensitive_tests import Goal, decision_labels, resolve_target
+from lumber.passes.analyses.sensitive_tests import Goal
 from lumber.passes.analyses.sensitive_tests import sensitive_tests as _analyse
 
 
-def sensitive_tests(model: Any, X: Any, constraints: Any = None, norm: str = "l2", scale: Any = None,
+def sensitive_tests(model: Any | ExplanationRequest, X: Any, constraints: Any = None, norm: str = "l2", scale: Any = None,
                     reference: Any = None, *, weights: Any = None, frozen: Sequence[str] = (),
                     increase_only: Sequence[str] = (), decrease_only: Sequence[str] = (),
                     max_changes: int | None = None, target: Any = None, method: str = "auto",
@@ -32,7 +33,8 @@ def sensitive_tests(model: Any, X: Any, constraints: Any = None, norm: str = "l2
     Parameters
     ----------
     model
-        A fitted model object, a model file, or a :class:`~lumber.ir.Forest`.
+        A fitted model object, a model file, a :class:`~lumber.ir.Forest`, or an
+        :class:`~lumber.compiler.explain.ExplanationRequest` (its fields win over the keywords).
     X
         Cases (array or DataFrame with the model's feature columns).
     constraints
@@ -57,67 +59,47 @@ def sensitive_tests(model: Any, X: Any, constraints: Any = None, norm: str = "l2
         ``.point`` (verified witness), ``.trace``, ``.per_class`` (multiclass),
         ``.exact`` and ``.method``.
     """
-    from lumber.compiler.frontends import load
-
-    forest = load(model)
-    cons = _constraints(constraints, forest)
-    metric = build_metric(forest, cons, norm=norm, scale=scale, reference=reference, weights=weights,
-                          frozen=frozen, increase_only=increase_only, decrease_only=decrease_only,
+    req = explanation_request(model, constraints=constraints, target=target, norm=norm, scale=scale,
+                              reference=reference, verify=verify)
+    forest = req.forest
+    metric = build_metric(forest, req.rules, norm=req.norm_or(Norm.L2), scale=req.scale, reference=req.reference,
+                          weights=weights, frozen=frozen, increase_only=increase_only, decrease_only=decrease_only,
                           max_changes=max_changes)
-    goal = _goal(forest, cons, target)
+    goal = _goal(req)
     result = _analyse(forest, X, metric, goal, method=method, **search)
     result.rows = np.arange(len(result))
     if forest.schema.task == Task.REGRESSION:
         result.predictions = forest.predict(result.X)
-    if verify and not isinstance(model, (Forest, str, Path)):
-        _verify_on_source(model, result, goal)
+    if req.predictor is not None:
+        _verify_on_source(req.predictor, result, goal)
     return result
 
 
-def _constraints(constraints: Any, forest: Forest) -> Constraints:
-    if isinstance(constraints, (str, Path)):
-        from lumber.compiler.dsl import parse_constraints
-
-        return parse_constraints(constraints, schema=forest.schema)
-    return as_constraints(constraints)
-
-
-def _goal(forest: Forest, cons: Constraints, target: Any) -> Goal:
-    """Target from the constraints (which override keywords) or the keyword."""
-    if cons.target is not None:
-        target = cons.target.interval if cons.target.interval is not None else cons.target.label
-    if forest.schema.task == Task.REGRESSION:
-        if target is None:
-            return Goal()
-        try:
-            lo, hi = (float(v) for v in target)
-        except (TypeError, ValueError):
-            raise InputDataError(f"target {target!r} is not an interval",
-                                 "a regression model needs target=(lo, hi)") from None
-        return Goal(interval=(lo, hi))
-    if target is None:
-        return Goal()
-    return Goal(target=resolve_target(decision_labels(forest, Goal()), target))
+def _goal(req: ExplanationRequest) -> Goal:
+    """The request's target (the constraints' own, else the keyword) as a decision index or interval."""
+    if req.target is None:
+        return Goal()  # any other class; check_goal says what a regression model needs instead
+    targets = req.target_set(explainer="sensitive tests")
+    if targets.interval is not None:
+        return Goal(interval=targets.interval)
+    assert targets.classes is not None
+    if len(targets.classes) != 1:
+        raise InputDataError(f"sensitive tests seek one target class, got {len(targets.classes)}",
+                             "pass target= a single class label")
+    return Goal(target=targets.classes[0])
 
 
-def _verify_on_source(model: Any, result: SensitiveResult, goal: Goal) -> None:
-    """Check every witness with the source model's own ``predict`` (scikit-learn style APIs)."""
-    if not (hasattr(model, "predict") and hasattr(model, "fit")):
-        return
+def _verify_on_source(predictor: SourcePredictor, result: SensitiveResult, goal: Goal) -> None:
+    """AND every witness's check with the source model's own ``predict``."""
     ok = np.flatnonzero(result.reachable)
     if ok.size == 0:
         return
-    P: Any = result.point[ok]
-    names = getattr(model, "feature_names_in_", None)
-    if names is not None:
-        import pandas as pd
-
-        P = pd.DataFrame(P, columns=list(names))
-    pred = np.asarray(model.predict(P))
+    pred = np.asarray(predictor(result.point[ok])).reshape(-1)
     labels = result.group_labels
     if goal.interval is not None:
         lo, hi = goal.interval
-        got = ((pred.reshape(-1) >= lo) & (pred.reshape(-1) <= hi)).astype(np.int64)
+        v = pred.astype(np.float64)
+        got = ((v >= lo) & (v <= hi)).astype(np.int64)
         match = got == result.target_group[ok]
     else:
         expected = np.asarray(labels, dtype=object)[result.target_group[ok]]

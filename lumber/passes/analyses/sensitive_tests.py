@@ -22,7 +22,6 @@ instead: verified points, labelled ``exact=False``.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -32,6 +31,8 @@ import numpy.typing as npt
 from lumber.ir import Forest, InputDataError, Norm, Task, UnsupportedModelError
 from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.ir.interp import accumulate, forest_apply
+from lumber.passes.counterfactual import solve_counterfactual
+from lumber.passes.targets import TargetSet, class_labels, is_classifier, margin_decisions
 
 from .leaf_boxes import LeafBoxes, tree_boxes
 from .metrics import Metric, build_metric
@@ -56,11 +57,7 @@ class Goal:
 
 def decision_labels(forest: Forest, goal: Goal) -> tuple[Any, ...]:
     """Labels of the decisions: class labels, or ``("out", "in")`` for a regression interval."""
-    schema = forest.schema
-    if schema.task in (Task.BINARY, Task.MULTICLASS):
-        k = 2 if schema.task == Task.BINARY else schema.n_outputs
-        return tuple(schema.classes) if schema.classes is not None else tuple(range(k))
-    return ("out", "in")
+    return class_labels(forest) if is_classifier(forest) else ("out", "in")
 
 
 def check_goal(forest: Forest, goal: Goal) -> None:
@@ -81,25 +78,11 @@ def check_goal(forest: Forest, goal: Goal) -> None:
 
 def decisions(forest: Forest, margins: npt.NDArray[np.float64], goal: Goal) -> npt.NDArray[np.int64]:
     """Decision index of raw margins: the class ``predict`` picks, or inside the interval."""
-    schema = forest.schema
-    if schema.task in (Task.BINARY, Task.MULTICLASS):
-        return schema.class_index(margins).astype(np.int64)
+    d = margin_decisions(forest.schema, margins)
+    if is_classifier(forest):
+        return d.astype(np.int64)
     assert goal.interval is not None
-    pred = schema.transform(margins).reshape(-1)
-    lo, hi = goal.interval
-    return ((pred >= lo) & (pred <= hi)).astype(np.int64)
-
-
-def resolve_target(labels: tuple[Any, ...], target: Any) -> int:
-    """Index of a target label (matching exactly, then by text)."""
-    for i, lab in enumerate(labels):
-        if lab == target:
-            return i
-    for i, lab in enumerate(labels):
-        if str(lab) == str(target):
-            return i
-    raise InputDataError(f"target {target!r} is not a decision of this model",
-                         f"decisions: {', '.join(map(str, labels))}")
+    return TargetSet(interval=goal.interval).hit(d).astype(np.int64)
 
 
 # -- single trees: exact projection ------------------------------------------------------------
@@ -310,12 +293,8 @@ class TestExtractor:
 # -- entry point ---------------------------------------------------------------------------------
 
 def exact_ensemble_solver() -> Callable[..., Any] | None:
-    """The counterfactual MILP (issue 8) when ``lumber.passes.counterfactual`` provides it."""
-    try:
-        mod = importlib.import_module("lumber.passes.counterfactual")
-    except ImportError:
-        return None
-    return getattr(mod, "solve_counterfactual", None)
+    """The exact solver of ensembles: the counterfactual MILP (``lumber.passes.counterfactual``)."""
+    return solve_counterfactual
 
 
 def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: Goal = Goal(), *,
@@ -391,4 +370,4 @@ def verify(result: SensitiveResult, goal: Goal) -> None:
 
 
 __all__ = ["Goal", "METHODS", "sensitive_tests", "project_tree", "leaf_distances", "decision_labels", "decisions",
-           "resolve_target", "check_goal", "TestExtractor", "exact_ensemble_solver", "verify"]
+           "check_goal", "TestExtractor", "exact_ensemble_solver", "verify"]

@@ -45,11 +45,11 @@ consistency rows), ``objective``, ``targets``, ``actionability``, ``plausibility
 
 from .plausibility import isolation_threshold, path_lengths
 from .result import Change, CounterfactualResult
-from .solve import MARGINS, make_query, parse_norm, solve_counterfactual
+from .solve import MARGINS, make_query, solve_counterfactual
 from .solver import INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, SolverOptions
 
 __all__ = [
     "Change", "CounterfactualResult", "INFEASIBLE", "MARGINS", "NO_SOLUTION", "OPTIMAL", "SolverOptions",
-    "TIME_LIMIT", "UNVERIFIED", "isolation_threshold", "make_query", "parse_norm", "path_lengths",
+    "TIME_LIMIT", "UNVERIFIED", "isolation_threshold", "make_query", "path_lengths",
     "solve_counterfactual",
 ]

@@ -17,7 +17,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, FeatureKind, Forest, InputDataError, Norm, Scale
+from lumber.ir import Constraints, FeatureKind, Forest, InputDataError, Norm, Task
+from lumber.passes.targets import resolve_target
 
 from . import actionability
 from .heuristic import Candidates, improve, warm_start
@@ -25,23 +26,13 @@ from .objective import CostModel, feature_scales
 from .problem import Problem, Query, build, change_pattern
 from .result import CounterfactualResult
 from .solver import INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, SolverOptions, solve
-from .targets import forest_meets, resolve_target
+from .targets import forest_meets, target_specs
 
 FloatArray = npt.NDArray[np.float64]
 Verifier = Callable[[FloatArray], Any]
 
 MARGINS = (1e-5, 1e-4, 1e-3, 1e-2)
 """Target margins tried in turn, relative to the largest leaf coefficient of each score row."""
-
-
-def parse_norm(norm: str | Norm) -> Norm:
-    if isinstance(norm, Norm):
-        return norm
-    key = str(norm).strip().upper().replace("-", "")
-    aliases = {"L0": Norm.L0, "L1": Norm.L1, "L2": Norm.L2, "LINF": Norm.LINF, "INF": Norm.LINF}
-    if key not in aliases:
-        raise InputDataError(f"unknown norm {norm!r}", "accepted: 'l0', 'l1', 'l2', 'linf'")
-    return aliases[key]
 
 
 def _weights(weights: Any, cons: Constraints | None, names: Sequence[str]) -> tuple[FloatArray, FloatArray]:
@@ -122,7 +113,7 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
         if cons.norm is not None:
             norm = cons.norm
         if cons.scale is not None:
-            scale = {Scale.NONE: None, Scale.STD: "std", Scale.MINMAX: "minmax"}[cons.scale]
+            scale = cons.scale
         if cons.target is not None:
             target = cons.target
     R = None if reference is None else forest.prepare_input(reference)
@@ -130,7 +121,7 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
     cat = categorical_features(forests)
     names = schema.feature_names
     down, up = _weights(weights, cons, names)
-    cost = CostModel(parse_norm(norm), x0, down, up, feature_scales(scale, R, len(names), cat), cat)
+    cost = CostModel(Norm.parse(norm), x0, down, up, feature_scales(scale, R, len(names), cat), cat)
     if cons is not None:
         lo, hi = cons.bounds(names, x0)
     else:
@@ -145,8 +136,10 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
             if r.allowed is not None:
                 allowed[names.index(r.feature)] = np.asarray(r.allowed, dtype=np.float64)
     codes = {i: category_codes(forests, i, float(x0[i]), R) for i in np.flatnonzero(cat)}
-    current = schema.decide(forest.evaluate(x0[None, :]))[0]
-    specs = resolve_target(forest, target, current)
+    current = None
+    if schema.task in (Task.BINARY, Task.MULTICLASS):
+        current = float(schema.class_index(forest.evaluate(x0[None, :]))[0])
+    specs = target_specs(resolve_target(forest, target, current, explainer="counterfactuals"))
     return [Query(forest, x0, s, cost, cons, lo, hi, allowed, cat, codes, isolation) for s in specs]
 
 

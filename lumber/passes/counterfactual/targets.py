@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest, InputDataError, PostTransform, Schema, Task, UnsupportedModelError
+from lumber.ir import Forest, PostTransform, Schema, UnsupportedModelError
 from lumber.ir.interp import trees_per_output
+from lumber.passes.targets import TargetSet
 
 from .model import MilpModel
 from .trees import ForestEncoding
@@ -61,38 +62,13 @@ class TargetSpec:
         return (v >= lo) & (v <= hi)
 
 
-def class_labels(forest: Forest) -> list[Any]:
-    s = forest.schema
-    n = 2 if s.task == Task.BINARY else s.n_outputs
-    return list(s.classes) if s.classes is not None else list(range(n))
-
-
-def resolve_target(forest: Forest, target: Any, current: Any) -> list[TargetSpec]:
-    """Target specs for a user target: a label, ``(lo, hi)``, ``None`` (any other class), or a ``Target``.
-
-    Several specs mean "any of these" (the best one wins).
-    """
-    s = forest.schema
-    if target is not None and hasattr(target, "label") and hasattr(target, "interval"):
-        target = target.interval if target.interval is not None else target.label
-    if s.task in (Task.BINARY, Task.MULTICLASS):
-        labels = class_labels(forest)
-        if target is None:
-            return [TargetSpec("class", i, lab) for i, lab in enumerate(labels) if lab != current]
-        for i, lab in enumerate(labels):
-            if lab == target or str(lab) == str(target):
-                return [TargetSpec("class", i, lab)]
-        raise InputDataError(f"target {target!r} is not a class of this model",
-                             f"classes: {', '.join(map(repr, labels))}")
-    if s.task == Task.REGRESSION:
-        if target is None or np.isscalar(target) or len(target) != 2:
-            raise InputDataError(f"target {target!r} is not an interval",
-                                 "a regression target is (lo, hi), e.g. target=(0.5, inf)")
-        lo, hi = float(target[0]), float(target[1])
-        if not lo <= hi:
-            raise InputDataError(f"target interval ({lo:g}, {hi:g}) is empty")
-        return [TargetSpec("interval", interval=(lo, hi))]
-    raise UnsupportedModelError(f"counterfactuals need a classifier or a regressor, not a {s.task.name.lower()} model")
+def target_specs(targets: TargetSet) -> list[TargetSpec]:
+    """One MILP target per acceptable class (or the interval) of a resolved target set
+    (:func:`lumber.passes.targets.resolve_target`); several mean "any of these" (the best one wins)."""
+    if targets.interval is not None:
+        return [TargetSpec("interval", interval=targets.interval)]
+    assert targets.classes is not None and targets.labels is not None
+    return [TargetSpec("class", i, targets.labels[i]) for i in targets.classes]
 
 
 def _inverse(pt: PostTransform, p: float, alpha: float) -> float:

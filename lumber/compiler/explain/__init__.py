@@ -1,0 +1,7 @@
+"""What every explainer needs, resolved once: :class:`ExplanationRequest` and the source-model verifier."""
+
+from .request import ExplanationRequest, explanation_request, parse_scale, resolve_constraints
+from .source import SourcePredictor, source_predictor
+
+__all__ = ["ExplanationRequest", "SourcePredictor", "explanation_request", "parse_scale", "resolve_constraints",
+           "source_predictor"]

@@ -1,0 +1,188 @@
+"""One explanation request: everything the explainers need, resolved once.
+
+``lumber.counterfactual``, ``lumber.sensitive_tests`` and
+``lumber.counterfactual_rules`` (and the CLI's explain, report and batch paths)
+all start from an :class:`ExplanationRequest`: the lowered model and its
+source-library predictor, the schema (and per-feature domains), the constraints
+from any accepted form, the target, the norm and scale (parsed once by
+:meth:`Norm.parse <lumber.ir.Norm.parse>` / :meth:`Scale.parse <lumber.ir.Scale.parse>`)
+and the reference rows. Constraints override keywords (DESIGN.md): a norm,
+scale or target stated in the constraints wins over the keyword.
+
+Build one with :func:`explanation_request` and pass it where a model goes;
+fields the request leaves unset (``None``) are filled by each call's keywords.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Constraints, Feature, Forest, InputDataError, Norm, Scale, Schema
+from lumber.passes.targets import TargetSet, resolve_target
+
+from .source import SourcePredictor, source_predictor
+
+FloatArray = npt.NDArray[np.float64]
+ScaleLike = Scale | str | Mapping[str, float] | Sequence[float] | FloatArray | None
+"""A named scaling or explicit per-feature spreads (array, or mapping feature -> spread)."""
+
+CONSTRAINT_KEYS = "immutable, increase, decrease, bounds, cost, norm, scale, max_changes"
+
+
+@dataclass(frozen=True, eq=False)
+class ExplanationRequest:
+    """The resolved inputs of an explanation (see module docstring)."""
+
+    model: Any
+    """What the user passed: a fitted model object, a model file or a Forest."""
+    forest: Forest
+    """The model lowered to the IR (schema refined by ``features`` when given)."""
+    predictor: SourcePredictor | None
+    """The source library's own ``predict`` (boosters included); None for a Forest or a file."""
+    constraints: Constraints | None = None
+    """Actionability, costs and settings; None when none were given."""
+    target: Any = None
+    """The target as the user gave it (the constraints' own target applied): a label, labels,
+    ``(lo, hi)`` or None. :meth:`target_set` resolves it per case."""
+    norm: Norm | None = None
+    """None: each explainer's default (l1 for counterfactuals, l2 for sensitive tests)."""
+    scale: Scale | Mapping[str, float] | FloatArray | None = None
+    """A named scaling (never ``Scale.NONE``: that is None) or explicit per-feature spreads."""
+    reference: FloatArray | None = None
+    """Reference (training) rows, prepared in the model's feature space."""
+    domains: tuple[Any, ...] | None = None
+    """Per-feature domains (kind, bounds, resolution; issue 13), or None when not resolved."""
+
+    @property
+    def schema(self) -> Schema:
+        return self.forest.schema
+
+    @property
+    def rules(self) -> Constraints:
+        """The constraints, empty when none were given."""
+        return self.constraints if self.constraints is not None else Constraints()
+
+    def norm_or(self, default: Norm | str) -> Norm:
+        return self.norm if self.norm is not None else Norm.parse(default)
+
+    def target_set(self, current: float | None = None, *, explainer: str = "explanations") -> TargetSet:
+        """The decisions sought for a case whose current decision is ``current`` (a class index)."""
+        return resolve_target(self.forest, self.target, current, explainer=explainer)
+
+    def with_(self, **changes: Any) -> "ExplanationRequest":
+        return replace(self, **changes)
+
+    def filled(self, *, target: Any = None, norm: Norm | str | None = None, scale: ScaleLike = None,
+               reference: Any = None) -> "ExplanationRequest":
+        """This request with its unset fields taken from a call's keywords."""
+        changes: dict[str, Any] = {}
+        if self.target is None and target is not None:
+            changes["target"] = target
+        if self.norm is None and norm is not None:
+            changes["norm"] = Norm.parse(norm)
+        if self.scale is None and scale is not None:
+            changes["scale"] = parse_scale(scale)
+        if self.reference is None and reference is not None:
+            changes["reference"] = self.forest.prepare_input(reference)
+        return replace(self, **changes) if changes else self
+
+
+def explanation_request(model: Any, *, constraints: Any = None, target: Any = None,
+                        norm: Norm | str | None = None, scale: ScaleLike = None, reference: Any = None,
+                        features: Sequence[Feature] | None = None, verify: bool = True) -> ExplanationRequest:
+    """Resolve a model and the explanation options once.
+
+    Parameters
+    ----------
+    model
+        A fitted model object (scikit-learn, LightGBM, XGBoost, CatBoost, boosters included),
+        a model file, a Forest, or an :class:`ExplanationRequest` (returned with its unset
+        fields filled from the keywords).
+    constraints
+        A :class:`~lumber.ir.Constraints`, a constraint file or text (``lumber.parse_constraints``),
+        or a mapping for ``Constraints.from_mapping``; its norm, scale and target override the keywords.
+    target, norm, scale, reference
+        Defaults the constraints may override; ``reference`` rows are prepared once.
+    features
+        Feature kinds and category labels for models that record none.
+    verify
+        Keep the source model's own predict to re-check every explanation.
+    """
+    if isinstance(model, ExplanationRequest):
+        if constraints is not None or features is not None:
+            raise InputDataError("constraints and features belong to the request already",
+                                 "build the request with them: explanation_request(model, constraints=...)")
+        req = model if verify else replace(model, predictor=None)
+        return req.filled(target=target, norm=norm, scale=scale, reference=reference)
+    from lumber.compiler.frontends import load
+
+    forest = load(model)
+    if features is not None:
+        from lumber.compiler.dsl import refine_schema
+
+        forest = forest.replace(schema=refine_schema(forest.schema, features))
+    cons = resolve_constraints(constraints, forest.schema)
+    if cons is not None:
+        if cons.norm is not None:
+            norm = cons.norm
+        if cons.scale is not None:
+            scale = cons.scale
+        if cons.target is not None:
+            target = cons.target.interval if cons.target.interval is not None else cons.target.label
+    return ExplanationRequest(
+        model=model, forest=forest, predictor=source_predictor(model, forest) if verify else None,
+        constraints=cons, target=target, norm=None if norm is None else Norm.parse(norm), scale=parse_scale(scale),
+        reference=None if reference is None else forest.prepare_input(reference),
+    )
+
+
+def resolve_constraints(constraints: Any, schema: Schema) -> Constraints | None:
+    """Constraints from any accepted form: None, a Constraints, a file or text, or a mapping.
+
+    Every rule must name a feature of the model.
+    """
+    if constraints is None:
+        return None
+    if isinstance(constraints, Constraints):
+        cons = constraints
+    elif isinstance(constraints, (str, Path)):
+        from lumber.compiler.dsl import parse_constraints
+
+        return parse_constraints(constraints, schema=schema)  # checked against the schema already
+    elif isinstance(constraints, Mapping):
+        try:
+            cons = Constraints.from_mapping(constraints)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputDataError(f"constraints mapping is malformed: {exc}", f"keys: {CONSTRAINT_KEYS}") from None
+    else:
+        raise InputDataError(f"constraints must be a lumber.Constraints, a mapping or a file, "
+                             f"not {type(constraints).__name__}",
+                             "build one with lumber.parse_constraints(path) or Constraints.from_mapping({...})")
+    names = schema.feature_names
+    unknown = [r.feature for r in cons.rules if r.feature not in names]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], names, n=1)
+        raise InputDataError(f"constraints name unknown feature(s): {', '.join(unknown)}",
+                             f"did you mean '{near[0]}'?" if near else f"features: {', '.join(names[:12])}")
+    return cons
+
+
+def parse_scale(scale: ScaleLike) -> Scale | Mapping[str, float] | FloatArray | None:
+    """A named scaling (``Scale.NONE`` becomes None) or explicit spreads (kept as given, checked later)."""
+    if scale is None:
+        return None
+    if isinstance(scale, (Scale, str)):
+        s = Scale.parse(scale)
+        return None if s == Scale.NONE else s
+    if isinstance(scale, Mapping):
+        return scale
+    return np.asarray(scale, dtype=np.float64)
+
+
+__all__ = ["ExplanationRequest", "ScaleLike", "explanation_request", "parse_scale", "resolve_constraints"]
