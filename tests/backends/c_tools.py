@@ -23,14 +23,17 @@ def have_compiler() -> bool:
 needs_cc = pytest.mark.skipif(not have_compiler(), reason="no C compiler")
 
 
-def build_many(forests: Sequence[tuple[str, Forest, bool]], out: Path, opt: str = "-O3",
+def build_many(forests: Sequence[tuple[str, Forest, bool | str]], out: Path, opt: str = "-O3",
                **build: object) -> dict[str, CLibrary]:
     """Compile ``(prefix, forest, unroll)`` models into one library, warning-free under -Wall -Wextra.
+
+    A string in place of ``unroll`` is a table walk (``COptions.walk``: binned, values or auto).
 
     ``opt`` overrides the optimisation level: -O1 compiles about twice as fast, for
     the many small libraries of property tests (the -O3 builds cover the same code).
     """
-    sources = [emit_source(f, COptions(prefix=p, unroll=u)).text() for p, f, u in forests]
+    sources = [emit_source(f, COptions(prefix=p, unroll=u) if isinstance(u, bool) else
+                           COptions(prefix=p, walk=u)).text() for p, f, u in forests]
     flags = () if opt == "-O3" else (opt,)
     build_shared(sources, out, BuildOptions(warnings_as_errors=True, extra_flags=flags, **build))  # type: ignore[arg-type]
     return {p: CLibrary(out, prefix=p) for p, _, _ in forests}

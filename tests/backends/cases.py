@@ -137,10 +137,27 @@ def sigmoid_alpha() -> Forest:
     return f.replace(schema=f.schema.with_(sigmoid_alpha=2.0))
 
 
+def infinite_thresholds() -> Forest:
+    """Thresholds at +-inf with NaN sent either way: in a binned walk NaN must not pass for an infinity."""
+    inf = float("inf")
+    return make_forest(
+        [("x0", inf, ("x1", -inf, 1.0, 2.0, True), 3.0, False),
+         ("x0", -inf, 0.5, ("x1", inf, 0.25, 0.125), True),
+         ("x1", inf, -1.0, -2.0, True), ("x1", -inf, -4.0, -8.0, False)],
+        ["x0", "x1"])
+
+
+def many_thresholds() -> Forest:
+    """300 stumps on one feature: more thresholds than one byte codes (two-byte codes)."""
+    return make_forest([("x0", k / 7.0 - 20.0, float(k), -float(k), k % 2 == 0) for k in range(300)]
+                       + [("x1", 0.5, 0.25, -0.25)], ["x0", "x1"])
+
+
 CASES: dict[str, Callable[[], Forest]] = {
     f.__name__: f for f in (
         numeric_nan, float32_average, categorical_lightgbm, categorical_xgboost, categorical_sklearn,
         categorical_treelite, categorical_mixed_directions, sparse_categories, missing_zero,
-        missing_zero_onnx_safe, multiclass, single_leaves, lopsided, isolation, sigmoid_alpha)
+        missing_zero_onnx_safe, multiclass, single_leaves, lopsided, isolation, sigmoid_alpha, infinite_thresholds,
+        many_thresholds)
 }
 ONNX_REFUSED = {"categorical_mixed_directions": "non-members go", "missing_zero": "zero-as-missing"}

@@ -15,7 +15,8 @@ from lumber.backends.c import CLibrary  # noqa: E402
 
 @pytest.fixture(scope="session")
 def case_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CLibrary]:
-    """Every hand-built case, as tables (``<name>_t``, -O3) and as unrolled code (``<name>_u``, -O1)."""
+    """Every hand-built case, as tables (``<name>_t``, -O3: binned walks where they apply), as tables walked
+    on the values (``<name>_v``, -O1) and as unrolled code (``<name>_u``, -O1)."""
     if not have_compiler():
         pytest.skip("no C compiler")
     from cases import CASES
@@ -23,4 +24,6 @@ def case_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CLibrary]:
     tmp = tmp_path_factory.mktemp("c")
     libs = build_many([(f"{name}_t", mk(), False) for name, mk in CASES.items()], tmp / "tables.so")
     libs.update(build_many([(f"{name}_u", mk(), True) for name, mk in CASES.items()], tmp / "code.so", opt="-O1"))
+    libs.update(build_many([(f"{name}_v", mk(), "values") for name, mk in CASES.items()], tmp / "values.so",
+                           opt="-O1"))
     return libs

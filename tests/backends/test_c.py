@@ -42,15 +42,34 @@ def assert_same(lib: CLibrary, forest: Forest, X: np.ndarray) -> None:
     np.testing.assert_allclose(lib.predict_transformed(R), want, rtol=1e-14, atol=1e-300)
 
 
-@pytest.mark.parametrize("variant", ["t", "u"], ids=["tables", "unrolled"])
+@pytest.mark.parametrize("variant", ["t", "v", "u"], ids=["tables", "values", "unrolled"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_case_matches_reference(case_libs: dict[str, CLibrary], case: str, variant: str) -> None:
     forest = CASES[case]()
     assert_same(case_libs[f"{case}_{variant}"], forest, corpus(forest))
 
 
+def _binnable(f: Forest) -> bool:
+    from lumber.backends.c.layout import bin_tables, layout
+
+    return bin_tables(f, layout(f)) is not None
+
+
+def test_binned_walk_is_chosen_and_coded_exactly() -> None:
+    """auto picks the binned walk; codes order like the values, two-byte codes past 255 thresholds."""
+    from cases import many_thresholds, numeric_nan
+
+    assert '"walk": "binned8"' in emit_source(numeric_nan()).text().replace('\\"', '"')
+    assert '"walk": "binned16"' in emit_source(many_thresholds()).text().replace('\\"', '"')
+    assert '"walk": "values"' in emit_source(numeric_nan(), COptions(walk="values")).text().replace('\\"', '"')
+    with pytest.raises(CompileError, match="walk must be one of"):
+        emit_source(numeric_nan(), COptions(walk="fast"))
+
+
 def _random_forests(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest], opt: str) -> None:
-    libs = build_many([(f"m{i}", f, i % 3 == 2) for i, f in enumerate(fs)],
+    variants: list[bool | str] = ["binned", "values", True]
+    libs = build_many([(f"m{i}", f, variants[i % 3] if variants[i % 3] != "binned" or _binnable(f) else "auto")
+                       for i, f in enumerate(fs)],
                       tmp_path_factory.mktemp("hyp") / "m.so", opt=opt)
     for i, f in enumerate(fs):
         assert_same(libs[f"m{i}"], f, corpus(f, seed=i))
@@ -60,7 +79,7 @@ def _random_forests(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest], 
 @settings(max_examples=2)
 @given(st.lists(forests(max_trees=11, max_depth=5), min_size=6, max_size=6))
 def test_random_forests_match_reference(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest]) -> None:
-    """Hypothesis forests, six per library (one compile per example), a third unrolled."""
+    """Hypothesis forests, six per library (one compile per example): binned walks, value walks, unrolled."""
     _random_forests(tmp_path_factory, fs, "-O1")
 
 

@@ -22,13 +22,15 @@ from lumber.ir.diagnostics import error
 from lumber.ir.forest import ZERO_THRESHOLD
 
 from ..base import Artifact, EmitOptions, fingerprint
-from .layout import FLAG_CATEGORICAL, FLAG_MISSING_LEFT, FLAG_MISSING_ZERO, MODE_CODE, MODE_SPECIAL, Layout, layout
+from .layout import (FLAG_CATEGORICAL, FLAG_MISSING_LEFT, FLAG_MISSING_ZERO, MODE_CODE, MODE_SPECIAL, BinTables, Layout,
+                     bin_tables, layout)
 
 ABI_VERSION = 1
 UNROLL_MAX_NODES = 2048
 """``unroll=None`` prints code (if/else) for models with at most this many nodes."""
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _INT32_MAX = 2**31 - 1
+WALKS = ("auto", "binned", "values")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +43,9 @@ class COptions(EmitOptions):
     """Trees as if/else code instead of tables; None picks code for small models."""
     block: int = 64
     """Rows walked together through one tree before moving to the next."""
+    walk: str = "auto"
+    """``"binned"``: rows coded as threshold ranks (1-2 bytes) before the walk; ``"values"``: the walk
+    compares the row values; ``"auto"``: binned when every feature has at most 65534 thresholds."""
 
 
 def _template(name: str) -> str:
@@ -97,6 +102,8 @@ def check(forest: Forest, options: COptions) -> list[Diagnostic]:
                            IRLocation(field="prefix"), "use letters, digits and underscores"))
     if forest.n_nodes > _INT32_MAX or forest.n_features > _INT32_MAX:
         diags.append(error(f"model too large for 32-bit node ids ({forest.n_nodes} nodes)", IRLocation()))
+    if options.walk not in WALKS:
+        diags.append(error(f"walk must be one of {', '.join(WALKS)}, got {options.walk!r}", IRLocation(field="walk")))
     if options.block < 8 or options.block > 4096:
         diags.append(error(f"block must be between 8 and 4096 rows, got {options.block}", IRLocation(field="block")))
     return diags
@@ -157,6 +164,10 @@ def emit_source(forest: Forest, options: COptions | None = None, *, fp: str | No
     has_vector = bool((tout < 0).any())
     has_cat = lay.cats is not None
     has_special = bool((lay.mode & MODE_SPECIAL).any())
+    bins = bin_tables(forest, lay) if options.walk != "values" and not (unroll and T > 0) else None
+    if bins is None and options.walk == "binned" and not (unroll and T > 0):
+        raise CompileError(f"walk='binned' needs at most 65534 distinct thresholds per feature and "
+                           f"{2**16 - 1} walk columns", "use walk='values' or 'auto'")
     meta = {
         "generator": "lumber",
         "abi_version": ABI_VERSION,
@@ -193,7 +204,11 @@ def emit_source(forest: Forest, options: COptions | None = None, *, fp: str | No
         "LUMBER_ISOLATION_C": c_reals(np.array([schema.isolation_c]), False)[0],
         "LUMBER_ZERO_THRESHOLD": float(ZERO_THRESHOLD).hex(),
         "LUMBER_BLOCK": str(options.block),
+        "LUMBER_BINNED": str(int(bins is not None)),
+        "LUMBER_WALK_T": f"uint{bins.bits}_t" if bins is not None else in_t,
+        "LUMBER_WALK_STRIDE": str(bins.row_stride if bins is not None else lay.row_stride),
     }
+    meta["walk"] = f"binned{bins.bits}" if bins is not None else "values"
     header = (_template("api.h").replace("@PREFIX@", options.prefix).replace("@IN_T@", in_t)
               .replace("@GUARD@", f"LUMBER_{options.prefix.upper()}_H"))
     parts: list[str] = [
@@ -208,6 +223,8 @@ def emit_source(forest: Forest, options: COptions | None = None, *, fp: str | No
     ]
     parts.append(_tables(forest, lay, mode, single, acc_single, K, T, fp, json.dumps(meta, sort_keys=True,
                                                                                       default=str)))
+    if bins is not None:
+        parts.append(_bin_arrays(bins, lay.child, single))
     code_defs: list[str] = []
     if unroll and T > 0:
         names = [f"lumber_tree_{t}" for t in range(T)]
@@ -228,6 +245,19 @@ def emit_source(forest: Forest, options: COptions | None = None, *, fp: str | No
         fingerprint=fp,
         metadata=meta,
     )
+
+
+def _bin_arrays(bins: BinTables, child: npt.NDArray[np.int64], single: bool) -> str:
+    # slot order as L_NODES, with the same padding leaf at the end
+    childs = child.tolist() + [child.shape[0]]
+    nodes = [f"{{{c}, {col}, {k}}}" for c, col, k in zip(childs, bins.column.tolist() + [0],
+                                                         bins.code.tolist() + [2**bins.bits - 1])]
+    out = [_array("lumber_wnode", "L_WNODES", nodes, per_line=6)]
+    out.append(_array("int32_t", "L_BIN_OFF", [str(v) for v in bins.offset.tolist()], per_line=16))
+    out.append(_array("int32_t", "L_BIN_SIZE", [str(v) for v in bins.size.tolist()], per_line=16))
+    out.append(_array("int32_t", "L_BIN_HALF", [str(v) for v in bins.half.tolist()], per_line=16))
+    out.append(_array("LUMBER_IN_T", "L_BIN_VAL", c_reals(bins.values, single)))
+    return "".join(out)
 
 
 def _tables(forest: Forest, lay: Layout, mode: npt.NDArray[np.int64], single: bool, acc_single: bool,

@@ -217,3 +217,75 @@ def layout(forest: Forest) -> Layout:
         catmask=_catmasks(forest, node_of, flags) if fast_slot.any() else None,
         fastcat_features=np.unique(feature[fast_slot]),
     )
+
+
+BIN_MAX_COLUMNS = 2**16 - 1
+"""Binned walks address columns with 16 bits: 2 * n_features + decision columns must fit."""
+
+
+@dataclass(frozen=True)
+class BinTables:
+    """A forest's numeric tests as small integers: the walk compares bin codes instead of values.
+
+    For feature f, ``values[offset[f] : offset[f] + size[f]]`` are its distinct thresholds sorted
+    ascending, padded with +inf to ``2 * half[f]`` entries (``half[f]`` a power of two, or 0 when no
+    node tests f). A row value x becomes its code b(x) = #{thresholds < x}; a node with the k-th
+    threshold goes right iff x > t_k iff b(x) > k, so routing is that of the values, exactly.
+    NaN is coded 0 in column f (then every test sends it left) and ``size[f]`` in column
+    ``n_features + f`` (every test sends it right); a node reads the column of its missing direction.
+    Decision columns of special nodes follow at ``2 * n_features + k`` and hold 0 or 1 (test ``> 0``).
+    Leaves test column 0 against the largest code, which no value exceeds.
+    """
+
+    bits: int                           # 8 or 16: the code type
+    offset: npt.NDArray[np.int64]       # per feature
+    size: npt.NDArray[np.int64]         # per feature: distinct thresholds
+    half: npt.NDArray[np.int64]         # per feature: first search step
+    values: npt.NDArray[np.float64]     # padded sorted thresholds, in the input dtype's values
+    column: npt.NDArray[np.int64]       # per slot
+    code: npt.NDArray[np.int64]         # per slot: threshold code k
+    row_stride: int
+
+
+def bin_tables(forest: Forest, lay: Layout) -> BinTables | None:
+    """Integer codes for the walk, or None when a feature has more than 65535 thresholds (or NaN ones)."""
+    F = forest.n_features
+    internal = lay.child != np.arange(lay.child.shape[0])
+    special = np.zeros(internal.shape[0], dtype=bool)
+    special[lay.special_slots] = True
+    numeric = internal & ~special
+    stride = lay.row_stride + F
+    if stride > BIN_MAX_COLUMNS or (numeric.any() and np.isnan(lay.threshold[numeric]).any()):
+        return None
+    feat, thr = lay.feature[numeric], lay.threshold[numeric]
+    offset = np.zeros(F, dtype=np.int64)
+    size = np.zeros(F, dtype=np.int64)
+    half = np.zeros(F, dtype=np.int64)
+    code = np.zeros(internal.shape[0], dtype=np.int64)
+    chunks: list[npt.NDArray[np.float64]] = []
+    at = 0
+    order = np.argsort(feat, kind="stable")
+    bounds = np.searchsorted(feat[order], np.arange(F + 1))
+    slots = np.flatnonzero(numeric)
+    for f in range(F):
+        idx = order[bounds[f]:bounds[f + 1]]
+        if idx.size == 0:
+            continue
+        uniq = np.unique(thr[idx])
+        if uniq.size > 2**16 - 2:
+            return None
+        code[slots[idx]] = np.searchsorted(uniq, thr[idx])
+        p = 1
+        while p < uniq.size + 1:
+            p *= 2
+        offset[f], size[f], half[f] = at, uniq.size, p // 2
+        chunks.append(np.concatenate([uniq, np.full(p - uniq.size, np.inf)]))
+        at += p
+    bits = 8 if int(size.max(initial=0)) <= 2**8 - 1 else 16
+    column = np.where(numeric, lay.feature + np.where(lay.flags & FLAG_MISSING_LEFT, 0, F), 0)
+    column[special] = lay.walk_feature[special] + F
+    code[special] = 0
+    code[~internal] = 2**bits - 1
+    return BinTables(bits=bits, offset=offset, size=size, half=half,
+                     values=np.concatenate(chunks) if chunks else np.zeros(1), column=column, code=code,
+                     row_stride=stride)

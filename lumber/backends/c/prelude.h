@@ -8,3 +8,7 @@ typedef struct { LUMBER_IN_T thr; int32_t feat; int32_t child; } lumber_node;
 typedef struct { int32_t root; int32_t output; int32_t steps; int32_t mode; } lumber_tree;
 /* A category set: a bitset of `size` words, or a sorted list of `size` codes. */
 typedef struct { uint32_t offset; uint32_t size; uint32_t is_list; } lumber_catset;
+#if LUMBER_BINNED
+/* One node slot of a binned walk: go right iff row[col] > thr (codes; leaves: the largest code). */
+typedef struct { int32_t child; uint16_t col; LUMBER_WALK_T thr; } lumber_wnode;
+#endif

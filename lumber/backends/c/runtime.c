@@ -14,6 +14,13 @@
  * branch in the walk: before a tree is walked, the direction of each of its special
  * nodes is computed for every row of the block into an extra column of a copy of the
  * rows (0 = left, 1 = right), and the node reads that column against threshold 0.5.
+ * Binned walks (LUMBER_BINNED): each block of rows is first coded as small integers, per
+ * feature the number of the model's thresholds below the value (L_BIN_VAL, searched without
+ * branches); a node tests code > k for its k-th threshold, which routes exactly as value > t_k.
+ * Codes take 1 or 2 bytes, so a block's rows stay in L1 cache while the trees are walked.
+ * Each feature has two code columns: NaN is 0 in the first (every test sends it left) and
+ * the threshold count in the second (every test sends it right); a node reads the column of
+ * its missing direction, so the walk has no NaN test (L_WNODES).
  * Sums start from the base score and add trees in order, in LUMBER_ACC_T, so margins
  * equal the reference evaluator bit for bit.
  */
@@ -41,6 +48,21 @@
     (n) = (int64_t)nd_->child + ((v_ > nd_->thr) | ((v_ != v_) & ~L_FLAGS[(n)] & 1)); } while (0)
 
 #define L_REP8(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+#define L_REP16(M) L_REP8(M) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+
+#if LUMBER_BINNED
+typedef LUMBER_WALK_T lumber_wv;   /* what the walk reads: threshold codes */
+#define L_WXS ((int64_t)LUMBER_WALK_STRIDE)
+#define L_DEC0 (2 * L_F)           /* first decision column */
+/* One step on codes: right iff code > the node's threshold code (never NaN). */
+#define L_WSTEP(n, x) do { const lumber_wnode *nd_ = L_WNODES + (n); \
+    (n) = (int64_t)nd_->child + ((x)[nd_->col] > nd_->thr); } while (0)
+#else
+typedef LUMBER_IN_T lumber_wv;
+#define L_WXS L_XS
+#define L_DEC0 L_F
+#define L_WSTEP L_STEP
+#endif
 
 #if LUMBER_HAS_CAT
 /* Category code of a non-NaN value under the source library's rule; -1 when invalid. */
@@ -126,51 +148,65 @@ static inline int32_t lumber_walk_one(int32_t root, const LUMBER_IN_T *x)
 
 /* Row j of the group is xb + j * L_XS: a constant offset, so no register per row pointer. */
 #define L_DECL(j) int64_t n##j = root;
-#define L_PLAIN(j) L_STEP(n##j, xb + j * L_XS);
+#define L_PLAIN(j) L_WSTEP(n##j, xb + j * L_WXS);
 #define L_NAN(j) L_STEP_NAN(n##j, xb + j * L_XS);
 #define L_NOTLEAF(j) !L_IS_LEAF(n##j) ||
 #define L_STORE(j) leaf[i + j] = (int32_t)n##j;
 
-/* Eight rows advance together, one level per step, so their loads overlap; a fixed-steps
+/* G rows advance together, one level per step, so their loads overlap; a fixed-steps
  * tree has no branch that depends on the data. */
-#define L_WALK_GROUPS(STEP) \
-    for (; i + 8 <= m; i += 8) { \
-        const LUMBER_IN_T *xb = W + (int64_t)i * L_XS; \
-        L_REP8(L_DECL) \
-        for (int s = 0; s < steps; ++s) { L_REP8(STEP) } \
-        if (converge) while (L_REP8(L_NOTLEAF) 0) { L_REP8(STEP) } \
-        L_REP8(L_STORE) \
+#define L_WALK_GROUPS(G, REP, STEP, XS) \
+    for (; i + G <= m; i += G) { \
+        const lumber_wv *xb = W + (int64_t)i * XS; \
+        REP(L_DECL) \
+        for (int s = 0; s < steps; ++s) { REP(STEP) } \
+        if (converge) while (REP(L_NOTLEAF) 0) { REP(STEP) } \
+        REP(L_STORE) \
     }
 
-/* Leaf slot of rows W[0..m) (stride L_XS) in one tree. */
-static void lumber_walk_block(const lumber_tree *tr, const LUMBER_IN_T *W, int m, int has_nan, int32_t *leaf)
+/* Leaf slot of rows W[0..m) (stride L_WXS) in one tree. */
+static void lumber_walk_block(const lumber_tree *tr, const lumber_wv *W, int m, int has_nan, int32_t *leaf)
 {
     const int64_t root = tr->root;
     const int steps = tr->steps;
     const int converge = (tr->mode & 3) == LUMBER_MODE_CONVERGE;
     int i = 0;
+#if LUMBER_BINNED
+    /* codes are small and NaN-free: sixteen rows fit the registers */
+    (void)has_nan;
+    L_WALK_GROUPS(16, L_REP16, L_PLAIN, L_WXS)
+    L_WALK_GROUPS(8, L_REP8, L_PLAIN, L_WXS)
+    for (; i < m; ++i) {
+        int64_t s = root;
+        const lumber_wv *x = W + (int64_t)i * L_WXS;
+        while (!L_IS_LEAF(s)) L_WSTEP(s, x);
+        leaf[i] = (int32_t)s;
+    }
+#else
     if (!has_nan) {
-        L_WALK_GROUPS(L_PLAIN)
+        L_WALK_GROUPS(8, L_REP8, L_PLAIN, L_XS)
     } else {
-        L_WALK_GROUPS(L_NAN)
+        L_WALK_GROUPS(8, L_REP8, L_NAN, L_XS)
     }
     for (; i < m; ++i) leaf[i] = lumber_walk_one(tr->root, W + (int64_t)i * L_XS);
+#endif
 }
 
 /* Per-block working memory (heap: its size grows with features, outputs and special nodes). */
 typedef struct {
-    const LUMBER_IN_T *walk; /* the rows the walk reads: the user's, or ext */
+    const lumber_wv *walk; /* what the walk reads: the user's rows, or ext */
     int has_nan;
     int32_t leaf[LUMBER_BLOCK];
     LUMBER_ACC_T acc[LUMBER_BLOCK * L_K];
-#if LUMBER_HAS_SPECIAL
-    LUMBER_IN_T ext[LUMBER_BLOCK * LUMBER_ROW_STRIDE];
+#if LUMBER_HAS_SPECIAL || LUMBER_BINNED
+    lumber_wv ext[LUMBER_BLOCK * LUMBER_WALK_STRIDE];
+#endif
 #if LUMBER_HAS_FASTCAT
     uint8_t codes[LUMBER_BLOCK * LUMBER_N_FEATURES];
 #endif
-#endif
 } lumber_scratch;
 
+#if !LUMBER_BINNED
 static int lumber_has_nan(const LUMBER_IN_T *X, int m)
 {
     const int64_t len = (int64_t)m * L_F;
@@ -178,6 +214,7 @@ static int lumber_has_nan(const LUMBER_IN_T *X, int m)
     for (int64_t j = 0; j < len; ++j) any |= X[j] != X[j];
     return any;
 }
+#endif
 
 #if LUMBER_HAS_FASTCAT
 /* Per row and small-set categorical feature: the category code if it is at most 28, 29 for
@@ -199,17 +236,44 @@ static void lumber_codes(const LUMBER_IN_T *X, int m, uint8_t *codes)
 }
 #endif
 
-/* Start a block: NaN scan and, with special nodes, the row copy the decisions are added to. */
+#if LUMBER_BINNED
+/* Threshold codes of rows X[0..m) into W: feature by feature, so its thresholds stay in cache. */
+static void lumber_bin(const LUMBER_IN_T *X, int m, lumber_wv *W)
+{
+    for (int64_t f = 0; f < L_F; ++f) {
+        const int32_t half = L_BIN_HALF[f];
+        const LUMBER_IN_T *u = L_BIN_VAL + L_BIN_OFF[f];
+        const lumber_wv nan_right = (lumber_wv)L_BIN_SIZE[f];
+        for (int i = 0; i < m; ++i) {
+            const LUMBER_IN_T v = X[(int64_t)i * L_F + f];
+            int32_t b = 0; /* NaN compares false everywhere: code 0 */
+            for (int32_t st = half; st > 0; st >>= 1) b += u[b + st - 1] < v ? st : 0;
+            lumber_wv *o = W + (int64_t)i * L_WXS;
+            o[f] = (lumber_wv)b;
+            o[L_F + f] = v != v ? nan_right : (lumber_wv)b;
+        }
+    }
+}
+#endif
+
+/* Start a block: codes (binned walks), or the NaN scan and, with special nodes, the row copy
+ * the decisions are added to. */
 static void lumber_begin(lumber_scratch *w, const LUMBER_IN_T *X, int m)
 {
+#if LUMBER_BINNED
+    w->has_nan = 0;
+    lumber_bin(X, m, w->ext);
+    w->walk = w->ext;
+#else
     w->has_nan = lumber_has_nan(X, m);
     w->walk = X;
 #if LUMBER_HAS_SPECIAL
     for (int i = 0; i < m; ++i) memcpy(w->ext + (int64_t)i * L_XS, X + (int64_t)i * L_F, sizeof(LUMBER_IN_T) * L_F);
     w->walk = w->ext;
+#endif
+#endif
 #if LUMBER_HAS_FASTCAT
     lumber_codes(X, m, w->codes);
-#endif
 #endif
 }
 
@@ -219,16 +283,16 @@ static void lumber_decide(lumber_scratch *w, const LUMBER_IN_T *X, int32_t t, in
 #if LUMBER_HAS_SPECIAL
     for (int32_t q = L_SPECIAL_OFF[t]; q < L_SPECIAL_OFF[t + 1]; ++q) {
         const int32_t s = L_SPECIAL_SLOTS[q];
-        LUMBER_IN_T *col = w->ext + L_F + (q - L_SPECIAL_OFF[t]);
+        lumber_wv *col = w->ext + L_DEC0 + (q - L_SPECIAL_OFF[t]);
         const int64_t f = L_SPECIAL_FEAT[q];
 #if LUMBER_HAS_FASTCAT
         if (L_FLAGS[s] & L_FLAG_FASTCAT) {
             const uint32_t mask = L_CATMASK[s];
-            for (int i = 0; i < m; ++i) col[i * L_XS] = (LUMBER_IN_T)((mask >> w->codes[i * L_F + f]) & 1u);
+            for (int i = 0; i < m; ++i) col[i * L_WXS] = (lumber_wv)((mask >> w->codes[i * L_F + f]) & 1u);
             continue;
         }
 #endif
-        for (int i = 0; i < m; ++i) col[i * L_XS] = (LUMBER_IN_T)!lumber_go_left_special(s, q, X[i * L_F + f]);
+        for (int i = 0; i < m; ++i) col[i * L_WXS] = (lumber_wv)!lumber_go_left_special(s, q, X[i * L_F + f]);
     }
 #else
     (void)w; (void)X; (void)t; (void)m;
