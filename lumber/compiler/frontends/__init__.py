@@ -18,7 +18,8 @@ from lumber.ir import Forest, ModelFormatError, UnsupportedModelError
 ACCEPTED = (
     "scikit-learn DecisionTree*/RandomForest*/ExtraTrees*/GradientBoosting*/HistGradientBoosting*/IsolationForest, "
     "LightGBM Booster/LGBMModel or model text file, XGBoost Booster/XGBModel or JSON/UBJSON model file, "
-    "treelite.Model, CatBoost model or JSON export, a lumber .lumber IR file, a scikit-learn .skops file, "
+    "treelite.Model, CatBoost model or JSON export, an ONNX file or ModelProto holding one ai.onnx.ml tree ensemble, "
+    "a lumber .lumber IR file, a scikit-learn .skops file, "
     "or (with --trust-pickle) a pickle/joblib file of one of these"
 )
 
@@ -28,6 +29,7 @@ _OBJECT_FRONTENDS: dict[str, str] = {
     "xgboost": "lumber.compiler.frontends.xgboost:from_xgboost",
     "treelite": "lumber.compiler.frontends.treelite:from_treelite",
     "catboost": "lumber.compiler.frontends.catboost:from_catboost",
+    "onnx": "lumber.compiler.frontends.onnx:from_onnx",
 }
 
 
@@ -97,6 +99,10 @@ def sniff(data: bytes) -> str:
         return "lightgbm-text"
     if head.startswith(b"CBM1") or b"CBM1" in head[:16]:
         return "catboost-cbm"
+    from .onnx import is_onnx
+
+    if is_onnx(head):
+        return "onnx"
     return "unknown"
 
 
@@ -106,6 +112,7 @@ _FILE_FRONTENDS: dict[str, str] = {
     "xgboost-ubjson": "lumber.compiler.frontends.xgboost:load_xgboost_file",
     "catboost-json": "lumber.compiler.frontends.catboost:load_catboost_file",
     "catboost-cbm": "lumber.compiler.frontends.catboost:load_catboost_file",
+    "onnx": "lumber.compiler.frontends.onnx:load_onnx_file",
 }
 
 
