@@ -38,6 +38,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from lumber.compiler.explain import ExplanationRequest, explanation_request
 from lumber.ir import Constraints, Forest, InputDataError, LumberError
 
 FORMAT_VERSION = 1
@@ -64,17 +65,23 @@ class Task:
     constraints: Constraints | None = None
     reference: FloatArray | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    model: Any = None
+    """The source model object when one was given: every explanation is re-checked on it."""
+
+    def request(self) -> ExplanationRequest:
+        """What every chunk explains (:mod:`lumber.compiler.explain`), from the Forest already lowered."""
+        return explanation_request(self.model if self.model is not None else self.forest, forest=self.forest,
+                                   constraints=self.constraints, target=self.target, reference=self.reference)
 
     def __call__(self, X: FloatArray, rows: Sequence[int]) -> list[dict[str, Any]]:
         import lumber
 
+        req = self.request()
         if self.analysis == "counterfactual":
-            res = lumber.counterfactual(self.forest, X, self.target, self.constraints, reference=self.reference,
-                                        n_jobs=1, **self.options)
+            res = lumber.counterfactual(req, X, n_jobs=1, **self.options)
             return [r.to_dict() for r in res]
         if self.analysis == "sensitive":
-            out = lumber.sensitive_tests(self.forest, X, self.constraints, reference=self.reference,
-                                         target=self.target, **self.options)
+            out = lumber.sensitive_tests(req, X, **self.options)
             out.rows = np.asarray(rows, dtype=np.int64)
             names = self.forest.schema.feature_names
             meta = {"method": out.method, "exact": out.exact, "metric": out.metric.describe()}
@@ -82,8 +89,7 @@ class Task:
         if self.analysis == "rules":
             if self.reference is None:
                 raise InputDataError("counterfactual rules need training rows", "pass reference=X_train")
-            rs = lumber.counterfactual_rules(self.forest, self.reference, X, self.target,
-                                             constraints=self.constraints, rows=list(rows), **self.options)
+            rs = lumber.counterfactual_rules(req, self.reference, X, rows=list(rows), **self.options)
             return [dict(r.to_dict(), text=r.to_text()) for r in rs]
         raise InputDataError(f"unknown analysis {self.analysis!r}", f"batch analyses: {', '.join(ANALYSES)}")
 
@@ -108,19 +114,13 @@ class Task:
 
 def make_task(model: Any, analysis: str = "counterfactual", *, target: Any = None, constraints: Any = None,
               reference: Any = None, **options: Any) -> Task:
-    """A Task for ``analysis`` on ``model`` (anything :func:`lumber.load` accepts)."""
-    from lumber.compiler.frontends import load
-
+    """A Task for ``analysis`` on ``model`` (anything :func:`lumber.load` accepts; a model object is
+    kept so that every explanation is re-checked on it)."""
     if analysis not in ANALYSES:
         raise InputDataError(f"unknown analysis {analysis!r}", f"batch analyses: {', '.join(ANALYSES)}")
-    forest = load(model)
-    cons = constraints
-    if isinstance(constraints, (str, Path)):
-        from lumber.compiler.dsl import parse_constraints
-
-        cons = parse_constraints(constraints, schema=forest.schema)
-    R = forest.prepare_input(reference) if reference is not None else None
-    return Task(analysis, forest, target, cons, R, dict(options))
+    req = explanation_request(model, constraints=constraints, reference=reference)
+    source = model if req.predictor is not None else None
+    return Task(analysis, req.forest, target, req.constraints, req.reference, dict(options), source)
 
 
 # -- running one chunk ---------------------------------------------------------------------------------

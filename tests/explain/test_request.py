@@ -265,3 +265,15 @@ def test_raw_booster_is_verified_by_counterfactuals(library: str) -> None:
     booster = BOOSTERS[library]()
     assert lumber.counterfactual(booster, X[0], time_limit=20).verified
     assert not lumber.counterfactual(_tamper(booster), X[0], time_limit=20).verified
+
+
+def test_batch_tasks_check_on_the_source_model() -> None:
+    from lumber.compiler.batch import make_task
+
+    X, _ = _data()
+    booster = _lightgbm_booster()
+    task = make_task(booster, "sensitive", norm="l1")
+    assert task.model is booster
+    assert all(r["verified"] for r in task(X[:3], [0, 1, 2]))
+    _tamper(booster)
+    assert not any(r["verified"] for r in task(X[:3], [0, 1, 2]))

@@ -13,21 +13,24 @@ from typing import Any
 
 import numpy as np
 
+from lumber.compiler.explain import ExplanationRequest, explanation_request
 from lumber.ir import FeatureKind, LumberError, Task
 
 from .cache import digest
 from .compile_steps import State, _plain
 
 
-def _target(st: State) -> Any:
-    """The target every analysis aims at: the constraint file's, else the build file's."""
-    cons = st.inp.constraints
-    if cons is not None and cons.target is not None:
-        return cons.target.interval if cons.target.interval is not None else cons.target.label
+def _request(st: State) -> ExplanationRequest:
+    """The model, the constraint file and the target every analysis aims at (the constraint file's,
+    else the build file's), resolved once."""
     t = st.inp.config.explain.target
-    if isinstance(t, tuple) or st.inp.forest.schema.task == Task.REGRESSION:
-        return t
-    return _class_label(st, t)
+    if not (isinstance(t, tuple) or st.inp.forest.schema.task == Task.REGRESSION):
+        t = _class_label(st, t)
+    return explanation_request(st.inp.forest, constraints=st.inp.constraints, target=t)
+
+
+def _target(st: State) -> Any:
+    return _request(st).target
 
 
 def _class_label(st: State, t: Any) -> Any:
@@ -129,8 +132,8 @@ def regional(st: State) -> None:
 
         bounds = [{f: ab for f, ab in b} for _, b in regions]
         try:
-            rs = lumber.counterfactual_rules(inp.forest, train.X, bounds, _target(st), constraints=inp.constraints,
-                                             pi=cfg.explain.pi, pi_c=cfg.explain.pi_c, n_samples=0, seed=cfg.seed)
+            rs = lumber.counterfactual_rules(_request(st), train.X, bounds, pi=cfg.explain.pi, pi_c=cfg.explain.pi_c,
+                                             n_samples=0, seed=cfg.seed)
         except LumberError as exc:
             return {"error": _error(exc)}
         results = list(rs)

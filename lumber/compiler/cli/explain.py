@@ -17,6 +17,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from lumber.compiler.explain import ExplanationRequest
+from lumber.ir import Constraints, Forest
+
 NAME = "explain"
 HELP = "explain predictions: sensitive tests, optimal counterfactuals, counterfactual rules, attribution"
 
@@ -54,12 +57,20 @@ class ExplainContext:
     """What every explainer receives."""
 
     args: argparse.Namespace
-    forest: Any
+    request: ExplanationRequest
+    """The model and the constraint file, resolved once for every analysis."""
     frame: pd.DataFrame
     X: npt.NDArray[np.float64]
     rows: npt.NDArray[np.int64]
-    constraints: Any
     train_X: npt.NDArray[np.float64] | None
+
+    @property
+    def forest(self) -> Forest:
+        return self.request.forest
+
+    @property
+    def constraints(self) -> Constraints | None:
+        return self.request.constraints
 
 
 def parse_rows(spec: str | None, n: int) -> npt.NDArray[np.int64]:
@@ -82,21 +93,17 @@ def parse_rows(spec: str | None, n: int) -> npt.NDArray[np.int64]:
 
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.data import read_rows
-    from lumber.compiler.frontends import load
+    from lumber.compiler.explain import explanation_request
     from lumber.ir import InputDataError, atomic_write_text
 
     chosen = [a for a in ANALYSES if getattr(args, a)]
     if not chosen:
         raise InputDataError("no analysis chosen", "add --sensitive, --counterfactual, --rules or --attribution")
-    forest = load(args.model)
+    request = explanation_request(args.model, constraints=args.constraints or None)
+    forest = request.forest
     frame, X = read_rows(args.data, forest)
-    constraints = None
-    if args.constraints:
-        from lumber.compiler.dsl import parse_constraints
-
-        constraints = parse_constraints(args.constraints, schema=forest.schema)
     train_X = read_rows(args.train, forest)[1] if args.train else None
-    ctx = ExplainContext(args, forest, frame, X, parse_rows(args.rows, len(X)), constraints, train_X)
+    ctx = ExplainContext(args, request, frame, X, parse_rows(args.rows, len(X)), train_X)
     result: dict[str, Any] = {"model": str(args.model), "data": str(args.data),
                               "rows": ctx.rows.tolist(), "analyses": {}}
     texts = []

@@ -95,7 +95,8 @@ class ExplanationRequest:
 
 def explanation_request(model: Any, *, constraints: Any = None, target: Any = None,
                         norm: Norm | str | None = None, scale: ScaleLike = None, reference: Any = None,
-                        features: Sequence[Feature] | None = None, verify: bool = True) -> ExplanationRequest:
+                        features: Sequence[Feature] | None = None, verify: bool = True,
+                        forest: Forest | None = None) -> ExplanationRequest:
     """Resolve a model and the explanation options once.
 
     Parameters
@@ -113,6 +114,8 @@ def explanation_request(model: Any, *, constraints: Any = None, target: Any = No
         Feature kinds and category labels for models that record none.
     verify
         Keep the source model's own predict to re-check every explanation.
+    forest
+        ``model`` already lowered (batch workers reuse it instead of loading the model again).
     """
     if isinstance(model, ExplanationRequest):
         if constraints is not None or features is not None:
@@ -120,9 +123,10 @@ def explanation_request(model: Any, *, constraints: Any = None, target: Any = No
                                  "build the request with them: explanation_request(model, constraints=...)")
         req = model if verify else replace(model, predictor=None)
         return req.filled(target=target, norm=norm, scale=scale, reference=reference)
-    from lumber.compiler.frontends import load
+    if forest is None:
+        from lumber.compiler.frontends import load
 
-    forest = load(model)
+        forest = load(model)
     if features is not None:
         from lumber.compiler.dsl import refine_schema
 

@@ -27,7 +27,7 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     reference, ref_name = (ctx.train_X, "train") if ctx.train_X is not None else (ctx.X, "data")
     target = parse_target(args.target, forest.schema.task)
     X = ctx.X[np.asarray(ctx.rows, dtype=np.int64)]
-    results = counterfactual(forest, X, target=target, constraints=ctx.constraints, norm=args.norm or "l1",
+    results = counterfactual(ctx.request.with_(forest=forest), X, target=target, norm=args.norm or "l1",
                              scale=scale, reference=reference, time_limit=args.time_limit, n_jobs=args.jobs,
                              seed=args.seed)
     results = results if isinstance(results, list) else [results]

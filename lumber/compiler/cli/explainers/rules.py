@@ -27,7 +27,7 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     if ctx.train_X is None:
         raise InputDataError("--rules needs training rows", "add --train TRAIN.csv (the rows the model was fitted on)")
     target = parse_target(args.target, ctx.forest.schema.task)
-    explainer = RuleExplainer(ctx.forest, ctx.train_X, constraints=ctx.constraints, seed=int(args.seed),
+    explainer = RuleExplainer(ctx.request, ctx.train_X, seed=int(args.seed),
                               pi=float(getattr(args, "pi", None) or 0.9),
                               pi_c=float(getattr(args, "pi_c", None) or 0.9),
                               k_max=int(getattr(args, "k_max", 30)),

@@ -28,7 +28,7 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     if args.norm == "l0":
         raise InputDataError("--norm l0 is not supported by sensitive tests", "use l1, l2 or linf")
     target = parse_target(args.target, ctx.forest.schema.task)
-    result = sensitive_tests(ctx.forest, ctx.frame.iloc[ctx.rows], constraints=ctx.constraints,
+    result = sensitive_tests(ctx.request, ctx.frame.iloc[ctx.rows],
                              norm=args.norm or "l2", scale=scale, reference=reference, target=target)
     result.rows = np.asarray(ctx.rows)
     js = result.to_json()
