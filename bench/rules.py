@@ -203,9 +203,9 @@ def run_dataset(name: str, n_cases: int, seed: int, milp: bool, k: int = 10) -> 
     span = np.where(span > 0, span, 1.0)
     pred = model.predict(Xte)
     paper_ctx = replace(ex.context, options=replace(ex.context.options, anneal=replace(
-        ex.context.options.anneal, guided=False)), _hits={})
+        ex.context.options.anneal, guided=False)), _hit_bits={})
     robust_ctx = replace(ex.context, options=replace(ex.context.options, anneal=replace(
-        ex.context.options.anneal, robust_sigma=float(np.sqrt(0.025)))), _hits={})
+        ex.context.options.anneal, robust_sigma=float(np.sqrt(0.025)))), _hit_bits={})
 
     # regions for regional rules: leaves of a small tree fitted to the model's decisions
     tree = DecisionTreeClassifier(max_leaf_nodes=8, min_samples_leaf=max(10, len(Xtr) // 100),

@@ -76,16 +76,18 @@ def test_already_target(hand: dict[str, Any]) -> None:
 
 
 def test_immutable_feature_never_moves(hand: dict[str, Any]) -> None:
-    """With x1 immutable only x0 may move: CDP_{x0} = 5/12 < pi, and the one box over x0 that does
-    not hold x, (0.5, inf], has CRP (1/2 + 2/4) / 2 = 0.5: no rule, reported as a status."""
+    """With x1 immutable only x0 may move: CDP_{x0} = 1/4 < pi (tree A's cell keeps x1 <= 0.5: r0, r3,
+    no hit; tree B's x1 <= 1.5: 2 of 4). The target rows in the cells (r1, r2) lie in leaves whose
+    x0 interval holds x or is the whole line, so there is no candidate box: no rule, reported as a
+    status."""
     cons = Constraints(rules=(FeatureRule("x1", immutable=True),))
     res = local_rules(_ctx(hand, pi=0.7, pi_c=0.9, constraints=cons), hand["x"][None, :], target=1)[0]
     assert res.status == NO_RULE
-    assert "no rule reaches pi_c=0.9" in res.message and "best box CRP 0.500" in res.message
+    assert "no rule reaches pi_c=0.9" in res.message and "no candidate box" in res.message
     assert "x1" not in res.features and res.search is not None and res.search.candidates == ("x0",)
     strict = local_rules(_ctx(hand, pi=0.7, strict=True, constraints=cons), hand["x"][None, :], target=1)[0]
     assert strict.status == NO_DIVERGENT_SET
-    assert strict.message == "no set of at most 1 features reaches pi=0.7 (best CDP 0.417 with {x0})"
+    assert strict.message == "no set of at most 1 features reaches pi=0.7 (best CDP 0.250 with {x0})"
 
 
 def test_every_feature_immutable(hand: dict[str, Any]) -> None:
@@ -197,32 +199,28 @@ def test_robust_sampling_prefers_the_middle_of_a_band(bands: dict[str, Any]) -> 
 
 
 def test_unrestricted_features_are_pruned(hand: dict[str, Any]) -> None:
-    """Box over S = {x0, x1}: x0 any value, x1 > 1.5. With x0 resampled, tree A reaches L2 and L3
-    (4 hits of 5 rows) and tree B L5 (2 of 2): CRP 0.9. Fixing x0 at the case's 0.2 gives CRP 1 (A: L2
-    only), so x0 is dropped and the rule's probability and plausibility are re-estimated without it;
-    when fixing it falls below pi_c the feature stays."""
+    """Box over S = {x0, x1}: x0 any value, x1 > 1.5. With x0 resampled, tree A goes both ways at its
+    root but its x1 split is determined (x1 > 0.5: r1 r2 r4 r5, 4 hits of 4) and tree B goes right
+    (2 of 2): CRP 1. Fixing x0 at the case's 0.2 still gives CRP 1 (A: r1 r2 r5), so x0 is dropped
+    and the rule's probability and plausibility are re-estimated without it; when fixing it falls
+    below pi_c the feature stays."""
     from lumber.passes.analyses.rules import action_space
     from lumber.passes.analyses.rules.boxes import ScoredBox
-    from lumber.passes.analyses.rules.core import _prune, make_query
-    from lumber.passes.analyses.rules.estimators import box_crp, interval_bits, point_bits
+    from lumber.passes.analyses.rules.core import _prune, box_crp, make_query
 
     ctx = _ctx(hand, pi_c=0.9)
     x = hand["x"]
     act = action_space(None, ["x0", "x1"], x, x)
-    q = make_query(ctx, act, lambda bits: point_bits(ctx.table, x[None, :], bits)[0], 0)
+    q = make_query(ctx, act, ctx.cells.point_routes(x[None, :])[0], 0)
     S = np.array([0, 1])
     box = ScoredBox(np.array([-INF, 1.5]), np.array([INF, INF]), 0.0, 0.0)
     tgt = local_rules(ctx, x[None, :], target=1)[0].target
-    hits_leaf = ctx.hits_leaf(tgt)
-    both = box_crp(ctx.table, hits_leaf, np.ones(ctx.table.n_leaves, dtype=bool), S, box.lo[None], box.hi[None])
-    # the fixed part is empty here, so the direct estimate above is the S = {x0, x1} CRP
-    assert both[0] == pytest.approx(((4 / 5) + 1.0) / 2)
-    bad_action = interval_bits(ctx.table, act.lo[None], act.hi[None], q.bits, q.candidates)[0]
-    keep, crp, plaus, inl = _prune(ctx, q, tgt, bad_action, hits_leaf, S, box, act.lo[S], act.hi[S], None)
+    both = box_crp(ctx, q, tgt, S, box.lo[None], box.hi[None])
+    assert both[0] == pytest.approx(1.0)
+    keep, crp, plaus, inl = _prune(ctx, q, tgt, S, box, act.lo[S], act.hi[S], None)
     assert keep.tolist() == [False, True] and crp == pytest.approx(1.0) and plaus == pytest.approx(7 / 24)
     assert inl is None
-    # x1 in (0.5, 1.5] with x0 fixed: A L2 (1), B L4 (2/4) -> 0.75 < pi_c = 0.8: x0 stays in the rule
+    # x1 in (0.5, 1.5] with x0 fixed: A r1 r2 r5 (1), B x1 <= 1.5 (2/4) -> 0.75 < pi_c = 0.8: x0 stays
     box2 = ScoredBox(np.array([-INF, 0.5]), np.array([INF, 1.5]), 0.65, 0.5)
-    keep2, crp2, plaus2, _ = _prune(_ctx(hand, pi_c=0.8), q, tgt, bad_action, hits_leaf, S, box2, act.lo[S],
-                                    act.hi[S], None)
+    keep2, crp2, plaus2, _ = _prune(_ctx(hand, pi_c=0.8), q, tgt, S, box2, act.lo[S], act.hi[S], None)
     assert keep2.tolist() == [True, True] and (crp2, plaus2) == (0.65, 0.5)

@@ -92,30 +92,26 @@ def test_prune_keeps_a_feature_its_plausible_points_need(hand: dict[str, Any]) -
     0.2 would leave none, so x0 stays in the rule."""
     from lumber.passes.analyses.rules import action_space
     from lumber.passes.analyses.rules.boxes import ScoredBox
-    from lumber.passes.analyses.rules.core import _prune, make_query, plausible_values
-    from lumber.passes.analyses.rules.estimators import interval_bits, point_bits, projected_weights, subset_reach
+    from lumber.passes.analyses.rules.core import _prune, make_query, plausible_values, set_weights
 
     x = hand["x"]
     ctx = build_context(hand["model"], hand["rule_forest"], hand["X"], score=lambda X: X[:, 0] - 0.85,
                         options=RuleOptions(pi_c=0.9))
     act = action_space(None, ["x0", "x1"], x, x)
-    q = make_query(ctx, act, lambda bits: point_bits(ctx.table, x[None, :], bits)[0], 0, point=x)
+    q = make_query(ctx, act, ctx.cells.point_routes(x[None, :])[0], 0, point=x)
     S = np.array([0, 1])
     tgt = local_rules(ctx, x[None, :], target=1)[0].target
-    hits_leaf = ctx.hits_leaf(tgt)
-    bad_action = interval_bits(ctx.table, act.lo[None], act.hi[None], q.bits, q.candidates)[0]
-    mask = np.bitwise_or.reduce(q.bits[S]).astype(np.uint64)
-    w = projected_weights(ctx.table, subset_reach(q.bad_fixed, bad_action, np.array([mask]))[0])
+    w = set_weights(ctx, q, S)
     good = plausible_values(ctx, q, tgt, S, w)
     assert good is not None and good[0].tolist() == [[0.9, 2.0]]
     box = ScoredBox(np.array([-INF, 1.5]), np.array([INF, INF]), 0.9, 7 / 24)
-    keep, crp, _, inl = _prune(ctx, q, tgt, bad_action, hits_leaf, S, box, act.lo[S], act.hi[S], good)
+    keep, crp, _, inl = _prune(ctx, q, tgt, S, box, act.lo[S], act.hi[S], good)
     assert keep.tolist() == [True, True] and crp == 0.9 and inl == pytest.approx(float(good[1][0]))
     # an inlier region that does not depend on x0: x0 is dropped as before
     ctx2 = build_context(hand["model"], hand["rule_forest"], hand["X"], score=lambda X: X[:, 1] - 1.5,
                          options=RuleOptions(pi_c=0.9))
     good2 = plausible_values(ctx2, q, tgt, S, w)
-    keep2, crp2, _, inl2 = _prune(ctx2, q, tgt, bad_action, hits_leaf, S, box, act.lo[S], act.hi[S], good2)
+    keep2, crp2, _, inl2 = _prune(ctx2, q, tgt, S, box, act.lo[S], act.hi[S], good2)
     assert keep2.tolist() == [False, True] and crp2 == pytest.approx(1.0) and inl2 is not None and inl2 > 0
 
 

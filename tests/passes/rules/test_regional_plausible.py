@@ -16,7 +16,6 @@ from test_plausible import bands, high, low  # noqa: F401  (fixture, scores)
 
 from lumber.passes.analyses.rules import FOUND, Region, RuleOptions, apply_regional, build_context, regional_rules
 from lumber.passes.analyses.rules.core import MAX_CASES, case_share, make_query
-from lumber.passes.analyses.rules.estimators import interval_bits
 
 INF = np.inf
 
@@ -122,7 +121,7 @@ def test_case_share_subsamples_big_regions(either: dict[str, Any]) -> None:
     assert res.region_rows > MAX_CASES and res.features == ("x0",)
     from lumber.passes.analyses.rules import action_space
     act = action_space(None, ctx.names, np.nextafter(reg.lo, INF), reg.hi)
-    q = make_query(ctx, act, lambda bits: interval_bits(ctx.table, reg.lo[None], reg.hi[None], bits)[0], 5,
+    q = make_query(ctx, act, ctx.cells.interval_routes(reg.lo[None], reg.hi[None])[0], 5,
                    point=ctx.X_raw[reg.contains(ctx.table.X)])
     a = case_share(ctx, q, res.target, res.rules)
     assert a == case_share(ctx, q, res.target, res.rules) == 1.0

@@ -23,7 +23,8 @@ takes lowered Forests::
 
 from .actionable import ActionSpace, action_space
 from .context import RuleContext, RuleOptions, build_context
-from .estimators import cdp, crp, projected_weights, reach_mask, regional_probability, tree_average
+from .cells import CellIndex, build_cells
+from .estimators import cdp, crp, projected_weights, regional_probability
 from .local import local_rules
 from .recourse import rule_hit_rate, sample_cases
 from .regional import Region, apply_regional, coverage, region_of, regional_rules
@@ -36,10 +37,9 @@ from .table import LeafTable, build_leaf_table
 from .targets import RuleTarget, decisions, resolve_target
 
 __all__ = [
-    "ALREADY_TARGET", "ActionSpace", "AnnealOptions", "Change", "CounterfactualRule", "CounterfactualSample",
+    "ALREADY_TARGET", "ActionSpace", "AnnealOptions", "CellIndex", "Change", "CounterfactualRule", "CounterfactualSample",
     "EMPTY_REGION", "FOUND", "Interval", "LeafTable", "NO_DIVERGENT_SET", "NO_RULE", "Region", "Rule",
-    "RuleContext", "RuleOptions", "RuleSet", "RuleTarget", "action_space", "apply_regional", "build_context",
-    "build_leaf_table", "cdp", "coverage", "crp", "decisions", "local_rules", "projected_weights", "reach_mask",
+    "RuleContext", "RuleOptions", "RuleSet", "RuleTarget", "action_space", "apply_regional", "build_cells",
+    "build_context", "build_leaf_table", "cdp", "coverage", "crp", "decisions", "local_rules", "projected_weights",
     "region_of", "regional_probability", "regional_rules", "resolve_target", "rule_hit_rate", "sample_cases",
-    "tree_average",
 ]

@@ -17,6 +17,8 @@ import numpy.typing as npt
 
 from lumber.ir import Constraints, Forest, InputDataError
 
+from .cells import Bits, CellIndex, build_cells
+from .divergent import FALLBACKS
 from .sampling import AnnealOptions
 from .table import LeafTable, build_leaf_table
 from .targets import RuleTarget, decisions
@@ -49,6 +51,12 @@ class RuleOptions:
     """Disjoint rules kept per case or region."""
     strict: bool = False
     """Only divergent sets (CDP >= pi); otherwise fall back to the best sets by CDP when none reaches pi."""
+    min_cell_rows: int = 1
+    """Projected Forest cells never shrink below this many training rows (``cells.CellIndex.min_rows``;
+    1: the paper's definition, every determined split applies; the paper's code uses 5)."""
+    fallback: str = "max_cdp"
+    """When no set reaches pi: sets by CDP, highest first (the paper's code), or ``"smallest"``: the best
+    set of each size, smallest first (see ``divergent.search_divergent``)."""
     max_sets: int = 10
     """Feature sets tried (best first) before giving up on a case."""
     max_candidates: int = 256
@@ -76,6 +84,10 @@ class RuleOptions:
                 raise InputDataError(f"{name} must be between {1 if name == 'k' else 0} and 62, got {v!r}",
                                      "k is the number of most-used features the search considers, k_max the "
                                      "number in the second pass when no rule is found over k")
+        if self.min_cell_rows < 1:
+            raise InputDataError(f"min_cell_rows must be >= 1, got {self.min_cell_rows!r}")
+        if self.fallback not in FALLBACKS:
+            raise InputDataError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
         if self.search not in SEARCH_MODES:
             raise InputDataError(f"search must be one of {', '.join(SEARCH_MODES)}, got {self.search!r}")
         if min(self.max_rules, self.max_subsets, self.max_candidates, self.max_sets, self.max_sets_wide) < 1:
@@ -101,7 +113,9 @@ class RuleContext:
     score: Scorer | None
     """Inlier score for samples (isolation forest ``decision_function``; >= 0 is an inlier)."""
     options: RuleOptions
-    _hits: dict[Any, FloatArray] = field(default_factory=dict, repr=False)
+    cells: CellIndex
+    """The rule forest's training-row routing (the Projected Forest's cells, :mod:`cells`)."""
+    _hit_bits: dict[Any, Bits] = field(default_factory=dict, repr=False)
 
     @property
     def names(self) -> list[str]:
@@ -110,12 +124,12 @@ class RuleContext:
     def hit(self, target: RuleTarget) -> npt.NDArray[np.bool_]:
         return target.hit(self.train_decision)
 
-    def hits_leaf(self, target: RuleTarget) -> FloatArray:
-        """Target rows per leaf (cached per target set)."""
+    def hit_bits(self, target: RuleTarget) -> Bits:
+        """Target rows packed as a bitset (cached per target set)."""
         key = target.key
-        if key not in self._hits:
-            self._hits[key] = self.table.hits_per_leaf(self.hit(target))
-        return self._hits[key]
+        if key not in self._hit_bits:
+            self._hit_bits[key] = self.cells.hit_bits(self.hit(target))
+        return self._hit_bits[key]
 
 
 def build_context(model: Forest, rule_forest: Forest, X_train: Any, *, constraints: Constraints | None = None,
@@ -128,7 +142,8 @@ def build_context(model: Forest, rule_forest: Forest, X_train: Any, *, constrain
                              f"{', '.join(rule_forest.schema.feature_names[:8])}")
     X_raw = model.prepare_input(X_train)
     table = build_leaf_table(rule_forest, X_train)
-    return RuleContext(model, table, X_raw, decisions(model, X_raw), constraints, score, opts)
+    return RuleContext(model, table, X_raw, decisions(model, X_raw), constraints, score, opts,
+                       build_cells(rule_forest, table.X, min_rows=opts.min_cell_rows))
 
 
 __all__ = ["RuleContext", "RuleOptions", "SEARCH_MODES", "build_context"]

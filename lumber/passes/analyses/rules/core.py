@@ -18,7 +18,8 @@ from .actionable import ActionSpace
 from .boxes import ScoredBox, candidate_boxes, compress, in_boxes, merge_boxes, unique_rows, weighted_share
 from .context import RuleContext
 from .divergent import SearchLog, candidate_features, search_divergent
-from .estimators import box_crp, feature_bits, interval_bits, projected_weights, subset_cdp, subset_reach
+from .cells import Routes
+from .estimators import feature_bits
 from .results import FOUND, NO_DIVERGENT_SET, NO_RULE, Interval, Rule, SearchInfo
 from .targets import RuleTarget, decisions
 
@@ -53,11 +54,15 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Query:
-    """The fixed part of a query as bits (given the candidate features' bit layout)."""
+    """The fixed part of a query as routes through the rule forest, and the candidate features' bits."""
 
     candidates: IntArray
     bits: BitArray
-    bad_fixed: BitArray
+    route_fixed: Routes
+    """Per internal node of the rule forest: where the fixed part goes (a point one way; a region's
+    interval one way or both)."""
+    route_action: Routes
+    """Per internal node: where a resampled feature goes (its actionable interval; free: both ways)."""
     action: ActionSpace
     key: int
     point: FloatArray | None = None
@@ -70,13 +75,60 @@ class Query:
         return self.point is not None and np.ndim(self.point) == 2
 
 
-def make_query(ctx: RuleContext, action: ActionSpace, fixed_bits: Callable[[BitArray], BitArray], key: int,
+def make_query(ctx: RuleContext, action: ActionSpace, route_fixed: Routes, key: int,
                point: FloatArray | None = None, k: int | None = None) -> Query:
-    """Pick the candidate features (``k``, default ``options.k``); ``fixed_bits(bits)`` packs the
-    fixed part (a point or a region)."""
+    """Pick the candidate features (``k``, default ``options.k``); ``route_fixed`` is the fixed part
+    (``ctx.cells.point_routes`` of a case, or ``interval_routes`` of a region)."""
     cand = candidate_features(ctx.table, action.movable, ctx.options.k if k is None else k)
     bits = feature_bits(ctx.table.n_features, cand)
-    return Query(cand, bits, fixed_bits(bits), action, key, point)
+    route_action = ctx.cells.interval_routes(action.lo[None, :], action.hi[None, :])[0]
+    return Query(cand, bits, np.asarray(route_fixed, dtype=np.int8), route_action, action, key, point)
+
+
+def subset_routes(ctx: RuleContext, q: Query, masks: BitArray) -> Routes:
+    """``(m, V)``: routes when the features of ``masks[m]`` are resampled (actionable interval) and
+    the rest stay fixed."""
+    fb = q.bits[ctx.cells.feature]
+    inm = (masks[:, None] & fb[None, :]) != 0
+    return np.where(inm, q.route_action[None, :], q.route_fixed[None, :]).astype(np.int8)  # type: ignore
+
+
+def subset_cdp(ctx: RuleContext, q: Query, target: RuleTarget, masks: BitArray) -> FloatArray:
+    """``CDP`` of every subset mask for the query (the Projected Forest's cells, :mod:`cells`)."""
+    out = np.empty(masks.shape[0])
+    step = 64
+    hb = ctx.hit_bits(target)
+    for s in range(0, masks.shape[0], step):
+        out[s:s + step] = ctx.cells.estimate(subset_routes(ctx, q, masks[s:s + step]), hb)[0]
+    return out
+
+
+def set_weights(ctx: RuleContext, q: Query, S: IntArray) -> FloatArray:
+    """Projected Forest weights of the training rows when S is resampled (the rest fixed)."""
+    mask = np.bitwise_or.reduce(q.bits[S]).astype(np.uint64) if S.size else np.uint64(0)
+    return ctx.cells.weights(subset_routes(ctx, q, np.array([mask], dtype=np.uint64))[0])
+
+
+def box_routes(ctx: RuleContext, q: Query, S: IntArray, lo: FloatArray, hi: FloatArray) -> Routes:
+    """``(b, V)``: routes with S in the box ``lo[b] < x_S <= hi[b]`` and the rest fixed."""
+    d = ctx.table.n_features
+    L = np.full((lo.shape[0], d), -np.inf)
+    H = np.full((lo.shape[0], d), np.inf)
+    L[:, S] = lo
+    H[:, S] = hi
+    on = np.isin(ctx.cells.feature, S)
+    return np.where(on[None, :], ctx.cells.interval_routes(L, H), q.route_fixed[None, :]).astype(np.int8)  # type: ignore
+
+
+def box_crp(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, lo: FloatArray,
+            hi: FloatArray) -> FloatArray:
+    """``CRP`` of each box over S for the query (Regional RF with the paper's cells)."""
+    out = np.empty(lo.shape[0])
+    step = 64
+    hb = ctx.hit_bits(target)
+    for s in range(0, lo.shape[0], step):
+        out[s:s + step] = ctx.cells.estimate(box_routes(ctx, q, S, lo[s:s + step], hi[s:s + step]), hb)[0]
+    return out
 
 
 def find_rules(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArray | None = None) -> Outcome:
@@ -134,14 +186,12 @@ def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: Float
         yield Outcome(NO_DIVERGENT_SET, "no feature may move: every candidate is immutable, unused by the "
                       "rule forest or has no room left under the constraints", q.candidates, 0.0, False, (), None)
         return
-    hits_leaf = ctx.hits_leaf(target)
-    act = q.action
-    bad_action = interval_bits(tab, act.lo[None, :], act.hi[None, :], q.bits, q.candidates)[0]
     max_size = ctx.constraints.max_changes if ctx.constraints is not None else None
     log = SearchLog()
-    attempts = search_divergent(tab, hits_leaf, q.bad_fixed, bad_action, q.candidates, log, pi=opt.pi,
+    attempts = search_divergent(tab, lambda masks: subset_cdp(ctx, q, target, masks), q.candidates, log, pi=opt.pi,
                                 max_size=max_size, search=opt.search, max_subsets=opt.max_subsets,
                                 strict=opt.strict, per_size=1 + opt.widen_sets if opt.widen else 1,
+                                fallback=opt.fallback, fallback_max_size=-(-tab.n_features // 2),
                                 rng=np.random.default_rng([opt.seed, q.key]))
     tried = 0
     budget = opt.max_sets if max_sets is None else max_sets
@@ -153,7 +203,7 @@ def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: Float
             break
         tried += 1
         any_divergent |= att.divergent
-        rules, crp = _rules_on(ctx, target, q, bad_action, hits_leaf, att.features, exclude)
+        rules, crp = _rules_on(ctx, target, q, att.features, exclude)
         best_crp = max(best_crp, crp)
         if rules:
             if not found:
@@ -171,7 +221,7 @@ def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: Float
                 msg += (f"; {{{', '.join(names[j] for j in att.features if j not in used)}}} left as they are "
                         "(the rules hold with them fixed)")
                 umask = np.bitwise_or.reduce(q.bits[used]).astype(np.uint64)
-                cdp_used = float(subset_cdp(tab, hits_leaf, q.bad_fixed, bad_action, np.array([umask]))[0])
+                cdp_used = float(subset_cdp(ctx, q, target, np.array([umask], dtype=np.uint64))[0])
             known = [r.inliers for r in rules if r.inliers is not None]
             plausible = any(v > 0 for v in known) if known else None
             yield Outcome(FOUND, msg, used, cdp_used, cdp_used >= opt.pi, tuple(rules), info, plausible)
@@ -196,15 +246,13 @@ def _info(ctx: RuleContext, q: Query, log: SearchLog, tried: int) -> SearchInfo:
                       tried)
 
 
-def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, bad_action: BitArray, hits_leaf: FloatArray,
-              S: IntArray, exclude: FloatArray | None) -> tuple[list[Rule], float]:
+def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, S: IntArray,
+              exclude: FloatArray | None) -> tuple[list[Rule], float]:
     """Disjoint rule boxes over S reaching ``pi_c`` (most plausible first), and the best CRP seen."""
     opt = ctx.options
     tab = ctx.table
     act = q.action
-    mask = np.bitwise_or.reduce(q.bits[S]).astype(np.uint64)
-    reach = subset_reach(q.bad_fixed, bad_action, np.array([mask], dtype=np.uint64))[0]
-    w = projected_weights(tab, reach)
+    w = set_weights(ctx, q, S)
     lo, hi = candidate_boxes(tab, S, w, ctx.hit(target), act.lo, act.hi, max_rows=opt.max_candidates)
     allowed = _allowed(act.lo[S], act.hi[S], None if exclude is None else exclude[S])
     if lo.shape[0]:
@@ -212,8 +260,7 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, bad_action: BitArr
         lo, hi = lo[keep], hi[keep]
     if lo.shape[0] == 0:
         return [], -1.0
-    fixed_ok = (q.bad_fixed & ~mask) == 0
-    crp = box_crp(tab, hits_leaf, fixed_ok, S, lo, hi)
+    crp = box_crp(ctx, q, target, S, lo, hi)
     best = float(crp.max())
     ok = crp >= opt.pi_c
     if not ok.any():
@@ -230,12 +277,12 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, bad_action: BitArr
         lo, hi, crp, plaus, prefer = lo[keep], hi[keep], crp[keep], plaus[keep], prefer[keep]
     merged = merge_boxes(
         lo, hi, crp, plaus, pi_c=opt.pi_c, max_rules=opt.max_rules, allowed=allowed, prefer=prefer,
-        crp_of=lambda a, b: box_crp(tab, hits_leaf, fixed_ok, S, a, b),
+        crp_of=lambda a, b: box_crp(ctx, q, target, S, a, b),
         plaus_of=lambda a, b: weighted_share(vals, wr, a, b))
     feats = ctx.model.schema.features
     rules = []
     for m in merged:
-        keep, crp_m, plaus_m, inl = _prune(ctx, q, target, bad_action, hits_leaf, S, m, act.lo[S], act.hi[S], good)
+        keep, crp_m, plaus_m, inl = _prune(ctx, q, target, S, m, act.lo[S], act.hi[S], good)
         Sk = S[keep]
         support = float(in_boxes(tab.X[:, Sk], m.lo[None, keep], m.hi[None, keep])[0].mean())
         ivs = tuple(Interval(feats[j], int(j), float(m.lo[k]), float(m.hi[k]))
@@ -347,8 +394,7 @@ def case_share(ctx: RuleContext, q: Query, target: RuleTarget, rules: tuple[Rule
     return float(served.mean())
 
 
-def _prune(ctx: RuleContext, q: Query, target: RuleTarget, bad_action: BitArray, hits_leaf: FloatArray,
-           S: IntArray, box: ScoredBox, alo: FloatArray, ahi: FloatArray,
+def _prune(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, box: ScoredBox, alo: FloatArray, ahi: FloatArray,
            good: tuple[FloatArray, FloatArray] | None) -> tuple[BoolArray, float, float, float | None]:
     """Drop the features a rule leaves unrestricted when keeping them fixed still reaches ``pi_c``.
 
@@ -370,13 +416,10 @@ def _prune(ctx: RuleContext, q: Query, target: RuleTarget, bad_action: BitArray,
         trial[k] = False
         if not trial.any():
             break
-        mask = np.bitwise_or.reduce(q.bits[S[trial]]).astype(np.uint64)
-        fixed_ok = (q.bad_fixed & ~mask) == 0
-        c = float(box_crp(ctx.table, hits_leaf, fixed_ok, S[trial], box.lo[None, trial], box.hi[None, trial])[0])
+        c = float(box_crp(ctx, q, target, S[trial], box.lo[None, trial], box.hi[None, trial])[0])
         if c < ctx.options.pi_c:
             continue
-        reach = subset_reach(q.bad_fixed, bad_action, np.array([mask], dtype=np.uint64))[0]
-        w = projected_weights(ctx.table, reach)
+        w = set_weights(ctx, q, S[trial])
         rows = np.flatnonzero(w > 0)
         vals, wr = compress(ctx.table.X[np.ix_(rows, S[trial])], w[rows])
         plaus_t = float(weighted_share(vals, wr, box.lo[None, trial], box.hi[None, trial])[0])
@@ -419,6 +462,7 @@ def plausible_alternatives(more: Iterator[Outcome], limit: int) -> Iterator[Outc
         yield out
 
 
-__all__ = ["MAX_CASES", "MAX_PAIRS", "MAX_POINTS", "Outcome", "Query", "case_share", "find_rules", "make_query",
+__all__ = ["MAX_CASES", "MAX_PAIRS", "MAX_POINTS", "Outcome", "Query", "box_crp", "box_routes", "case_share",
+           "find_rules", "make_query", "set_weights", "subset_cdp", "subset_routes",
            "plausible_alternatives",
            "plausible_pairs", "plausible_rank", "plausible_values", "rule_outcomes", "scored_cases", "search_rules"]

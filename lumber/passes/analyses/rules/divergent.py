@@ -4,14 +4,18 @@
 conditional law given the other features. Resampling many features drifts
 toward the base rate, so on data sets with few features often no set reaches
 ``pi`` (the paper's own Figure 1 example builds its rule on a set with CDP
-0.58). The rule's guarantee is its own probability ``CRP >= pi_c``; so unless
-``strict``, the search then proposes the best set of each size, smallest
-first, and the result says the set did not reach ``pi``.
+0.58; on compas the Monte Carlo CDP of no set reaches 0.9 for most cases,
+``bench/results/rules_cdp.md``). The rule's guarantee is its own probability
+``CRP >= pi_c``; so unless ``strict``, the search then proposes sets by CDP,
+highest first (``fallback="max_cdp"``, what the paper's code does: it keeps
+the set of highest CDP when none reaches ``pi``), or the best set of each
+size, smallest first (``fallback="smallest"``, sparser rules resting on less
+probable sets); the result says the set did not reach ``pi``.
 
 Candidates are the K features the rule forest splits on most (paper: K = 10),
 minus those the constraints forbid to move. Sizes are tried in increasing
 order; at each size every subset is scored at once with the bit-packed
-Projected Forest (:func:`estimators.subset_cdp`) and the best subset wins if it
+Projected Forest (``score``: :func:`core.subset_cdp`, the paper's cell estimator) and the best subset wins if it
 reaches ``pi``. When a size has more subsets than ``max_subsets`` the search
 samples subsets from the forest's decision paths (features tested together on
 a path, paper section 5) and always adds every one-feature extension of the
@@ -24,18 +28,21 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
 
-from .estimators import SENTINEL_BIT, subset_cdp
+from .estimators import SENTINEL_BIT
 from .table import LeafTable
 
 IntArray = npt.NDArray[np.int64]
 BitArray = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
+
+
+FALLBACKS = ("max_cdp", "smallest")
 
 
 @dataclass(frozen=True)
@@ -95,19 +102,25 @@ def _sampled(tab: LeafTable, paths: BitArray, K: int, s: int, m: int, prev_best:
     return masks[np.sort(first)].astype(np.uint64)
 
 
-def search_divergent(tab: LeafTable, hits_leaf: FloatArray, bad_fixed: BitArray, bad_action: BitArray,
+def search_divergent(tab: LeafTable, score: Callable[[BitArray], FloatArray],
                      candidates: IntArray, log: SearchLog, *, pi: float, max_size: int | None = None,
                      search: str = "auto", max_subsets: int = 2048, strict: bool = False, per_size: int = 1,
+                     fallback: str = "max_cdp", fallback_max_size: int | None = None,
                      rng: np.random.Generator | None = None) -> Iterator[Attempt]:
     """Feature sets to try, best first: divergent sets (CDP >= pi) by size, then CDP.
 
+    ``score(masks)`` is the CDP of each subset mask (bits 0..K-1 = ``candidates``).
     The first set yielded (when any reaches ``pi``) is the minimal divergent
     explanation. Sizes are scored lazily, so a caller that is satisfied with
     the first set pays for the sizes up to it only. Unless ``strict``, when no
     set reaches ``pi`` the ``per_size`` best sets of every size follow, for rules
-    whose own probability (CRP) may still reach ``pi_c``: the best set of each
-    size first (smallest first), then the runners-up by size and CDP (these feed
-    the plausibility widening of local rules).
+    whose own probability (CRP) may still reach ``pi_c``: ``fallback="max_cdp"``
+    orders them by CDP (ties: smaller first) among sets of at most ``fallback_max_size``
+    features (the paper's code stops at half the features: resampling everything
+    scores the base rate, often the highest CDP), then the larger sets by size and
+    CDP (for cases where no small set gives a rule); ``"smallest"`` gives the best set
+    of each size first (smallest first), then the runners-up by size and CDP.
+    The later sets feed the plausibility widening of local rules.
     """
     K = int(candidates.shape[0])
     if K >= SENTINEL_BIT:
@@ -117,7 +130,10 @@ def search_divergent(tab: LeafTable, hits_leaf: FloatArray, bad_fixed: BitArray,
     paths = path_bits(tab, candidates) if search != "exhaustive" else None
     best_mask: int | None = None
     best_cdp = -1.0
-    fallback: list[tuple[int, float, int]] = []
+    fallback_order = fallback
+    if fallback_order not in FALLBACKS:
+        raise ValueError(f"fallback must be one of {FALLBACKS}")
+    fallback_sets: list[tuple[int, float, int]] = []
     any_divergent = False
     for s in range(1, top + 1):
         n_sub = math.comb(K, s)
@@ -127,7 +143,7 @@ def search_divergent(tab: LeafTable, hits_leaf: FloatArray, bad_fixed: BitArray,
             assert paths is not None
             masks = _sampled(tab, paths, K, s, max_subsets, best_mask, rng)
             log.sampled = True
-        scores = subset_cdp(tab, hits_leaf, bad_fixed, bad_action, masks)
+        scores = score(masks)
         log.evaluated += int(masks.shape[0])
         order = np.argsort(-scores, kind="stable")
         best_mask = int(masks[order[0]])
@@ -140,11 +156,18 @@ def search_divergent(tab: LeafTable, hits_leaf: FloatArray, bad_fixed: BitArray,
                 break
             any_divergent = True
             yield Attempt(_features(candidates, int(masks[i])), float(scores[i]), True)
-        fallback.extend((s, float(scores[i]), int(masks[i])) for i in order[:per_size] if scores[i] < pi)
+        fallback_sets.extend((s, float(scores[i]), int(masks[i])) for i in order[:per_size] if scores[i] < pi)
     if strict or any_divergent:
         return
+    if fallback_order == "max_cdp":
+        cap = top if fallback_max_size is None else max(1, fallback_max_size)
+        small = sorted((t for t in fallback_sets if t[0] <= cap), key=lambda t: (-t[1], t[0]))
+        large = sorted((t for t in fallback_sets if t[0] > cap), key=lambda t: (t[0], -t[1]))
+        for s, c, m in small + large:
+            yield Attempt(_features(candidates, m), c, False)
+        return
     # the best set of each size first (smallest first), then the runners-up by size and CDP
-    ranked = sorted(fallback, key=lambda t: (t[0], -t[1]))
+    ranked = sorted(fallback_sets, key=lambda t: (t[0], -t[1]))
     firsts = [t for k, t in enumerate(ranked) if k == 0 or ranked[k - 1][0] != t[0]]
     rest = [t for k, t in enumerate(ranked) if not (k == 0 or ranked[k - 1][0] != t[0])]
     for s, c, m in firsts + rest:
@@ -156,4 +179,4 @@ def _features(candidates: IntArray, mask: int) -> IntArray:
     return np.sort(candidates[bits]).astype(np.int64)
 
 
-__all__ = ["Attempt", "SearchLog", "candidate_features", "path_bits", "search_divergent"]
+__all__ = ["FALLBACKS", "Attempt", "SearchLog", "candidate_features", "path_bits", "search_divergent"]

@@ -16,7 +16,6 @@ import numpy.typing as npt
 from .actionable import action_space
 from .context import RuleContext
 from .core import Outcome, make_query, plausible_alternatives, search_rules
-from .estimators import point_bits
 from .recourse import sample_cases
 from .results import ALREADY_TARGET, FOUND, CounterfactualRule, CounterfactualSample, RuleSet
 from .targets import decisions, describe_decision, resolve_target
@@ -52,7 +51,7 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
         act = action_space(ctx.constraints, names, Xm[i], Xm[i])
         out, gen = search_rules(
             ctx, tgt, lambda k, i=i, act=act: make_query(
-                ctx, act, lambda bits: point_bits(ctx.table, Xr[i:i + 1], bits)[0], keys[i], point=Xm[i], k=k),
+                ctx, act, ctx.cells.point_routes(Xr[i:i + 1])[0], keys[i], point=Xm[i], k=k),
             exclude=Xr[i])
         if out.status == FOUND:
             more[i] = gen

@@ -29,7 +29,6 @@ from ..leaf_boxes import tree_boxes
 from .actionable import action_space
 from .context import RuleContext
 from .core import Outcome, Query, case_share, make_query, plausible_alternatives, search_rules
-from .estimators import interval_bits
 from .local import rule_info
 from .recourse import sample_cases
 from .results import EMPTY_REGION, FOUND, CounterfactualRule, CounterfactualSample, Interval, RuleSet
@@ -122,7 +121,7 @@ def regional_rules(ctx: RuleContext, regions: Sequence[Region], target: Any = No
 
         def query(k: int | None, reg: Region = reg, act: Any = act, r: int = r, inside: BoolArray = inside,
                   queries: list[Query] = queries) -> Query:
-            queries.append(make_query(ctx, act, lambda bits: interval_bits(tab, reg.lo[None], reg.hi[None], bits)[0],
+            queries.append(make_query(ctx, act, ctx.cells.interval_routes(reg.lo[None], reg.hi[None])[0],
                                       1_000_000 + r, point=ctx.X_raw[inside], k=k))
             return queries[-1]
         out, gen = search_rules(ctx, tgt, query)

@@ -20,7 +20,6 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Forest, InputDataError, Task, UnsupportedModelError
-from lumber.ir.forest import ZERO_THRESHOLD
 
 from ..leaf_boxes import tree_boxes
 
@@ -84,29 +83,6 @@ class LeafTable:
     @property
     def feature_names(self) -> list[str]:
         return self.forest.schema.feature_names
-
-    def hits_per_leaf(self, hit: BoolArray) -> FloatArray:
-        """Training rows per leaf whose decision is in the target set (``hit[i]``)."""
-        T = self.n_trees
-        w = np.repeat(hit.astype(np.float64), T)
-        return np.bincount(self.row_leaf.reshape(-1), weights=w, minlength=self.n_leaves)
-
-    def point_ok(self, j: int, x: FloatArray) -> BoolArray:
-        """``(n, L)``: value ``x[i]`` of feature ``j`` passes every test of leaf l on ``j`` (exact routing)."""
-        col = np.asarray(x, dtype=np.float64)[:, None]
-        with np.errstate(invalid="ignore"):
-            inside = (col > self.lo[:, j]) & (col <= self.hi[:, j])
-            if self.zero_sensitive[:, j].any():
-                band = np.abs(col) <= ZERO_THRESHOLD
-                zin = (col > self.zlo[:, j]) & (col <= self.zhi[:, j]) & self.zero_ok[:, j]
-                inside = np.where(self.zero_sensitive[:, j] & band, zin, inside)
-        return np.where(np.isnan(col), self.nan_ok[:, j][None, :], inside)
-
-    def interval_ok(self, j: int, lo: FloatArray, hi: FloatArray) -> BoolArray:
-        """``(m, L)``: interval ``lo[k] < x <= hi[k]`` of feature ``j`` meets leaf l's box."""
-        a = np.maximum(self.lo[None, :, j], np.asarray(lo, dtype=np.float64)[:, None])
-        b = np.minimum(self.hi[None, :, j], np.asarray(hi, dtype=np.float64)[:, None])
-        return a < b
 
 
 def build_leaf_table(forest: Forest, X_train: Any) -> LeafTable:
