@@ -499,8 +499,8 @@ def test_unfitted_model() -> None:
 
 
 @pytest.mark.parametrize("model", [
-    E.AdaBoostClassifier(n_estimators=3), E.BaggingRegressor(n_estimators=3), __import__("sklearn.neighbors").
-    neighbors.KNeighborsClassifier()], ids=["adaboost", "bagging", "knn"])
+    E.BaggingRegressor(n_estimators=3), __import__("sklearn.neighbors").
+    neighbors.KNeighborsClassifier()], ids=["bagging", "knn"])
 def test_unsupported_estimators(model) -> None:
     X, y = data("iris")
     model.fit(X, y)

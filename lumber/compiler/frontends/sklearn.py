@@ -14,6 +14,13 @@ raw output and summation order:
   model's input values (before its OrdinalEncoder) with ``CategoryRule.SKLEARN``;
   unknown, negative, non-integer and NaN values follow the missing direction.
   Infinity is accepted only by models without categorical features.
+- AdaBoostClassifier (SAMME over decision trees): a leaf holds the vote its tree
+  casts, ``w`` for the class the leaf predicts and ``-w / (K - 1)`` for the others,
+  divided by the sum of the estimator weights; binary margins are
+  ``decision_function`` (sigmoid gives ``predict_proba``), multiclass margins are
+  ``decision_function / (K - 1)`` (softmax gives ``predict_proba``). Equal to rounding
+  (the division moves from the sum to each vote). SAMME.R and AdaBoostRegressor
+  (a weighted median of the trees, not a sum) are refused.
 - IsolationForest: a leaf holds ``depth + c(n_samples_in_leaf) - 1`` (root depth
   1, as ``compute_node_depths``), trees are averaged and ``PostTransform.ISOLATION``
   maps mean path lengths to ``score_samples``.
@@ -42,6 +49,7 @@ SUPPORTED = (
     "RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor",
     "GradientBoostingClassifier", "GradientBoostingRegressor",
     "HistGradientBoostingClassifier", "HistGradientBoostingRegressor", "IsolationForest",
+    "AdaBoostClassifier (SAMME, over decision trees)",
 )
 
 _LINKS = {  # sklearn._loss link class -> (post transform, sigmoid alpha)
@@ -93,6 +101,8 @@ def from_sklearn(model: Any, *, feature_names: Sequence[str] | None = None) -> F
         ((E.GradientBoostingClassifier, E.GradientBoostingRegressor), _lower_gradient_boosting),
         ((E.HistGradientBoostingClassifier, E.HistGradientBoostingRegressor), _lower_hist_gradient_boosting),
         ((E.IsolationForest,), _lower_isolation_forest),
+        ((E.AdaBoostClassifier,), _lower_adaboost),
+        ((E.AdaBoostRegressor,), _refuse_adaboost_regressor),
     ]
     for classes, lower in lowerers:
         if isinstance(model, classes):
@@ -249,6 +259,57 @@ def _lower_random_forest(model: Any, names: list[str], digest: _Digest) -> Fores
                      input_dtype="float32", allow_nan=_allow_nan(model.estimators_[0]), allow_inf=False,
                      **fields)
     return concat_trees(schema, trees)
+
+
+# -- AdaBoost -----------------------------------------------------------------------------------
+
+
+def _lower_adaboost(model: Any, names: list[str], digest: _Digest) -> Forest:
+    """SAMME: ``decision_function = sum_t vote_t / sum(w)`` with ``vote_t = w_t`` on the tree's class."""
+    from sklearn.tree import DecisionTreeClassifier, ExtraTreeClassifier
+
+    algorithm = getattr(model, "algorithm", "SAMME")
+    if algorithm not in ("SAMME", "deprecated"):
+        raise UnsupportedModelError(f"AdaBoostClassifier(algorithm={algorithm!r}) is not supported",
+                                    "SAMME.R was removed in scikit-learn 1.6; refit with algorithm='SAMME'")
+    classes = _classes(model)
+    K = len(classes)
+    weights = np.asarray(model.estimator_weights_, dtype=np.float64)
+    total = float(weights.sum())
+    if not (np.isfinite(total) and total > 0):
+        raise ModelFormatError(f"AdaBoostClassifier: estimator_weights_ sum to {total!r}",
+                               "the boosting stopped before any useful estimator; refit")
+    trees = []
+    for t, est in enumerate(model.estimators_):
+        if not isinstance(est, (DecisionTreeClassifier, ExtraTreeClassifier)):
+            raise UnsupportedModelError(f"AdaBoostClassifier: estimator {t} is a {type(est).__name__}",
+                                        "lumber lowers AdaBoost over DecisionTreeClassifier/ExtraTreeClassifier")
+        if not np.array_equal(np.asarray(est.classes_), np.asarray(model.classes_)):
+            raise ModelFormatError(f"AdaBoostClassifier: estimator {t} knows classes {est.classes_.tolist()!r:.60}, "
+                                   f"the ensemble {model.classes_.tolist()!r:.60}")
+        tree = est.tree_
+        _tree_digest(digest, tree)
+        w = float(weights[t])
+        picked = np.argmax(np.asarray(tree.value, dtype=np.float64)[:, 0, :K], axis=1)  # as est.predict
+        vote = np.where(np.arange(K)[None, :] == picked[:, None], w, -1 / (K - 1) * w)
+        if K == 2:  # decision_function: -col0 + col1, both divided by sum(w)
+            trees.append(_lower_tree(tree, 2 * vote[:, 1] / total, t, output=0))
+        else:
+            trees.append(_lower_tree(tree, vote / total / (K - 1), t))
+    digest.add(weights, np.asarray(model.classes_))
+    fields: dict[str, Any] = dict(task=Task.BINARY if K == 2 else Task.MULTICLASS, n_outputs=1 if K == 2 else K,
+                                  classes=classes, decision="margin",
+                                  post_transform=PostTransform.SIGMOID if K == 2 else PostTransform.SOFTMAX)
+    schema = _schema(model, names, digest, base_score=(0.0,) * fields["n_outputs"], input_dtype="float32",
+                     allow_nan=False, allow_inf=False, **fields)
+    return concat_trees(schema, trees)
+
+
+def _refuse_adaboost_regressor(model: Any, names: list[str], digest: _Digest) -> Forest:
+    raise UnsupportedModelError(
+        "AdaBoostRegressor predicts the weighted median of its trees' predictions, not a sum of leaf values",
+        "lumber's IR adds tree outputs; a median is not such a sum, so it cannot be expressed exactly "
+        "(GradientBoostingRegressor or HistGradientBoostingRegressor boost additively)")
 
 
 # -- gradient boosting ------------------------------------------------------------------------
