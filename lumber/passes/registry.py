@@ -16,6 +16,7 @@ from .base import Pass
 PASSES: dict[str, str] = {
     "polynomial": "lumber.passes.transforms.to_polynomial:ToPolynomial",
     "prune": "lumber.passes.transforms.prune_monomials:PruneMonomials",
+    "prune-refit": "lumber.passes.transforms.prune_refit:PruneRefit",
     "attribution": "lumber.passes.analyses.attribution:Attribution",
     "oblivious": "lumber.passes.transforms.recompose_oblivious:RecomposeOblivious",
     "quantize": "lumber.passes.transforms.quantize:Quantize",

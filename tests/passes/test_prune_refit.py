@@ -165,3 +165,45 @@ def test_pruning_everything_leaves_the_mean_margin_as_bias(diabetes_poly: tuple)
     q = lumber.run(p, "prune{method=refit,alpha=1e300}", data={"X_train": X[:300]})
     assert q.n_monomials == 0
     np.testing.assert_allclose(q.bias, [p.evaluate(X[:300]).mean()])
+
+
+def test_sampled_design_matrix_keeps_whole_rows_within_the_budget(diabetes_poly: tuple) -> None:
+    from lumber.passes.transforms.prune_refit import sampled_design_matrix
+
+    p, X, _ = diabetes_poly
+    full = design_matrix(p, X)
+    A, rows = sampled_design_matrix(p, X, budget=full.nnz // 3)
+    assert 0 < A.shape[0] == rows.shape[0] < X.shape[0] and A.nnz <= full.nnz // 3
+    assert np.unique(rows).shape[0] == rows.shape[0]
+    assert (A != full[rows]).nnz == 0  # the sampled rows' hits, row by row
+    B, all_rows = sampled_design_matrix(p, X, budget=full.nnz)
+    assert B.shape[0] == X.shape[0] and (B != full[all_rows]).nnz == 0
+
+
+def test_prune_refit_pass_samples_rows_past_max_nnz_and_says_so(adult_model: tuple) -> None:
+    """The registered ``prune-refit`` pass equals ``prune{method=refit}``; past max-nnz it fits a sample
+    (it used to refuse), reports it, and still stays within tol on every validation row."""
+    p, (Xtr, ytr, Xva, yva, _, _) = adult_model
+    data = {"train": (Xtr, ytr), "valid": (Xva, yva)}
+    a = lumber.run(p, "prune-refit{tol=0.001}", data=data)
+    b = lumber.run(p, "prune{method=refit,tol=0.001}", data=data)
+    np.testing.assert_array_equal(a.weight, b.weight)
+    ctx = PassContext()
+    budget = design_matrix(p, Xtr).nnz // 4
+    q = lumber.run(p, f"prune-refit{{tol=0.001,max-nnz={budget}}}", data=data, context=ctx)
+    rep = ctx.reports[-1]
+    assert rep.pass_name == "prune-refit" and rep.metrics["fit_rows"] < rep.metrics["train_rows"] == Xtr.shape[0]
+    assert "fitted on a sample of" in rep.render()
+    assert q.n_monomials < p.n_monomials
+    assert auc(yva == 1, q.evaluate(Xva)) >= auc(yva == 1, p.evaluate(Xva)) - 0.001
+
+
+def test_prune_refit_prices_validation_through_the_polynomial_when_its_matrix_is_too_big(adult_model: tuple) -> None:
+    p, (Xtr, ytr, Xva, yva, _, _) = adult_model
+    data = {"train": (Xtr[:500], ytr[:500]), "valid": (Xva, yva)}
+    budget = design_matrix(p, Xtr[:500]).nnz  # fits the training rows, not the validation rows
+    assert design_matrix(p, Xva).nnz > budget
+    ctx = PassContext()
+    q = lumber.run(p, f"prune-refit{{tol=0.001,max-nnz={budget}}}", data=data, context=ctx)
+    m = ctx.reports[-1].metrics
+    assert m["metric_after"] == auc(yva == 1, q.evaluate(Xva)) >= m["metric_before"] - 0.001

@@ -12,7 +12,7 @@ a threshold: the chosen cut is within ``tol`` and the next distinct eta value
 is not (or every monomial goes). The result is no longer exact: the pass
 reports monomials kept and dropped and the metric before and after.
 
-``method=refit`` (:mod:`.prune_refit`) cuts along the same eta order in steps
+``method=refit`` (:mod:`.prune_refit`, also registered as ``prune-refit``) cuts along the same eta order in steps
 and refits the kept weights to the unpruned margins after every cut (options
 ``step``, ``iters``). ``reduction=<r>`` asks for ``floor(n / r)`` monomials
 instead of a threshold: the ``r`` chosen on another model, for instance (with
@@ -128,25 +128,9 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
         return out
 
     def _run_refit(self, ir: Polynomial, ctx: PassContext, data: Any, text: str) -> Polynomial:
-        from .prune_refit import refit_path
+        from .prune_refit import run_refit
 
-        auto = self.alpha == "auto" and self.reduction is None
-        if auto:
-            ctx.require(text, "X_valid", "y_valid", why="alpha=auto is chosen on validation rows")
-        metric, Xv = self._metric(ir, data)
-        res = refit_path(ir, data.X_train, step=self.step, iters=self.iters,
-                         alpha=None if self.alpha == "auto" else float(self.alpha), reduction=self.reduction,
-                         X_valid=data.X_valid if auto else None,
-                         metric=(lambda m: metric(_shape(m, ir))) if auto else None,
-                         within=(lambda v, b: metric.within(v, b, self.tol)) if auto and metric else None)
-        nonzero = np.flatnonzero((res.weight != 0).any(axis=1))
-        out = ir.select(res.keep[nonzero]).replace(weight=res.weight[nonzero], bias=res.bias)
-        # a fixed alpha holds for the refitted weights; a validated path has no single threshold
-        alpha = float(self.alpha) if self.alpha != "auto" else float("nan")
-        rep = self._report(ir, out, alpha, metric, Xv)
-        rep.metrics.update(method="refit", path_steps=len(res.steps))
-        ctx.report(rep)
-        return out
+        return run_refit(self, ir, ctx, text)
 
     def _report(self, ir: Polynomial, out: Polynomial, alpha: float, metric: Metric | None, Xv: Any) -> PassReport:
         """Report with the metric of the returned polynomial itself (``evaluate`` on the validation rows)."""
