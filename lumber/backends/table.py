@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from lumber.ir import CompileError, Diagnostic, IRLocation, ModelFormatError, ObliviousEnsemble, Schema
 from lumber.ir.diagnostics import error
-from lumber.ir.interp import prepare_input
+from lumber.ir.interp import category_codes, prepare_input
 
 from .base import EmitOptions, fingerprint
 
@@ -38,6 +38,8 @@ HEADER = struct.Struct("<8sIIIIIIQQQII")
 FLAG_FLOAT32 = 1
 FLAG_BIN16 = 2
 FLAG_AVERAGE = 4
+FLAG_CATEGORY = 8
+"""Set columns (category levels): a ``col_invalid_bin`` section follows ``value``."""
 SUFFIX = ".table"
 
 
@@ -67,7 +69,7 @@ def _sections(ens: ObliviousEnsemble) -> list[tuple[str, npt.NDArray[Any]]]:
         ("level_col", ens.level_col.astype("<i4")),
         ("level_bin", ens.level_bin.astype("<i4")),
         ("value", ens.value.astype("<f8")),
-    ]
+    ] + ([("col_invalid_bin", ens.col_invalid_bin.astype("<i4"))] if ens.col_invalid_bin is not None else [])
 
 
 def _pad(n: int) -> int:
@@ -108,7 +110,7 @@ def encode_table(ens: ObliviousEnsemble, *, source_fingerprint: str | None = Non
     assert ens.border_offset is not None
     bin16 = ens.border_offset.shape[0] > 1 and int(np.diff(ens.border_offset).max()) > 255
     flags = (FLAG_FLOAT32 if ens.schema.input_dtype == "float32" else 0) | (FLAG_BIN16 if bin16 else 0) | (
-        FLAG_AVERAGE if ens.schema.average else 0)
+        FLAG_AVERAGE if ens.schema.average else 0) | (FLAG_CATEGORY if ens.col_invalid_bin is not None else 0)
     assert ens.col_feature is not None and ens.border is not None
     header = HEADER.pack(MAGIC, VERSION, flags, ens.n_features, ens.n_outputs, ens.n_trees,
                          ens.col_feature.shape[0], ens.border.shape[0], ens.n_levels, ens.value.shape[0],
@@ -143,7 +145,7 @@ def decode_table(data: bytes, origin: str = "<bytes>") -> TableFile:
     sizes = [("meta", meta_len, None), ("base", K, "<f8"), ("divisor", K, "<f8"), ("col_feature", C, "<i4"),
              ("col_nan_bin", C, "<i4"), ("border_offset", C + 1, "<i8"), ("border", NB, "<f8"),
              ("depth", T, "<i4"), ("tree_output", T, "<i4"), ("level_col", L, "<i4"), ("level_bin", L, "<i4"),
-             ("value", V, "<f8")]
+             ("value", V, "<f8")] + ([("col_invalid_bin", C, "<i4")] if flags & FLAG_CATEGORY else [])
     arrays: dict[str, npt.NDArray[Any]] = {}
     pos = 0
     for name, count, dtype in sizes:
@@ -172,22 +174,44 @@ def decode_table(data: bytes, origin: str = "<bytes>") -> TableFile:
         raise fail("level column out of range")
     if C and (off.min() < 0 or off.max() > NB or np.any(np.diff(off) < 0)):
         raise fail("border offsets out of range")
+    inv = arrays.get("col_invalid_bin")
+    set_level = inv[lc] >= 0 if inv is not None and L else np.zeros(L, dtype=bool)
     at = off[lc] + lb if L else np.zeros(0, dtype=np.int64)
-    if L and (at.min() < 0 or at.max() >= NB or np.any(lb < 0)):
+    if L and (np.any(lb < 0) or np.any(at[~set_level] >= NB) or np.any(lb[set_level] != 0)):
         raise fail("level bin out of range")
     try:
+        thr = np.where(set_level, np.nan, arrays["border"][np.minimum(at, max(NB - 1, 0))] if NB else np.nan)
+        sets = _level_sets(lc, set_level, off, arrays["border"], inv) if set_level.any() else {}
         ens = ObliviousEnsemble(
             schema=schema, depth=arrays["depth"], level_feature=arrays["col_feature"][lc] if L else np.zeros(0),
-            level_threshold=arrays["border"][at], level_nan_true=arrays["col_nan_bin"][lc] > lb if L else np.zeros(0),
+            level_threshold=thr if L else np.zeros(0),
+            level_nan_true=arrays["col_nan_bin"][lc] > lb if L else np.zeros(0),
             tree_output=arrays["tree_output"], value=arrays["value"], col_feature=arrays["col_feature"],
             col_nan_bin=arrays["col_nan_bin"], border_offset=off, border=arrays["border"], level_col=lc,
-            level_bin=lb,
+            level_bin=lb, col_invalid_bin=inv, **sets,
         ).validate()
     except ModelFormatError:
         raise
     except Exception as exc:  # ValidationError and shape errors of a corrupt file
         raise fail(f"invalid tables ({exc})") from None
     return TableFile(ens, fp, meta, int(flags))
+
+
+def _level_sets(lc: npt.NDArray[Any], set_level: npt.NDArray[np.bool_], off: npt.NDArray[Any],
+                border: npt.NDArray[Any], inv: npt.NDArray[Any]) -> dict[str, npt.NDArray[np.int64]]:
+    """The category set of every level from its set column (codes, then -1 first when invalid is in)."""
+    sets = []
+    for i in range(lc.shape[0]):
+        if not set_level[i]:
+            sets.append(np.zeros(0, dtype=np.int64))
+            continue
+        c = int(lc[i])
+        codes = border[off[c]:off[c + 1]].astype(np.int64)
+        sets.append(np.concatenate([[-1], codes]) if inv[c] == 1 else codes)
+    size = np.array([a.shape[0] for a in sets], dtype=np.int64)
+    offset = np.zeros(lc.shape[0] + 1, dtype=np.int64)
+    np.cumsum(size, out=offset[1:])
+    return {"level_set_offset": offset, "level_set_code": np.concatenate(sets)}
 
 
 def write_table(ens: ObliviousEnsemble, path: str | Path, *, source_fingerprint: str | None = None) -> Path:
@@ -226,10 +250,16 @@ class TableEvaluator:
         assert e.col_feature is not None and e.border_offset is not None and e.border is not None
         assert e.col_nan_bin is not None
         out = np.empty((Xp.shape[0], e.col_feature.shape[0]), dtype=np.int64)
+        inv = e.col_invalid_bin
         for c in range(e.col_feature.shape[0]):
             x = Xp[:, e.col_feature[c]]
             b = e.border[e.border_offset[c]:e.border_offset[c + 1]]
-            out[:, c] = np.where(np.isnan(x), e.col_nan_bin[c], np.searchsorted(b, x, side="left"))
+            if inv is not None and inv[c] >= 0:  # set column: member 1, valid non-member 0
+                codes = category_codes(x, self.schema.category_rule)
+                binned = np.where(codes < 0, inv[c], np.isin(codes, b.astype(np.int64)))
+            else:
+                binned = np.searchsorted(b, x, side="left")
+            out[:, c] = np.where(np.isnan(x), e.col_nan_bin[c], binned)
         return out
 
     def leaves(self, Xp: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
@@ -268,5 +298,5 @@ class TableEvaluator:
         return out[:, 0] if K == 1 else out
 
 
-__all__ = ["FLAG_AVERAGE", "FLAG_BIN16", "FLAG_FLOAT32", "HEADER", "MAGIC", "VERSION", "TableEvaluator",
+__all__ = ["FLAG_AVERAGE", "FLAG_BIN16", "FLAG_CATEGORY", "FLAG_FLOAT32", "HEADER", "MAGIC", "VERSION", "TableEvaluator",
            "TableFile", "TableOptions", "check", "decode_table", "encode_table", "read_table", "write_table"]

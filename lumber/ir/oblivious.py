@@ -12,9 +12,22 @@ A level's condition is the Polynomial IR's: ``x > threshold`` for a non-NaN
 ``threshold = +inf`` with ``nan_true`` is ``I{x is NaN}`` (the polynomial's
 MISSING condition).
 
+Category levels. A level whose threshold is NaN tests category membership
+instead: its bit is ``code(x) in set`` with ``code`` the schema's category rule
+(:class:`~lumber.ir.schema.CategoryRule`) and the set a sorted list of codes in
+``level_set_code[level_set_offset[i]:level_set_offset[i + 1]]``; the code -1 in
+a set stands for *invalid* values (negative, too large, infinite: the rule's),
+and NaN takes ``nan_true`` as everywhere. The polynomial's ``EQUAL`` condition
+is the set ``{code}``, its ``INVALID`` condition the set ``{-1}``, so models
+with native categorical splits (LightGBM, XGBoost, CatBoost one-hot) compile to
+tables exactly.
+
 Quantization (the ``quantize`` pass) adds integer *bins*: each level reads a
 binarized column whose value is ``bin(x) = #{borders b : x > b}`` (NaN maps
-to ``col_nan_bin``), and its bit is ``bin > level_bin``. The C table
+to ``col_nan_bin``), and its bit is ``bin > level_bin``. A category level
+reads a *set column* (``col_invalid_bin >= 0``): its borders are the set's
+valid codes and its bin is 1 for a member, 0 for a valid non-member,
+``col_invalid_bin`` for an invalid value; the level's bin is 0. The C table
 evaluator binarizes every column once per row and then works on small
 integers only.
 """
@@ -30,7 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .diagnostics import IRLocation, ValidationError
-from .schema import Schema
+from .schema import FeatureKind, Schema
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -42,6 +55,9 @@ MAX_DEPTH = 24
 BLOCK_ENTRIES = 1 << 21
 """Rows x levels handled in one numpy step during evaluation."""
 QUANT_FIELDS = ("col_feature", "col_nan_bin", "border_offset", "border", "level_col", "level_bin")
+SET_FIELDS = ("level_set_offset", "level_set_code")
+INVALID_CODE = -1
+"""The member of a category set that stands for invalid values (see the module docstring)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +86,12 @@ class ObliviousEnsemble:
     value : float64[n_values]
         Tables, tree after tree (finite).
 
+    Category levels (both ``None`` when no level tests a category):
+
+    level_set_offset : int64[n_levels + 1], level_set_code : int64[n_set_codes]
+        CSR: the category set of level ``i`` (threshold NaN), sorted unique codes >= -1;
+        threshold levels have empty sets.
+
     Quantization (all ``None``, or all set by the ``quantize`` pass):
 
     col_feature : int32[n_cols]
@@ -82,6 +104,9 @@ class ObliviousEnsemble:
     level_col : int32[n_levels], level_bin : int32[n_levels]
         Level ``i`` reads column ``level_col[i]`` and its bit is ``bin > level_bin[i]``;
         ``border[border_offset[level_col[i]] + level_bin[i]] == level_threshold[i]``.
+    col_invalid_bin : int32[n_cols] or None
+        -1 for threshold columns; for a set column (category level), the bin (0 or 1) of an
+        invalid value. ``None`` when there are no set columns.
     """
 
     schema: Schema
@@ -91,18 +116,21 @@ class ObliviousEnsemble:
     level_nan_true: npt.NDArray[np.bool_]
     tree_output: npt.NDArray[np.int32]
     value: npt.NDArray[np.float64]
+    level_set_offset: npt.NDArray[np.int64] | None = None
+    level_set_code: npt.NDArray[np.int64] | None = None
     col_feature: npt.NDArray[np.int32] | None = None
     col_nan_bin: npt.NDArray[np.int32] | None = None
     border_offset: npt.NDArray[np.int64] | None = None
     border: npt.NDArray[np.float64] | None = None
     level_col: npt.NDArray[np.int32] | None = None
     level_bin: npt.NDArray[np.int32] | None = None
+    col_invalid_bin: npt.NDArray[np.int32] | None = None
 
     ARRAY_FIELDS = (
         ("depth", np.int32), ("level_feature", np.int32), ("level_threshold", np.float64),
         ("level_nan_true", np.bool_), ("tree_output", np.int32), ("value", np.float64),
-        ("col_feature", np.int32), ("col_nan_bin", np.int32), ("border_offset", np.int64),
-        ("border", np.float64), ("level_col", np.int32), ("level_bin", np.int32),
+        ("level_set_offset", np.int64), ("level_set_code", np.int64), ("col_feature", np.int32), ("col_nan_bin", np.int32), ("border_offset", np.int64),
+        ("border", np.float64), ("level_col", np.int32), ("level_bin", np.int32), ("col_invalid_bin", np.int32),
     )
 
     def __post_init__(self) -> None:
@@ -140,6 +168,17 @@ class ObliviousEnsemble:
     def quantized(self) -> bool:
         """The ``quantize`` pass has filled the bin arrays."""
         return self.level_col is not None
+
+    @property
+    def has_categories(self) -> bool:
+        """Some level tests category membership (threshold NaN)."""
+        return self.level_set_offset is not None and bool(np.isnan(self.level_threshold).any())
+
+    def level_set(self, i: int) -> npt.NDArray[np.int64]:
+        """Category set of level ``i`` (empty for a threshold level); -1 stands for invalid values."""
+        if self.level_set_offset is None or self.level_set_code is None:
+            return np.zeros(0, dtype=np.int64)
+        return self.level_set_code[self.level_set_offset[i]:self.level_set_offset[i + 1]]
 
     @cached_property
     def level_offset(self) -> npt.NDArray[np.int64]:
@@ -214,6 +253,9 @@ class ObliviousEnsemble:
         xs = Xp[:, self.level_feature]
         with np.errstate(invalid="ignore"):
             bits = xs > self.level_threshold[None, :]
+        if self.has_categories:
+            cat = np.flatnonzero(np.isnan(self.level_threshold))
+            bits[:, cat] = category_membership(self, cat, xs[:, cat])
         nan = np.isnan(xs)
         if nan.any():
             bits = np.where(nan, self.level_nan_true[None, :], bits)
@@ -315,8 +357,22 @@ class ObliviousEnsemble:
             k = int(self.tree_output[t])
             tab = self.table(t)
             value[n_int:] = tab
+            # category levels, and "is missing" levels of categorical features (an empty set: only NaN
+            # goes right), become categorical nodes: members go right (bit 1), invalid values go right
+            # iff -1 is in the set
+            kinds = np.array([f.kind == FeatureKind.CATEGORICAL for f in self.schema.features])
+            cat = internal & (np.isnan(thr) | ((thr == np.inf) & kinds[np.maximum(feat, 0)]))
+            extra: dict[str, Any] = {}
+            if cat.any():
+                first = int(self.level_offset[t])
+                sets = {int(i): self.level_set(first + int(node_level[i])) for i in np.flatnonzero(cat)}
+                thr = np.where(cat, np.nan, thr)
+                extra = dict(is_categorical=cat, categories={i: v[v >= 0] for i, v in sets.items()},
+                             cat_in_set_left=np.zeros(n_nodes, dtype=bool),
+                             cat_invalid_left=np.array([i not in sets or INVALID_CODE not in sets[i]
+                                                        for i in range(n_nodes)]) & cat)
             trees.append(TreeArrays(left=left, right=right, feature=feat, threshold=thr, missing_left=ml,
-                                    value=value[:, k] if k >= 0 else value, output=k))
+                                    value=value[:, k] if k >= 0 else value, output=k, **extra))
         return concat_trees(self.schema, trees)
 
     @staticmethod
@@ -339,9 +395,16 @@ class ObliviousEnsemble:
         return load_ir(path, ObliviousEnsemble)  # type: ignore[no-any-return]
 
     def describe_level(self, i: int) -> str:
-        """``age > 30.5``, ``age > 30.5 or missing``, ``age is missing``."""
-        name = self.schema.features[int(self.level_feature[i])].name
+        """``age > 30.5``, ``age > 30.5 or missing``, ``age is missing``, ``color in {'red', 'blue'}``."""
+        feature = self.schema.features[int(self.level_feature[i])]
+        name = feature.name
         thr = float(self.level_threshold[i])
+        if np.isnan(thr):
+            cats = feature.categories
+            shown = ["an invalid value" if c == INVALID_CODE else repr(cats[c]) if cats is not None and c < len(cats)
+                     else str(int(c)) for c in self.level_set(i)]
+            text = f"{name} in {{{', '.join(shown)}}}"
+            return text + " or missing" if self.level_nan_true[i] else text
         if thr == np.inf:
             return f"{name} is missing" if self.level_nan_true[i] else "false"
         text = f"{name} > {thr!r}"
@@ -360,6 +423,7 @@ class ObliviousEnsemble:
             "table_entries": entries,
             "table_bytes": entries * 8,
             "features_used": int(np.unique(self.level_feature).shape[0]),
+            "category_levels": int(np.isnan(self.level_threshold).sum()),
             "outputs": self.n_outputs,
             "quantized": self.quantized,
         }
@@ -384,14 +448,36 @@ class ObliviousEnsemble:
         return g
 
 
+def category_membership(e: ObliviousEnsemble, levels: npt.NDArray[np.int64],
+                        x: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """``(n, len(levels))``: is ``code(x[:, j])`` in the set of category level ``levels[j]``
+    (NaN rows come out False; the caller applies ``nan_true``)."""
+    from .interp import category_codes
+
+    assert e.level_set_offset is not None and e.level_set_code is not None
+    codes = category_codes(x, e.schema.category_rule)  # -1: invalid or NaN
+    off = e.level_set_offset
+    sizes = off[levels + 1] - off[levels]
+    rank = np.repeat(np.arange(levels.shape[0], dtype=np.int64), sizes)
+    members = np.concatenate([e.level_set_code[off[i]:off[i + 1]] for i in levels]) if levels.size else \
+        np.zeros(0, np.int64)
+    keys = (rank << 34) | (members + 1)  # sorted: ranks ascend, codes ascend within a set
+    q = (np.arange(levels.shape[0], dtype=np.int64)[None, :] << 34) | (codes + 1)
+    pos = np.minimum(np.searchsorted(keys, q), max(keys.shape[0] - 1, 0))
+    out = keys[pos] == q if keys.size else np.zeros(q.shape, dtype=bool)
+    return out & ~np.isnan(x)
+
+
 # -- conversions --------------------------------------------------------------------------------
 
 
 def forest_to_oblivious(forest: "Forest") -> ObliviousEnsemble:
     """Tables of a Forest whose trees are all oblivious: complete, one numerical condition per depth.
 
-    Raises ``ValidationError`` naming the first tree that is not (categorical or
-    zero-as-missing splits, unequal leaf depths, different splits at one depth).
+    Raises ``ValidationError`` naming the first tree that is not (zero-as-missing
+    splits, unequal leaf depths, different splits at one depth). A categorical
+    split is the level ``code in set``; when its members go left, the level's bit
+    stands for the left branch (the table rows are indexed accordingly).
     """
     from .graph import parents
 
@@ -407,9 +493,12 @@ def forest_to_oblivious(forest: "Forest") -> ObliviousEnsemble:
                                "use the 'polynomial,oblivious' passes to re-compose any forest",
                                location=IRLocation(tree=t))
 
-    bad = internal & (forest.is_categorical | forest.missing_zero)
+    bad = internal & forest.missing_zero
     if bad.any():
-        raise fail(int(tree_of[np.flatnonzero(bad)[0]]), "it has a categorical or zero-as-missing split")
+        raise fail(int(tree_of[np.flatnonzero(bad)[0]]), "it has a zero-as-missing split")
+    # a categorical node is the level "code in set"; when members go left, its bit means left
+    cat = internal & forest.is_categorical
+    flip = cat & forest.cat_in_set_left
     tdepth = np.zeros(T, dtype=np.int64)
     np.maximum.at(tdepth, tree_of, depth)
     leaf_ids = np.flatnonzero(is_leaf)
@@ -423,12 +512,18 @@ def forest_to_oblivious(forest: "Forest") -> ObliviousEnsemble:
     for dd in range(1, int(depth.max()) + 1 if n else 1):
         nodes = order[depth[order] == dd]
         p = par[nodes]
-        pos[nodes] = 2 * pos[p] + (forest.right[p] == nodes)
+        pos[nodes] = 2 * pos[p] + ((forest.right[p] == nodes) ^ flip[p])
     # every internal node at depth L of tree t tests the same condition: level d - 1 - L
+    set_ids: dict[tuple[int, ...], int] = {}
+    set_id = np.full(n, -1.0)
+    for node in np.flatnonzero(cat):
+        set_id[node] = set_ids.setdefault(tuple(forest.categories_of(int(node)).tolist()), len(set_ids))
+    nan_bit = np.where(flip, forest.missing_left, ~forest.missing_left)
+    invalid_member = np.where(flip, forest.cat_invalid_left, ~forest.cat_invalid_left) & cat
     level_key = np.stack([tree_of[internal], depth[internal]], axis=1)
-    sig_thr = forest.threshold[internal]
-    sig = np.stack([forest.feature[internal].astype(np.float64), sig_thr,
-                    forest.missing_left[internal].astype(np.float64)], axis=1)
+    sig = np.stack([forest.feature[internal].astype(np.float64), np.where(cat, 0.0, forest.threshold)[internal],
+                    nan_bit[internal].astype(np.float64), set_id[internal], invalid_member[internal].astype(np.float64)],
+                   axis=1)
     o = np.lexsort((level_key[:, 1], level_key[:, 0]))
     ks, ss = level_key[o], sig[o]
     same_group = np.all(ks[1:] == ks[:-1], axis=1)
@@ -441,6 +536,17 @@ def forest_to_oblivious(forest: "Forest") -> ObliviousEnsemble:
     lvl = tdepth[kf[:, 0]] - 1 - kf[:, 1]
     o2 = np.lexsort((lvl, kf[:, 0]))
     kf, sf = kf[o2], sf[o2]
+    sets: dict[str, Any] = {}
+    by_id = {v: k for k, v in set_ids.items()}
+    members = [(([INVALID_CODE] if row[4] else []) + list(by_id[int(row[3])])) if row[3] >= 0 else []
+               for row in sf]
+    is_set = np.array([len(mm) > 0 for mm in members], dtype=bool)
+    # a categorical split with no member (only NaN sets the bit) is the level "x is missing"
+    sf[(sf[:, 3] >= 0) & ~is_set, 1] = np.inf
+    if is_set.any():
+        off = np.zeros(sf.shape[0] + 1, dtype=np.int64)
+        np.cumsum([len(mm) for mm in members], out=off[1:])
+        sets = dict(level_set_offset=off, level_set_code=np.array([c for mm in members for c in mm], dtype=np.int64))
     K = forest.n_outputs
     vals = []
     for t in range(T):
@@ -452,8 +558,8 @@ def forest_to_oblivious(forest: "Forest") -> ObliviousEnsemble:
         vals.append(tab[:, k] if k >= 0 else tab.reshape(-1))
     return ObliviousEnsemble(
         schema=forest.schema, depth=tdepth.astype(np.int32), level_feature=sf[:, 0].astype(np.int32),
-        level_threshold=sf[:, 1], level_nan_true=sf[:, 2] == 0, tree_output=forest.tree_output,
-        value=np.concatenate(vals) if vals else np.zeros(0),
+        level_threshold=np.where(is_set, np.nan, sf[:, 1]), level_nan_true=sf[:, 2] == 1,
+        tree_output=forest.tree_output, value=np.concatenate(vals) if vals else np.zeros(0), **sets,
     ).validate()
 
 
@@ -482,13 +588,12 @@ def verify_oblivious(e: ObliviousEnsemble) -> None:
         i = int(np.flatnonzero((e.level_feature < 0) | (e.level_feature >= e.n_features))[0])
         raise fail(f"level feature out of range (model has {e.n_features} features)", "level_feature",
                    int(e.level_tree[i]))
-    if np.any(np.isnan(e.level_threshold)):
-        i = int(np.flatnonzero(np.isnan(e.level_threshold))[0])
-        raise fail("level threshold is NaN", "level_threshold", int(e.level_tree[i]))
+    is_set = np.isnan(e.level_threshold)
+    _verify_sets(e, is_set, fail)
     if e.schema.input_dtype == "float32":
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):
             back = e.level_threshold.astype(np.float32).astype(np.float64)
-        bad = back != e.level_threshold
+        bad = (back != e.level_threshold) & ~is_set
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise fail("float32-input model has a threshold that is not a float32 value", "level_threshold",
@@ -509,6 +614,37 @@ def verify_oblivious(e: ObliviousEnsemble) -> None:
         _verify_quantization(e, fail)
 
 
+def _verify_sets(e: ObliviousEnsemble, is_set: npt.NDArray[np.bool_], fail: Any) -> None:
+    """Category levels: NaN threshold iff a non-empty sorted set of codes >= -1."""
+    present = [getattr(e, f) is not None for f in SET_FIELDS]
+    if any(present) and not all(present):
+        raise fail("level_set_offset and level_set_code must be both present or both absent", "level_set_offset")
+    if not all(present):
+        if is_set.any():
+            i = int(np.flatnonzero(is_set)[0])
+            raise fail("level threshold is NaN (a category level) but the ensemble has no category sets",
+                       "level_threshold", int(e.level_tree[i]))
+        return
+    off, code = e.level_set_offset, e.level_set_code
+    assert off is not None and code is not None
+    L = e.n_levels
+    if off.shape != (L + 1,) or off[0] != 0 or off[-1] != code.shape[0] or np.any(np.diff(off) < 0):
+        raise fail("level_set_offset must run from 0 to len(level_set_code), one entry per level plus one",
+                   "level_set_offset")
+    size = np.diff(off)
+    wrong = (size > 0) != is_set
+    if wrong.any():
+        i = int(np.flatnonzero(wrong)[0])
+        raise fail("a level has a category set iff its threshold is NaN (and the set is not empty)",
+                   "level_set_code", int(e.level_tree[i]))
+    if code.size and np.any(code < INVALID_CODE):
+        raise fail("category codes must be >= 0 (or -1 for invalid values)", "level_set_code")
+    inner = np.ones(code.shape[0], dtype=bool)
+    inner[off[:-1][size > 0]] = False
+    if code.shape[0] > 1 and np.any(inner[1:] & ~(code[1:] > code[:-1])):
+        raise fail("a level's category codes must be sorted and unique", "level_set_code")
+
+
 def _verify_quantization(e: ObliviousEnsemble, fail: Any) -> None:
     assert e.col_feature is not None and e.col_nan_bin is not None and e.border_offset is not None
     assert e.border is not None and e.level_col is not None and e.level_bin is not None
@@ -521,7 +657,11 @@ def _verify_quantization(e: ObliviousEnsemble, fail: Any) -> None:
     if np.any((e.col_feature < 0) | (e.col_feature >= e.n_features)):
         raise fail("column feature out of range", "col_feature")
     m = np.diff(off)
-    if np.any((e.col_nan_bin < 0) | (e.col_nan_bin > m)):
+    inv = e.col_invalid_bin
+    if inv is not None and inv.shape != (C,):
+        raise fail("col_invalid_bin must have one entry per column", "col_invalid_bin")
+    set_col = inv >= 0 if inv is not None else np.zeros(C, dtype=bool)
+    if np.any((e.col_nan_bin < 0) | (e.col_nan_bin > np.where(set_col, 1, m))):
         raise fail("col_nan_bin must lie in [0, number of borders]", "col_nan_bin")
     if np.any(np.isnan(e.border)):
         raise fail("border is NaN", "border")
@@ -534,17 +674,36 @@ def _verify_quantization(e: ObliviousEnsemble, fail: Any) -> None:
     if np.any((e.level_col < 0) | (e.level_col >= C)):
         raise fail("level column out of range", "level_col")
     lc = e.level_col
-    if np.any((e.level_bin < 0) | (e.level_bin >= m[lc])):
+    if np.any((e.level_bin < 0) | (e.level_bin >= np.where(set_col[lc], 1, m[lc]))):
         raise fail("level bin out of its column's border range", "level_bin")
     if np.any(e.col_feature[lc] != e.level_feature):
         i = int(np.flatnonzero(e.col_feature[lc] != e.level_feature)[0])
         raise fail("level reads a column of another feature", "level_col", int(e.level_tree[i]))
-    if np.any(e.border[off[lc] + e.level_bin] != e.level_threshold):
-        i = int(np.flatnonzero(e.border[off[lc] + e.level_bin] != e.level_threshold)[0])
+    is_set = np.isnan(e.level_threshold)
+    if np.any(set_col[lc] != is_set):
+        i = int(np.flatnonzero(set_col[lc] != is_set)[0])
+        raise fail("category levels read set columns and threshold levels border columns", "level_col",
+                   int(e.level_tree[i]))
+    if inv is not None and np.any(inv > 1):
+        raise fail("a set column's invalid-value bin is 0 or 1", "col_invalid_bin")
+    if np.any(e.col_nan_bin[set_col] > 1):
+        raise fail("a set column's NaN bin is 0 or 1", "col_nan_bin")
+    thr_level = ~is_set
+    at = off[lc] + e.level_bin
+    if np.any(e.border[at[thr_level]] != e.level_threshold[thr_level]):
+        i = int(np.flatnonzero(thr_level)[np.flatnonzero(e.border[at[thr_level]] != e.level_threshold[thr_level])[0]])
         raise fail("level bin does not match its threshold", "level_bin", int(e.level_tree[i]))
+    for i in np.flatnonzero(is_set):
+        c = int(lc[i])
+        codes = e.level_set(int(i))
+        assert inv is not None
+        if (e.level_bin[i] != 0 or not np.array_equal(e.border[off[c]:off[c + 1]], codes[codes >= 0])
+                or (inv[c] == 1) != bool(codes[0] == INVALID_CODE)):
+            raise fail("category level does not match its set column", "level_col", int(e.level_tree[i]))
     if np.any((e.col_nan_bin[lc] > e.level_bin) != e.level_nan_true):
         i = int(np.flatnonzero((e.col_nan_bin[lc] > e.level_bin) != e.level_nan_true)[0])
         raise fail("column NaN bin does not give the level's NaN bit", "col_nan_bin", int(e.level_tree[i]))
 
 
-__all__ = ["MAX_DEPTH", "ObliviousEnsemble", "forest_to_oblivious", "verify_oblivious"]
+__all__ = ["INVALID_CODE", "MAX_DEPTH", "ObliviousEnsemble", "category_membership", "forest_to_oblivious",
+           "verify_oblivious"]

@@ -51,7 +51,7 @@ def assert_same_polynomial(poly: Polynomial, ens: ObliviousEnsemble) -> None:
 
 
 @given(forests(categorical=False, missing_zero=False, max_trees=5, max_depth=4),
-       st.sampled_from(["greedy", "pack"]), st.integers(0, 3))
+       st.sampled_from(["greedy", "pack", "grow"]), st.integers(0, 3))
 def test_recomposition_is_exact_on_generated_forests(forest: Forest, strategy: str, slack: int) -> None:
     poly = forest_to_polynomial(forest)
     ens, stats = recompose(poly, max_depth=max(poly.max_degree, 1) + slack, strategy=strategy)
@@ -90,7 +90,7 @@ def test_lightgbm_with_nan_against_lightgbm() -> None:
     forest = lumber.load(bst)
     poly = forest_to_polynomial(forest)
     assert poly.statistics()["missing_conditions"] > 0  # explicit NaN conditions are exercised
-    for strategy in ("greedy", "pack"):
+    for strategy in ("greedy", "pack", "grow"):
         ens = lumber.run(poly, f"oblivious{{max-depth=8,strategy={strategy}}}")
         raw = bst.predict(X, raw_score=True)
         np.testing.assert_allclose(ens.evaluate(X), raw, rtol=1e-12, atol=1e-12 * model_scale(forest))
@@ -168,7 +168,7 @@ def test_monomials_whose_supersets_skip_a_degree_are_found_by_search() -> None:
     ct, cn = np.array([0.0, 0.0, 0.0]), np.zeros(3, dtype=bool)
     ids = np.array([[0, 1, 2], [0, 3, 3]], dtype=np.int32)  # {a, b, c} and {a}: no {a, b} in between
     poly = from_terms(schema, cf, ck, ct, cn, ids, np.array([[2.0], [1.0]]), np.array([0.5]))
-    for strategy in ("greedy", "pack"):
+    for strategy in ("greedy", "pack", "grow"):
         ens, st_ = recompose(poly, max_depth=3, strategy=strategy)
         assert ens.n_trees == 1 and st_["searched"] == 2
         X = np.array([[1.0, 1, 1], [1, 0, 1], [0, 1, 1], [np.nan, 1, 1]])
@@ -222,9 +222,66 @@ def test_quantize_nan_bins() -> None:
     np.testing.assert_array_equal(TableEvaluator(q).apply(X), e.apply(X))
 
 
-def test_category_conditions_are_refused_with_the_feature_named() -> None:
+@given(forests(categorical=True, missing_zero=False, max_trees=4, max_depth=3),
+       st.sampled_from(["greedy", "pack", "grow"]))
+def test_category_conditions_become_exact_set_levels(forest: Forest, strategy: str) -> None:
+    """Native categorical splits (every category rule, in-set left or right, invalid values either way)
+    re-compose to ``code in set`` levels: the IR, the numpy and C table evaluators, the table file and
+    ``to_forest`` all give the forest's margins on boundary rows with NaN, invalid and unseen codes."""
+    from lumber.backends.table import decode_table, encode_table
+
+    poly = forest_to_polynomial(forest)
+    ens, _ = recompose(poly, max_depth=max(poly.max_degree, 1), strategy=strategy)
+    ens.validate()
+    X = corpus(forest)
+    assert_exact(forest, ens, X)
+    assert_same_polynomial(poly, ens)
+    q = quantize_ensemble(ens).validate()
+    np.testing.assert_array_equal(TableEvaluator(q).predict_raw(X), ens.evaluate(X))
+    np.testing.assert_array_equal(TableEvaluator(decode_table(encode_table(q)).ensemble).predict_raw(X),
+                                  ens.evaluate(X))
+    assert_exact(forest, ObliviousEnsemble.from_forest(ens.to_forest()), X)
+
+
+def test_category_levels_name_their_categories() -> None:
     from builders import categorical
 
     f = make_forest([("x", 0.5, ("c", {1, 3}, 1.0, 2.0), 3.0)], ["x", categorical("c", range(4))])
-    with pytest.raises(CompileError, match=r"category conditions on 'c'"):
-        recompose(forest_to_polynomial(f))
+    ens, _ = recompose(forest_to_polynomial(f))
+    texts = {ens.describe_level(i) for i in range(ens.n_levels)}
+    assert any(t.startswith("c in {") for t in texts), texts
+    assert ens.statistics()["category_levels"] >= 1
+
+
+
+
+@pytest.mark.parametrize("strategy", ["pack", "grow"])
+def test_lightgbm_with_native_categories_compiles_to_exact_tables(adult_split: tuple, strategy: str) -> None:
+    """Adult with LightGBM's own categorical splits (sets of several codes, max_cat_to_onehot=1): the
+    tables -- IR, numpy table evaluator, C table runtime -- give LightGBM's raw scores on real rows
+    and on rows with NaN, negative, fractional, unseen and huge category values."""
+    import lightgbm as lgb
+
+    from lumber.backends.table_c import TableRuntime
+
+    d = lumber.datasets.load("adult")
+    cats = [i for i, f in enumerate(d.features) if f.kind.name == "CATEGORICAL"]
+    Xtr, ytr = adult_split[:2]
+    bst = lgb.train({"objective": "binary", "num_leaves": 8, "max_depth": 3, "learning_rate": 0.2, "verbose": -1,
+                     "num_threads": 1, "seed": 0, "max_cat_to_onehot": 1, "min_data_per_group": 5},
+                    lgb.Dataset(Xtr, ytr, categorical_feature=cats), 30)
+    forest = lumber.load(bst)
+    assert forest.is_categorical.any() and any(forest.categories_of(int(n)).size > 1
+                                               for n in np.flatnonzero(forest.is_categorical))
+    ens = lumber.run(bst, f"polynomial,oblivious{{strategy={strategy}}},quantize")
+    assert ens.statistics()["category_levels"] > 0
+    X = np.concatenate([adult_split[4][:1500]] + [adult_split[4][:40].copy() for _ in range(5)])
+    for j, v in enumerate([np.nan, -1.0, 0.5, 99.0, 2.0**31]):
+        X[1500 + 40 * j:1540 + 40 * j, cats] = v
+    ref = bst.predict(X, raw_score=True)
+    tol = 1e-12 * max(model_scale(forest), 1.0)
+    np.testing.assert_allclose(ens.evaluate(X), ref, rtol=0, atol=tol)
+    np.testing.assert_array_equal(TableEvaluator(ens).predict_raw(X), ens.evaluate(X))
+    rt = TableRuntime(ens)
+    np.testing.assert_array_equal(rt.predict_raw(np.ascontiguousarray(X))[:, 0], ens.evaluate(X))
+    np.testing.assert_array_equal(rt.predict_raw(np.ascontiguousarray(X[1501:1502]))[:, 0], ens.evaluate(X[1501:1502]))

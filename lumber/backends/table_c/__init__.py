@@ -34,7 +34,7 @@ from ..table import check as check_table
 
 BLOCK = 256
 """Rows per block (bins of a block stay in L1 for models with up to ~100 columns)."""
-GENERIC_ABI = 1
+GENERIC_ABI = 2
 
 
 def runtime_source() -> str:
@@ -129,11 +129,13 @@ def emit_table_source(ens: ObliviousEnsemble, options: TableCOptions | None = No
         _arr("double", "L_VALUE", c_reals(ens.value, False), 4),
         _arr("double", "L_BASE", c_reals(np.asarray(schema.base_score, dtype=np.float64), False), 4),
         _arr("double", "L_DIVISOR", c_reals(div, False), 4),
+        _arr("int32_t", "L_COL_INVALID_BIN", _ints(ens.col_invalid_bin)) if ens.col_invalid_bin is not None else "",
         "static const lt_model L_MODEL = {\n"
         f"    {F}, {K}, {T}, {ens.col_feature.shape[0]}, {int(schema.average)}, {int(schema.post_transform)},\n"
         f"    {c_reals(np.array([schema.sigmoid_alpha]), False)[0]}, {c_reals(np.array([schema.isolation_c]), False)[0]},\n"
         "    L_COL_FEATURE, L_COL_NAN_BIN, L_BORDER_OFFSET, L_BORDER, L_DEPTH, L_TREE_OUTPUT, L_LEVEL_OFFSET,\n"
-        "    L_LEVEL_COL, L_LEVEL_BIN, L_VALUE_OFFSET, L_VALUE, L_BASE, L_DIVISOR\n};\n",
+        "    L_LEVEL_COL, L_LEVEL_BIN, L_VALUE_OFFSET, L_VALUE, L_BASE, L_DIVISOR,\n"
+        f"    {int(schema.category_rule)}, {'L_COL_INVALID_BIN' if ens.col_invalid_bin is not None else 'NULL'}\n}};\n",
         f"static const char L_FINGERPRINT[] = {c_string(fp)};\n",
         f"static const char L_METADATA[] = {c_string(json.dumps(meta, sort_keys=True, default=str))};\n\n",
         f"int32_t {p}_predict_raw(const {in_t} *rows, int64_t n, double *out, int32_t threads)\n"
@@ -195,7 +197,8 @@ def _model_struct(in_ctype: Any, bin_ctype: Any) -> type[ctypes.Structure]:
                     ("tree_output", P(ctypes.c_int32)), ("level_offset", P(ctypes.c_int64)),
                     ("level_col", P(ctypes.c_int32)), ("level_bin", P(bin_ctype)),
                     ("value_offset", P(ctypes.c_int64)), ("value", P(ctypes.c_double)),
-                    ("base", P(ctypes.c_double)), ("divisor", P(ctypes.c_double))]
+                    ("base", P(ctypes.c_double)), ("divisor", P(ctypes.c_double)),
+                    ("cat_rule", ctypes.c_int32), ("col_invalid_bin", P(ctypes.c_int32))]
 
     return LtModel
 
@@ -270,11 +273,14 @@ class TableRuntime:
             "base": np.asarray(ens.schema.base_score, dtype=np.float64),
             "divisor": np.asarray(div, dtype=np.float64),
         }
+        if ens.col_invalid_bin is not None:
+            keep["col_invalid_bin"] = np.ascontiguousarray(ens.col_invalid_bin, dtype=np.int32)
         self._keep = {k: (v if v.size else np.zeros(1, dtype=v.dtype)) for k, v in keep.items()}
         fields = {name: ctypes.cast(a.ctypes.data, dict(Struct._fields_)[name]) for name, a in self._keep.items()}
         sch = ens.schema
         self._model = Struct(ens.n_features, K, ens.n_trees, ens.col_feature.shape[0], int(sch.average),
-                             int(sch.post_transform), float(sch.sigmoid_alpha), float(sch.isolation_c), **fields)
+                             int(sch.post_transform), float(sch.sigmoid_alpha), float(sch.isolation_c), **fields,
+                             cat_rule=int(sch.category_rule))
         self.has_openmp = bool(self._lib.lt_has_openmp())
 
     def _rows(self, X: npt.NDArray[Any]) -> npt.NDArray[Any]:

@@ -5,7 +5,9 @@
  * in super-blocks (a few thousand rows, so their bins fit in L2):
  *   1. binarize: every column once per row, bin = #{borders b : x > b} (NaN: the
  *      column's NaN bin), stored column-major as LT_BIN_T so step 2 reads
- *      contiguous small integers;
+ *      contiguous small integers; a set column (category level) gets 1 when the
+ *      value's category code (the model's category rule) is one of its borders,
+ *      0 for another valid code and col_invalid_bin for an invalid value;
  *   2. per tree: leaf index = OR over levels of (bin > level_bin) << level, for
  *      LT_BLOCK rows at once (one vector compare per level and 32 rows with AVX2);
  *   3. per tree: add table[index] to the row's sums.
@@ -74,7 +76,30 @@ typedef struct {
     const double *value;
     const double *base;
     const double *divisor;
+    int32_t cat_rule;               /* lumber.ir.schema.CategoryRule */
+    const int32_t *col_invalid_bin; /* NULL, or per column: -1 border column, else a set column's invalid bin */
 } lt_model;
+
+/* Bin of a non-NaN value in set column c: 1 member, 0 valid non-member, the invalid bin otherwise. */
+static LT_BIN_T lt_set_bin(const lt_model *M, int32_t c, LT_IN_T v)
+{
+    const double x = (double)v, t = trunc(x);
+    int valid;
+    switch (M->cat_rule) {
+    case 0: valid = fabs(x) < 2147483648.0 && t >= 0; break;       /* LightGBM: -0.5 is category 0 */
+    case 1: valid = x >= 0 && x < 16777216.0; break;                /* XGBoost */
+    case 2: valid = x >= 0 && x < 4294967296.0 && t == x; break;    /* scikit-learn: exact codes only */
+    default: valid = x >= 0 && x < 4294967296.0; break;             /* treelite */
+    }
+    if (!valid) return (LT_BIN_T)M->col_invalid_bin[c];
+    const LT_IN_T *b = M->border + M->border_offset[c];
+    int lo = 0, hi = (int)(M->border_offset[c + 1] - M->border_offset[c]);
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if ((double)b[mid] < t) lo = mid + 1; else hi = mid;
+    }
+    return (LT_BIN_T)(lo < (int)(M->border_offset[c + 1] - M->border_offset[c]) && (double)b[lo] == t);
+}
 
 #ifdef LT_FIXED_K
 #define LT_K(M) LT_FIXED_K
@@ -102,6 +127,10 @@ LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, int l
         LT_BIN_T *out = bins + (int64_t)c * stride;
         for (int i = 0; i < m; ++i) xs[i] = X[(int64_t)i * F + f];
         for (int i = m; i < lanes; ++i) xs[i] = 0;
+        if (M->col_invalid_bin && M->col_invalid_bin[c] >= 0) {
+            for (int i = 0; i < lanes; ++i) out[i] = (xs[i] != xs[i]) ? nan_bin : lt_set_bin(M, c, xs[i]);
+            continue;
+        }
         if (nb <= LT_LINEAR_MAX) {
             /* few borders: count them, vectorized over rows */
             for (int i = 0; i < lanes; ++i) pos[i] = 0;
@@ -422,7 +451,8 @@ static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *lea
             const int mid = (lo + hi) >> 1;
             if (b[mid] < v) lo = mid + 1; else hi = mid;
         }
-        bins[c] = (v != v) ? (LT_BIN_T)M->col_nan_bin[c] : (LT_BIN_T)lo;
+        bins[c] = (v != v) ? (LT_BIN_T)M->col_nan_bin[c]
+                  : (M->col_invalid_bin && M->col_invalid_bin[c] >= 0) ? lt_set_bin(M, c, v) : (LT_BIN_T)lo;
     }
     for (int k = 0; k < K; ++k) a[k] = M->base[k];
     for (int32_t t = 0; t < M->n_trees; ++t) {

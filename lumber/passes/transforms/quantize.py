@@ -6,7 +6,10 @@ a binarized column: ``bin(x) = #{b : x > b}``, so the level ``x > b_k`` is
 feature its ``nan_true`` bit (``p > k`` exactly for the levels true on NaN);
 when no single ``p`` does (levels disagree about NaN out of threshold order),
 the feature gets two columns, one whose NaN bin is above every border (for the
-levels true on NaN) and one whose NaN bin is 0. Thresholds, tables and
+levels true on NaN) and one whose NaN bin is 0. Category levels (``code in
+set``) each read a *set column* of their (feature, set, NaN bit): bin 1 for a
+member, 0 for a valid non-member, ``col_invalid_bin`` for an invalid value,
+and the NaN bit as the NaN bin; the level's bit is ``bin > 0``. Thresholds, tables and
 semantics are unchanged: the pass only adds the bin arrays the table
 evaluators use (``ObliviousEnsemble`` docstring).
 """
@@ -20,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import CompileError, ObliviousEnsemble
+from lumber.ir.oblivious import INVALID_CODE
 
 from ..base import PassContext, PassReport, Transform
 
@@ -56,6 +60,7 @@ def quantize_ensemble(ens: ObliviousEnsemble) -> ObliviousEnsemble:
     """``ens`` with ``col_*``, ``border*`` and ``level_col``/``level_bin`` filled (see module docstring)."""
     L = ens.n_levels
     feat = ens.level_feature.astype(np.int64)
+    is_set = np.isnan(ens.level_threshold)
     thr = ens.level_threshold
     nan_true = ens.level_nan_true
     level_col = np.zeros(L, dtype=np.int32)
@@ -63,9 +68,10 @@ def quantize_ensemble(ens: ObliviousEnsemble) -> ObliviousEnsemble:
     col_feature: list[int] = []
     col_nan_bin: list[int] = []
     borders: list[npt.NDArray[np.float64]] = []
-    order = np.argsort(feat, kind="stable")
-    starts = np.flatnonzero(np.concatenate([[True], feat[order][1:] != feat[order][:-1]])) if L else []
-    bounds = list(starts) + [L]
+    thr_levels = np.flatnonzero(~is_set)
+    order = thr_levels[np.argsort(feat[thr_levels], kind="stable")]
+    starts = np.flatnonzero(np.concatenate([[True], feat[order][1:] != feat[order][:-1]])) if order.size else []
+    bounds = list(starts) + [order.shape[0]]
 
     def add_column(f: int, levels: npt.NDArray[np.int64], nan_bin: int | None) -> None:
         u, k = np.unique(thr[levels], return_inverse=True)
@@ -92,12 +98,34 @@ def quantize_ensemble(ens: ObliviousEnsemble) -> ObliviousEnsemble:
         else:
             add_column(f, levels[t_mask], None)  # NaN above every border: all true
             add_column(f, levels[~t_mask], 0)    # NaN in bin 0: all false
+    col_invalid_bin = [-1] * len(col_feature)
+    set_cols: dict[tuple[int, tuple[int, ...], bool], int] = {}
+    f32 = ens.schema.input_dtype == "float32"
+    for i in np.flatnonzero(is_set):
+        codes = ens.level_set(int(i))
+        key = (int(feat[i]), tuple(int(c) for c in codes), bool(nan_true[i]))
+        c = set_cols.get(key)
+        if c is None:
+            valid = codes[codes >= 0]
+            if f32 and valid.size and int(valid.max()) >= 1 << 24:
+                raise CompileError(
+                    f"feature '{ens.schema.features[key[0]].name}': category code {int(valid.max())} is not a "
+                    "float32 value; set columns of float32-input models hold codes below 2^24",
+                    "keep the unquantized form (the numpy evaluator needs no bins)")
+            c = set_cols[key] = len(col_feature)
+            col_feature.append(key[0])
+            col_nan_bin.append(int(key[2]))
+            borders.append(valid.astype(np.float64))
+            col_invalid_bin.append(int(codes.size > 0 and codes[0] == INVALID_CODE))
+        level_col[i] = c
+        level_bin[i] = 0
     offset = np.zeros(len(borders) + 1, dtype=np.int64)
     np.cumsum([b.shape[0] for b in borders], out=offset[1:])
     return ens.replace(
         col_feature=np.asarray(col_feature, dtype=np.int32), col_nan_bin=np.asarray(col_nan_bin, dtype=np.int32),
         border_offset=offset, border=np.concatenate(borders) if borders else np.zeros(0),
         level_col=level_col, level_bin=level_bin,
+        col_invalid_bin=np.asarray(col_invalid_bin, dtype=np.int32) if set_cols else None,
     )
 
 

@@ -22,6 +22,15 @@ main cost, levels are nearly free, so fewer and deeper trees are faster).
 Afterwards trees whose condition sets nest are merged (``merge``), smallest
 first.
 
+``grow``: tree at a time. The maximal monomials (no monomial one condition
+larger contains them) decide the cover, their subsets follow. A tree starts
+from the largest uncovered maximal monomial and grows one or two conditions
+at a time, always by the condition (pair) that completes the most uncovered
+maximal monomials per level added, until ``max-depth``; then every maximal
+monomial inside its level set is covered. Filling one tree before starting the
+next packs monomials that share conditions; on LightGBM 500 x 63 at depth 10 it
+needs about a quarter fewer trees than ``pack`` (docs/passes.md has the numbers).
+
 Covering non-maximal monomials needs no search: a monomial one condition
 short of an already placed monomial goes to that monomial's tree (one
 vectorized step per degree); only the rest (maximal monomials, or ones whose
@@ -29,8 +38,10 @@ supersets skip a degree) are placed one by one through an inverted index
 from conditions to trees. Monomials whose weights touch one output only go
 to scalar trees of that output, others to vector trees.
 
-Conditions become levels: ``x > b`` (NaN: ``cond_nan_true``), and the
-MISSING condition ``x is NaN`` becomes ``x > +inf`` true on NaN.
+Conditions become levels: ``x > b`` (NaN: ``cond_nan_true``), the
+MISSING condition ``x is NaN`` becomes ``x > +inf`` true on NaN, and the
+category conditions become category levels: ``x = code`` the set ``{code}``,
+"not a valid category" the set ``{-1}`` (``ObliviousEnsemble`` docstring).
 """
 
 from __future__ import annotations
@@ -44,12 +55,12 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import CompileError, ObliviousEnsemble, Polynomial
-from lumber.ir.oblivious import MAX_DEPTH
+from lumber.ir.oblivious import INVALID_CODE, MAX_DEPTH
 from lumber.ir.polynomial import ConditionKind
 
 from ..base import PassContext, PassReport, Transform
 
-STRATEGIES = ("greedy", "pack")
+STRATEGIES = ("greedy", "pack", "grow")
 DEFAULT_MAX_DEPTH = 8
 """Tables of up to 256 rows: the C evaluator's fastest index width (one byte) and L1-sized tables."""
 
@@ -124,7 +135,7 @@ class _Cover:
         """Tree for a monomial no tree covers: a new one, or (pack) the cheapest extension:
         fewest new conditions, then the smallest grown table, then the oldest tree."""
         cs = set(conds)
-        if self.strategy == "greedy":
+        if self.strategy != "pack":
             return self.new_tree(cs)
         k = len(cs)
         counts: Counter[int] = Counter()
@@ -158,7 +169,8 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
     """Deepest table (2^max_depth rows); at least the polynomial's largest degree.
     ``auto``: 8, or the largest degree when that is more."""
     strategy: str = "pack"
-    """``greedy`` (the paper's Algorithm 1) or ``pack`` (extend trees under a cost model)."""
+    """``greedy`` (the paper's Algorithm 1), ``pack`` (extend trees under a cost model) or ``grow``
+    (fill one tree at a time with the maximal monomials it completes)."""
     merge: bool = True
     """Merge trees whose condition sets nest (pack only)."""
     table_mb: int = 64
@@ -190,13 +202,6 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
     """The ensemble and statistics (trees, depths, table bytes, search counts, seconds)."""
     t0 = time.perf_counter()
     cost = cost or CostModel()
-    cat = np.flatnonzero(poly.cond_kind >= ConditionKind.EQUAL)
-    if cat.size:
-        names = sorted({poly.schema.features[int(f)].name for f in poly.cond_feature[cat]})
-        raise CompileError(
-            f"oblivious tables test thresholds; the polynomial has category conditions on "
-            f"{', '.join(repr(n) for n in names[:5])}{' ...' if len(names) > 5 else ''}",
-            "encode those features as ordered numeric codes and retrain, or compile the Forest form (C, ONNX)")
     if poly.max_degree > max_depth:
         j = int(np.flatnonzero(poly.degree == poly.max_degree)[0])
         raise CompileError(
@@ -217,6 +222,9 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
     for g in sorted(set(group.tolist())):
         members = np.flatnonzero(group == g)
         cover = _Cover(max_depth, strategy, cost)
+        if strategy == "grow":
+            for conds in grow_sets(ids[members], deg[members], poly.n_conditions, max_depth):
+                cover.new_tree(set(conds))
         assign = _cover(cover, ids[members], deg[members])
         searched += int(assign[1])
         extensions += cover.extensions
@@ -263,6 +271,140 @@ def _cover(cover: _Cover, ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64]
             t = cover.covering(conds)
             tree_of[m] = t if t >= 0 else cover.place(conds)
     return tree_of, searched
+
+
+def maximal_monomials(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Monomials no monomial of one degree more contains (rows of ``ids``: sorted ids, then padding).
+
+    A monomial whose only supersets are two or more degrees up also counts as maximal: the
+    cover then places it itself, which is never wrong, only a little less dense."""
+    n, W = ids.shape
+    out = np.ones(n, dtype=bool)
+    mul = (np.random.default_rng(0x5EED).integers(1, 2**62, size=W + 1, dtype=np.int64) * 2 + 1).astype(np.uint64)
+    for k in range(1, int(deg.max()) if n else 0):
+        here = np.flatnonzero(deg == k)
+        sup = np.flatnonzero(deg == k + 1)
+        if here.size == 0 or sup.size == 0:
+            continue
+        keys = _hash_rows(ids[here][:, :k], mul)
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        sub_ids = ids[sup][:, :k + 1]
+        for j in range(k + 1):
+            drop = np.concatenate([sub_ids[:, :j], sub_ids[:, j + 1:]], axis=1)
+            kk = _hash_rows(drop, mul)
+            pos = np.minimum(np.searchsorted(sorted_keys, kk), sorted_keys.shape[0] - 1)
+            hit = np.flatnonzero(sorted_keys[pos] == kk)
+            cand = here[order[pos[hit]]]
+            ok = (ids[cand][:, :k] == drop[hit]).all(axis=1)
+            out[cand[ok]] = False
+    return out
+
+
+def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditions: int,
+              max_depth: int) -> list[list[int]]:
+    """Level sets covering every maximal monomial, built one tree at a time (strategy ``grow``).
+
+    A tree starts from the largest uncovered maximal monomial; while it has room it adds the
+    condition that completes the most uncovered monomials (those missing exactly it), or the pair
+    that completes the most per level, or else the fewest conditions that complete one monomial
+    it shares conditions with, or else the next uncovered monomial that fits.
+    """
+    top = np.flatnonzero(maximal_monomials(ids, deg))
+    P, dg = ids[top], deg[top]
+    m, W = P.shape
+    nc = n_conditions
+    # inverted index: condition -> maximal monomials holding it
+    ent_m = np.repeat(np.arange(m), W)
+    ent_c = P.reshape(-1)
+    real = ent_c < nc
+    ent_m, ent_c = ent_m[real], ent_c[real]
+    o = np.argsort(ent_c, kind="stable")
+    post_m = ent_m[o]
+    post_off = np.zeros(nc + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ent_c, minlength=nc), out=post_off[1:])
+    alive = np.ones(m, dtype=bool)
+    seen = np.zeros(m, dtype=bool)
+    tag = np.zeros(m, dtype=np.int64)
+    in_s = np.zeros(nc + 1, dtype=bool)
+    in_s[nc] = True
+    order = np.argsort(-dg, kind="stable")
+    sets: list[list[int]] = []
+    ptr = 0
+
+    def holders(conds: list[int]) -> npt.NDArray[np.int64]:
+        """Uncovered maximal monomials holding one of ``conds`` that the tree has not seen yet."""
+        parts = [post_m[post_off[c]:post_off[c + 1]] for c in conds]
+        new = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        new = new[alive[new] & ~seen[new]]
+        tag[new] = np.arange(new.shape[0])
+        new = new[tag[new] == np.arange(new.shape[0])]  # each monomial once
+        seen[new] = True
+        return new
+
+    while True:
+        while ptr < m and not alive[order[ptr]]:
+            ptr += 1
+        if ptr >= m:
+            break
+        seed = int(order[ptr])
+        S = [int(c) for c in P[seed, :dg[seed]]]
+        in_s[S] = True
+        cand = holders(S)
+        touched = [cand]
+        while True:
+            room = max_depth - len(S)
+            hit = in_s[P[cand]]
+            miss = W - hit.sum(axis=1)
+            fit = miss <= room
+            cand, hit, miss = cand[fit], hit[fit], miss[fit]
+            if room == 0:
+                break
+            best: list[int] = []
+            score = 0.0
+            one = np.flatnonzero(miss == 1)
+            n1 = np.zeros(nc + 1, dtype=np.int64)
+            if one.size:
+                c1 = P[cand[one]][~hit[one]]
+                n1 = np.bincount(c1, minlength=nc + 1)
+                b = int(np.argmax(n1))
+                best, score = [b], float(n1[b])
+            two = np.flatnonzero(miss == 2) if room >= 2 else np.zeros(0, np.int64)
+            if two.size:
+                c2 = P[cand[two]][~hit[two]].reshape(-1, 2)
+                key = c2[:, 0] * (nc + 1) + c2[:, 1]
+                uk, cnt = np.unique(key, return_counts=True)
+                a, b2 = uk // (nc + 1), uk % (nc + 1)
+                s2 = (cnt + n1[a] + n1[b2]) / 2.0
+                j = int(np.argmax(s2))
+                if s2[j] > score:
+                    best, score = [int(a[j]), int(b2[j])], float(s2[j])
+            if not best:
+                more = np.flatnonzero(miss >= 3)
+                if more.size:
+                    j = int(more[np.argmin(miss[more])])
+                    best = [int(c) for c in P[cand[j]][~hit[j]]]
+            if not best:
+                for q in range(ptr + 1, min(m, ptr + 64)):
+                    i = int(order[q])
+                    if alive[i] and dg[i] <= room and not in_s[P[i]].all():
+                        best = [int(c) for c in P[i, :dg[i]] if not in_s[c]]
+                        break
+            if not best:
+                break
+            S.extend(best)
+            in_s[best] = True
+            new = holders(best)
+            touched.append(new)
+            cand = np.concatenate([cand, new])
+        done = cand[miss == 0] if cand.size else cand
+        alive[done] = False
+        alive[seed] = False
+        in_s[S] = False
+        for t in touched:
+            seen[t] = False
+        sets.append(sorted(S))
+    return sets
 
 
 def _inherit(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], tree_of: npt.NDArray[np.int64],
@@ -381,11 +523,20 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
         t = u
     kinds = poly.cond_kind[level_cond]
     missing = kinds == ConditionKind.MISSING
-    thr = np.where(missing, np.inf, poly.cond_threshold[level_cond])
+    equal, invalid = kinds == ConditionKind.EQUAL, kinds == ConditionKind.INVALID
+    thr = np.where(missing, np.inf, np.where(equal | invalid, np.nan, poly.cond_threshold[level_cond]))
+    sets: dict[str, Any] = {}
+    if (equal | invalid).any():  # x = code is the set {code}; "not a valid category" the set {-1}
+        size = (equal | invalid).astype(np.int64)
+        off = np.zeros(level_cond.shape[0] + 1, dtype=np.int64)
+        np.cumsum(size, out=off[1:])
+        codes = np.where(equal, poly.cond_threshold[level_cond], float(INVALID_CODE))[size > 0]
+        sets = dict(level_set_offset=off, level_set_code=codes.astype(np.int64))
     schema = poly.schema.with_(base_score=tuple(float(b) for b in poly.bias))
     return ObliviousEnsemble(schema=schema, depth=depth, level_feature=poly.cond_feature[level_cond],
                              level_threshold=thr, level_nan_true=poly.cond_nan_true[level_cond] | missing,
-                             tree_output=tout, value=value)
+                             tree_output=tout, value=value, **sets)
 
 
-__all__ = ["CostModel", "DEFAULT_MAX_DEPTH", "RecomposeOblivious", "STRATEGIES", "recompose"]
+__all__ = ["CostModel", "DEFAULT_MAX_DEPTH", "RecomposeOblivious", "STRATEGIES", "grow_sets",
+           "maximal_monomials", "recompose"]
