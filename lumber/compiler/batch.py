@@ -432,10 +432,9 @@ def run_task(task: Task, X: FloatArray, *, rows: Sequence[int] | None = None, ou
 
 def _resume(path: Path, header: Record, X: FloatArray, retry_failed: bool) -> dict[int, Record]:
     """Rows already in ``path`` (checked against the header and the data); writes the header if new."""
-    if path.exists() and path.is_dir():
-        raise BatchError(f"{path}: is a folder", "give a file name for the JSONL output")
-    if not path.parent.exists():
-        raise BatchError(f"{path}: folder '{path.parent}' does not exist")
+    from lumber.ir.atomic import prepare_output
+
+    prepare_output(path)  # the one output rule: missing folders created, a directory refused
     old, records = read_output(path)
     if old is None:
         _rewrite(path, header, [])

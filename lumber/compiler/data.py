@@ -1,40 +1,56 @@
-"""Reading user data files for the CLI (CSV, with an optional row of type codes)."""
+"""Reading user data files for the CLI and the build: CSV bound to a model's features by name.
+
+The rules live in :mod:`lumber.ir.binding` (one place for every entry point);
+this module adds the file name to every message.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from lumber.datasets import read_typed_csv
-from lumber.ir import Forest, InputDataError
+from lumber.ir import InputDataError
+from lumber.ir.binding import bind_frame, read_csv, suggest
 
 
-def read_frame(path: str | Path) -> pd.DataFrame:
-    """A CSV as a DataFrame (type-code row honoured, categorical labels kept as text)."""
-    p = Path(path)
-    if not p.exists():
-        raise InputDataError(f"{p}: no such file")
+def read_frame(path: str | Path, *, header: bool = True, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """A CSV as a DataFrame (type-code row skipped, categorical labels kept as text).
+
+    ``header=False`` (``--no-header``): the file has no header row; ``names`` name
+    its columns in order.
+    """
+    return read_csv(path, header=header, names=names)  # type: ignore[no-any-return]
+
+
+def read_rows(path: str | Path, model: Any, *, header: bool = True, label: str | None = None,
+              features_only: bool = False) -> tuple[pd.DataFrame, npt.NDArray[np.float64]]:
+    """The CSV and its rows as model input, columns bound by feature name (extras ignored and said once).
+
+    ``label`` names a column that is not a feature (it is not reported as extra).
+    With ``header=False`` the columns are the model's features in order. The frame
+    returned is the whole file, or with ``features_only`` its feature columns in
+    the model's order (ready to pass on without being bound again).
+    """
+    names = model.schema.feature_names
+    frame = read_frame(path, header=header, names=names)
+    if label is not None and header and label not in frame.columns:
+        close = suggest(label, [str(c) for c in frame.columns])
+        raise InputDataError(f"{path}: no label column '{label}'",
+                             *([f"did you mean '{close}'?"] if close else []),
+                             f"columns: {', '.join(map(str, frame.columns[:12]))}")
     try:
-        frame = pd.read_csv(p, keep_default_na=True, na_values=["?"])
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputDataError(f"{p}: cannot read as CSV ({exc})", "expected comma-separated values with a header row") from None
-    if len(frame) and all(str(v).strip() in ("F", "D", "B", "E", "T") for v in frame.iloc[0]):
-        frame = pd.read_csv(p, skiprows=[1], keep_default_na=True, na_values=["?"])
-    return frame
-
-
-def read_rows(path: str | Path, forest: Forest) -> tuple[pd.DataFrame, npt.NDArray[np.float64]]:
-    """The CSV and its rows as model input (columns matched by feature name; extras ignored)."""
-    frame = read_frame(path)
-    try:
-        X = forest.prepare_input(frame)
+        bound = bind_frame(names, frame, source=str(path), ignore=[label] if label else [])
+        X = model.prepare_input(bound)
     except InputDataError as exc:
-        raise InputDataError([d.__class__(d.severity, f"{path}: {d.message}", d.location, d.notes)
+        raise InputDataError([d if d.location is not None else d.__class__(d.severity, f"{path}: {d.message}",
+                                                                           d.location, d.notes)
                               for d in exc.diagnostics]) from None
-    return frame, X
+    return (bound if features_only else frame), X
 
 
 __all__ = ["read_frame", "read_rows", "read_typed_csv"]

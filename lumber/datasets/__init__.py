@@ -68,6 +68,10 @@ def read_typed_csv(source: str | Path | IO[str], name: str | None = None) -> Typ
     numerical (text columns are categorical) and no target is known.
     """
     label = name or str(source)
+    if isinstance(source, (str, Path)):
+        from lumber.ir.binding import checked_csv_text
+
+        source = io.StringIO(checked_csv_text(source))  # shape errors with line numbers, as for every CSV
     try:
         raw = pd.read_csv(source, dtype=str, keep_default_na=False, na_values=["", "NA", "NaN", "nan", "?"])
     except FileNotFoundError:

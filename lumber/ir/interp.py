@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .binding import bind_frame
 from .diagnostics import InputDataError
 from .schema import CategoryRule, FeatureKind, PostTransform, Schema
 from .forest import ZERO_THRESHOLD
@@ -25,21 +26,15 @@ BLOCK_ENTRIES = 1 << 21
 
 
 def _frame_to_array(schema: Schema, frame: Any) -> npt.NDArray[np.float64]:
-    """A pandas DataFrame -> float64 array in the schema's column order (labels mapped to codes)."""
+    """A pandas DataFrame -> float64 array in the schema's column order (labels mapped to codes).
+
+    Columns bind by name (``binding.bind``): never by position unless the frame
+    or the model carries no names.
+    """
     import pandas as pd
 
     names = schema.feature_names
-    cols = [str(c) for c in frame.columns]
-    if set(names) <= set(cols):
-        frame = frame[[c for c in frame.columns if str(c) in set(names)]]
-        frame.columns = [str(c) for c in frame.columns]
-        frame = frame[names]
-    elif len(cols) != len(names):
-        missing = [n for n in names if n not in cols][:5]
-        raise InputDataError(
-            f"data has {len(cols)} columns but the model reads {len(names)} features",
-            f"missing feature columns: {', '.join(missing)}" if missing else "",
-            "pass the model's feature columns (extra columns are ignored when names match)")
+    frame = bind_frame(names, frame)
     out = np.empty((len(names), len(frame)), dtype=np.float64)  # one row per column: contiguous writes
     for j, feat in enumerate(schema.features):
         col = frame.iloc[:, j]
@@ -81,8 +76,9 @@ def _frame_to_array(schema: Schema, frame: Any) -> npt.NDArray[np.float64]:
 def prepare_input(schema: Schema, X: Any) -> npt.NDArray[np.float64]:
     """Validate user data and round it to the model's input dtype (returned as float64).
 
-    Accepts a 2-D array-like or a pandas DataFrame (columns matched by name when
-    they carry the feature names). Errors name the problem and what is accepted.
+    Accepts a 2-D array-like (columns by position: an array carries no names) or a
+    pandas DataFrame (columns bound by feature name, strictly; see ``binding``).
+    Errors name the problem and what is accepted.
     """
     if hasattr(X, "iloc") and hasattr(X, "columns"):
         arr = _frame_to_array(schema, X)

@@ -222,11 +222,15 @@ def test_missing_compiler_is_a_clear_error_and_numpy_still_works(monkeypatch: py
 def test_unwritable_output_path(tmp_path: Path) -> None:
     from cases import numeric_nan
 
-    with pytest.raises(OutputError, match="does not exist"):
-        build_shared(emit_source(numeric_nan()).text(), tmp_path / "missing" / "m.so")
-    assert not list(tmp_path.iterdir())
-    with pytest.raises(OutputError, match="does not exist"):
-        lumber.compile(numeric_nan(), target="c-source", path=tmp_path / "nope" / "m.c")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OutputError, match="is a file, not a folder"):
+        build_shared(emit_source(numeric_nan()).text(), blocker / "m.so")
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
+    with pytest.raises(OutputError, match="is a directory"):
+        lumber.compile(numeric_nan(), target="c-source", path=tmp_path)
+    with pytest.raises(OutputError, match="is a file, not a folder"):
+        lumber.compile(numeric_nan(), target="c-source", path=blocker / "nope" / "m.c")
 
 
 def test_bad_prefix_and_block_are_refused() -> None:

@@ -44,9 +44,9 @@ def test_unreadable_model(project: Path) -> None:
 def test_data_columns_must_match_the_model(project: Path) -> None:
     frame = pd.read_csv(project / "valid.csv").rename(columns={"Age": "age", "HoursPerWeek": "Hours"})
     frame.to_csv(project / "valid.csv", index=False)
-    fails(project, "validation file 'valid.csv' does not match the model: 2 of its 11 feature column(s) are missing",
-          "'Age': no column (did you mean 'age'?)", "'HoursPerWeek': no column",
-          "lumber.toml:8:1")
+    fails(project, "1 error in 'valid.csv': 2 of the model's 11 features have no column: 'Age', 'HoursPerWeek'",
+          "'Age': no such column; did you mean 'age'?", "'HoursPerWeek': no such column",
+          "lumber.toml:8:1", "valid.csv:1:1")
 
 
 def test_label_column_must_exist(project: Path) -> None:

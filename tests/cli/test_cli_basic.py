@@ -73,11 +73,16 @@ def test_missing_file_and_bad_data(model_file: Path, tmp_path: Path, capsys: pyt
     assert "unknown category 'w'" in capsys.readouterr().err
     pd.DataFrame({"q": [1.0]}).to_csv(data, index=False)
     assert main(["predict", str(model_file), str(data)]) == 2
-    assert "1 columns but the model reads 2" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "2 of the model's 2 features have no column: 'a', 'c'" in err and "d.csv:1:1" in err
 
 
 def test_unwritable_output(model_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "d.csv"
     pd.DataFrame({"a": [1.0], "c": [1]}).to_csv(data, index=False)
-    assert main(["predict", str(model_file), str(data), "-o", str(tmp_path / "no" / "dir" / "p.csv")]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    assert main(["predict", str(model_file), str(data), "-o", str(tmp_path / "no" / "dir" / "p.csv")]) == 0
+    assert (tmp_path / "no" / "dir" / "p.csv").is_file()  # one rule everywhere: missing folders are created
+    assert main(["predict", str(model_file), str(data), "-o", str(data / "p.csv")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert main(["predict", str(model_file), str(data), "-o", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err

@@ -478,7 +478,7 @@ def test_cli_explain_sensitive(tmp_path, capsys) -> None:
     pd.DataFrame(CASES, columns=FEATURES).to_csv(tmp_path / "cases.csv", index=False)
     pd.DataFrame(MINMAX_REFERENCE, columns=FEATURES).to_csv(tmp_path / "train.csv", index=False)
     out = tmp_path / "out.json"
-    rc = main(["explain", str(model), str(tmp_path / "cases.csv"), "--sensitive", "--metric", "minmax",
+    rc = main(["explain", str(model), str(tmp_path / "cases.csv"), "--sensitive", "--scale", "minmax",
                "--train", str(tmp_path / "train.csv"), "-o", str(out)])
     assert rc == 0
     text = capsys.readouterr().out

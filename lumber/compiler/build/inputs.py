@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -24,15 +23,13 @@ import numpy.typing as npt
 import pandas as pd
 
 from lumber.ir import Constraints, Diagnostic, Forest, LumberError, Polynomial, Severity, SourceSpan
+from lumber.ir.binding import bind_frame
 
 from .spec import BuildConfig
 from .validate import BuildFileError, locate
 
 ROLE_KEYS = {"model": ("model", "path"), "train": ("data", "train"), "validation": ("data", "validation"),
              "cases": ("data", "cases"), "constraints": ("constraints", "path")}
-DEFAULT_NAME = re.compile(r"(f|Column_|feature_|x)\d+\Z")
-
-
 @dataclass
 class Table:
     """One data file: the frame as read, the rows as model input, the labels if any."""
@@ -232,21 +229,9 @@ def _read_table(cfg: BuildConfig, role: str, path: Path, forest: Forest, err: _E
                     *([f"did you mean '{close[0]}'?"] if close else []), f"columns: {', '.join(cols[:15])}")
             return None
         y = frame[label].to_numpy()
-    features = [c for c in cols if c != label]
-    names = forest.schema.feature_names
-    missing = [n for n in names if n not in cols]
-    unnamed = all(DEFAULT_NAME.match(n) for n in names)
-    if missing and not (unnamed and len(features) == len(names)):
-        notes = []
-        for m in missing[:5]:
-            close = difflib.get_close_matches(m, [c for c in features if c not in names], n=1)
-            notes.append(f"'{m}': no column" + (f" (did you mean '{close[0]}'?)" if close else ""))
-        notes.append(f"the model reads: {', '.join(names[:15])}{' ...' if len(names) > 15 else ''}")
-        err.add(f"{role} file '{path.name}' does not match the model: {len(missing)} of its {len(names)} "
-                f"feature column(s) are missing", section, name, *notes)
-        return None
     try:
-        X = forest.prepare_input(frame[names] if not missing else frame[features])
+        X = forest.prepare_input(bind_frame(forest.schema.feature_names, frame, source=str(path),
+                                            ignore=[label] if label is not None else []))
     except LumberError as exc:
         err.from_exc(exc, section, name)
         return None

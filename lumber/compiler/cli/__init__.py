@@ -13,7 +13,8 @@ import argparse
 import importlib
 import pkgutil
 import sys
-from typing import Sequence
+import warnings
+from typing import Sequence, TextIO
 
 from lumber import __version__
 from lumber.ir import LumberError
@@ -54,7 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lumber.compiler.frontends.untrusted import trusting_pickles
 
     try:
-        with trusting_pickles(bool(getattr(args, "trust_pickle", False))):
+        with trusting_pickles(bool(getattr(args, "trust_pickle", False))), warnings.catch_warnings():
+            warnings.simplefilter("default")
+            warnings.showwarning = _show_warning
             return int(args._run(args) or 0)
     except LumberError as exc:
         print(exc.render(), file=sys.stderr)
@@ -64,6 +67,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+_PLAIN_SHOW = warnings.showwarning
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """lumber's own warnings as one ``warning: ...`` line on stderr; others as Python prints them."""
+    if category.__module__.startswith("lumber."):
+        print(f"warning: {message}", file=sys.stderr)
+    else:
+        _PLAIN_SHOW(message, category, filename, lineno, file, line)
 
 
 if __name__ == "__main__":  # pragma: no cover

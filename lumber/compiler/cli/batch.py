@@ -12,14 +12,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import _options
+
 NAME = "batch"
 HELP = "explain many rows in parallel (joblib or Dask) into resumable JSON Lines"
 DESCRIPTION = __doc__.split("\n\n", 1)[1].strip() if __doc__ else HELP
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model")
-    p.add_argument("data", help="CSV of cases (header names the features)")
+    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, CatBoost, .skops, .lumber)")
+    p.add_argument("data", help="CSV of cases (a header row names the features)")
     what = p.add_mutually_exclusive_group(required=True)
     for a in ("counterfactual", "sensitive", "rules"):
         what.add_argument(f"--{a}", dest="analysis", action="store_const", const=a, help=f"{a} per row")
@@ -27,14 +29,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train", help="training CSV (scaling statistics, plausibility, rules)")
     p.add_argument("--constraints", help="constraint file (.lum)")
     p.add_argument("--target", help="target class label")
-    p.add_argument("--rows", help="rows to explain: '0:100' or '3,5,8' (default: all)")
+    _options.add_rows(p)
+    _options.add_no_header(p)
     p.add_argument("--jobs", type=int, default=-1, help="local workers (default: all cores)")
     p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
     p.add_argument("--chunk-size", type=int, help="rows per task (default: sized to the workers)")
     p.add_argument("--time-limit", type=float, default=30.0, help="seconds per MILP (counterfactual)")
     p.add_argument("--norm", choices=["l0", "l1", "l2", "linf"], help="distance norm")
-    p.add_argument("--scale", choices=["none", "std", "minmax"], help="feature scaling (from --train)")
-    p.add_argument("--seed", type=int, default=0)
+    _options.add_scale(p)
+    p.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
     p.add_argument("--retry-failed", action="store_true", help="explain again the rows recorded as errors")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show progress")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
@@ -42,15 +45,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.batch import make_task, run_task
-    from lumber.compiler.cli.explain import parse_rows
     from lumber.compiler.data import read_rows
     from lumber.compiler.frontends import load
 
+    args.scale = _options.scale_of(args)
     forest = load(args.model)
-    _, X = read_rows(args.data, forest)
+    _, X = read_rows(args.data, forest, header=not args.no_header)
     R = None
     if args.train:
-        R = read_rows(args.train, forest)[1]
+        R = read_rows(args.train, forest, header=not args.no_header)[1]
     options: dict[str, object] = {}
     if args.analysis == "counterfactual":
         options.update(time_limit=args.time_limit, seed=args.seed)
@@ -62,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         options["scale"] = args.scale
     target = _target(args.target, forest)
     task = make_task(forest, args.analysis, target=target, constraints=args.constraints, reference=R, **options)
-    rows = parse_rows(args.rows, len(X)) if args.rows else None
+    rows = _options.parse_rows(args.rows, len(X)) if args.rows else None
     res = run_task(task, X, rows=rows, output=args.output, scheduler=args.scheduler, n_jobs=args.jobs,
                    chunk_size=args.chunk_size, progress=args.progress, retry_failed=args.retry_failed)
     print(f"{args.output}: {res.summary()}", file=sys.stdout)

@@ -71,19 +71,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _data(args: argparse.Namespace, forest: Any) -> dict[str, Any] | None:
     from lumber.compiler.data import read_rows
-    from lumber.ir import InputDataError
 
     out: dict[str, Any] = {}
     for key, path in (("train", args.train), ("valid", args.valid)):
         if path is None:
             continue
-        frame, X = read_rows(path, forest)
-        y = None
-        if args.label is not None:
-            if args.label not in frame.columns:
-                raise InputDataError(f"{path}: no label column '{args.label}'",
-                                     f"columns: {', '.join(map(str, frame.columns[:12]))}")
-            y = frame[args.label].to_numpy()
+        frame, X = read_rows(path, forest, label=args.label)
+        y = frame[args.label].to_numpy() if args.label is not None else None
         out[key] = (X, y)
     return out or None
 

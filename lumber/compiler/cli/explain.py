@@ -20,6 +20,10 @@ import pandas as pd
 from lumber.compiler.explain import ExplanationRequest
 from lumber.ir import Constraints, Forest
 
+from . import _options
+
+parse_rows = _options.parse_rows  # the one --rows grammar (kept importable from here)
+
 NAME = "explain"
 HELP = "explain predictions: sensitive tests, optimal counterfactuals, counterfactual rules, attribution"
 
@@ -27,19 +31,22 @@ ANALYSES = ("sensitive", "counterfactual", "rules", "attribution")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model")
-    p.add_argument("data", help="CSV of cases to explain (header names the features)")
+    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, CatBoost, .skops, .lumber)")
+    p.add_argument("data", help="CSV of cases to explain (a header row names the features)")
     for a in ANALYSES:
         p.add_argument(f"--{a}", action="store_true", help=f"run the {a} analysis")
     p.add_argument("--constraints", help="constraint file (.lum) for actionability, costs and target")
-    p.add_argument("--metric", choices=["none", "std", "minmax"], default=None, help="feature scaling")
-    p.add_argument("--norm", choices=["l0", "l1", "l2", "linf"], default=None)
+    _options.add_scale(p, "default: the constraint file's, else none")
+    p.add_argument("--norm", choices=["l0", "l1", "l2", "linf"], default=None,
+                   help="distance norm of sensitive tests and counterfactuals (default: the constraint file's, "
+                        "else l2 for sensitive, l1 for counterfactual)")
     p.add_argument("--target", default=None, help="target class label (or lo:hi interval for regression)")
     p.add_argument("--train", help="training CSV (scaling statistics, rules, plausibility)")
-    p.add_argument("--rows", default=None, help="rows to explain: '0:10', '3,5,8' (default: all)")
+    _options.add_rows(p)
+    _options.add_no_header(p)
     p.add_argument("--time-limit", type=float, default=30.0, help="seconds per MILP solve")
     p.add_argument("--jobs", type=int, default=1, help="parallel workers for batch explanation")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
     p.add_argument("--pi", type=float, default=None, help="rules: CDP a feature set should reach (default 0.9)")
     p.add_argument("--pi-c", type=float, default=None, help="rules: probability every rule must reach (default 0.9)")
     p.add_argument("--k-max", type=int, default=30,
@@ -49,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rules: share of training rows the isolation forest calls outliers (default 0.1), "
                         "or 'auto' for scikit-learn's fixed threshold")
     p.add_argument("-o", "--output", help="write the JSON result here")
-    p.add_argument("-q", "--quiet", action="store_true", help="no text summary on stdout")
+    _options.add_quiet(p)
 
 
 @dataclass
@@ -73,24 +80,6 @@ class ExplainContext:
         return self.request.constraints
 
 
-def parse_rows(spec: str | None, n: int) -> npt.NDArray[np.int64]:
-    from lumber.ir import InputDataError
-
-    if spec is None:
-        return np.arange(n)
-    try:
-        if ":" in spec:
-            a, b = spec.split(":", 1)
-            rows = np.arange(int(a or 0), min(int(b) if b else n, n))
-        else:
-            rows = np.array([int(s) for s in spec.split(",") if s.strip()], dtype=np.int64)
-    except ValueError:
-        raise InputDataError(f"--rows {spec!r} is not a row selection", "use 'START:STOP' or 'I,J,K'") from None
-    if rows.size and (rows.min() < 0 or rows.max() >= n):
-        raise InputDataError(f"--rows {spec!r} selects rows outside 0..{n - 1}")
-    return rows
-
-
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.data import read_rows
     from lumber.compiler.explain import explanation_request
@@ -99,11 +88,12 @@ def run(args: argparse.Namespace) -> int:
     chosen = [a for a in ANALYSES if getattr(args, a)]
     if not chosen:
         raise InputDataError("no analysis chosen", "add --sensitive, --counterfactual, --rules or --attribution")
+    args.scale = args.metric = _options.scale_of(args)
     request = explanation_request(args.model, constraints=args.constraints or None)
     forest = request.forest
-    frame, X = read_rows(args.data, forest)
-    train_X = read_rows(args.train, forest)[1] if args.train else None
-    ctx = ExplainContext(args, request, frame, X, parse_rows(args.rows, len(X)), train_X)
+    frame, X = read_rows(args.data, forest, header=not args.no_header, features_only=True)
+    train_X = read_rows(args.train, forest, header=not args.no_header)[1] if args.train else None
+    ctx = ExplainContext(args, request, frame, X, _options.parse_rows(args.rows, len(X)), train_X)
     result: dict[str, Any] = {"model": str(args.model), "data": str(args.data),
                               "rows": ctx.rows.tolist(), "analyses": {}}
     texts = []

@@ -9,13 +9,16 @@ import sys
 import numpy as np
 import pandas as pd
 
+from . import _options
+
 NAME = "predict"
 HELP = "predict a CSV with a model (raw margins, probabilities and decisions)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model")
-    p.add_argument("data", help="CSV with a header row naming the model's features")
+    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, CatBoost, .skops, .lumber)")
+    p.add_argument("data", help="CSV with a header row naming the model's features (extra columns are ignored)")
+    _options.add_no_header(p)
     p.add_argument("-o", "--output", help="write CSV here (default: stdout)")
     p.add_argument("--raw", action="store_true", help="only raw margins")
 
@@ -26,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from lumber.ir import Task, atomic_write_text
 
     forest = load(args.model)
-    _, X = read_rows(args.data, forest)
+    _, X = read_rows(args.data, forest, header=not args.no_header)
     margin = forest.evaluate(X)
     schema = forest.schema
     out: dict[str, np.ndarray] = {}

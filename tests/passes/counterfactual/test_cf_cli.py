@@ -30,7 +30,7 @@ def test_cli_writes_verified_counterfactuals(files, capsys) -> None:
     tmp, m, d = files
     out = tmp / "out.json"
     rc = main(["explain", str(tmp / "model.skops"), str(tmp / "cases.csv"), "--counterfactual", "--constraints",
-               str(tmp / "recourse.lum"), "--metric", "minmax", "--train", str(tmp / "train.csv"), "-o", str(out)])
+               str(tmp / "recourse.lum"), "--scale", "minmax", "--train", str(tmp / "train.csv"), "-o", str(out)])
     assert rc == 0
     doc = json.loads(out.read_text())["analyses"]["counterfactual"]
     assert len(doc["cases"]) == 6 and doc["norm"] == "l1" and doc["reference"] == "train"

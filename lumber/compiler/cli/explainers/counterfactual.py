@@ -2,7 +2,7 @@
 
 ``--constraints FILE`` sets actionability (immutable features, directions, bounds,
 allowed values, relations, implications, change limits), costs, norm, scale,
-plausibility and target; ``--norm`` / ``--metric`` / ``--target`` are the defaults a
+plausibility and target; ``--norm`` / ``--scale`` / ``--target`` are the defaults a
 constraint file overrides. Scaling statistics, the warm start and plausibility
 use ``--train`` rows (or, when it is absent, every row of DATA, as the output
 records). ``--time-limit`` bounds each MILP; ``--jobs`` solves cases in parallel.

@@ -1,7 +1,7 @@
 """``lumber explain MODEL DATA.csv --sensitive``: per case the prediction, the trace length,
 the sensitive tests (most sensitive first) and the distance to the decision surface.
 
-``--metric std|minmax`` scales features with statistics from ``--train`` (or, when
+``--scale std|minmax`` scales features with statistics from ``--train`` (or, when
 it is absent, from every row of DATA, as the output records); ``--norm`` picks
 l1/l2/linf; ``--constraints FILE`` freezes features and directions and sets costs;
 ``--target`` asks for a given class (or ``lo:hi`` for a regressor).

@@ -1,0 +1,92 @@
+"""Options shared by several commands, defined once so they read and behave the same everywhere.
+
+``--rows`` (one grammar, one validation), ``--no-header`` (positional binding on
+request), ``--scale`` (with ``--metric`` kept as a deprecated alias) and
+``--quiet``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import InputDataError
+
+ROWS_HELP = "rows to use, 0-based: 'START:STOP' (STOP excluded), 'I,J,K', or both ('0:10,15') (default: all)"
+
+
+def add_rows(p: argparse.ArgumentParser, what: str = "explain") -> None:
+    p.add_argument("--rows", metavar="SELECTION", help=ROWS_HELP.replace("rows to use", f"rows to {what}"))
+
+
+def add_no_header(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-header", action="store_true",
+                   help="the CSV files have no header row: take their columns by position, in the model's "
+                        "feature order (default: a header row names the columns, which bind by name)")
+
+
+def add_scale(p: argparse.ArgumentParser, default_help: str = "default: none") -> None:
+    p.add_argument("--scale", choices=["none", "std", "minmax"], default=None,
+                   help=f"feature scaling of distances: std or minmax statistics from --train ({default_help})")
+    p.add_argument("--metric", dest="metric_alias", choices=["none", "std", "minmax"], default=None,
+                   help=argparse.SUPPRESS)
+
+
+def scale_of(args: argparse.Namespace) -> str | None:
+    """``--scale``, or the deprecated ``--metric`` with a warning."""
+    alias = getattr(args, "metric_alias", None)
+    if alias is not None:
+        if args.scale is not None and args.scale != alias:
+            raise InputDataError(f"--metric {alias} contradicts --scale {args.scale}",
+                                 "--metric is the old name of --scale: pass only --scale")
+        print("warning: --metric is deprecated, use --scale", file=sys.stderr)
+        return alias
+    return args.scale  # type: ignore[no-any-return]
+
+
+def add_quiet(p: argparse.ArgumentParser, what: str = "no text summary on stdout, no progress") -> None:
+    p.add_argument("-q", "--quiet", action="store_true", help=what)
+
+
+def parse_rows(spec: str | None, n: int) -> npt.NDArray[np.int64]:
+    """A ``--rows`` selection over ``n`` rows; reversed or empty ranges, duplicates and rows out of range are errors."""
+    if spec is None:
+        return np.arange(n, dtype=np.int64)
+    accepted = f"use 'START:STOP', 'I,J,K' or both, with rows in 0..{n - 1}" if n else "the data has no rows"
+    parts = [s.strip() for s in spec.split(",")]
+    if not spec.strip() or any(not s for s in parts):
+        raise InputDataError(f"--rows {spec!r} is not a row selection (empty part)", accepted)
+    rows: list[int] = []
+    for part in parts:
+        try:
+            if ":" in part:
+                a_s, b_s = part.split(":", 1)
+                a = int(a_s) if a_s.strip() else 0
+                b = int(b_s) if b_s.strip() else n
+                if a < 0 or b < 0:
+                    raise InputDataError(f"--rows {spec!r}: negative row in '{part}'", accepted)
+                if b <= a:
+                    raise InputDataError(f"--rows {spec!r}: range '{part}' selects no rows (STOP must be above "
+                                         "START; STOP is excluded)", accepted)
+                if b > n:
+                    raise InputDataError(f"--rows {spec!r}: range '{part}' runs past the last row ({n - 1}); "
+                                         f"the data has {n} rows", accepted)
+                rows.extend(range(a, b))
+            else:
+                i = int(part)
+                if i < 0 or i >= n:
+                    raise InputDataError(f"--rows {spec!r}: row {i} is out of range; the data has {n} rows", accepted)
+                rows.append(i)
+        except ValueError:
+            raise InputDataError(f"--rows {spec!r} is not a row selection ('{part}' is not a number or range)",
+                                 accepted) from None
+    out = np.asarray(rows, dtype=np.int64)
+    uniq, counts = np.unique(out, return_counts=True)
+    if (counts > 1).any():
+        dup = ", ".join(str(int(r)) for r in uniq[counts > 1][:5])
+        raise InputDataError(f"--rows {spec!r} selects row{'s' if (counts > 1).sum() > 1 else ''} {dup} more "
+                             "than once", accepted)
+    return out
