@@ -123,6 +123,8 @@ class CPredictor(Predictor):
         self.threads = threads
         self.artifact = source
         self._data = data
+        # rows that need no validation go straight to the library (see predict_row)
+        self._row_direct = library.dtype if self.schema.allow_nan and self.schema.allow_inf else None
 
     @property
     def source(self) -> str | None:
@@ -137,7 +139,13 @@ class CPredictor(Predictor):
         return m[:, 0] if self.schema.n_outputs == 1 else m
 
     def predict_row(self, x: Any) -> npt.NDArray[np.float64]:
-        """Margins of one row ``(n_outputs,)`` through the single-row entry point."""
+        """Margins of one row ``(n_outputs,)`` through the single-row entry point.
+
+        A ``(n_features,)`` array of the library's dtype (float64 for most models) is passed on as it
+        is: no conversion, no copy beyond the bytes handed to C.
+        """
+        if type(x) is np.ndarray and x.dtype is self._row_direct and x.shape == self.library._row_shape:
+            return self.library.predict_row(x)  # type: ignore[no-any-return]
         row = np.asarray(x)
         if row.shape != (self.schema.n_features,) or row.dtype.kind != "f" or not (
                 self.schema.allow_nan and self.schema.allow_inf):

@@ -43,6 +43,19 @@ def test_predictor_answers_like_the_forest(target: str, multiclass: Forest, c_pr
 def test_c_predictor_extras(c_pred: lumber.compiler.predictors.CPredictor, multiclass: Forest) -> None:
     X = corpus(multiclass)
     np.testing.assert_array_equal(c_pred.predict_row(X[3]), multiclass.evaluate(X[3:4])[0])
+    # the direct path (float64 arrays) and the converting one (views, lists, float32) agree
+    ref = multiclass.evaluate(X)
+    F = multiclass.n_features
+    wide = np.repeat(X, 2, axis=1)
+    for i in (0, 5, len(X) - 1):
+        np.testing.assert_array_equal(c_pred.predict_row(wide[i, ::2]), ref[i])
+        np.testing.assert_array_equal(c_pred.predict_row(X[i].tolist()), ref[i])
+        got = c_pred.predict_row(X[i])
+        assert got.shape == (multiclass.n_outputs,) and got.dtype == np.float64 and got.flags.writeable
+    np.testing.assert_array_equal(c_pred.predict_row(X[2].astype(np.float32)),
+                                  multiclass.evaluate(X[2:3].astype(np.float32))[0])
+    with pytest.raises(ValueError, match=f"vector of {F} values"):
+        c_pred.library.predict_row(X[:2])
     np.testing.assert_array_equal(c_pred.apply(X), multiclass.apply(X))
     np.testing.assert_array_equal(c_pred.predict_raw(X, threads=2), multiclass.evaluate(X))
     assert "lumber_predict_raw" in c_pred.source

@@ -237,20 +237,31 @@ static void lumber_codes(const LUMBER_IN_T *X, int m, uint8_t *codes)
 #endif
 
 #if LUMBER_BINNED
-/* Threshold codes of rows X[0..m) into W: feature by feature, so its thresholds stay in cache. */
+/* Code b of value v: the number of thresholds u[0..] below v (NaN: 0), searched without branches. */
+#define L_BIN_DECL(j) const LUMBER_IN_T v##j = X[(int64_t)(i + j) * L_F + f]; int32_t b##j = 0;
+#define L_BIN_STEP(j) b##j += u[b##j + st - 1] < v##j ? st : 0;
+#define L_BIN_STORE(j) { lumber_wv *o = W + (int64_t)(i + j) * L_WXS; o[f] = (lumber_wv)b##j; \
+    o[L_F + f] = v##j != v##j ? nan_right : (lumber_wv)b##j; }
+#define L_REP4(M) M(0) M(1) M(2) M(3)
+
+/* Threshold codes of rows X[0..m) into W: feature by feature, so its thresholds stay in cache,
+ * four rows' searches interleaved so their loads overlap. */
 static void lumber_bin(const LUMBER_IN_T *X, int m, lumber_wv *W)
 {
     for (int64_t f = 0; f < L_F; ++f) {
         const int32_t half = L_BIN_HALF[f];
         const LUMBER_IN_T *u = L_BIN_VAL + L_BIN_OFF[f];
         const lumber_wv nan_right = (lumber_wv)L_BIN_SIZE[f];
-        for (int i = 0; i < m; ++i) {
-            const LUMBER_IN_T v = X[(int64_t)i * L_F + f];
-            int32_t b = 0; /* NaN compares false everywhere: code 0 */
-            for (int32_t st = half; st > 0; st >>= 1) b += u[b + st - 1] < v ? st : 0;
-            lumber_wv *o = W + (int64_t)i * L_WXS;
-            o[f] = (lumber_wv)b;
-            o[L_F + f] = v != v ? nan_right : (lumber_wv)b;
+        int i = 0;
+        for (; i + 4 <= m; i += 4) {
+            L_REP4(L_BIN_DECL)
+            for (int32_t st = half; st > 0; st >>= 1) { L_REP4(L_BIN_STEP) }
+            L_REP4(L_BIN_STORE)
+        }
+        for (; i < m; ++i) {
+            L_BIN_DECL(0)
+            for (int32_t st = half; st > 0; st >>= 1) { L_BIN_STEP(0) }
+            L_BIN_STORE(0)
         }
     }
 }
@@ -434,26 +445,40 @@ static inline int64_t lumber_row_start(int32_t t, const LUMBER_IN_T *x, int *ste
     return tr->root;
 }
 
-#define L_TDECL(j) int64_t n##j = lumber_row_start(t + j, row, &steps);
+#if LUMBER_BINNED && LUMBER_WALK_STRIDE * 2 <= 16384
+/* Single rows walk codes too: one row's codes cost one search per feature, and the binned
+ * nodes are half the size, so more of the model stays in cache between calls. */
+#define L_ROW_BINNED 1
+#define L_ROW_G 16
+#define L_ROW_REP L_REP16
+#define L_TSTEP(j) L_WSTEP(n##j, wx);
+#else
+#define L_ROW_BINNED 0
+#define L_ROW_G 8
+#define L_ROW_REP L_REP8
 #define L_TSTEP(j) L_STEP_NAN(n##j, row);
+#endif
+#define L_TDECL(j) int64_t n##j = lumber_row_start(t + j, row, &steps);
 #define L_TSTORE(j) leaf[t + j - t0] = (int32_t)n##j;
 
-/* Leaves of trees [t0, t1) for one row: eight trees walked together, so the row's single
- * walk is not one long chain of dependent loads. */
-static void lumber_row_leaves(const LUMBER_IN_T *row, int32_t t0, int32_t t1, int32_t *leaf)
+/* Leaves of trees [t0, t1) for one row (wx: its codes in a binned walk): L_ROW_G trees walked
+ * together, so the row's single walk is not one long chain of dependent loads. */
+static void lumber_row_leaves(const LUMBER_IN_T *row, const lumber_wv *wx, int32_t t0, int32_t t1, int32_t *leaf)
 {
     int32_t t = t0;
-    for (; t + 8 <= t1; t += 8) {
+    (void)wx;
+    for (; t + L_ROW_G <= t1; t += L_ROW_G) {
         int steps = 0;
-        L_REP8(L_TDECL)
-        for (int s = 0; s < steps; ++s) { L_REP8(L_TSTEP) }
-        while (L_REP8(L_NOTLEAF) 0) { L_REP8(L_TSTEP) }
-        L_REP8(L_TSTORE)
+        L_ROW_REP(L_TDECL)
+        for (int s = 0; s < steps; ++s) { L_ROW_REP(L_TSTEP) }
+        while (L_ROW_REP(L_NOTLEAF) 0) { L_ROW_REP(L_TSTEP) }
+        L_ROW_REP(L_TSTORE)
     }
     for (; t < t1; ++t) {
         int steps = 0;
-        const int64_t s0 = lumber_row_start(t, row, &steps);
-        leaf[t - t0] = lumber_walk_one((int32_t)s0, row);
+        int64_t n0 = lumber_row_start(t, row, &steps);
+        while (!L_IS_LEAF(n0)) { L_TSTEP(0) }
+        leaf[t - t0] = (int32_t)n0;
     }
 }
 
@@ -461,10 +486,16 @@ void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
 {
     LUMBER_ACC_T acc[L_K];
     int32_t leaf[64];
+#if L_ROW_BINNED
+    lumber_wv wx[LUMBER_WALK_STRIDE];
+    lumber_bin(row, 1, wx);
+#else
+    const lumber_wv *wx = NULL;
+#endif
     for (int k = 0; k < L_K; ++k) acc[k] = L_BASE[k];
     for (int32_t t0 = 0; t0 < LUMBER_N_TREES; t0 += 64) {
         const int32_t t1 = t0 + 64 < LUMBER_N_TREES ? t0 + 64 : LUMBER_N_TREES;
-        lumber_row_leaves(row, t0, t1, leaf);
+        lumber_row_leaves(row, wx, t0, t1, leaf);
         for (int32_t t = t0; t < t1; ++t) lumber_add(L_TREES + t, leaf + (t - t0), 1, acc);
     }
     lumber_finish(acc, out);
