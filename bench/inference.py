@@ -3,8 +3,9 @@
 One process, interleaved runs. For each model (LightGBM 500 trees x 63 leaves, max
 depth 8, on the bundled credit data and on a synthetic 200k x 50 set; an XGBoost
 model; a scikit-learn random forest) and each peer (the library's own predict,
-treelite + tl2cgen, lleaves, onnxruntime on onnxmltools / skl2onnx output, lumber C,
-lumber ONNX) it measures:
+treelite + tl2cgen, lleaves, onnxruntime on onnxmltools / skl2onnx output, oneDAL through
+daal4py's model builders, YDF through ``ydf.from_sklearn`` (QuickScorer), timber-compiler,
+lumber C, lumber ONNX) it measures:
 
 * compile time (wall, and CPU including compiler subprocesses),
 * batch seconds for 100k rows at 1 and 2 threads (median of interleaved repetitions),
@@ -17,6 +18,14 @@ lumber ONNX) it measures:
   1e-9 relative (a routing difference); ``not bit-exact`` counts any difference.
 
 Peers that are missing, fail to convert, or crash are reported with the error.
+
+The load average is recorded before and after. CPU-time ratios taken while the load is above
+the core count are not evidence: the run first waits for the load to fall (``--wait-idle``),
+and if it is still above ``--max-load`` (default: the core count) at either end, the tables
+withhold every ratio and say why. Batch times are the median of interleaved repetitions with
+their spread (min-max across repetitions, in % of the median).
+
+    .venv/bin/python bench/inference.py --quick --wait-idle 600   # what the results files come from
 
     .venv/bin/python bench/inference.py            # full (tens of minutes: tl2cgen is slow)
     .venv/bin/python bench/inference.py --quick    # small models, a minute or two
@@ -148,6 +157,7 @@ class ModelCase:
     forest: Any = None
     corpus: np.ndarray | None = None
     notes: str = ""
+    nan: bool = True                       # the library accepts NaN (else the corpus has none)
 
 
 def synthetic(n: int, F: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -218,7 +228,7 @@ def build_models(quick: bool, n_batch: int) -> list[ModelCase]:
         b.set_param({"nthread": k})
         return b.inplace_predict(X, predict_type="margin")
 
-    cases.append(ModelCase("xgboost-synthetic", "xgboost", xbst, None, Xsb, raw=xgb_raw,
+    cases.append(ModelCase("xgboost-synthetic", "xgboost", xbst, path, Xsb, raw=xgb_raw,
                            notes=f"regression, {trees} trees, max depth {xparams['max_depth']}, float32 compares"))
 
     rf_trees, rf_depth, rf_rows = (20, 6, 5000) if quick else (100, 10, 50_000)
@@ -232,8 +242,22 @@ def build_models(quick: bool, n_batch: int) -> list[ModelCase]:
         m.set_params(n_jobs=k)
         return m.predict(X)
 
-    cases.append(ModelCase("sklearn-rf-synthetic", "sklearn", rf, None, Xsb, raw=rf_raw,
+    cases.append(ModelCase("sklearn-rf-synthetic", "sklearn", rf, path, Xsb, raw=rf_raw,
                            notes=f"RandomForestRegressor, {rf_trees} trees, max depth {rf_depth}, float32 compares"))
+
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    gb_trees, gb_depth, gb_rows = (30, 4, 5000) if quick else (300, 6, 20_000)
+    path = CACHE / f"gbr-syn-{_cache_key(gb_trees, gb_depth, gb_rows, n_syn, F)}.joblib"
+    if not path.exists():
+        gb = GradientBoostingRegressor(n_estimators=gb_trees, max_depth=gb_depth, random_state=0)
+        joblib.dump(gb.fit(Xs[:gb_rows], ys[:gb_rows]), path)
+    gb = joblib.load(path)
+    Xg = Xs[rng.integers(0, len(Xs), n_batch)]  # scikit-learn's GradientBoosting refuses NaN
+
+    cases.append(ModelCase("sklearn-gbr-synthetic", "sklearn", gb, path, Xg, raw=lambda X, k, m=gb: m.predict(X), nan=False,
+                           notes=f"GradientBoostingRegressor, {gb_trees} trees, max depth {gb_depth}, float32 "
+                                 "compares, no NaN"))
     from oblivious import extra_cases  # issue 5: CatBoost depth 6/8 and a shallow LightGBM model
 
     cases += extra_cases(quick, n_batch, Xs, ys, rng)
@@ -388,6 +412,68 @@ def peer_ort_converter(case: ModelCase) -> Peer:
     return p
 
 
+def peer_onedal(case: ModelCase) -> Peer:
+    """oneDAL's gradient-boosting inference, through daal4py's model builders (threads: daalinit)."""
+    import daal4py as d4p
+
+    p = Peer("oneDAL (daal4py)")
+    m, p.compile_wall, p.compile_cpu = timed(lambda: d4p.mb.convert_model(case.model))
+    classify = bool(getattr(m, "is_classifier_", False))
+    p.space = "proba" if classify else "raw"
+
+    def predict(X: np.ndarray, k: int) -> np.ndarray:
+        d4p.daalinit(k)
+        y = m.predict_proba(X)[:, -1] if classify else m.predict(X)
+        return np.asarray(y, dtype=np.float64).reshape(len(X), -1)[:, 0]
+
+    p.predict = predict
+    p.row = lambda x: m.predict_proba(x[None, :]) if classify else m.predict(x[None, :])
+    p.keep.append(m)
+    return p
+
+
+def peer_ydf(case: ModelCase) -> Peer:
+    """YDF (its fastest engine: QuickScorer for GBTs) on the scikit-learn model, via ``ydf.from_sklearn``."""
+    import ydf
+
+    p = Peer("YDF")
+    m, p.compile_wall, p.compile_cpu = timed(lambda: ydf.from_sklearn(case.model))
+    try:
+        p.results["engine"] = str(m.list_compatible_engines()[0])
+    except Exception:  # noqa: BLE001 - the engine name is information only
+        pass
+    p.predict = lambda X, k: np.asarray(m.predict({"features": X.astype(np.float32)}, num_threads=k),
+                                        dtype=np.float64).reshape(len(X), -1)[:, -1]
+    p.row = lambda x: m.predict({"features": x[None, :].astype(np.float32)}, num_threads=1)
+    p.keep.append(m)
+    return p
+
+
+def peer_timber(case: ModelCase, workdir: Path) -> Peer:
+    """timber-compiler's C99 output (float32 in and out, one thread); it may refuse a model: recorded."""
+    from timber.runtime.predictor import TimberPredictor
+
+    p = Peer("timber-compiler")
+    if case.path is None:
+        raise ValueError("no model file for timber")
+    src = case.path
+    if case.library == "sklearn":  # timber reads scikit-learn models as plain pickles, not joblib files
+        import pickle
+
+        src = workdir / f"{case.name}.pkl"
+        src.write_bytes(pickle.dumps(case.model))
+    m, p.compile_wall, p.compile_cpu = timed(lambda: TimberPredictor.from_model(str(src)))
+
+    def predict(X: np.ndarray, k: int) -> np.ndarray:
+        return np.asarray(m.predict(X), dtype=np.float64).reshape(len(X), -1)[:, -1]
+
+    p.predict = predict
+    p.row = lambda x: m.predict_single(x)
+    p.results["threads"] = "1 (no thread option)"
+    p.keep.append(m)
+    return p
+
+
 def peer_lumber_c(case: ModelCase) -> Peer:
     p = Peer("lumber C")
     pred, p.compile_wall, p.compile_cpu = timed(lambda: lumber.compile(case.forest, target="c"))
@@ -399,6 +485,7 @@ def peer_lumber_c(case: ModelCase) -> Peer:
     p.c_entry = (kind, ctypes.cast(lib.raw_function, ctypes.c_void_p).value or 0)
     p.keep.append(pred)
     p.results["openmp"] = lib.has_openmp
+    p.results["walk"] = lib.metadata.get("walk", "values")
     return p
 
 
@@ -419,6 +506,9 @@ PEERS: list[tuple[str, Callable[..., Peer], Callable[[ModelCase], bool]]] = [
     ("tl2cgen", peer_tl2cgen, lambda c: c.library != "catboost"),
     ("lleaves", lambda c, w: peer_lleaves(c), lambda c: c.library == "lightgbm"),
     ("ort", lambda c, w: peer_ort_converter(c), lambda c: c.library != "catboost"),
+    ("onedal", lambda c, w: peer_onedal(c), lambda c: c.library in ("lightgbm", "xgboost", "catboost")),
+    ("ydf", lambda c, w: peer_ydf(c), lambda c: c.library == "sklearn"),
+    ("timber", peer_timber, lambda c: c.library in ("lightgbm", "xgboost", "sklearn")),
     ("lumber-c", lambda c, w: peer_lumber_c(c), lambda c: True),
     ("lumber-onnx", lambda c, w: peer_lumber_onnx(c), lambda c: True),
     # issue 5 (bench/oblivious.py): oblivious decision tables
@@ -477,9 +567,19 @@ def single_row(harness: Harness, case: ModelCase, p: Peer, calls: int) -> None:
         p.results["row_c_ns"] = float(np.median(reps))
 
 
+def wait_idle(max_load: float, seconds: float) -> float:
+    """Wait (up to ``seconds``) for the 1-minute load average to fall to ``max_load``; the seconds waited."""
+    t0 = time.perf_counter()
+    while os.getloadavg()[0] > max_load and time.perf_counter() - t0 < seconds:
+        print(f"[load] {os.getloadavg()[0]:.2f} > {max_load:.2f}: waiting", flush=True)
+        time.sleep(min(15.0, max(1.0, seconds - (time.perf_counter() - t0))))
+    return time.perf_counter() - t0
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     n_batch = 10_000 if args.quick else 100_000
     reps = args.reps or (3 if args.quick else 5)
+    waited = wait_idle(args.max_load, args.wait_idle) if args.wait_idle else 0.0
     load0 = os.getloadavg()
     t_start = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="lumber-bench-"))
@@ -490,6 +590,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     peers: dict[str, list[Peer]] = {}
     for case in cases:
         case.corpus = boundary_corpus(case.forest, case.X, 1000 if args.quick else 8000)
+        if not case.nan:
+            case.corpus = case.corpus[~np.isnan(case.corpus).any(axis=1)]
         peers[case.name] = []
         for key, make, applies in PEERS:
             if not applies(case) or (args.peers and key not in args.peers):
@@ -528,7 +630,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             print(f"[row] {case.name}: {p.name}", flush=True)
             single_row(harness, case, p, 500 if args.quick else 2000)
     load1 = os.getloadavg()
-    return report(cases, peers, n_batch, reps, load0, load1, time.perf_counter() - t_start, args.quick)
+    res = report(cases, peers, n_batch, reps, load0, load1, time.perf_counter() - t_start, args.quick)
+    res["machine"]["waited_for_idle_s"] = waited
+    res["machine"]["max_load"] = args.max_load
+    res["ratios_valid"] = max(load0[0], load1[0]) <= args.max_load
+    if not res["ratios_valid"]:
+        for entry in res["models"].values():
+            for r in entry["peers"].values():
+                r.pop("ratio_to_lumber_c", None)
+    return res
 
 
 def _versions() -> dict[str, str]:
@@ -536,7 +646,8 @@ def _versions() -> dict[str, str]:
 
     out = {}
     for pkg in ("lumber", "numpy", "lightgbm", "xgboost-cpu", "scikit-learn", "treelite", "tl2cgen", "lleaves",
-                "llvmlite", "onnx", "onnxruntime", "onnxmltools", "skl2onnx"):
+                "llvmlite", "onnx", "onnxruntime", "onnxmltools", "skl2onnx", "scikit-learn-intelex", "daal", "ydf",
+                "timber-compiler"):
         try:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
@@ -576,14 +687,22 @@ def report(cases: list[ModelCase], peers: dict[str, list[Peer]], n_batch: int, r
             r = dict(p.results)
             for key in ("batch_1t", "batch_2t", "batch_1t_cpu"):
                 if key in r:
-                    r[f"{key}_runs"] = r[key]
-                    r[key] = float(np.median(r[key]))
+                    runs = r[key]
+                    r[f"{key}_runs"] = runs
+                    r[key] = float(np.median(runs))
+                    r[f"{key}_spread_pct"] = float((max(runs) - min(runs)) / r[key] * 100) if r[key] else None
+            if r.get("batch_1t") and r.get("batch_2t"):
+                r["speedup_2t"] = r["batch_1t"] / r["batch_2t"]
             if "batch_1t" in r:
                 r["ns_per_row_tree_1t"] = r["batch_1t"] / n_batch / T * 1e9
             if "batch_1t_cpu" in r:
                 r["cpu_ns_per_row_tree_1t"] = r["batch_1t_cpu"] / n_batch / T * 1e9
             r.update(status=p.status, compile_wall_s=p.compile_wall, compile_cpu_s=p.compile_cpu)
             entry["peers"][p.name] = r
+        base = entry["peers"].get("lumber C", {}).get("batch_1t_cpu")
+        for r in entry["peers"].values():
+            if base and r.get("batch_1t_cpu"):
+                r["ratio_to_lumber_c"] = r["batch_1t_cpu"] / base
         out["models"][case.name] = entry
     return out
 
@@ -598,43 +717,49 @@ def _fmt(v: Any, spec: str) -> str:
 
 def markdown(res: dict[str, Any]) -> str:
     m = res["machine"]
+    valid = res.get("ratios_valid", True)
+    load = (f"load average {m['loadavg_start'][0]:.2f} at start and {m['loadavg_end'][0]:.2f} at end "
+            f"({m['cpus']} CPUs")
+    load += f", after waiting {m['waited_for_idle_s']:.0f} s for the load to fall)" if m.get("waited_for_idle_s") else ")"
     lines = [f"# Inference benchmark ({res['mode']})", "",
-             f"{res['rows']} rows per batch, median of {res['repetitions']} interleaved repetitions; "
-             f"{m['cpus']} CPUs, load average {m['loadavg_start'][0]:.1f} at start and "
-             f"{m['loadavg_end'][0]:.1f} at end: the cores are shared with other work, so wall times are "
-             "inflated and noisy. The 1-thread columns therefore also give process CPU time (cpu s, cpu "
-             "ns/row/tree); ratio = peer / lumber C on 1-thread CPU time (>1: lumber C is faster). Row C ns "
-             "is thread CPU time per call of the peer's C entry point in a C loop. Mismatch: boundary-corpus "
-             "rows differing by more than 1e-9 relative from the library; not bit-exact: rows differing at "
-             "all.", ""]
+             f"{res['rows']} rows per batch, median of {res['repetitions']} interleaved repetitions; {load}. "
+             "The 1-thread columns give process CPU time (cpu s, cpu ns/row/tree) with its spread over the "
+             "repetitions (max - min, % of the median); ratio = peer / lumber C on 1-thread CPU time (>1: lumber "
+             "C is faster); 2 thr x = 1-thread wall / 2-thread wall. Row Python µs is one call of the peer's "
+             "Python API; row C ns is thread CPU time per call of the peer's C entry point in a C loop. Mismatch: "
+             "boundary-corpus rows differing by more than 1e-9 relative from the library; not bit-exact: rows "
+             "differing at all.", ""]
+    if not valid:
+        lines += [f"**Ratios withheld: the load average was above {m.get('max_load', m['cpus'])} (the core count) "
+                  "during the run; times are shown but are not evidence.**", ""]
     for name, e in res["models"].items():
         lines += [f"## {name}", "", f"{e['notes']}; {e['trees']} trees, {e['nodes']} nodes, {e['features']} "
                   f"features; boundary corpus {e['corpus_rows']} rows.", "",
-                  "| peer | compile s (wall / cpu) | batch 1 thr s (wall / cpu) | batch 2 thr s | "
+                  "| peer | compile s (wall / cpu) | batch 1 thr s (wall / cpu) | spread % | batch 2 thr s | 2 thr x | "
                   "cpu ns/row/tree | ratio | row Python µs | row C ns | max abs diff | corpus mismatch | "
                   "not bit-exact |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
-        base = e["peers"].get("lumber C", {}).get("batch_1t_cpu")
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for pname, r in e["peers"].items():
             if r["status"] != "ok":
-                lines.append(f"| {pname} | {r['status']} |  |  |  |  |  |  |  |  |  |")
+                lines.append(f"| {pname} | {r['status']} |  |  |  |  |  |  |  |  |  |  |  |")
                 continue
-            ratio = r.get("batch_1t_cpu", 0) / base if base and r.get("batch_1t_cpu") else None
+            ratio = r.get("ratio_to_lumber_c") if valid else None
             comp = "–" if r.get("compile_wall_s") in (None, 0.0) else \
                 f"{r['compile_wall_s']:.2f} / {r['compile_cpu_s']:.2f}"
             space = " (proba)" if r.get("compared_in") == "proba" else ""
             lines.append(
                 f"| {pname} | {comp} | {_fmt(r.get('batch_1t'), '.3f')} / {_fmt(r.get('batch_1t_cpu'), '.3f')} | "
-                f"{_fmt(r.get('batch_2t'), '.3f')} | {_fmt(r.get('cpu_ns_per_row_tree_1t'), '.2f')} | "
+                f"{_fmt(r.get('batch_1t_cpu_spread_pct'), '.0f')} | {_fmt(r.get('batch_2t'), '.3f')} | "
+                f"{_fmt(r.get('speedup_2t'), '.2f')} | {_fmt(r.get('cpu_ns_per_row_tree_1t'), '.2f')} | "
                 f"{_fmt(ratio, '.2f')} | "
                 f"{_fmt(r.get('row_python_us'), '.1f')} | {_fmt(r.get('row_c_ns'), '.0f')} | "
                 f"{_fmt(r.get('max_abs_diff'), '.3g')}{space} | "
                 f"{r.get('corpus_mismatch', r.get('corpus_error', '–'))} | {r.get('corpus_not_bitexact', '–')} |")
         lines.append("")
     v = res["versions"]
+    args = res.get("command", "bench/inference.py" + (" --quick" if res["mode"] == "quick" else ""))
     lines += ["Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()), "",
-              f"Total run time {res['seconds']:.0f} s. Produced by `bench/inference.py"
-              f"{' --quick' if res['mode'] == 'quick' else ''}`.", ""]
+              f"Total run time {res['seconds']:.0f} s. Produced by `{args}`.", ""]
     return "\n".join(lines)
 
 
@@ -644,11 +769,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=None, help="interleaved repetitions (default 5, quick 3)")
     ap.add_argument("--models", nargs="*", help="only these models")
     ap.add_argument("--peers", nargs="*",
-                    help="only these peers (library tl2cgen lleaves ort lumber-c lumber-onnx lumber-oblivious)")
+                    help="only these peers (library tl2cgen lleaves ort onedal ydf timber lumber-c lumber-onnx "
+                         "lumber-oblivious)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="results folder")
+    ap.add_argument("--max-load", type=float, default=float(os.cpu_count() or 1),
+                    help="1-minute load average above which ratios are withheld (default: the core count)")
+    ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
+                    help="first wait up to this long for the load to fall to --max-load")
+    ap.add_argument("--stem", default=None, help="results file name (default inference / inference-quick)")
     args = ap.parse_args(argv)
     res = run(args)
-    stem = "inference-quick" if args.quick else "inference"
+    res["command"] = "bench/inference.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    stem = args.stem or ("inference-quick" if args.quick else "inference")
     args.out.mkdir(parents=True, exist_ok=True)
     from lumber.ir import atomic_write_text
 
