@@ -18,7 +18,7 @@ from lumber.ir import Forest, ModelFormatError, UnsupportedModelError
 ACCEPTED = (
     "scikit-learn DecisionTree*/RandomForest*/ExtraTrees*/GradientBoosting*/HistGradientBoosting*/IsolationForest, "
     "LightGBM Booster/LGBMModel or model text file, XGBoost Booster/XGBModel or JSON/UBJSON model file, "
-    "treelite.Model, CatBoost model or JSON export, an ONNX file or ModelProto holding one ai.onnx.ml tree ensemble, "
+    "treelite.Model or checkpoint file (Model.serialize), CatBoost model or JSON export, an ONNX file or ModelProto holding one ai.onnx.ml tree ensemble, "
     "a lumber .lumber IR file, a scikit-learn .skops file, "
     "or (with --trust-pickle) a pickle/joblib file of one of these"
 )
@@ -103,6 +103,10 @@ def sniff(data: bytes) -> str:
 
     if is_onnx(head):
         return "onnx"
+    from .treelite_checkpoint import is_treelite_checkpoint
+
+    if is_treelite_checkpoint(head):
+        return "treelite-checkpoint"
     return "unknown"
 
 
@@ -113,6 +117,7 @@ _FILE_FRONTENDS: dict[str, str] = {
     "catboost-json": "lumber.compiler.frontends.catboost:load_catboost_file",
     "catboost-cbm": "lumber.compiler.frontends.catboost:load_catboost_file",
     "onnx": "lumber.compiler.frontends.onnx:load_onnx_file",
+    "treelite-checkpoint": "lumber.compiler.frontends.treelite_checkpoint:load_treelite_checkpoint",
 }
 
 
