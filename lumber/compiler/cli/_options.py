@@ -18,6 +18,28 @@ from lumber.ir import InputDataError
 ROWS_HELP = "rows to use, 0-based: 'START:STOP' (STOP excluded), 'I,J,K', or both ('0:10,15') (default: all)"
 
 
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number above zero (seconds, tolerances)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (v > 0 and v != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number above 0")
+    return v
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (counts)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
+    return v
+
+
 def add_rows(p: argparse.ArgumentParser, what: str = "explain") -> None:
     p.add_argument("--rows", metavar="SELECTION", help=ROWS_HELP.replace("rows to use", f"rows to {what}"))
 

@@ -21,10 +21,14 @@ HELP = "train a model on bundled data and run lumber end to end (offline)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trees", type=int, default=100)
-    p.add_argument("--leaves", type=int, default=31)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--keep", metavar="DIR", help="keep the artifacts in DIR")
+    from ._options import positive_int
+
+    p.add_argument("--trees", type=positive_int, default=100, help="boosting rounds of the demo model (default: 100)")
+    p.add_argument("--leaves", type=positive_int, default=31, help="leaves per tree (default: 31)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/test split and the model (default: 0)")
+    p.add_argument("--keep", metavar="DIR",
+                   help="write the demo's files into DIR and keep them: model.txt, train.csv, cases.csv, "
+                        "recourse.lum, lumber.toml, model.so/.onnx and the report (the README's tour uses them)")
 
 
 DEMO_CONSTRAINTS = (
@@ -59,8 +63,9 @@ def run(args: argparse.Namespace) -> int:
     ds = datasets.load("adult")
     Xtr, Xte, ytr, yte = ds.split(test_size=0.25, seed=args.seed)
     cats = [f.name for f in ds.features if f.kind.name == "CATEGORICAL"]
-    workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="lumber-demo-"))
-    workdir.mkdir(parents=True, exist_ok=True)
+    from lumber.ir.atomic import prepare_output_dir
+
+    workdir = prepare_output_dir(Path(args.keep)) if args.keep else Path(tempfile.mkdtemp(prefix="lumber-demo-"))
     state: dict[str, Any] = {}
     print(f"lumber demo: {ds.name} ({len(ds.X):,} rows, {len(ds.features)} features), "
           f"LightGBM {args.trees} trees x {args.leaves} leaves; artifacts in {workdir}")

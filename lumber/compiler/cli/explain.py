@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train", help="training CSV (scaling statistics, rules, plausibility)")
     _options.add_rows(p)
     _options.add_no_header(p)
-    p.add_argument("--time-limit", type=float, default=30.0, help="seconds per MILP solve")
+    p.add_argument("--time-limit", type=_options.positive_float, default=30.0, help="seconds per MILP solve")
     p.add_argument("--jobs", type=int, default=1, help="parallel workers for batch explanation")
     p.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
     p.add_argument("--pi", type=float, default=None, help="rules: CDP a feature set should reach (default 0.9)")

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from lumber.compiler.data import read_frame
     from lumber.compiler.dsl.starter import starter_text
     from lumber.compiler.frontends import load
-    from lumber.ir import InputDataError, OutputError, atomic_write_text
+    from lumber.ir import OutputError, atomic_write_text
 
     if args.output and Path(args.output).exists() and not args.force:
         raise OutputError(f"{args.output}: already exists", "pass --force to overwrite it")
@@ -37,10 +37,9 @@ def run(args: argparse.Namespace) -> int:
 
         forest = forest.replace(schema=refine_schema(forest.schema, read_typed_csv(args.data).features))
     if frame is not None:
-        missing = [f.name for f in forest.schema.features if f.name not in frame.columns]
-        if len(missing) == forest.schema.n_features:
-            raise InputDataError(f"{args.data}: none of the model's features is a column",
-                                 f"expected columns such as {', '.join(forest.schema.feature_names[:5])}")
+        from lumber.compiler.data import read_rows
+
+        read_rows(args.data, forest)  # columns bound by name and values checked, as every command does
     text = starter_text(forest, Path(args.model).name, frame, Path(args.data).name if args.data else None)
     if args.output:
         atomic_write_text(args.output, text)

@@ -17,6 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from . import _options
+
 NAME = "report"
 HELP = "explain cases and write a self-contained HTML/Markdown/JSON report (or re-render a report.json)"
 DESCRIPTION = __doc__.split("\n\n", 1)[1].strip() if __doc__ else HELP
@@ -39,9 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="class label to reach (default: any other class)")
     p.add_argument("--norm", default="l1", choices=["l1", "l2", "linf"])
     p.add_argument("--scale", choices=["none", "std", "minmax"], help="default: std with --train, else none")
-    p.add_argument("--time-limit", type=float, default=30.0, help="seconds per counterfactual MILP")
-    p.add_argument("--max-cases", type=int, default=20)
-    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--time-limit", type=_options.positive_float, default=30.0, help="seconds per counterfactual MILP")
+    p.add_argument("--max-cases", type=_options.positive_int, default=20,
+                   help="explain the first N rows of CASES (default: 20); the report says how many it explains")
+    p.add_argument("--jobs", type=int, default=1, help="parallel workers for the explanations (default: 1)")
     p.add_argument("--title", default="")
     p.add_argument("--timings", action="store_true", help="show measured speed-ups (bytes then vary)")
     p.add_argument("--seed", type=int, default=0)
