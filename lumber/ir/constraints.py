@@ -312,7 +312,8 @@ class Constraints:
         for n, (lo, hi) in dict(m.get("bounds", {})).items():
             upd(n, lower=None if lo is None else Bound(float(lo)), upper=None if hi is None else Bound(float(hi)))
         for n, c in dict(m.get("cost", {})).items():
-            up, down = (c, c) if np.isscalar(c) else c
+            pair: Any = (c, c) if np.isscalar(c) else c
+            up, down = pair
             upd(n, cost_up=float(up), cost_down=float(down))
         norm = m.get("norm")
         scale = m.get("scale")

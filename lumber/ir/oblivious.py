@@ -693,7 +693,7 @@ def _verify_quantization(e: ObliviousEnsemble, fail: Any) -> None:
     if np.any(e.border[at[thr_level]] != e.level_threshold[thr_level]):
         i = int(np.flatnonzero(thr_level)[np.flatnonzero(e.border[at[thr_level]] != e.level_threshold[thr_level])[0]])
         raise fail("level bin does not match its threshold", "level_bin", int(e.level_tree[i]))
-    for i in np.flatnonzero(is_set):
+    for i in np.flatnonzero(is_set).tolist():
         c = int(lc[i])
         codes = e.level_set(int(i))
         assert inv is not None

@@ -118,7 +118,8 @@ class Metric:
     def all_frozen(self) -> bool:
         return bool(self.immutable.all())
 
-    def case_bounds(self, X0: npt.NDArray[np.float64], features: Sequence[int] | None = None
+    def case_bounds(self, X0: npt.NDArray[np.float64],
+                    features: Sequence[int] | npt.NDArray[np.integer[Any]] | None = None
                     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Realizable closed interval ``[lo, hi]`` each case may move feature ``f`` in.
 

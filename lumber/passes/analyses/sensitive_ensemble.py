@@ -264,7 +264,7 @@ class _Search:
             for f in changed:
                 vals = [x[f]] if in_bounds[f] else []
                 if not m.categorical[f] and not np.isnan(x[f]):
-                    vals += list(self._pullbacks(f, float(x[f]), float(q[f]), bl[f], bh[f]))
+                    vals += list(self._pullbacks(int(f), float(x[f]), float(q[f]), bl[f], bh[f]))
                 for v in vals:
                     y = q.copy()
                     y[f] = v

@@ -232,10 +232,11 @@ class TestExtractor:
             cats: tuple[int, ...] = (int(pv),)
             node = -1
             if row >= 0 and self.plan is not None:
+                boxes = self.plan.boxes
                 k = next(c for c in self.plan.cats if c.f == f)
                 cats = tuple(int(c) for c in np.flatnonzero(k.targets[row]))
-                node = self._local(int(self.boxes.cat_node[row, list(self.boxes.cat_features).index(f)])
-                                   if f in self.boxes.cat_features else -1)
+                node = self._local(int(boxes.cat_node[row, list(boxes.cat_features).index(f)])
+                                   if f in boxes.cat_features else -1)
             return SensitiveTest(name, f, "not in", None, "change", xv, pv, float(m.up[f]), cats,
                                  self._tree(row), node)
         up = pv > xv

@@ -113,7 +113,7 @@ class TreePlan:
         self.fast: list[_Fast] = []
         self.general: list[_General] = []
         self.cats: list[_Categorical] = []
-        zs_any = boxes.zero_sensitive.any(axis=0)
+        zs_any = np.asarray(boxes.zero_sensitive.any(axis=0), dtype=bool)
         constrained = metric.constrained
         for f in range(forest.n_features):
             used = bool(tested[:, f].any())
@@ -150,7 +150,7 @@ class TreePlan:
         B = np.where(nb.tested, np.minimum(B, m.domain_hi), B)
         fast = np.zeros(forest.n_features, dtype=bool)
         fast[self.fast_features] = True
-        dead = (empty(A, B) & fast[None, :]).any(axis=1)
+        dead = np.asarray((empty(A, B) & fast[None, :]).any(axis=1), dtype=bool)
         left = forest.left[s:s + nb.n_leaves].astype(np.int64) - s
         right = forest.right[s:s + nb.n_leaves].astype(np.int64) - s
         feat = forest.feature[s:s + nb.n_leaves].astype(np.int64)
@@ -326,6 +326,7 @@ class TreePlan:
         for k2 in self.cats:
             add(self._category_cost(k2, X[:, k2.f]), None)
         if cnt is not None:
+            assert m.max_changes is not None
             acc[cnt > m.max_changes] = np.inf
         return acc
 
@@ -382,7 +383,7 @@ class TreePlan:
             stay &= np.isin(codes, m.allowed[k.f])[:, None] | np.isnan(x)[:, None]
         isnan = np.isnan(x)
         if rows is None:
-            can = k.targets.any(axis=1)[:, None] & ~isnan[None, :]
+            can = np.asarray(k.targets.any(axis=1), dtype=bool)[:, None] & ~isnan[None, :]
             return np.where(stay.T, 0.0, np.where(can, m.up[k.f], np.inf))
         can = k.targets[rows].any(axis=1) & ~isnan
         stay_r = stay[np.arange(x.shape[0]), rows]

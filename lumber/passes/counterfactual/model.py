@@ -228,7 +228,7 @@ class MilpModel:
         """``(lo, A v, hi)`` for checking a candidate assignment."""
         lo, hi, starts, idx, vals = self.csr()
         row_of = np.repeat(np.arange(self.n_rows), np.diff(starts))
-        act = np.bincount(row_of, weights=vals * v[idx], minlength=self.n_rows)
+        act = np.bincount(row_of, weights=vals * v[idx], minlength=self.n_rows).astype(np.float64, copy=False)
         return lo, act, hi
 
     def is_feasible(self, v: FloatArray, tol: float = 1e-7) -> bool:

@@ -201,8 +201,9 @@ def build_domains(q: Query, lo: FloatArray, hi: FloatArray) -> tuple[list[Domain
             continue
         fin = q.allowed.get(i)
         kind = _numeric_kind(q, i)
-        if kind == "ordinal" and fin is None and schema.features[i].categories is not None and float(x0).is_integer():
-            fin = np.arange(len(schema.features[i].categories), dtype=np.float64)
+        levels = schema.features[i].categories
+        if kind == "ordinal" and fin is None and levels is not None and float(x0).is_integer():
+            fin = np.arange(len(levels), dtype=np.float64)
         g = grid_for(kind, schema.input_dtype, x0, fin)
         a = max(float(g.ceil(np.array([lo[i]]))[0]) if np.isfinite(lo[i]) else -np.inf, g.lowest)
         b = min(float(g.down(np.array([hi[i]]))[0]) if np.isfinite(hi[i]) else np.inf, g.highest)
@@ -276,9 +277,9 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
     if q.constraints is not None:
         actionability.needed_cuts(q.constraints, names, q.x0, doms)
         _relation_support(q, doms)
-    for d in doms:
-        if isinstance(d, (NumericDomain, CategoricalDomain)):
-            d.finalize(model)
+    for dom in doms:
+        if isinstance(dom, (NumericDomain, CategoricalDomain)):
+            dom.finalize(model)
     encs = [encode(f, ch, reach, doms, model, name="y" if k == 0 else "y-iso")
             for k, (f, (ch, reach)) in enumerate(zip(forests, choices))]
     prob = Problem(q, model, doms, encs)
@@ -323,7 +324,7 @@ def _relation_support(q: Query, doms: list[Domain]) -> None:
             if d.grid.kind == "int":
                 d.integer_x = True
             span = max(1.0, abs(d.x0))
-            steps = span * 2.0 ** np.arange(0, 11)
+            steps = np.asarray(span * 2.0 ** np.arange(0, 11), dtype=np.float64)
             if not np.isfinite(d.lo):
                 d.extra_levels.update(float(v) for v in d.grid.down(d.x0 - steps))
             if not np.isfinite(d.hi):

@@ -135,7 +135,7 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
         for r in cons.rules:
             if r.allowed is not None:
                 allowed[names.index(r.feature)] = np.asarray(r.allowed, dtype=np.float64)
-    codes = {i: category_codes(forests, i, float(x0[i]), R) for i in np.flatnonzero(cat)}
+    codes = {i: category_codes(forests, i, float(x0[i]), R) for i in np.flatnonzero(cat).tolist()}
     current = None
     if schema.task in (Task.BINARY, Task.MULTICLASS):
         current = float(schema.class_index(forest.evaluate(x0[None, :]))[0])

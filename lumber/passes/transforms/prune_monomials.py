@@ -94,6 +94,8 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
         if data.X_valid is not None and data.y_valid is not None:
             metric = make_metric(self.metric, ir.schema, data.y_valid)
             Xv = ir.prepare_input(data.X_valid)
+        before: float | None
+        after: float | None
         if self.alpha == "auto":
             assert metric is not None and Xv is not None
             alpha, before, after = choose_alpha(ir, eta, Xv, metric, self.tol)
@@ -183,6 +185,7 @@ def choose_alpha(poly: Polynomial, eta: npt.NDArray[np.float64], Xv: npt.NDArray
         for c, seg in zip(cuts, segs):
             acc = acc + seg
             val = metric(_shape(full - acc, poly))
+            assert before is not None
             if metric.within(val, before, tol):
                 best_j, best_val = c, val
                 good_lo, good_removed = c, acc

@@ -70,7 +70,8 @@ def quantize_ensemble(ens: ObliviousEnsemble) -> ObliviousEnsemble:
     borders: list[npt.NDArray[np.float64]] = []
     thr_levels = np.flatnonzero(~is_set)
     order = thr_levels[np.argsort(feat[thr_levels], kind="stable")]
-    starts = np.flatnonzero(np.concatenate([[True], feat[order][1:] != feat[order][:-1]])) if order.size else []
+    starts = (np.flatnonzero(np.concatenate([[True], feat[order][1:] != feat[order][:-1]])) if order.size
+              else np.zeros(0, dtype=np.intp))
     bounds = list(starts) + [order.shape[0]]
 
     def add_column(f: int, levels: npt.NDArray[np.int64], nan_bin: int | None) -> None:

@@ -516,8 +516,8 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
         if d:
             block = value[voff[t]:voff[u]].reshape((u - t,) + (2,) * d + (w,))
             for axis in range(1, d + 1):
-                hi = [slice(None)] * (d + 2)
-                lo = [slice(None)] * (d + 2)
+                hi: list[slice | int] = [slice(None)] * (d + 2)
+                lo: list[slice | int] = [slice(None)] * (d + 2)
                 hi[axis], lo[axis] = 1, 0
                 block[tuple(hi)] += block[tuple(lo)]
         t = u
@@ -525,17 +525,17 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
     missing = kinds == ConditionKind.MISSING
     equal, invalid = kinds == ConditionKind.EQUAL, kinds == ConditionKind.INVALID
     thr = np.where(missing, np.inf, np.where(equal | invalid, np.nan, poly.cond_threshold[level_cond]))
-    sets: dict[str, Any] = {}
+    set_arrays: dict[str, Any] = {}
     if (equal | invalid).any():  # x = code is the set {code}; "not a valid category" the set {-1}
         size = (equal | invalid).astype(np.int64)
         off = np.zeros(level_cond.shape[0] + 1, dtype=np.int64)
         np.cumsum(size, out=off[1:])
         codes = np.where(equal, poly.cond_threshold[level_cond], float(INVALID_CODE))[size > 0]
-        sets = dict(level_set_offset=off, level_set_code=codes.astype(np.int64))
+        set_arrays = dict(level_set_offset=off, level_set_code=codes.astype(np.int64))
     schema = poly.schema.with_(base_score=tuple(float(b) for b in poly.bias))
     return ObliviousEnsemble(schema=schema, depth=depth, level_feature=poly.cond_feature[level_cond],
                              level_threshold=thr, level_nan_true=poly.cond_nan_true[level_cond] | missing,
-                             tree_output=tout, value=value, **sets)
+                             tree_output=tout, value=value, **set_arrays)
 
 
 __all__ = ["CostModel", "DEFAULT_MAX_DEPTH", "RecomposeOblivious", "STRATEGIES", "grow_sets",

@@ -101,7 +101,7 @@ def compress(values: FloatArray, weights: FloatArray) -> tuple[FloatArray, Float
     if values.shape[0] == 0:
         return values, weights
     uniq, inv = unique_rows(values)
-    return uniq, np.bincount(inv, weights=weights, minlength=uniq.shape[0])
+    return uniq, np.bincount(inv, weights=weights, minlength=uniq.shape[0]).astype(np.float64, copy=False)
 
 
 def weighted_share(values: FloatArray, weights: FloatArray, lo: FloatArray, hi: FloatArray,

@@ -273,8 +273,8 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, S: IntArray,
     prefer = (plausible_rank(q, weighted_share(good[0], good[1], lo, hi), plaus) if good is not None
               else np.zeros(lo.shape[0]))
     if lo.shape[0] > opt.max_candidates:
-        keep = np.lexsort((-crp, -plaus, -prefer))[: opt.max_candidates]
-        lo, hi, crp, plaus, prefer = lo[keep], hi[keep], crp[keep], plaus[keep], prefer[keep]
+        top = np.lexsort((-crp, -plaus, -prefer))[: opt.max_candidates]
+        lo, hi, crp, plaus, prefer = lo[top], hi[top], crp[top], plaus[top], prefer[top]
     merged = merge_boxes(
         lo, hi, crp, plaus, pi_c=opt.pi_c, max_rules=opt.max_rules, allowed=allowed, prefer=prefer,
         crp_of=lambda a, b: box_crp(ctx, q, target, S, a, b),

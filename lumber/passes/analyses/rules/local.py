@@ -49,10 +49,10 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
                                               features=(), cdp=1.0, **common))
             continue
         act = action_space(ctx.constraints, names, Xm[i], Xm[i])
-        out, gen = search_rules(
-            ctx, tgt, lambda k, i=i, act=act: make_query(
-                ctx, act, ctx.cells.point_routes(Xr[i:i + 1])[0], keys[i], point=Xm[i], k=k),
-            exclude=Xr[i])
+        def query(k: Any, i: int = i, act: Any = act) -> Any:
+            return make_query(ctx, act, ctx.cells.point_routes(Xr[i:i + 1])[0], keys[i], point=Xm[i], k=k)
+
+        out, gen = search_rules(ctx, tgt, query, exclude=Xr[i])
         if out.status == FOUND:
             more[i] = gen
         results.append(_result(out, names, common))

@@ -9,7 +9,7 @@ constraints the box cannot express (linear relations, implications).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -102,12 +102,13 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
         cand.sort(key=lambda t: (-t[0], t[1]))
         chosen: list[CounterfactualSample] = []
         seen: set[bytes] = set()
-        for _, r, d in cand:
-            x = d.x  # type: ignore[attr-defined]
+        for _, r, pick in cand:
+            got: Any = pick
+            x = got.x
             if x.tobytes() in seen:
                 continue
             seen.add(x.tobytes())
-            chosen.append(_sample(ctx, X[c], x, float(d.score), bool(d.valid), r, names))  # type: ignore[attr-defined]
+            chosen.append(_sample(ctx, X[c], x, float(got.score), bool(got.valid), r, names))
             if len(chosen) == n_samples:
                 break
         result.append(tuple(chosen))

@@ -118,7 +118,7 @@ def anneal(jobs: Sequence[SampleJob], evaluate: Evaluate, options: AnnealOptions
         act = np.flatnonzero(active)
         if act.size == 0:
             break
-        cand = np.concatenate([_propose(jobs[i], curr[i], opt.batch, rngs[i], False) for i in act])
+        cand = np.concatenate([_propose(jobs[i], curr[i], opt.batch, rngs[i], False) for i in act.tolist()])
         owner = np.repeat(act, opt.batch).astype(np.int64)
         sc, va, bo = evaluate(cand, owner)
         en = _energy(sc, va, bo, opt)
