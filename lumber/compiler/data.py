@@ -16,6 +16,7 @@ import pandas as pd
 from lumber.datasets import read_typed_csv
 from lumber.ir import InputDataError
 from lumber.ir.binding import bind_frame, read_csv, suggest
+from lumber.ir.interp import prepare_input
 
 
 def read_frame(path: str | Path, *, header: bool = True, names: Sequence[str] | None = None) -> pd.DataFrame:
@@ -45,7 +46,7 @@ def read_rows(path: str | Path, model: Any, *, header: bool = True, label: str |
                              f"columns: {', '.join(map(str, frame.columns[:12]))}")
     try:
         bound = bind_frame(names, frame, source=str(path), ignore=[label] if label else [])
-        X = model.prepare_input(bound)
+        X = prepare_input(model.schema, bound)  # a model, or a compiled artifact's predictor
     except InputDataError as exc:
         raise InputDataError([d if d.location is not None else d.__class__(d.severity, f"{path}: {d.message}",
                                                                            d.location, d.notes)

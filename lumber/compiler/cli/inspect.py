@@ -8,11 +8,12 @@ import json
 from typing import Any
 
 NAME = "inspect"
-HELP = "print trees, depth, leaves, features used, splits per feature and memory"
+HELP = "describe a model (trees, depth, leaves, splits per feature, memory) or a compiled artifact"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, pickle, .lumber, ...)")
+    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, CatBoost, .skops, .lumber) or an "
+                                 "artifact from lumber compile (.so, .table, .onnx)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -20,6 +21,11 @@ def run(args: argparse.Namespace) -> int:
     from lumber.compiler.frontends import load, read_model_bytes, sniff
     from lumber.compiler.frontends.untrusted import is_skops
 
+    from ._artifacts import compiled_artifact
+
+    art = compiled_artifact(args.model)
+    if art is not None:
+        return _print_artifact(args, art)
     data = read_model_bytes(args.model)
     if sniff(data[:4096]) == "lumber-ir" and not is_skops(data):
         from lumber.ir import Forest, load_ir
@@ -51,6 +57,23 @@ def run(args: argparse.Namespace) -> int:
 def _print_origin(model: str, src: dict[str, Any]) -> None:
     print(f"model      {model}")
     print(f"source     {src.get('library', '?')} {src.get('version', '')} {src.get('model_type', '')}".rstrip())
+
+
+def _print_artifact(args: argparse.Namespace, pred: Any) -> int:
+    """A compiled artifact: what it is, which model it came from (fingerprint), what it reads and returns."""
+    from ._artifacts import describe
+
+    d = describe(args.model, pred)
+    if args.json:
+        print(json.dumps(d, indent=2, sort_keys=True, default=str))
+        return 0
+    _print_origin(f"{args.model} ({d['artifact']}, {d['bytes']:,} bytes)", d["source"])
+    print(f"compiled   from the model with fingerprint {d['fingerprint']}")
+    print(f"task       {d['task']} ({d['outputs']} output{'s' if d['outputs'] != 1 else ''}), "
+          f"inputs {d['input_dtype']}" + (f", classes {', '.join(d['classes'])}" if d["classes"] else ""))
+    names = d["feature_names"]
+    print(f"features   {d['features']}: {', '.join(names[:12])}{' ...' if len(names) > 12 else ''}")
+    return 0
 
 
 def _print_statistics(args: argparse.Namespace, ir: Any) -> int:

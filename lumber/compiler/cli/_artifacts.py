@@ -1,0 +1,53 @@
+"""Compiled artifacts as inputs: ``predict`` and ``inspect`` take a ``.so``, a table file or lumber's ``.onnx``.
+
+An artifact records the fingerprint of the model it was compiled from and the
+model's schema, so it can predict a CSV (columns bound by name, as for models)
+and say where it came from. Model files still load through the frontends.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+ARTIFACT_KINDS = {"c": "C shared library", "table": "oblivious decision tables", "table-c": "oblivious tables (C)",
+                  "onnx": "ONNX model", "numpy": "lumber IR", "c-source": "C source"}
+
+
+def compiled_artifact(path: str | Path) -> Any | None:
+    """The predictor of a compiled artifact at ``path``, or None when the file is a model (or not lumber's)."""
+    from lumber.compiler.frontends import read_model_bytes
+    from lumber.compiler.targets import load_artifact
+    from lumber.compiler.targets.c import is_shared_library
+    from lumber.ir import LumberError
+
+    p = Path(path)
+    head = read_model_bytes(p)[:8]
+    if is_shared_library(head) or head[:4] == b"LUMB":
+        return load_artifact(p)
+    if p.suffix == ".onnx" or head[:1] == b"\x08":  # ONNX: protobuf, field 1 (ir_version) first
+        try:
+            return load_artifact(p)
+        except LumberError:
+            return None  # an ONNX model not written by lumber: a model for the ONNX frontend
+    return None
+
+
+def model_or_artifact(path: str | Path) -> Any:
+    """A compiled artifact's predictor, else the model file loaded as a Forest."""
+    from lumber.compiler.frontends import load
+
+    art = compiled_artifact(path)
+    return art if art is not None else load(path)
+
+
+def describe(path: str | Path, pred: Any) -> dict[str, Any]:
+    """What ``inspect`` says about an artifact: its kind, the model it came from, its inputs and outputs."""
+    schema = pred.schema
+    return {
+        "artifact": ARTIFACT_KINDS.get(pred.target, pred.target), "target": pred.target,
+        "fingerprint": pred.fingerprint, "source": dict(schema.source), "task": schema.task.name.lower(),
+        "outputs": schema.n_outputs, "features": schema.n_features, "feature_names": list(schema.feature_names),
+        "input_dtype": schema.input_dtype, "bytes": Path(path).stat().st_size,
+        "classes": [str(c) for c in schema.classes] if schema.classes is not None else None,
+    }
