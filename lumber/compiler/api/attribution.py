@@ -8,16 +8,14 @@ pruned polynomial from ``lumber.run``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from lumber.compiler.pipeline import as_ir
-from lumber.ir import CompileError, Forest, Polynomial
+from lumber.ir import ArrayLike, CompileError, Forest, ModelLike, Polynomial
 from lumber.passes.analyses.attribution import AttributionResult
 from lumber.passes.analyses.attribution import attribution as _attribution
 from lumber.passes.transforms.to_polynomial import DEFAULT_MAX_MONOMIALS, forest_to_polynomial
 
 
-def attribution(model: Any, X: Any, *, polynomial: Polynomial | None = None,
+def attribution(model: ModelLike, X: ArrayLike, *, polynomial: Polynomial | None = None,
                 max_monomials: int = DEFAULT_MAX_MONOMIALS) -> AttributionResult:
     """nu per feature (``.nu``, ``[n_features, n_outputs]``) and per condition (``.condition_nu``)."""
     if polynomial is None:

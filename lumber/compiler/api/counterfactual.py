@@ -19,8 +19,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.compiler.explain import ExplanationRequest, explanation_request, source_predictor
-from lumber.ir import Constraints, Feature, Forest, InputDataError, Norm, Task
+from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, explanation_request, source_predictor
+from lumber.ir import ArrayLike, CasesLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Task
 from lumber.passes.counterfactual import CounterfactualResult, isolation_threshold, solve_counterfactual
 from lumber.passes.targets import class_labels
 
@@ -32,8 +32,10 @@ ISOLATION_SAMPLES = 64
 prove optimality in seconds (bench/counterfactual.py, section iso); pass ``isolation_forest=`` for another."""
 
 
-def counterfactual(model: Any | ExplanationRequest, x: Any, target: Any = None, constraints: Any = None, *, norm: str = "l1",
-                   scale: Any = None, reference: Any = None, weights: Any = None,
+def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: Any = None,
+                   constraints: ConstraintsLike = None,
+                   *, norm: str | Norm = "l1", scale: Any = None, reference: ArrayLike | None = None,
+                   weights: Any = None,
                    features: Sequence[Feature] | None = None, isolation_forest: Any = None,
                    contamination: float | None = None, k: int = 1, time_limit: float = 60.0,
                    backend: str = "highs", presolve: bool | None = None, threads: int = 1, mip_gap: float = 1e-6,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from lumber.compiler.pipeline import as_ir
-from lumber.ir import CompileError, Forest, Polynomial
+from lumber.ir import CompileError, Forest, ModelLike, Polynomial
 from lumber.passes.analyses.equivalence import EquivalenceResult, counterexample_row, polynomial_difference
 from lumber.passes.transforms.to_polynomial import DEFAULT_MAX_MONOMIALS, forest_to_polynomial
 
@@ -43,7 +43,8 @@ def _outputs(ir: Any, x: np.ndarray) -> np.ndarray:
     return np.asarray(ir.evaluate(x[None, :]), dtype=np.float64).reshape(-1)
 
 
-def equivalent(a: Any, b: Any, *, rtol: float = 1e-9, max_monomials: int = DEFAULT_MAX_MONOMIALS) -> EquivalenceResult:
+def equivalent(a: ModelLike, b: ModelLike, *, rtol: float = 1e-9,
+               max_monomials: int = DEFAULT_MAX_MONOMIALS) -> EquivalenceResult:
     """Whether ``a`` and ``b`` (models, paths, Forests or Polynomials) give the same raw margins
     on every input, up to ``rtol`` times the larger model's scale per monomial weight."""
     A, B = as_ir(a), as_ir(b)

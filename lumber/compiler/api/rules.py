@@ -20,8 +20,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.compiler.explain import ExplanationRequest, explanation_request, source_predictor
-from lumber.ir import Forest, InputDataError, UnsupportedModelError
+from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, explanation_request, source_predictor
+from lumber.ir import ArrayLike, CasesLike, Forest, InputDataError, ModelLike, UnsupportedModelError
 from lumber.passes.analyses.rules import (
     AnnealOptions, CounterfactualRule, CounterfactualSample, Region, RuleContext, RuleOptions, RuleSet,
     apply_regional, build_context, coverage, decisions, local_rules, regional_rules,
@@ -33,8 +33,11 @@ FloatArray = npt.NDArray[np.float64]
 RANDOM_FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
 
 
-def counterfactual_rules(model: Any | ExplanationRequest, X_train: Any, x: Any = None, target: Any = None, *,
-                         constraints: Any = None, surrogate: Any = None, pi: float = 0.9, pi_c: float = 0.9,
+def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLike,
+                         x: CasesLike | Region | Sequence[Region | Mapping[str, Any]] | None = None,
+                         target: Any = None, *,
+                         constraints: ConstraintsLike = None, surrogate: Any = None, pi: float = 0.9,
+                         pi_c: float = 0.9,
                          k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
                          strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
                          max_sets: int = 10,
@@ -117,9 +120,9 @@ def counterfactual_rules(model: Any | ExplanationRequest, X_train: Any, x: Any =
 class RuleExplainer:
     """Everything fitted once per model and training set; explain many cases and regions with it."""
 
-    def __init__(self, model: Any | ExplanationRequest, X_train: Any, *, constraints: Any = None, surrogate: Any = None,
-                 pi: float = 0.9, pi_c: float = 0.9, k: int = 10, k_max: int = 30, n_samples: int = 1,
-                 widen: int = 6, seed: int = 0,
+    def __init__(self, model: ModelLike | ExplanationRequest, X_train: ArrayLike, *,
+                 constraints: ConstraintsLike = None, surrogate: Any = None, pi: float = 0.9, pi_c: float = 0.9,
+                 k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
                  strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
                  max_sets: int = 10, n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
                  contamination: float | str = 0.1, anneal: AnnealOptions | None = None, verify: bool = True) -> None:
@@ -187,7 +190,7 @@ class RuleExplainer:
 
     # -- queries ---------------------------------------------------------------------------
 
-    def local(self, X: Any, target: Any = None, *, rows: Sequence[int] | None = None) -> RuleSet:
+    def local(self, X: CasesLike, target: Any = None, *, rows: Sequence[int] | None = None) -> RuleSet:
         """Local rules (and samples) for every row of ``X``."""
         rs = local_rules(self.context, X, self._target(target), rows=rows)
         if self.verify:

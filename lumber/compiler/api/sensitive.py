@@ -15,16 +15,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from lumber.compiler.explain import ExplanationRequest, SourcePredictor, explanation_request
-from lumber.ir import InputDataError, Norm, Task
+from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request
+from lumber.ir import ArrayLike, InputDataError, ModelLike, Norm, Task
 from lumber.passes.analyses.metrics import build_metric
 from lumber.passes.analyses.sensitive_results import SensitiveResult
 from lumber.passes.analyses.sensitive_tests import Goal
 from lumber.passes.analyses.sensitive_tests import sensitive_tests as _analyse
 
 
-def sensitive_tests(model: Any | ExplanationRequest, X: Any, constraints: Any = None, norm: str = "l2", scale: Any = None,
-                    reference: Any = None, *, weights: Any = None, frozen: Sequence[str] = (),
+def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constraints: ConstraintsLike = None,
+                    norm: str | Norm = "l2", scale: Any = None, reference: ArrayLike | None = None, *,
+                    weights: Any = None, frozen: Sequence[str] = (),
                     increase_only: Sequence[str] = (), decrease_only: Sequence[str] = (),
                     max_changes: int | None = None, target: Any = None, method: str = "auto",
                     verify: bool = True, **search: Any) -> SensitiveResult:

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, Feature, Forest, InputDataError, Norm, Scale, Schema
+from lumber.ir import ArrayLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Scale, Schema
 from lumber.passes.targets import TargetSet, resolve_target
 
 from .source import SourcePredictor, source_predictor
@@ -32,6 +32,9 @@ FloatArray = npt.NDArray[np.float64]
 ScaleLike = Scale | str | Mapping[str, float] | Sequence[float] | FloatArray | None
 """A named scaling or explicit per-feature spreads (array, or mapping feature -> spread)."""
 
+ConstraintsLike = Constraints | str | Path | Mapping[str, Any] | None
+"""A Constraints object, a constraint file or text, or a mapping for ``Constraints.from_mapping``."""
+
 CONSTRAINT_KEYS = "immutable, increase, decrease, bounds, cost, norm, scale, max_changes"
 
 
@@ -39,7 +42,7 @@ CONSTRAINT_KEYS = "immutable, increase, decrease, bounds, cost, norm, scale, max
 class ExplanationRequest:
     """The resolved inputs of an explanation (see module docstring)."""
 
-    model: Any
+    model: ModelLike
     """What the user passed: a fitted model object, a model file or a Forest."""
     forest: Forest
     """The model lowered to the IR (schema refined by ``features`` when given)."""
@@ -93,8 +96,8 @@ class ExplanationRequest:
         return replace(self, **changes) if changes else self
 
 
-def explanation_request(model: Any, *, constraints: Any = None, target: Any = None,
-                        norm: Norm | str | None = None, scale: ScaleLike = None, reference: Any = None,
+def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: ConstraintsLike = None, target: Any = None,
+                        norm: Norm | str | None = None, scale: ScaleLike = None, reference: ArrayLike | None = None,
                         features: Sequence[Feature] | None = None, verify: bool = True,
                         forest: Forest | None = None) -> ExplanationRequest:
     """Resolve a model and the explanation options once.
@@ -146,7 +149,7 @@ def explanation_request(model: Any, *, constraints: Any = None, target: Any = No
     )
 
 
-def resolve_constraints(constraints: Any, schema: Schema) -> Constraints | None:
+def resolve_constraints(constraints: ConstraintsLike | Any, schema: Schema) -> Constraints | None:
     """Constraints from any accepted form: None, a Constraints, a file or text, or a mapping.
 
     Every rule must name a feature of the model.
@@ -189,4 +192,4 @@ def parse_scale(scale: ScaleLike) -> Scale | Mapping[str, float] | FloatArray | 
     return np.asarray(scale, dtype=np.float64)
 
 
-__all__ = ["ExplanationRequest", "ScaleLike", "explanation_request", "parse_scale", "resolve_constraints"]
+__all__ = ["ConstraintsLike", "ExplanationRequest", "ScaleLike", "explanation_request", "parse_scale", "resolve_constraints"]

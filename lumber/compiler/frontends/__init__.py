@@ -13,7 +13,7 @@ import importlib
 from pathlib import Path
 from typing import Any, Callable
 
-from lumber.ir import Forest, ModelFormatError, UnsupportedModelError
+from lumber.ir import Forest, ModelFormatError, ModelLike, UnsupportedModelError
 
 ACCEPTED = (
     "scikit-learn DecisionTree*/RandomForest*/ExtraTrees*/GradientBoosting*/HistGradientBoosting*/IsolationForest, "
@@ -55,7 +55,7 @@ def read_model_bytes(path: str | Path, expected: str = "a model file") -> bytes:
         raise ModelFormatError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def load(model_or_path: Any, *, trust_pickle: bool | None = None, **options: Any) -> Forest:
+def load(model_or_path: ModelLike, *, trust_pickle: bool | None = None, **options: Any) -> Forest:
     """Any supported model object or file -> a validated :class:`~lumber.ir.Forest`.
 
     Pickle/joblib files are refused unless ``trust_pickle=True`` (unpickling runs
