@@ -96,7 +96,8 @@ class ExplanationRequest:
         return replace(self, **changes) if changes else self
 
 
-def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: ConstraintsLike = None, target: Any = None,
+def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: ConstraintsLike = None,
+                        target: Any = None,
                         norm: Norm | str | None = None, scale: ScaleLike = None, reference: ArrayLike | None = None,
                         features: Sequence[Feature] | None = None, verify: bool = True,
                         forest: Forest | None = None) -> ExplanationRequest:
@@ -192,4 +193,5 @@ def parse_scale(scale: ScaleLike) -> Scale | Mapping[str, float] | FloatArray | 
     return np.asarray(scale, dtype=np.float64)
 
 
-__all__ = ["ConstraintsLike", "ExplanationRequest", "ScaleLike", "explanation_request", "parse_scale", "resolve_constraints"]
+__all__ = ["ConstraintsLike", "ExplanationRequest", "ScaleLike", "explanation_request", "parse_scale",
+           "resolve_constraints"]
