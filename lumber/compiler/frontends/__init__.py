@@ -18,7 +18,7 @@ from lumber.ir import Forest, ModelFormatError, ModelLike, UnsupportedModelError
 ACCEPTED = (
     "scikit-learn DecisionTree*/RandomForest*/ExtraTrees*/GradientBoosting*/HistGradientBoosting*/IsolationForest, "
     "LightGBM Booster/LGBMModel or model text file, XGBoost Booster/XGBModel or JSON/UBJSON model file, "
-    "treelite.Model or checkpoint file (Model.serialize), CatBoost model or JSON export, an ONNX file or ModelProto holding one ai.onnx.ml tree ensemble, "
+    "treelite.Model or checkpoint file (Model.serialize), CatBoost model or JSON export, YDF GBT/RF model or saved directory, an ONNX file or ModelProto holding one ai.onnx.ml tree ensemble, "
     "a lumber .lumber IR file, a scikit-learn .skops file, "
     "or (with --trust-pickle) a pickle/joblib file of one of these"
 )
@@ -30,6 +30,7 @@ _OBJECT_FRONTENDS: dict[str, str] = {
     "treelite": "lumber.compiler.frontends.treelite:from_treelite",
     "catboost": "lumber.compiler.frontends.catboost:from_catboost",
     "onnx": "lumber.compiler.frontends.onnx:from_onnx",
+    "ydf": "lumber.compiler.frontends.ydf:from_ydf",
 }
 
 
@@ -124,6 +125,11 @@ _FILE_FRONTENDS: dict[str, str] = {
 def load_file(path: Path, *, trust_pickle: bool | None = None, **options: Any) -> Forest:
     from . import untrusted
 
+    if path.is_dir():
+        from .ydf import is_ydf_dir, load_ydf_dir
+
+        if is_ydf_dir(path):
+            return load_ydf_dir(path, **options)
     data = read_model_bytes(path)
     if not data.strip():
         raise ModelFormatError(f"{path}: file is empty", f"accepted: {ACCEPTED}")
