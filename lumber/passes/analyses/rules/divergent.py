@@ -115,10 +115,11 @@ def search_divergent(tab: LeafTable, score: Callable[[BitArray], FloatArray],
     the first set pays for the sizes up to it only. Unless ``strict``, when no
     set reaches ``pi`` the ``per_size`` best sets of every size follow, for rules
     whose own probability (CRP) may still reach ``pi_c``: ``fallback="max_cdp"``
-    orders them by CDP (ties: smaller first) among sets of at most ``fallback_max_size``
-    features (the paper's code stops at half the features: resampling everything
-    scores the base rate, often the highest CDP), then the larger sets by size and
-    CDP (for cases where no small set gives a rule); ``"smallest"`` gives the best set
+    orders the best set of each size by CDP (ties: smaller first) among sizes up to
+    ``fallback_max_size`` (the paper's code stops at half the features: resampling
+    everything scores the base rate, often the highest CDP), then the larger sizes' best
+    sets by size (for cases where no small set gives a rule), then the runners-up by CDP;
+    ``"smallest"`` gives the best set
     of each size first (smallest first), then the runners-up by size and CDP.
     The later sets feed the plausibility widening of local rules.
     """
@@ -159,17 +160,16 @@ def search_divergent(tab: LeafTable, score: Callable[[BitArray], FloatArray],
         fallback_sets.extend((s, float(scores[i]), int(masks[i])) for i in order[:per_size] if scores[i] < pi)
     if strict or any_divergent:
         return
-    if fallback_order == "max_cdp":
-        cap = top if fallback_max_size is None else max(1, fallback_max_size)
-        small = sorted((t for t in fallback_sets if t[0] <= cap), key=lambda t: (-t[1], t[0]))
-        large = sorted((t for t in fallback_sets if t[0] > cap), key=lambda t: (t[0], -t[1]))
-        for s, c, m in small + large:
-            yield Attempt(_features(candidates, m), c, False)
-        return
-    # the best set of each size first (smallest first), then the runners-up by size and CDP
     ranked = sorted(fallback_sets, key=lambda t: (t[0], -t[1]))
     firsts = [t for k, t in enumerate(ranked) if k == 0 or ranked[k - 1][0] != t[0]]
     rest = [t for k, t in enumerate(ranked) if not (k == 0 or ranked[k - 1][0] != t[0])]
+    if fallback_order == "max_cdp":
+        # each size's best set: those of at most ``cap`` features by CDP (the first is the paper's
+        # choice), then the larger ones by size; then the runners-up by CDP
+        cap = top if fallback_max_size is None else max(1, fallback_max_size)
+        firsts = (sorted((t for t in firsts if t[0] <= cap), key=lambda t: (-t[1], t[0]))
+                  + [t for t in firsts if t[0] > cap])
+        rest = sorted(rest, key=lambda t: (-t[1], t[0]))
     for s, c, m in firsts + rest:
         yield Attempt(_features(candidates, m), c, False)
 

@@ -63,7 +63,7 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
         for k, s in zip(found, samples):
             results[k].samples = s
         for k in found:
-            if opt.widen > 0 and not _good(results[k].samples):
+            if opt.widen > 0 and not _good(results[k].samples, _robust_target(ctx)):
                 results[k] = _widen(ctx, results[k], more[k], Xm[k], keys[k], names)
     return RuleSet(results, rule_info(ctx))
 
@@ -73,35 +73,51 @@ def _result(out: Outcome, names: Sequence[str], common: dict[str, Any]) -> Count
                               reached_pi=out.reached_pi, rules=out.rules, search=out.search, **common)
 
 
-def _good(samples: Sequence[CounterfactualSample]) -> bool:
-    return bool(samples) and samples[0].verified and samples[0].inlier
+def _robust_target(ctx: RuleContext) -> float:
+    a = ctx.options.anneal
+    return a.robust_target if a.robust_sigma > 0 else 0.0
 
 
-def _rank(samples: Sequence[CounterfactualSample]) -> tuple[bool, bool, float]:
+def _robustness(s: CounterfactualSample) -> float:
+    """Share of noisy copies (sigma^2 = 0.01) keeping the target; 1 when not measured."""
+    return float(s.robustness[0][1]) if s.robustness else 1.0
+
+
+def _good(samples: Sequence[CounterfactualSample], robust: float = 0.0) -> bool:
+    return bool(samples) and samples[0].verified and samples[0].inlier and _robustness(samples[0]) >= robust
+
+
+def _rank(samples: Sequence[CounterfactualSample], robust: float = 0.0) -> tuple[bool, bool, float, float]:
     s = samples[0] if samples else None
-    return (False, False, -np.inf) if s is None else (s.verified, s.inlier, s.inlier_score)
+    if s is None:
+        return (False, False, -np.inf, -np.inf)
+    return (s.verified, s.inlier, min(_robustness(s), robust), s.inlier_score)
 
 
 def _widen(ctx: RuleContext, res: CounterfactualRule, more: Iterator[Outcome], x: FloatArray, key: int,
            names: Sequence[str]) -> CounterfactualRule:
-    """Try the next feature sets of the search while the best sample is an outlier (or misses the target);
-    keep the first set whose sample is a verified inlier, else the best sample seen.
+    """Try the next feature sets of the search while the best sample is an outlier, misses the target or
+    (with a robustness reward) keeps it in fewer than ``robust_target`` of its noisy copies; keep the
+    first set whose sample is a verified, robust inlier, else the best sample seen.
 
     Sets whose rules hold no plausible counterfactual point among training values
     (``Outcome.plausible is False``) are passed over without annealing; at most
     ``widen`` sets are annealed (the generator itself stops after ``widen_sets`` sets).
     """
     best = res
+    robust = _robust_target(ctx)
     for out in plausible_alternatives(more, ctx.options.widen):
         [samples] = sample_cases(ctx, x[None, :], [out.rules], [res.target], [key], ctx.options.n_samples)
-        if _rank(samples) > _rank(best.samples):
+        if _rank(samples, robust) > _rank(best.samples, robust):
             common = dict(target=res.target, pi=res.pi, pi_c=res.pi_c, schema_features=res.schema_features,
                           x=res.x, prediction=res.prediction, row=res.row)
             best = _result(out, names, common)
             best.samples = samples
-            best.message += (f"; widened from {{{', '.join(res.features)}}} whose best sample is "
-                             f"{'an outlier' if res.samples and res.samples[0].verified else 'not verified'}")
-        if _good(best.samples):
+            why = ("not verified" if not (res.samples and res.samples[0].verified) else
+                   "an outlier" if not res.samples[0].inlier else
+                   f"kept by {_robustness(res.samples[0]):.2f} of its noisy copies")
+            best.message += f"; widened from {{{', '.join(res.features)}}} whose best sample is {why}"
+        if _good(best.samples, robust):
             break
     return best
 

@@ -9,6 +9,7 @@ constraints the box cannot express (linear relations, implications).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,6 +27,41 @@ BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
 MAX_RULES_SAMPLED = 16
+
+ROBUSTNESS_SIGMA2 = (0.01, 0.025, 0.05)
+"""Noise variances of the robustness report (the paper's noisy-response experiment, [0, 1] scale)."""
+ROBUSTNESS_DRAWS = 200
+"""Noisy copies per sample and level in the report."""
+
+
+def feature_span(ctx: RuleContext) -> FloatArray:
+    """Each feature's training range (the [0, 1] scaling of the noise); 1 where it is empty."""
+    with np.errstate(invalid="ignore"):
+        span = np.nanmax(ctx.X_raw, axis=0) - np.nanmin(ctx.X_raw, axis=0)
+    return np.where(np.isfinite(span) & (span > 0), span, 1.0)  # type: ignore[no-any-return]
+
+
+def noisy_keep(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: Sequence[RuleTarget], sigma: float,
+               draws: int, rng: np.random.Generator) -> FloatArray:
+    """Per sample ``X[i]`` (changed from ``x0[i]``): the share of ``draws`` copies with Gaussian noise of
+    standard deviation ``sigma`` (in units of each feature's range) on the changed features that the
+    explained model still sends to ``targets[i]``."""
+    if X.shape[0] == 0:
+        return np.zeros(0)
+    changed = ~((X == x0) | (np.isnan(X) & np.isnan(x0)))
+    z = rng.normal(size=(draws,) + X.shape) * (sigma * feature_span(ctx))[None, None, :]
+    noisy = (X[None] + z * changed[None]).reshape(-1, X.shape[1])
+    dec = decisions(ctx.model, noisy).reshape(draws, X.shape[0])
+    keep = np.stack([targets[i].hit(dec[:, i]) for i in range(X.shape[0])], axis=1)
+    return keep.mean(axis=0)  # type: ignore[no-any-return]
+
+
+def robustness_report(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: Sequence[RuleTarget],
+                      key: int) -> list[tuple[tuple[float, float], ...]]:
+    """``(sigma^2, share)`` at each of ``ROBUSTNESS_SIGMA2`` for every sample (deterministic per ``key``)."""
+    rng = np.random.default_rng([ctx.options.seed, int(key), 29])
+    shares = [noisy_keep(ctx, x0, X, targets, float(np.sqrt(s2)), ROBUSTNESS_DRAWS, rng) for s2 in ROBUSTNESS_SIGMA2]
+    return [tuple((s2, float(sh[i])) for s2, sh in zip(ROBUSTNESS_SIGMA2, shares)) for i in range(X.shape[0])]
 
 
 def _job(ctx: RuleContext, x: FloatArray, rule: Rule, key: int) -> SampleJob:
@@ -45,9 +81,7 @@ def _evaluator(ctx: RuleContext, jobs: Sequence[SampleJob], targets: Sequence[Ru
     x0 = np.stack([j.x for j in jobs]) if jobs else np.zeros((0, ctx.X_raw.shape[1]))
     noise = None
     if opt.robust_sigma > 0:
-        with np.errstate(invalid="ignore"):
-            span = np.nanmax(ctx.X_raw, axis=0) - np.nanmin(ctx.X_raw, axis=0)
-        span = np.where(np.isfinite(span) & (span > 0), span, 1.0)
+        span = feature_span(ctx)
         z = np.random.default_rng([ctx.options.seed, 7]).normal(size=(opt.robust_draws, ctx.X_raw.shape[1]))
         noise = z * opt.robust_sigma * span[None, :]
 
@@ -90,9 +124,11 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
             owner_rule.append(r)
             job_targets.append(targets[c])
     out: list[list[tuple[float, int, object]]] = [[] for _ in rules]
+    opt = ctx.options.anneal
+    robust = opt.robust_sigma > 0 and opt.robust_rerank > 0
     if n_samples > 0 and jobs:
-        drawn = anneal(jobs, _evaluator(ctx, jobs, job_targets), ctx.options.anneal, seed=ctx.options.seed,
-                       n_samples=n_samples)
+        drawn = anneal(jobs, _evaluator(ctx, jobs, job_targets), opt, seed=ctx.options.seed,
+                       n_samples=max(n_samples, opt.robust_rerank) if robust else n_samples)
         for j, ds in enumerate(drawn):
             for d in ds:
                 out[owner_case[j]].append((d.energy, owner_rule[j], d))
@@ -100,6 +136,15 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
     result: list[tuple[CounterfactualSample, ...]] = []
     for c, cand in enumerate(out):
         cand.sort(key=lambda t: (-t[0], t[1]))
+        if robust and cand:
+            # re-rank plausible valid candidates by robustness on fresh draws (ties: the chain's energy)
+            Xc = np.stack([d.x for _, _, d in cand])  # type: ignore[attr-defined]
+            rng = np.random.default_rng([ctx.options.seed, int(keys[c]), 23])
+            share = noisy_keep(ctx, np.repeat(X[c][None, :], len(cand), axis=0), Xc, [targets[c]] * len(cand),
+                               opt.robust_sigma, opt.robust_check, rng)
+            order = sorted(range(len(cand)), key=lambda k: (
+                not cand[k][2].valid, cand[k][2].score < 0, -share[k], -cand[k][0], cand[k][1]))  # type: ignore
+            cand = [cand[k] for k in order]
         chosen: list[CounterfactualSample] = []
         seen: set[bytes] = set()
         for _, r, pick in cand:
@@ -111,6 +156,11 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
             chosen.append(_sample(ctx, X[c], x, float(got.score), bool(got.valid), r, names))
             if len(chosen) == n_samples:
                 break
+        if chosen:
+            Xs = np.stack([s.x for s in chosen])
+            rep = robustness_report(ctx, np.repeat(X[c][None, :], len(chosen), axis=0), Xs, [targets[c]] * len(chosen),
+                                    int(keys[c]))
+            chosen = [replace(s, robustness=r) for s, r in zip(chosen, rep)]
         result.append(tuple(chosen))
     return result
 
@@ -142,4 +192,5 @@ def rule_hit_rate(ctx: RuleContext, x: FloatArray, rule: Rule, target: RuleTarge
     return float(target.hit(decisions(ctx.model, Xc)).mean())
 
 
-__all__ = ["rule_hit_rate", "sample_cases"]
+__all__ = ["ROBUSTNESS_DRAWS", "ROBUSTNESS_SIGMA2", "feature_span", "noisy_keep", "robustness_report",
+           "rule_hit_rate", "sample_cases"]

@@ -132,6 +132,10 @@ class CounterfactualSample:
     """Index of the rule the sample was drawn from."""
     violations: tuple[str, ...] = ()
     """Constraints the sample breaks (relations, implications), if any."""
+    robustness: tuple[tuple[float, float], ...] = ()
+    """``(sigma^2, share)``: share of noisy copies that keep the target, Gaussian noise of variance
+    sigma^2 on the changed features scaled to [0, 1] by their training range (the paper's
+    noisy-response test; ``recourse.ROBUSTNESS_SIGMA2``)."""
 
     @property
     def inlier(self) -> bool:
@@ -141,7 +145,8 @@ class CounterfactualSample:
         return {"x": [_num(v) for v in self.x], "changes": [c.to_dict() for c in self.changes],
                 "prediction": self.prediction, "verified": bool(self.verified),
                 "inlier_score": float(self.inlier_score), "inlier": self.inlier, "rule": self.rule,
-                "violations": list(self.violations)}
+                "violations": list(self.violations),
+                "robustness": [{"sigma2": float(a), "share": float(b)} for a, b in self.robustness]}
 
     def to_text(self, features: Sequence[Feature]) -> str:
         by = {f.name: f for f in features}
@@ -149,6 +154,9 @@ class CounterfactualSample:
                        for c in self.changes) or "no change"
         flags = ["verified" if self.verified else "NOT VERIFIED", "inlier" if self.inlier else "outlier"]
         flags.append(f"score {self.inlier_score:.3f}")
+        if self.robustness:
+            flags.append("keeps the target under noise sigma^2 " + "/".join(f"{a:g}" for a, _ in self.robustness)
+                         + ": " + "/".join(f"{b:.2f}" for _, b in self.robustness))
         text = f"sample: {ch}  -> {_show(self.prediction)} [{', '.join(flags)}]"
         if self.violations:
             text += f" (breaks: {'; '.join(self.violations)})"
