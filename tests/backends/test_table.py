@@ -200,11 +200,17 @@ def test_optimize_speed_times_both_forms(lgb_model: tuple[Any, Path, np.ndarray]
     bst, _, X = lgb_model
     pred = lumber.compile(bst, target="c", optimize="speed", path=tmp_path / "fast.so")
     rep = pred.report
-    assert set(rep["forms"]) == {"forest", "oblivious"} and rep["chosen"] in rep["forms"]
+    # the forest in its binned walk and its value walk, and the oblivious tables
+    assert set(rep["forms"]) == {"forest", "forest-values", "oblivious"} and rep["chosen"] in rep["forms"]
+    assert rep["forms"]["forest"]["walk"] == "binned8" and rep["forms"]["forest-values"]["walk"] == "values"
     assert rep["forms"]["oblivious"]["agrees_with_forest"] and rep["forms"]["forest"]["cpu_seconds"] >= 0
+    assert rep["forms"]["forest-values"]["cpu_seconds"] >= 0
     np.testing.assert_allclose(pred.predict_raw(X), bst.predict(X, raw_score=True), rtol=1e-12, atol=1e-12)
     back = load_compiled(tmp_path / "fast.so", bst)  # either form: the same ABI and fingerprint
     np.testing.assert_array_equal(back.predict_raw(X), pred.predict_raw(X))
+    values = lumber.compile(bst, target="c", walk="values")
+    assert values.library.metadata["walk"] == "values"
+    np.testing.assert_array_equal(values.predict_raw(X), lumber.compile(bst, target="c").predict_raw(X))
 
 
 def test_float32_sums_need_inexact() -> None:

@@ -41,8 +41,9 @@ class COptions(EmitOptions):
     """Exported symbols are ``<prefix>_predict_raw`` and so on."""
     unroll: bool | None = False
     """Trees as if/else code instead of tables; None picks code for small models."""
-    block: int = 64
-    """Rows walked together through one tree before moving to the next."""
+    block: int | None = None
+    """Rows walked together through one tree before moving to the next; None: for binned walks as many
+    as keep the block's codes within 16 KiB of L1 cache (64 to 256 rows), else 64."""
     walk: str = "auto"
     """``"binned"``: rows coded as threshold ranks (1-2 bytes) before the walk; ``"values"``: the walk
     compares the row values; ``"auto"``: binned when every feature has at most 65534 thresholds."""
@@ -104,7 +105,7 @@ def check(forest: Forest, options: COptions) -> list[Diagnostic]:
         diags.append(error(f"model too large for 32-bit node ids ({forest.n_nodes} nodes)", IRLocation()))
     if options.walk not in WALKS:
         diags.append(error(f"walk must be one of {', '.join(WALKS)}, got {options.walk!r}", IRLocation(field="walk")))
-    if options.block < 8 or options.block > 4096:
+    if options.block is not None and (options.block < 8 or options.block > 4096):
         diags.append(error(f"block must be between 8 and 4096 rows, got {options.block}", IRLocation(field="block")))
     return diags
 
@@ -203,7 +204,7 @@ def emit_source(forest: Forest, options: COptions | None = None, *, fp: str | No
         "LUMBER_SIGMOID_ALPHA": c_reals(np.array([schema.sigmoid_alpha]), False)[0],
         "LUMBER_ISOLATION_C": c_reals(np.array([schema.isolation_c]), False)[0],
         "LUMBER_ZERO_THRESHOLD": float(ZERO_THRESHOLD).hex(),
-        "LUMBER_BLOCK": str(options.block),
+        "LUMBER_BLOCK": str(options.block or auto_block(bins)),
         "LUMBER_BINNED": str(int(bins is not None)),
         "LUMBER_WALK_T": f"uint{bins.bits}_t" if bins is not None else in_t,
         "LUMBER_WALK_STRIDE": str(bins.row_stride if bins is not None else lay.row_stride),
@@ -245,6 +246,18 @@ def emit_source(forest: Forest, options: COptions | None = None, *, fp: str | No
         fingerprint=fp,
         metadata=meta,
     )
+
+
+BLOCK_CODE_BYTES = 16384
+"""Auto block size: a block's walk codes should take about half of a 32 KiB L1 data cache."""
+
+
+def auto_block(bins: BinTables | None) -> int:
+    """Rows per block: 64 for value walks; for binned walks as many as fit BLOCK_CODE_BYTES (64..256)."""
+    if bins is None:
+        return 64
+    rows = BLOCK_CODE_BYTES // max(1, bins.row_stride * bins.bits // 8)
+    return max(64, min(256, rows // 16 * 16))
 
 
 def _bin_arrays(bins: BinTables, child: npt.NDArray[np.int64], single: bool) -> str:

@@ -25,11 +25,11 @@ OPTIMIZE_GOALS = ("speed",)
 
 
 def compile(model: Any, target: str = "c", *, path: str | Path | None = None, threads: int = 1,
-            prefix: str = "lumber", unroll: bool | None = False, block: int = 64, march_native: bool = False,
+            prefix: str = "lumber", unroll: bool | None = False, block: int | None = None, march_native: bool = False,
             openmp: bool | None = None, cc: str | None = None, opset: int = 5, input_dtype: str | None = None,
             base_score: str = "exact", exact: bool = True, name: str = "model", optimize: str | None = None,
             max_depth: int | str = "auto", strategy: str = "pack", time_passes: bool = False,
-            sample: Any = None) -> Predictor:
+            sample: Any = None, walk: str = "auto") -> Predictor:
     """Compile ``model`` (anything :func:`lumber.load` accepts, or an IR object) for ``target``.
 
     Parameters
@@ -41,19 +41,22 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
     path : where to write the artifact. For ``"c"`` an existing library at ``path``
         built from the same model (same fingerprint) is reused instead of rebuilt.
     threads : default thread count for batch prediction.
-    prefix, unroll, block, march_native, openmp, cc : C backend options.
+    prefix, unroll, block, march_native, openmp, cc, walk : C backend options (``walk``: ``"binned"`` codes each
+        row's values as threshold ranks before walking, ``"values"`` compares the values, ``"auto"``
+        binned where every feature has at most 65534 thresholds).
     opset, input_dtype, base_score, exact : ONNX backend options.
     max_depth, strategy, time_passes : how ``table``/``table-c`` re-compose a forest into oblivious trees
         (``time_passes`` prints the re-composition passes' timings). Tables sum in float64:
         ``exact=False`` accepts that for models summed in float32 (XGBoost).
-    optimize : ``"speed"`` (target ``"c"``): build the forest and the oblivious-table forms, time both
+    optimize : ``"speed"`` (target ``"c"``): build the forest (binned and value walks) and the oblivious-table
+        forms, time them
         on ``sample`` (default: rows spread over the model's splits), keep the faster; both are
         reported in ``predictor.report``.
     """
     tgt = get_target(target)
     options = {"prefix": prefix, "unroll": unroll, "block": block, "march_native": march_native, "openmp": openmp,
                "cc": cc, "opset": opset, "input_dtype": input_dtype, "base_score": base_score, "exact": exact,
-               "name": name, "max_depth": max_depth, "strategy": strategy, "time_passes": time_passes}
+               "name": name, "max_depth": max_depth, "strategy": strategy, "time_passes": time_passes, "walk": walk}
     if optimize is not None:
         if optimize not in OPTIMIZE_GOALS:
             raise CompileError(f"unknown optimize goal {optimize!r}", f"accepted: {', '.join(map(repr, OPTIMIZE_GOALS))}")
