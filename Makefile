@@ -31,7 +31,7 @@ fuzz: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m pip install -q -e ".[test,bench,scale]"
-	$(PY) bench/run_all.py
+	$(PY) bench/run_all.py    # every bench script, quick mode (--full for the full sizes)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -114,6 +114,17 @@ def read_typed_csv(source: str | Path | IO[str], name: str | None = None) -> Typ
     return TypedTable(frame, tuple(feats), target)
 
 
+def example_constraints(name: str) -> str:
+    """The example constraint file shipped for a bundled data set (``adult``, ``compas``, ``credit``)."""
+    if name not in NAMES:
+        import difflib
+
+        close = difflib.get_close_matches(name, NAMES, n=1)
+        raise InputDataError(f"no example constraint file {name!r}", *([f"did you mean '{close[0]}'?"] if close else []),
+                             f"examples: {', '.join(NAMES)}")
+    return resources.files(__name__).joinpath("examples", f"{name}.lum").read_text(encoding="utf-8")
+
+
 def load(name: str) -> Dataset:
     """Load a bundled data set by name (``adult``, ``compas`` or ``credit``)."""
     if name not in NAMES:

@@ -15,7 +15,7 @@ from builders import make_forest
 FEATURES = [Feature("Age", FeatureKind.ORDINAL), Feature("Income"),
             Feature("Housing", FeatureKind.CATEGORICAL, ("own", "rent", "free")), Feature("Sex", FeatureKind.BINARY),
             Feature("PAY_0_Pay_delay>=1", FeatureKind.BINARY)]
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "lumber" / "datasets" / "examples"
 
 
 @pytest.fixture

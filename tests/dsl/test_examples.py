@@ -10,7 +10,7 @@ from lumber.compiler.dsl import check_constraints, format_constraints, format_te
 from lumber.datasets import load
 from lumber.ir import Direction, Schema, Task
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "lumber" / "datasets" / "examples"
 
 
 def dataset_schema(name: str) -> Schema:

@@ -15,7 +15,9 @@ HELP = "write a starter constraint file describing every feature of a model"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="model file")
+    p.add_argument("model", nargs="?", help="model file whose features the starter file lists")
+    p.add_argument("--example", metavar="NAME",
+                   help="instead, write the example file shipped for a bundled data set: adult, compas or credit")
     p.add_argument("--data", help="training CSV: observed ranges and categories go into the comments")
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -25,10 +27,24 @@ def run(args: argparse.Namespace) -> int:
     from lumber.compiler.data import read_frame
     from lumber.compiler.dsl.starter import starter_text
     from lumber.compiler.frontends import load
-    from lumber.ir import OutputError, atomic_write_text
+    from lumber.ir import InputDataError, OutputError, atomic_write_text
 
     if args.output and Path(args.output).exists() and not args.force:
         raise OutputError(f"{args.output}: already exists", "pass --force to overwrite it")
+    if args.example:
+        from lumber.datasets import example_constraints
+
+        if args.model or args.data:
+            raise InputDataError("--example writes a shipped file: it takes no MODEL or --data")
+        text = example_constraints(args.example)
+        if args.output:
+            atomic_write_text(args.output, text)
+        else:
+            print(text, end="")
+        return 0
+    if not args.model:
+        raise InputDataError("init-constraints needs MODEL (or --example NAME)",
+                             "e.g. lumber init-constraints model.txt --data train.csv -o recourse.lum")
     forest = load(args.model)
     frame = read_frame(args.data) if args.data else None
     if args.data:
