@@ -22,6 +22,7 @@ _API: dict[str, str] = {
     "counterfactual": "lumber.compiler.api.counterfactual:counterfactual",
     "counterfactual_rules": "lumber.compiler.api.rules:counterfactual_rules",
     "attribution": "lumber.compiler.api.attribution:attribution",
+    "explanation_request": "lumber.compiler.explain:explanation_request",
     "Forest": "lumber.ir:Forest",
     "Schema": "lumber.ir:Schema",
     "Constraints": "lumber.ir:Constraints",
