@@ -47,6 +47,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "bad.toml": "[model\npath = 1\n", "wrong_keys.toml": '[model]\npath = "nope.txt"\nbogus = 3\n',
         "not_report.json": '{"a": 1}',
     }
+    files.update(_damaged_model_files(d / "model.txt", d))
     for name, text in files.items():
         (d / name).write_bytes(text if isinstance(text, bytes) else text.encode())
     (d / "folder").mkdir()
@@ -54,8 +55,37 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {p.name: p for p in d.iterdir()} | {"dir": d}
 
 
+def _damaged_model_files(model_txt: Path, d: Path) -> dict[str, bytes]:
+    """ONNX, treelite-checkpoint and YDF files of the same model, cut or edited (each sniffed as its format)."""
+    import onnx
+    import treelite
+
+    import lumber
+    from lumber.backends.onnx import emit_onnx
+
+    art = emit_onnx(lumber.load(model_txt))
+    good = art.files[art.main]
+    proto = onnx.load_from_string(good)
+    tree = next(n for n in proto.graph.node if n.op_type == "TreeEnsemble")
+    for a in tree.attribute:
+        if a.name == "nodes_featureids":
+            a.ints[0] = 99
+    checkpoint = treelite.frontend.load_lightgbm_model(str(model_txt)).serialize_bytes()
+    out = {"cut.onnx": good[:len(good) // 2], "edited.onnx": proto.SerializeToString(),
+           "cut.tl": checkpoint[:len(checkpoint) // 3]}
+    try:
+        import ydf
+    except ImportError:  # ydf comes with the test extra; without it the YDF case is not built
+        return out
+    frame = pd.DataFrame({"a": np.arange(40.0), "label": np.arange(40) % 2})
+    model_dir = d / "ydf_damaged"
+    ydf.GradientBoostedTreesLearner(label="label", num_trees=2).train(frame, verbose=0).save(str(model_dir))
+    (model_dir / "header.pb").write_bytes((model_dir / "header.pb").read_bytes()[:7])
+    return out
+
+
 BAD_MODELS = ["missing.txt", "folder", "empty.txt", "garbage.txt", "truncated.txt", "bad.json", "csv_as_model.txt",
-              "evil.pkl", "cases.csv"]
+              "evil.pkl", "cases.csv", "cut.onnx", "edited.onnx", "cut.tl", "ydf_damaged"]
 BAD_DATA = ["missing.csv", "folder", "empty.csv", "header_only.csv", "ragged.csv", "long_row.csv", "dup.csv",
             "no_header.csv", "lowercase_reversed.csv", "misspelt.csv", "text.csv", "latin1.csv", "binary.csv",
             "unnamed_col.csv", "quote.csv"]

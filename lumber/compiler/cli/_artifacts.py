@@ -27,10 +27,24 @@ def compiled_artifact(path: str | Path) -> Any | None:
         return load_artifact(p)
     if p.suffix == ".onnx" or head[:1] == b"\x08":  # ONNX: protobuf, field 1 (ir_version) first
         try:
-            return load_artifact(p)
+            art = load_artifact(p)
         except LumberError:
             return None  # an ONNX model not written by lumber: a model for the ONNX frontend
+        _check_onnx_graph(p)
+        return art
     return None
+
+
+def _check_onnx_graph(path: Path) -> None:
+    """An edited lumber ``.onnx`` (a feature or child out of range) must fail here, naming the file, not
+    inside onnxruntime at prediction time: the ONNX frontend reads the graph and reports damage."""
+    from lumber.compiler.frontends.onnx import load_onnx_file
+    from lumber.ir import UnsupportedModelError
+
+    try:
+        load_onnx_file(path)
+    except UnsupportedModelError:
+        pass  # well formed, only beyond what the frontend reads back: onnxruntime runs it
 
 
 def model_or_artifact(path: str | Path) -> Any:
