@@ -72,6 +72,9 @@ class OnnxOptions(EmitOptions):
     """Refuse anything whose results would differ from the reference evaluator."""
     onnx_opset: int = DEFAULT_OPSET
     max_membership: int = MAX_MEMBERSHIP
+    source_fingerprint: str | None = None
+    """Fingerprint recorded in the file (default: the forest's); for a forest that stands for another IR
+    (oblivious tables lowered to their exact Forest) the caller passes that IR's."""
 
 
 def _dtype(forest: Forest, options: OnnxOptions) -> str:
@@ -363,7 +366,7 @@ def emit_onnx(forest: Forest, options: OnnxOptions | None = None) -> Artifact:
         from lumber.ir.interp import trees_per_output
 
         counts = np.maximum(trees_per_output(forest), 1.0)
-    fp = fingerprint(forest)
+    fp = options.source_fingerprint or fingerprint(forest)
     if options.opset == 5:
         xin = _category_columns(g, forest, x)
         lead = base if nonzero_base and options.base_score == "exact" else None

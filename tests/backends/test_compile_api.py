@@ -163,17 +163,22 @@ def test_cli_compile_c(lgb_file: tuple[Path, np.ndarray], tmp_path: Path) -> Non
     np.testing.assert_array_equal(load_compiled(tmp_path / "d.so", path).predict_raw(X), lumber.load(path).evaluate(X))
 
 
-def test_cli_passes_emit_lumber_and_refuse_c(lgb_file: tuple[Path, np.ndarray], tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_passes_emit_lumber_then_compile_it(lgb_file: tuple[Path, np.ndarray], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
     path, X = lgb_file
     assert main(["compile", str(path), "--passes", "polynomial", "--time-passes", "-o", str(tmp_path / "p.lumber")]) == 0
     out = capsys.readouterr()
     assert "wrote" in out.out and "polynomial" in out.err
     poly = lumber.ir.load_ir(tmp_path / "p.lumber")
     np.testing.assert_allclose(poly.evaluate(X), lumber.load(path).evaluate(X), rtol=1e-12)
-    assert main(["compile", str(path), "--passes", "polynomial", "--emit", "c", "-o", str(tmp_path / "p.so")]) == 2
-    assert "needs a Forest; the pipeline produced a Polynomial" in capsys.readouterr().err
-    assert not (tmp_path / "p.so").exists()
+    # a Polynomial (here from the pipeline, or a .lumber file) compiles as its exact oblivious tables
+    assert main(["compile", str(path), "--passes", "polynomial", "--emit", "c", "-o", str(tmp_path / "p.so")]) == 0
+    assert "oblivious form" in capsys.readouterr().out
+    assert main(["compile", str(tmp_path / "p.lumber"), "--emit", "onnx", "-o", str(tmp_path / "p.onnx")]) == 0
+    capsys.readouterr()
+    for name in ("p.so", "p.onnx"):
+        pred = load_compiled(tmp_path / name, poly)
+        np.testing.assert_allclose(pred.predict_raw(X).reshape(-1), poly.evaluate(X), rtol=1e-12)
 
 
 def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], lgb_file: tuple[Path, np.ndarray]) -> None:
@@ -199,3 +204,16 @@ def test_target_c_hashes_the_ir_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(base, "to_bytes", lambda ir: (calls.append(1), real(ir))[1])
     pred = lumber.compile(f, target="c", path=tmp_path / "m.so")
     assert calls == [1] and pred.fingerprint == base.fingerprint(f)
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t != "c-source"])
+def test_every_ir_object_compiles_to_every_target(lgb_file: tuple[Path, np.ndarray], target: str) -> None:
+    """In memory: a Polynomial (unpruned and pruned) and an ObliviousEnsemble go through lumber.compile
+    for every target and give that IR's own margins; artifacts record the IR they stand for."""
+    path, X = lgb_file
+    poly = lumber.run(path, "polynomial")
+    pruned = poly.select(np.arange(poly.n_monomials // 2))
+    ens = lumber.run(poly, "oblivious")
+    for ir in (poly, pruned, ens):
+        pred = lumber.compile(ir, target=target)
+        np.testing.assert_allclose(pred.predict_raw(X).reshape(-1), ir.evaluate(X), rtol=1e-12, atol=1e-9)

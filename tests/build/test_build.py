@@ -45,16 +45,26 @@ def test_artifacts_and_manifest(built) -> None:  # type: ignore[no-untyped-def]
         assert t["speed"]["speedup"] > 0
 
 
-def test_compiled_artifacts_reproduce_the_model(built) -> None:  # type: ignore[no-untyped-def]
+def test_compiled_artifacts_reproduce_the_pipelines_result(built) -> None:  # type: ignore[no-untyped-def]
+    """The pipeline prunes: the targets are compiled from the pruned polynomial (as its exact oblivious
+    tables), check against it (fingerprint and margins), and are not the unpruned model."""
     from lumber.compiler.api.compile import load_compiled
+    from lumber.compiler.api.equivalence import model_scale
 
     proj, _ = built
     model = lumber.load(proj / "model.txt")
+    pruned = lumber.ir.load_ir(proj / "build" / "ir.lumber")
+    assert isinstance(pruned, lumber.ir.Polynomial)
     X = pd.read_csv(proj / "valid.csv").drop(columns="income")
-    ref = model.evaluate(X)
+    ref = pruned.evaluate(X)
     for name in ("model.so", "model.onnx"):
-        pred = load_compiled(proj / "build" / name, model)
-        assert np.array_equal(pred.predict_raw(X.to_numpy()), ref)
+        pred = load_compiled(proj / "build" / name, pruned)
+        np.testing.assert_allclose(pred.predict_raw(X.to_numpy()).reshape(-1), ref, rtol=0,
+                                   atol=1e-12 * max(model_scale(pruned), 1.0))
+        with pytest.raises(lumber.ir.CompileError, match="stale artifact"):
+            load_compiled(proj / "build" / name, model)
+    manifest = json.loads((proj / "build" / "manifest.json").read_text())
+    assert {t["compiled_from"] for t in manifest["targets"]} == {"passes"}
 
 
 def test_report_content_matches_the_analyses(built) -> None:  # type: ignore[no-untyped-def]

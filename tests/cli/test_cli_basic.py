@@ -52,6 +52,36 @@ def test_predict_matches_evaluate(model_file: Path, tmp_path: Path) -> None:
     assert got["prediction"].tolist() == [1, 0, 1]
 
 
+@pytest.mark.parametrize("passes", ["polynomial", "polynomial,oblivious", "polynomial,oblivious,quantize"])
+def test_every_ir_file_predicts_compiles_and_loads(model_file: Path, tmp_path: Path, passes: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A Polynomial or ObliviousEnsemble file (categories included) is a model like any other:
+    ``lumber predict`` (its own evaluator), ``lumber compile`` to every target, ``lumber.load``
+    (its exact Forest), ``lumber inspect``; all give the source model's margins."""
+    import lumber
+    from lumber.compiler.api.compile import load_compiled
+
+    ir_file = tmp_path / "ir.lumber"
+    assert main(["compile", str(model_file), "--passes", passes, "-o", str(ir_file)]) == 0
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"c": ["y", "x", "z", "y"], "a": [1.0, 0.2, np.nan, 1.6]}).to_csv(data, index=False)
+    out = tmp_path / "p.csv"
+    assert main(["predict", str(ir_file), str(data), "-o", str(out)]) == 0
+    got = pd.read_csv(out)
+    assert np.allclose(got["raw"], [0.75, -0.75, 0.25, 0.25], rtol=0, atol=1e-12)
+    assert got["prediction"].tolist() == [1, 0, 1, 1]
+    X = lumber.load(model_file).prepare_input(pd.read_csv(data))
+    ref = lumber.load(model_file).evaluate(X)
+    np.testing.assert_allclose(lumber.load(ir_file).evaluate(X), ref, rtol=0, atol=1e-12)
+    assert main(["inspect", str(ir_file)]) == 0
+    for emit, suffix in (("c", ".so"), ("table", ".table"), ("table-c", ".so"), ("onnx", ".onnx")):
+        art = tmp_path / f"m-{emit}{suffix}"
+        assert main(["compile", str(ir_file), "--emit", emit, "-o", str(art)]) == 0, capsys.readouterr().err
+        pred = load_compiled(art, ir_file)
+        np.testing.assert_allclose(pred.predict_raw(X).reshape(-1), ref, rtol=0, atol=1e-12)
+    capsys.readouterr()
+
+
 @pytest.mark.parametrize("content,msg", [
     (b"", "file is empty"), (b"hello world", "unrecognised model file format"),
     (b"PK\x03\x04garbage", "not a lumber IR file"),

@@ -32,6 +32,10 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
             sample: Any = None, walk: str = "auto") -> Predictor:
     """Compile ``model`` (anything :func:`lumber.load` accepts, or an IR object) for ``target``.
 
+    Every IR compiles (:mod:`lumber.compiler.deploy`): a Polynomial (pruned or not, object or
+    ``.lumber`` file) as its exact oblivious tables, an ObliviousEnsemble for ``onnx``/``numpy``/
+    ``c-source`` as its exact Forest.
+
     Parameters
     ----------
     target : ``"c"`` (shared library via the system compiler), ``"c-source"`` (C file only),
@@ -68,9 +72,18 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
             raise CompileError("optimize='speed' compares the forest and oblivious forms of a forest model",
                                "pass the model (or its Forest), not an ObliviousEnsemble")
         return compile_fastest(ir, options, path=path, threads=threads, sample=sample)
-    ir = model_ir(model)
+    src = model_ir(model)
+    ir = tgt.lower(src)
     tgt = tgt.for_ir(ir)
-    return tgt.compile(ir, tgt.options(options), path=path, threads=threads)
+    # a lowered form records the fingerprint of the IR it stands for, so load_compiled(path, model) checks
+    fp = None if ir is src else _fingerprint(src)
+    return tgt.compile(ir, tgt.options(options), path=path, threads=threads, fingerprint=fp)
+
+
+def _fingerprint(ir: Any) -> str:
+    from lumber.backends.base import fingerprint
+
+    return fingerprint(ir)
 
 
 def load_compiled(path: str | Path, model: Any = None, *, prefix: str = "lumber", threads: int = 1) -> Predictor:

@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from lumber.ir import LumberError, Polynomial
+from lumber.ir import LumberError
+
+from ..deploy import deployable
 
 from ..targets import get_target
 from .cache import Entry, StepCache, digest
@@ -97,10 +99,9 @@ def run_passes(st: State) -> None:
         ir = load_ir(entry.file("ir.lumber"))
     st.passes = entry.result
     st.artifacts.append(("ir.lumber", entry.file("ir.lumber")))
-    if isinstance(ir, Polynomial):  # no backend emits a polynomial: targets compile the model itself
-        st.ir, st.compiled_from = inp.forest, "model"
-    else:
-        st.ir, st.compiled_from = ir, "passes"
+    # a Polynomial (pruned or not) is compiled as its exact oblivious tables: the artifacts compute
+    # what the pipeline produced
+    st.ir, st.compiled_from = deployable(ir), "passes"
     st.ir_fingerprint = fingerprint(st.ir)
 
 
@@ -204,6 +205,11 @@ def check_equivalence(st: State) -> None:
     if st.ir is inp.forest:
         st.results["equivalence"] = {"equal": True, "decided": True, "method": "identity",
                                      "reason": "the targets are compiled from the model's own IR"}
+        return
+    if st.passes is not None and any(r["pass"] in ("prune", "prune-refit") and r["metrics"].get("dropped", 0) > 0
+                                     for r in st.passes["reports"]):
+        st.results["equivalence"] = {"equal": None, "decided": False, "method": "none",
+                                     "reason": "the pipeline prunes (lossy by design)"}
         return
     key = digest("equivalence", inp.hashes["model"], st.ir_fingerprint)
 

@@ -80,7 +80,8 @@ def lossy_passes(st: State) -> list[dict[str, Any]]:
     """Prune reports that dropped monomials (the pipeline no longer computes the model's function)."""
     if st.passes is None:
         return []
-    return [r for r in st.passes["reports"] if r["pass"] == "prune" and r["metrics"].get("dropped", 0) > 0]
+    return [r for r in st.passes["reports"] if r["pass"] in ("prune", "prune-refit")
+            and r["metrics"].get("dropped", 0) > 0]
 
 
 def equivalence(st: State) -> list[Check]:
@@ -111,7 +112,7 @@ def pruning(st: State) -> list[Check]:
     if st.passes is None:
         return []
     out = []
-    prunes = [r for r in st.passes["reports"] if r["pass"] == "prune"]
+    prunes = [r for r in st.passes["reports"] if r["pass"] in ("prune", "prune-refit")]
     for i, r in enumerate(prunes):
         m = r["metrics"]
         name = f"prune[{i}]" if len(prunes) > 1 else "prune"

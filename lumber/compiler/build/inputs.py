@@ -22,7 +22,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from lumber.ir import Constraints, Diagnostic, Forest, LumberError, Polynomial, Severity, SourceSpan
+from lumber.ir import (Constraints, Diagnostic, Forest, LumberError, ObliviousEnsemble, Polynomial, Severity,
+                       SourceSpan)
 from lumber.ir.binding import bind_frame
 
 from .spec import BuildConfig
@@ -270,7 +271,7 @@ def _check_pipeline(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
         err.from_exc(exc, "compile", "passes")
         return
     for p in inp.passes:
-        if p.name != "prune":
+        if p.name not in ("prune", "prune-refit"):
             continue
         if cfg.data.train is None:
             err.add(f"pass '{p.pipeline_text()}' needs training rows", "compile", "passes",
@@ -278,6 +279,13 @@ def _check_pipeline(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
         if getattr(p, "alpha", None) == "auto" and (cfg.data.validation is None or cfg.data.label is None):
             err.add(f"pass '{p.pipeline_text()}' chooses alpha on labelled validation rows", "compile", "passes",
                     "set [data] validation and [data] label, or give alpha a number")
+
+
+def _holds(final: type, accepts: tuple[type, ...]) -> bool:
+    """Whether a target compiles the pipeline's result (lumber.compiler.deploy: a Polynomial as exact
+    oblivious tables, oblivious tables as their exact Forest where a target holds forests only)."""
+    deployed = ObliviousEnsemble if issubclass(final, (Polynomial, ObliviousEnsemble)) else final
+    return issubclass(deployed, accepts) or (deployed is ObliviousEnsemble and Forest in accepts)
 
 
 def _check_targets(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
@@ -291,8 +299,8 @@ def _check_targets(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
             close = difflib.get_close_matches(t, list(targets), n=1)
             err.add(f"target '{t}' is not available in this lumber", "compile", "targets",
                     *([f"did you mean '{close[0]}'?"] if close else []), f"available targets: {', '.join(targets)}")
-        elif final is not Polynomial and not issubclass(final, get_target(t).accepts):  # a Polynomial: the model
-            able = [n for n in targets if issubclass(final, get_target(n).accepts)]
+        elif not _holds(final, get_target(t).accepts):
+            able = [n for n in targets if _holds(final, get_target(n).accepts)]
             err.add(f"target '{t}' cannot emit the {final.__name__} the pass pipeline produces", "compile",
                     "targets", f"targets for {final.__name__}: {', '.join(able)}; or end the pipeline in a Forest")
         else:

@@ -95,15 +95,15 @@ def _max_depth(text: str) -> int | str:
 
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.api.compile import compile as compile_model
-    from lumber.compiler.frontends import load
+    from lumber.compiler.deploy import deployable, load_any
     from lumber.compiler.speed import describe_choice
     from lumber.compiler.targets import get_target
-    from lumber.ir import CompileError, Forest, ObliviousEnsemble
+    from lumber.ir import CompileError, ObliviousEnsemble
 
     emit = args.emit or (IR_FILE if args.passes else "c")
     output = Path(args.output) if args.output else Path(Path(args.model).stem + suffixes()[emit])
     t0 = time.perf_counter()
-    ir: Any = load(args.model)
+    ir: Any = load_any(args.model)  # a .lumber file keeps its IR: a pruned Polynomial compiles as itself
     if args.passes:
         from lumber.compiler.pipeline import run as run_pipeline
 
@@ -114,11 +114,13 @@ def run(args: argparse.Namespace) -> int:
         ir.save(output)
         print(f"wrote {output} ({type(ir).__name__} IR)")
         return 0
-    tables = emit in TABLE_TARGETS or args.optimize is not None or isinstance(ir, ObliviousEnsemble)
-    if tables and emit not in ("c", *TABLE_TARGETS):
+    ir = deployable(ir)  # a Polynomial becomes its exact oblivious tables
+    tables = emit in TABLE_TARGETS or args.optimize is not None or (isinstance(ir, ObliviousEnsemble) and emit == "c")
+    if args.optimize is not None and emit not in ("c", *TABLE_TARGETS):
         raise CompileError(f"--emit {emit} cannot hold oblivious tables",
                            "use --emit c (a shared library) or --emit table")
-    if not isinstance(ir, get_target(emit).accepts):
+    # ONNX, numpy and C source take oblivious tables as their exact Forest (lumber.compile lowers them)
+    if not isinstance(get_target(emit).lower(ir), get_target(emit).accepts):
         if tables:
             raise CompileError(f"--emit {emit} needs a Forest or an ObliviousEnsemble; the pipeline produced a "
                                f"{type(ir).__name__}", "end the pipeline with 'oblivious' (and 'quantize')")
@@ -129,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sample:
         from lumber.compiler.data import read_rows
 
-        _, sample = read_rows(args.sample, ir if isinstance(ir, Forest) else ir.to_forest())
+        _, sample = read_rows(args.sample, ir)
     pred = compile_model(ir, target=emit, path=output, prefix=args.prefix, unroll=args.unroll,
                          march_native=args.march_native, openmp=False if args.no_openmp else None, cc=args.cc,
                          opset=args.opset, input_dtype=args.input_dtype, exact=not args.inexact, name=output.stem,

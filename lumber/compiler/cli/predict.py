@@ -1,7 +1,8 @@
 """``lumber predict MODEL DATA.csv [--format csv|jsonl|parquet]``: margins, probabilities and decisions.
 
-A model file is evaluated by the IR's reference evaluator; a compiled artifact
-(``.so``, ``.table``, lumber's ``.onnx``) by itself, with the schema it records.
+A model file is evaluated by the IR's reference evaluator (a ``.lumber`` file by the
+evaluator of the IR it holds: Forest, pruned Polynomial or ObliviousEnsemble); a compiled
+artifact (``.so``, ``.table``, lumber's ``.onnx``) by itself, with the schema it records.
 """
 
 from __future__ import annotations

@@ -149,8 +149,10 @@ def load_file(path: Path, *, trust_pickle: bool | None = None, **options: Any) -
         from lumber.ir import load_ir
 
         ir = load_ir(path)
-        if not isinstance(ir, Forest):
-            raise UnsupportedModelError(f"{path}: holds a {type(ir).__name__}; a Forest is needed here")
+        if not isinstance(ir, Forest):  # a Polynomial or ObliviousEnsemble: its exactly equal Forest
+            from ..deploy import as_forest
+
+            return as_forest(ir)
         return ir
     target = _FILE_FRONTENDS.get(kind)
     if target is None:

@@ -20,12 +20,11 @@ from ..predictors import Predictor
 
 
 def model_ir(model: Any) -> Forest | ObliviousEnsemble:
-    """The IR a target compiles: a Forest or ObliviousEnsemble as is, anything else through ``lumber.load``."""
-    if isinstance(model, (Forest, ObliviousEnsemble)):
-        return model
-    from lumber.compiler.frontends import load
+    """The IR a target compiles: a Forest or ObliviousEnsemble as is, a Polynomial (object or ``.lumber``
+    file) as its exact oblivious tables, anything else through ``lumber.load``."""
+    from ..deploy import deployable, load_any
 
-    return load(model)
+    return deployable(load_any(model))
 
 
 class Target:
@@ -47,6 +46,13 @@ class Target:
         """The target's options from ``values``; keys that belong to other targets are ignored."""
         names = {f.name for f in fields(self.Options)}
         return self.Options(**{k: v for k, v in (values or {}).items() if k in names})
+
+    def lower(self, ir: Forest | ObliviousEnsemble) -> Forest | ObliviousEnsemble:
+        """``ir`` in a form this target holds: oblivious tables become their exact Forest for targets
+        that hold forests only (ONNX, numpy, C source)."""
+        if isinstance(ir, ObliviousEnsemble) and not isinstance(ir, self.accepts) and Forest in self.accepts:
+            return ir.to_forest()
+        return ir
 
     def for_ir(self, ir: Any) -> Target:
         """The target that compiles ``ir`` for this one (itself, unless it hands a form to another)."""

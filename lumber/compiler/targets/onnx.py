@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from lumber.backends.onnx import OnnxOptions
@@ -24,6 +25,8 @@ class OnnxTarget(Target):
                 fingerprint: str | None = None) -> Predictor:
         from lumber.backends.onnx import emit_onnx
 
+        if fingerprint is not None:
+            options = replace(options, source_fingerprint=fingerprint)
         art = emit_onnx(ir, options)
         pred = OnnxPredictor(art.files[art.main], ir.schema, art.fingerprint, str(art.metadata["input_dtype"]),
                              threads=threads)

@@ -1,0 +1,75 @@
+"""Every IR is deployable: the forms a target, ``lumber predict`` or ``lumber.load`` can use.
+
+A pass pipeline may end in any IR. Targets compile Forests and ObliviousEnsembles;
+a Polynomial (``polynomial``, ``prune``, ``prune-refit``) is turned into one
+first, exactly: re-composition into oblivious trees (the ``oblivious`` pass
+with its defaults) computes the polynomial's function, so the artifact
+computes what the pipeline produced. An ObliviousEnsemble goes to a target that
+only holds forests (ONNX, numpy, C source) as its exact Forest of complete trees
+(:meth:`~lumber.ir.ObliviousEnsemble.to_forest`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lumber.ir import CompileError, Forest, ObliviousEnsemble, Polynomial
+
+MAX_TABLE_DEPTH = 16
+"""Deepest table a Polynomial is re-composed into when deployed (65,536 rows)."""
+
+AnyIR = Forest | Polynomial | ObliviousEnsemble
+
+
+def tables_of(poly: Polynomial) -> ObliviousEnsemble:
+    """The polynomial as oblivious tables, exactly (``oblivious`` with its defaults: strategy pack)."""
+    from lumber.passes.transforms.recompose_oblivious import DEFAULT_MAX_DEPTH, recompose
+
+    if poly.max_degree > MAX_TABLE_DEPTH:
+        raise CompileError(
+            f"the polynomial has monomials of {poly.max_degree} conditions: as oblivious tables they need "
+            f"2^{poly.max_degree} rows each (at most 2^{MAX_TABLE_DEPTH} are made when deploying)",
+            "prune it first (prune / prune-refit), or compile the model's Forest")
+    ens, _ = recompose(poly, max_depth=max(DEFAULT_MAX_DEPTH, poly.max_degree))
+    return ens
+
+
+def deployable(ir: AnyIR) -> Forest | ObliviousEnsemble:
+    """A form targets compile: Forests and ObliviousEnsembles as they are, a Polynomial as exact tables."""
+    if isinstance(ir, Polynomial):
+        return tables_of(ir)
+    return ir
+
+
+def as_forest(ir: AnyIR) -> Forest:
+    """The IR as an exactly equal Forest (the form explanations and ``lumber.load`` hand out)."""
+    d = deployable(ir)
+    return d if isinstance(d, Forest) else d.to_forest()
+
+
+def load_any(model: Any, **options: Any) -> AnyIR:
+    """A model object or file as IR: ``.lumber`` files give the IR they hold (any kind), IR objects
+    are returned as they are, everything else goes through :func:`lumber.load` (a Forest)."""
+    from .frontends import load, read_model_bytes, sniff
+
+    if isinstance(model, (Forest, Polynomial, ObliviousEnsemble)):
+        return model
+    if isinstance(model, (str, Path)):
+        path = Path(model)
+        data = read_model_bytes(path)
+        if sniff(data) == "lumber-ir":
+            from . import frontends
+            from .frontends import untrusted
+
+            if not untrusted.is_skops(data):
+                from lumber.ir import load_ir
+
+                ir = load_ir(path)
+                if isinstance(ir, (Forest, Polynomial, ObliviousEnsemble)):
+                    return ir
+            return frontends.load_file(path, **options)
+    return load(model, **options)
+
+
+__all__ = ["AnyIR", "MAX_TABLE_DEPTH", "as_forest", "deployable", "load_any", "tables_of"]
