@@ -238,17 +238,25 @@ class CellIndex:
         idx[:, 0::2] = kl
         idx[:, 1::2] = kr
         words = self.bits.shape[1]
-        out = np.empty((q, self.n_trees, words), dtype=np.uint64)
-        out[:] = self.bits[-1]  # a tree without splits: every row
-        nonempty = np.flatnonzero(np.diff(self.seg_tree_start) > 0)
-        if nonempty.size == 0:
-            return out
-        tstart = 2 * self.seg_tree_start[nonempty]
-        step = max(1, CHUNK_WORDS // max(idx.shape[1] * words, 1))
-        for s in range(0, q, step):
-            g = self.bits[idx[s:s + step]]  # (b, 2S, words)
-            out[s:s + step, nonempty] = np.bitwise_and.reduceat(g, tstart, axis=1)
-        return out
+        T = self.n_trees
+        out = np.empty((q * T, words), dtype=np.uint64)
+        out[:] = self.bits[-1]  # no determined split in the tree: every row
+        entry_tree = np.repeat(self.seg_tree, 2)
+        # only the bitsets of determined splits are gathered (regional queries leave most segments free);
+        # entries are grouped by (query, tree) because segments are sorted by tree
+        # query blocks whose gathered bitsets stay under CHUNK_WORDS
+        per_q = np.cumsum((idx != ones).sum(axis=1) * words)
+        s = 0
+        while s < q:
+            base = per_q[s - 1] if s else 0
+            e = max(s + 1, int(np.searchsorted(per_q, base + CHUNK_WORDS, side="right")))
+            qq, jj = np.nonzero(idx[s:e] != ones)
+            if qq.size:
+                grp = (qq + s) * T + entry_tree[jj]
+                starts = np.flatnonzero(np.concatenate([[True], grp[1:] != grp[:-1]]))
+                out[grp[starts]] = np.bitwise_and.reduceat(self.bits[idx[qq + s, jj]], starts, axis=0)
+            s = e
+        return out.reshape(q, T, words)
 
     def estimate(self, routes: Routes, hit: Bits) -> tuple[FloatArray, IntArray]:
         """Mean over trees of the target share of each query's cell, and the trees that count
@@ -257,7 +265,7 @@ class CellIndex:
         prob = np.empty(q)
         used = np.empty(q, dtype=np.int64)
         words = self.bits.shape[1]
-        step = max(1, CHUNK_WORDS // max(2 * (self.seg_start.shape[0] - 1) * words, 1))
+        step = max(1, min(256, CHUNK_WORDS // max(self.n_trees * words, 1)))
         for s in range(0, q, step):
             cell, alive = self.cells(routes[s:s + step])
             W = popcount(cell) * alive

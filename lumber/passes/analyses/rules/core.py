@@ -21,7 +21,7 @@ from .divergent import SearchLog, candidate_features, search_divergent
 from .cells import Routes
 from .estimators import feature_bits
 from .results import FOUND, NO_DIVERGENT_SET, NO_RULE, Interval, Rule, SearchInfo
-from .targets import RuleTarget, decisions
+from .targets import RuleTarget
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -360,7 +360,8 @@ def plausible_pairs(ctx: RuleContext, target: RuleTarget, cases: FloatArray, S: 
     m = cases.shape[0]
     P = np.tile(cases, (values.shape[0], 1))  # value-major: case c of value u at u * m + c
     P[:, S] = np.repeat(values, m, axis=0)
-    ok = (np.asarray(ctx.score(P)) >= 0) & target.hit(decisions(ctx.model, P))
+    score, dec = ctx.score_and_decide(P)
+    ok = (score >= 0) & target.hit(dec)
     return ok.reshape(values.shape[0], m)  # type: ignore[no-any-return]
 
 
