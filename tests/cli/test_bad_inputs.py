@@ -139,7 +139,9 @@ def _argvs(c: dict[str, Path]) -> list[list[str]]:
             ["compile", m, "--passes", "prune{alpha=", "-o", str(d / "y.lumber")],
             ["compile", m, "--emit", "table", "--max-depth", "lots", "-o", str(d / "t.table")],
             ["batch", m, cases, "--sensitive", "-o", str(c["cases.csv"])],
-            ["demo", "--keep", str(c["afile"])]]
+            ["demo", "--keep", str(c["afile"])], ["datasets", "export", "adlt", str(d / "ex")],
+            ["datasets", "export", "adult", str(c["afile"])], ["datasets", "export"],
+            ["init-constraints", "--example", "nope"], ["init-constraints"]]
     return out
 
 
