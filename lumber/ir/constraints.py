@@ -296,6 +296,26 @@ class Constraints:
         return d
 
     @staticmethod
+    def coerce(value: "Constraints | Mapping[str, Any] | None") -> "Constraints":
+        """The one coercion of a constraints argument: None (no constraints), a Constraints, or a
+        mapping for :meth:`from_mapping`; anything else is an :class:`InputDataError` naming the
+        accepted forms."""
+        if value is None:
+            return Constraints()
+        if isinstance(value, Constraints):
+            return value
+        if isinstance(value, Mapping):
+            try:
+                return Constraints.from_mapping(value)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise InputDataError(f"constraints mapping is malformed: {exc}",
+                                     "keys: immutable, increase, decrease, bounds, cost, norm, scale, max_changes"
+                                     ) from None
+        raise InputDataError(f"constraints must be a lumber.Constraints, a mapping or a file, "
+                             f"not {type(value).__name__}",
+                             "build one with lumber.parse_constraints(path) or Constraints.from_mapping({...})")
+
+    @staticmethod
     def from_mapping(m: Mapping[str, Any]) -> "Constraints":
         """Quick construction from plain Python: ``{"immutable": [...], "increase": [...], ...}``."""
         rules: dict[str, FeatureRule] = {}

@@ -35,8 +35,6 @@ ScaleLike = Scale | str | Mapping[str, float] | Sequence[float] | FloatArray | N
 ConstraintsLike = Constraints | str | Path | Mapping[str, Any] | None
 """A Constraints object, a constraint file or text, or a mapping for ``Constraints.from_mapping``."""
 
-CONSTRAINT_KEYS = "immutable, increase, decrease, bounds, cost, norm, scale, max_changes"
-
 
 @dataclass(frozen=True, eq=False)
 class ExplanationRequest:
@@ -157,21 +155,11 @@ def resolve_constraints(constraints: ConstraintsLike | Any, schema: Schema) -> C
     """
     if constraints is None:
         return None
-    if isinstance(constraints, Constraints):
-        cons = constraints
-    elif isinstance(constraints, (str, Path)):
+    if isinstance(constraints, (str, Path)):
         from lumber.compiler.dsl import parse_constraints
 
         return parse_constraints(constraints, schema=schema)  # checked against the schema already
-    elif isinstance(constraints, Mapping):
-        try:
-            cons = Constraints.from_mapping(constraints)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputDataError(f"constraints mapping is malformed: {exc}", f"keys: {CONSTRAINT_KEYS}") from None
-    else:
-        raise InputDataError(f"constraints must be a lumber.Constraints, a mapping or a file, "
-                             f"not {type(constraints).__name__}",
-                             "build one with lumber.parse_constraints(path) or Constraints.from_mapping({...})")
+    cons = Constraints.coerce(constraints)
     names = schema.feature_names
     unknown = [r.feature for r in cons.rules if r.feature not in names]
     if unknown:

@@ -298,20 +298,8 @@ def _check_supported(c: Constraints) -> None:
 
 
 def as_constraints(constraints: Any) -> Constraints:
-    """A Constraints object from ``None``, a Constraints or a plain mapping (``Constraints.from_mapping``)."""
-    if constraints is None:
-        return Constraints()
-    if isinstance(constraints, Constraints):
-        return constraints
-    if isinstance(constraints, Mapping):
-        try:
-            return Constraints.from_mapping(constraints)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputDataError(f"constraints mapping is malformed: {exc}",
-                                 "keys: immutable, increase, decrease, bounds, cost, norm, scale, max_changes"
-                                 ) from None
-    raise InputDataError(f"constraints must be a lumber.Constraints or a mapping, got {type(constraints).__name__}",
-                         "build one with lumber.parse_constraints(path) or Constraints.from_mapping({...})")
+    """A Constraints object from ``None``, a Constraints or a plain mapping (:meth:`Constraints.coerce`)."""
+    return Constraints.coerce(constraints)
 
 
 def used_features(forest: Forest) -> npt.NDArray[np.bool_]:
