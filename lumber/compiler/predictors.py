@@ -112,6 +112,9 @@ class CSourcePredictor(NumpyPredictor):
         return self.path
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 class CPredictor(Predictor):
     """A built shared library called through ctypes."""
 
@@ -144,8 +147,12 @@ class CPredictor(Predictor):
         A ``(n_features,)`` array of the library's dtype (float64 for most models) is passed on as it
         is: no conversion, no copy beyond the bytes handed to C.
         """
-        if type(x) is np.ndarray and x.dtype is self._row_direct and x.shape == self.library._row_shape:
-            return self.library.predict_row(x)  # type: ignore[no-any-return]
+        if type(x) is np.ndarray and x.shape == self.library._row_shape and self._row_direct is not None:
+            if x.dtype is self._row_direct:
+                return self.library.predict_row(x)  # type: ignore[no-any-return]
+            if x.dtype is _FLOAT64:  # float32 models: the rounding as_rows does
+                with np.errstate(over="ignore"):
+                    return self.library.predict_row(x.astype(np.float32))  # type: ignore[no-any-return]
         row = np.asarray(x)
         if row.shape != (self.schema.n_features,) or row.dtype.kind != "f" or not (
                 self.schema.allow_nan and self.schema.allow_inf):

@@ -217,3 +217,15 @@ def test_every_ir_object_compiles_to_every_target(lgb_file: tuple[Path, np.ndarr
     for ir in (poly, pruned, ens):
         pred = lumber.compile(ir, target=target)
         np.testing.assert_allclose(pred.predict_raw(X).reshape(-1), ir.evaluate(X), rtol=1e-12, atol=1e-9)
+
+
+def test_c_predict_row_of_a_float32_model_rounds_as_batches_do() -> None:
+    from cases import float32_average
+
+    f = float32_average()
+    pred = lumber.compile(f, target="c")
+    X = corpus(f)
+    ref = f.evaluate(X)
+    for i in range(0, len(X), 3):
+        np.testing.assert_array_equal(pred.predict_row(X[i]), ref[i])
+        np.testing.assert_array_equal(pred.predict_row(X[i].astype(np.float32)), ref[i])
