@@ -15,13 +15,26 @@ the faster of lumber C and lumber oblivious C on 1-thread CPU time):
 
     .venv/bin/python bench/oblivious.py            # LightGBM 500 x 63, shallow LightGBM, CatBoost d6/d8
     .venv/bin/python bench/oblivious.py --quick    # small models
+
+``--recompose`` (issue 18) measures exact re-composition instead, on LightGBM 500 x 63
+(max depth 8) on Adult and credit with their native categorical splits and on the
+200k x 50 synthetic data: for each strategy and max depth the trees, table bytes,
+build seconds, max |diff| against LightGBM and ns/row/tree on 1 thread (CPU time),
+interleaved with lumber's forest C; with ``--refit`` also ``prune-refit`` and its
+tables (test AUC loss, decision agreement, |margin change|). Writes
+``bench/results/oblivious-recompose{,-quick}.{json,md}``:
+
+    .venv/bin/python bench/oblivious.py --recompose --refit --reps 5   # the idle-machine run (~10 min)
+    .venv/bin/python bench/oblivious.py --recompose --quick            # 100 x 15 models, ~1 min
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +183,169 @@ def markdown(res: dict[str, Any], summ: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# -- exact re-composition of production-size models (issue 18) ------------------------------------------
+
+RECOMPOSE_FORMS = (("pack", 8), ("grow", 8), ("pack", 10), ("grow", 10))
+"""(strategy, max-depth) of the exact oblivious forms measured beside forest C."""
+
+
+def recompose_models(quick: bool) -> list[dict[str, Any]]:
+    """LightGBM 500 x 63 (max depth 8, learning rate 0.05) on Adult and credit with their native
+    categorical splits and on the bench's 200k x 50 synthetic data; quick: 100 x 15 (max depth 4)."""
+    import lightgbm as lgb
+
+    import lumber
+    from sklearn.model_selection import train_test_split
+
+    trees, leaves, depth = (100, 15, 4) if quick else (500, 63, 8)
+    out = []
+    for name in ("adult", "credit", "synthetic"):
+        if name == "synthetic":
+            X, y = inf.synthetic(20_000 if quick else 200_000, 20 if quick else 50)
+            cats: list[int] = []
+            objective = "regression"
+        else:
+            d = lumber.datasets.load(name)
+            X, y = d.X.to_numpy(dtype=np.float64), np.asarray(d.y)
+            cats = [i for i, f in enumerate(d.features) if f.kind.name == "CATEGORICAL"]
+            objective = "binary"
+        Xtr, Xrest, ytr, yrest = train_test_split(X, y, test_size=0.4, random_state=0)
+        Xva, Xte, yva, yte = train_test_split(Xrest, yrest, test_size=0.5, random_state=0)
+        params = {"objective": objective, "num_leaves": leaves, "max_depth": depth, "learning_rate": 0.05,
+                  "verbose": -1, "num_threads": 1, "seed": 0, "deterministic": True, "max_cat_to_onehot": 1}
+        path = inf.CACHE / f"lgb-{name}-obl-{inf._cache_key(params, trees, cats, X.shape)}.txt"
+        if not path.exists():
+            inf.CACHE.mkdir(parents=True, exist_ok=True)
+            lgb.train(params, lgb.Dataset(Xtr, ytr, categorical_feature=cats), trees).save_model(str(path))
+        bst = lgb.Booster(model_file=str(path))
+        out.append({"name": f"lightgbm-{name}", "booster": bst, "train": (Xtr, ytr), "valid": (Xva, yva),
+                    "test": (Xte, yte), "categorical": len(cats),
+                    "notes": f"{objective}, {trees} trees x {leaves} leaves (max depth {depth}), "
+                             f"{len(cats)} native categorical features, {len(X):,} rows (60/20/20 split)"})
+    return out
+
+
+def _cpu(fn: Any, X: np.ndarray) -> float:
+    t0 = time.process_time()
+    fn(X)
+    return time.process_time() - t0
+
+
+def recompose_run(quick: bool, reps: int, refit: bool) -> dict[str, Any]:
+    """Every model: forest C and each exact oblivious form (and prune-refit + tables), timed interleaved."""
+    import lumber
+    from lumber.backends.table_c import TableRuntime
+    from lumber.passes.base import PassContext
+    from lumber.passes.metrics import auc
+    from lumber.passes.transforms.quantize import quantize_ensemble
+    from lumber.passes.transforms.recompose_oblivious import recompose
+    from lumber.passes.transforms.to_polynomial import expand_forest
+
+    load0 = os.getloadavg()
+    res: dict[str, Any] = {"mode": "quick" if quick else "full", "models": {}}
+    n_rows = 20_000 if quick else 100_000
+    for m in recompose_models(quick):
+        bst = m["booster"]
+        forest = lumber.load(bst)
+        rng = np.random.default_rng(0)
+        Xte, yte = m["test"]
+        Xb = np.ascontiguousarray(Xte[rng.integers(0, len(Xte), n_rows)])
+        ref = bst.predict(Xb, raw_score=True)
+        entry: dict[str, Any] = {"notes": m["notes"], "trees": forest.n_trees, "forms": {}}
+        t0 = time.perf_counter()
+        poly, _ = expand_forest(forest)
+        entry["polynomial"] = {"seconds": time.perf_counter() - t0, "monomials": poly.n_monomials,
+                               "conditions": poly.n_conditions,
+                               "category_conditions": int(poly.statistics()["category_conditions"])}
+        t0 = time.perf_counter()
+        pc = lumber.compile(forest, target="c")
+        runners: dict[str, Any] = {"forest C": lambda X, p=pc: p.predict_raw(X)}
+        entry["forms"]["forest C"] = {"build_seconds": time.perf_counter() - t0, "trees": forest.n_trees,
+                                      "max_abs_diff": float(np.abs(pc.predict_raw(Xb).reshape(-1) - ref).max())}
+        for strategy, depth in RECOMPOSE_FORMS:
+            label = f"tables {strategy} d{depth}"
+            t0 = time.perf_counter()
+            ens, st = recompose(poly, max_depth=depth, strategy=strategy)
+            q = quantize_ensemble(ens)
+            rt = TableRuntime(q)
+            build = time.perf_counter() - t0 + entry["polynomial"]["seconds"]
+            got = rt.predict_raw(Xb)[:, 0]
+            entry["forms"][label] = {"build_seconds": build, "trees": ens.n_trees, "table_bytes": st["table_bytes"],
+                                     "trees_by_depth": st["trees_by_depth"], "max_depth": st["max_depth"],
+                                     "max_abs_diff": float(np.abs(got - ref).max()),
+                                     "lower_bound_trees": int(np.ceil(poly.n_monomials / (1 << depth)))}
+            runners[label] = lambda X, r=rt: r.predict_raw(X)
+        if refit and m["name"] != "lightgbm-synthetic":
+            ctx = PassContext()
+            t0 = time.perf_counter()
+            pr = lumber.run(poly, "prune-refit{tol=0.0005}", data={"train": m["train"], "valid": m["valid"]},
+                            context=ctx)
+            ens, st = recompose(pr, max_depth=8, strategy="pack")
+            rt = TableRuntime(quantize_ensemble(ens))
+            build = time.perf_counter() - t0 + entry["polynomial"]["seconds"]
+            got = rt.predict_raw(Xb)[:, 0]
+            auc_model, auc_pruned = auc(yte == 1, bst.predict(Xte, raw_score=True)), auc(yte == 1, pr.evaluate(Xte))
+            entry["forms"]["prune-refit + tables pack d8"] = {
+                "build_seconds": build, "trees": ens.n_trees, "table_bytes": st["table_bytes"],
+                "monomials": pr.n_monomials, "report": ctx.reports[-1].render(),
+                "test_auc_loss": auc_model - auc_pruned,
+                "agreement": float(np.mean((got > 0) == (ref > 0))),
+                "max_abs_margin_change": float(np.abs(got - ref).max()),
+                "mean_abs_margin_change": float(np.abs(got - ref).mean())}
+            runners["prune-refit + tables pack d8"] = lambda X, r=rt: r.predict_raw(X)
+        times: dict[str, list[float]] = {k: [] for k in runners}
+        for _ in range(reps):  # interleaved
+            for k, fn in runners.items():
+                times[k].append(_cpu(fn, Xb))
+        for k, ts in times.items():
+            med = float(np.median(ts))
+            f = entry["forms"][k]
+            f.update(cpu_s=med, spread_pct=100 * (max(ts) - min(ts)) / med if med else 0.0,
+                     ns_row_tree=1e9 * med / n_rows / f["trees"], ns_row=1e9 * med / n_rows)
+        base = entry["forms"]["forest C"]["cpu_s"]
+        for f in entry["forms"].values():
+            f["speedup_vs_forest_c"] = base / f["cpu_s"] if f["cpu_s"] else None
+        res["models"][m["name"]] = entry
+        print(f"[recompose] {m['name']}: " + ", ".join(f"{k} {v['trees']} trees {v['speedup_vs_forest_c']:.2f}x"
+                                                     for k, v in entry["forms"].items()), flush=True)
+    load1 = os.getloadavg()
+    res["machine"] = {"cpus": os.cpu_count(), "loadavg_start": load0, "loadavg_end": load1, "rows": n_rows,
+                      "reps": reps, "python": sys.version.split()[0]}
+    return res
+
+
+def recompose_markdown(res: dict[str, Any]) -> str:
+    mach = res["machine"]
+    busy = max(mach["loadavg_start"][0], mach["loadavg_end"][0]) > (mach["cpus"] or 1)
+    lines = ["# Exact oblivious re-composition on production-size models", "",
+             f"Mode {res['mode']}; {mach['rows']:,} test rows, 1 thread, process CPU time, median of {mach['reps']} "
+             f"interleaved repetitions. Load average {mach['loadavg_start'][0]:.2f} at start and "
+             f"{mach['loadavg_end'][0]:.2f} at end on {mach['cpus']} CPUs"
+             + (" (**above the core count: the machine was shared, ratios are not evidence**)." if busy else "."),
+             "Build seconds include the polynomial expansion (and the refit). `lower bound` = monomials / 2^depth "
+             "(every table full), which the data rarely allows (see docs/passes.md).", ""]
+    for name, e in res["models"].items():
+        p = e["polynomial"]
+        lines += [f"## {name}", "", f"{e['notes']}; {p['monomials']:,} monomials over {p['conditions']:,} "
+                  f"conditions ({p['category_conditions']} category conditions).", "",
+                  "| form | trees | lower bound | table MiB | build s | ns/row/tree | ns/row | spread | vs forest C "
+                  "| max abs diff vs LightGBM |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for k, f in e["forms"].items():
+            lines.append(
+                f"| {k} | {f['trees']:,} | {f.get('lower_bound_trees', '–')} | "
+                f"{f['table_bytes'] / 2**20:.1f} | " if "table_bytes" in f else f"| {k} | {f['trees']:,} | – | – | ")
+            lines[-1] += (f"{f['build_seconds']:.1f} | {f['ns_row_tree']:.2f} | {f['ns_row']:.0f} | "
+                          f"{f['spread_pct']:.0f}% | {f['speedup_vs_forest_c']:.2f}x | "
+                          f"{f.get('max_abs_diff', f.get('max_abs_margin_change', float('nan'))):.3g} |")
+        for k, f in e["forms"].items():
+            if "test_auc_loss" in f:
+                lines += ["", f"{k}: {f['report']}; test AUC loss {f['test_auc_loss']:+.5f}, decision agreement "
+                              f"{100 * f['agreement']:.2f}%, |margin change| max {f['max_abs_margin_change']:.3g} "
+                              f"mean {f['mean_abs_margin_change']:.3g} (test rows)."]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -178,7 +354,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", nargs="*", default=["lightgbm-synthetic", "lightgbm-shallow", "catboost-d6",
                                                      "catboost-d8", "catboost-d4"])
     ap.add_argument("--out", type=Path, default=inf.RESULTS)
+    ap.add_argument("--recompose", action="store_true", help="exact re-composition of LightGBM 500 x 63 (issue 18)")
+    ap.add_argument("--refit", action="store_true", help="with --recompose: prune-refit and its tables too")
     args = ap.parse_args(argv)
+    if args.recompose:
+        from lumber.ir import atomic_write_text
+
+        res = recompose_run(args.quick, args.reps or 3, args.refit)
+        stem = "oblivious-recompose-quick" if args.quick else "oblivious-recompose"
+        args.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out / f"{stem}.json", json.dumps(res, indent=1, default=float))
+        md = recompose_markdown(res)
+        atomic_write_text(args.out / f"{stem}.md", md)
+        print(md)
+        return 0
     ns = argparse.Namespace(quick=args.quick, reps=args.reps, models=args.models, peers=args.peers, out=args.out)
     res = inf.run(ns)
     summ = summary(res)
