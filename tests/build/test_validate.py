@@ -64,7 +64,7 @@ require = ["counterfactual"]
      "did you mean 'report'?"),
     ('sed = 1\n[model]\npath = "m"\n', "lumber.toml:1:1", "unknown key 'sed'", "did you mean 'seed'?"),
     ('[model]\npath = "m"\n[explain]\nnorm = "l3"\n', "lumber.toml:4:1", "'norm' in [explain]: 'l3' is not accepted",
-     "accepted: l1, l2, linf"),
+     "accepted: l0, l1, l2, linf"),
     ('[model]\npath = "m"\n[report]\nsections = ["model", "casse"]\n', "lumber.toml:4:1", "'casse' is not accepted",
      "did you mean 'cases'?"),
     ('[model]\npath = "m"\n[data]\nmax_cases = 0\n', "lumber.toml:4:1", "'max_cases' in [data] must be >= 1", ""),

@@ -49,7 +49,7 @@ from typing import Any
 ANALYSES = ("attribution", "sensitive", "counterfactual", "rules")
 SECTIONS = ("model", "attribution", "cases", "regional", "constraints", "checks")
 FORMATS = ("html", "md", "json")
-NORMS = ("l1", "l2", "linf")
+NORMS = ("l0", "l1", "l2", "linf")
 SCALES = ("none", "std", "minmax")
 
 

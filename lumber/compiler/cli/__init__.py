@@ -20,6 +20,19 @@ from lumber import __version__
 from lumber.ir import LumberError
 
 
+EXAMPLES = """examples (files from `lumber datasets export adult tour`):
+  lumber inspect model.txt                               shape of a model or a compiled artifact
+  lumber predict model.txt cases.csv --format jsonl      predictions (columns bound by name)
+  lumber compile model.txt --emit c -o model.so          an exact C library (also onnx, table, c-source)
+  lumber explain model.txt cases.csv --rows 3 --counterfactual --constraints adult.lum --train train.csv
+  lumber report model.txt cases.csv --train train.csv    HTML/Markdown/JSON report in ./report
+  lumber check adult.lum --model model.txt               check a constraint file
+  lumber build lumber.toml                               everything a build file asks for
+  lumber demo                                            the whole tool on bundled data, offline
+
+`lumber COMMAND --help` lists a command's options."""
+
+
 def _commands() -> list:  # type: ignore[type-arg]
     mods = []
     for info in pkgutil.iter_modules(__path__):
@@ -33,7 +46,8 @@ def _commands() -> list:  # type: ignore[type-arg]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="lumber", description="A compiler for trained tree ensembles.")
+        prog="lumber", description="A compiler for trained tree ensembles.", epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"lumber {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod in _commands():

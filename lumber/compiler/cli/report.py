@@ -36,18 +36,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--passes", default="", help="pass pipeline to report on")
     p.add_argument("--targets", default="", help="compile targets to check and report, e.g. c,onnx")
     p.add_argument("--analyses", help="default: attribution,sensitive,counterfactual,rules (rules need --train)")
-    p.add_argument("--sections", default="model,attribution,cases,regional,constraints,checks")
-    p.add_argument("--formats", default="html,md,json")
+    p.add_argument("--sections", default="model,attribution,cases,regional,constraints,checks",
+                   help="report sections, in order (default: model,attribution,cases,regional,constraints,checks)")
+    p.add_argument("--formats", default="html,md,json", help="files to write: html, md, json (default: all three)")
     p.add_argument("--target", help="class label to reach (default: any other class)")
-    p.add_argument("--norm", default="l1", choices=["l1", "l2", "linf"])
+    p.add_argument("--norm", default="l1", choices=["l0", "l1", "l2", "linf"],
+                   help="distance norm of counterfactuals and sensitive tests (default: l1; sensitive tests, which "
+                        "have no l0, use l2 under l0)")
     p.add_argument("--scale", choices=["none", "std", "minmax"], help="default: std with --train, else none")
     p.add_argument("--time-limit", type=_options.positive_float, default=30.0, help="seconds per counterfactual MILP")
     p.add_argument("--max-cases", type=_options.positive_int, default=20,
                    help="explain the first N rows of CASES (default: 20); the report says how many it explains")
     p.add_argument("--jobs", type=int, default=1, help="parallel workers for the explanations (default: 1)")
-    p.add_argument("--title", default="")
+    p.add_argument("--title", default="", help="title of the report (default: from the model's file name)")
     p.add_argument("--timings", action="store_true", help="show measured speed-ups (bytes then vary)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
+    _options.add_quiet(p, "print only the files written and failures (no progress)")
 
 
 FLAGS = {"data": {"train": "--train", "validation": "--valid", "cases": "CASES", "label": "--label",
@@ -100,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         doc["constraints"] = {"path": args.constraints}
     if args.target is not None:
         doc["explain"]["target"] = args.target
+    _say_cases(args)
     with tempfile.TemporaryDirectory(prefix="lumber-report-") as cache:
         doc["output"]["cache"] = cache
         try:
@@ -113,6 +118,22 @@ def run(args: argparse.Namespace) -> int:
     for c in result.failed:
         print(f"warning: {c.name}: {c.message}", file=sys.stderr)
     return 0
+
+
+def _say_cases(args: argparse.Namespace) -> None:
+    """How many cases the report explains and how to change it (on stderr, so stdout stays the file list)."""
+    from lumber.compiler.data import read_frame
+    from lumber.ir import LumberError
+
+    if args.quiet:
+        return
+    try:
+        n = len(read_frame(args.cases))
+    except LumberError:
+        return  # the build's input check reports it, at the right place
+    k = min(n, args.max_cases)
+    more = f"; --max-cases {n} explains all of them" if k < n else ""
+    print(f"report: explaining {k} of the {n} cases in {args.cases}{more}", file=sys.stderr, flush=True)
 
 
 def _render(args: argparse.Namespace) -> int:
