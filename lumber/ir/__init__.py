@@ -7,7 +7,7 @@ from .accepts import ArrayLike, CasesLike, ModelLike
 from .atomic import OutputError, atomic_open, atomic_write_bytes, atomic_write_text
 from .constraints import (
     Bound, Constraints, Direction, Event, FeatureEvent, FeatureRule, Implication,
-    LinearRelation, Membership, Norm, Plausibility, Scale, Target,
+    LinearRelation, Membership, Norm, OneHotGroup, Plausibility, Scale, Target,
 )
 from .diagnostics import (
     CompileError, Diagnostic, DiagnosticSink, InputDataError, IRLocation, LumberError,
@@ -23,7 +23,7 @@ __all__ = [
     "ArrayLike", "CasesLike", "ModelLike",
     "Bound", "CategoryRule", "CompileError", "ConditionKind", "Constraints", "Diagnostic", "DiagnosticSink", "Direction",
     "Event", "Feature", "FeatureEvent", "FeatureKind", "FeatureRule", "Forest", "IRLocation", "Implication",
-    "InputDataError", "LinearRelation", "LumberError", "Membership", "ModelFormatError", "Norm", "ObliviousEnsemble",
+    "InputDataError", "LinearRelation", "LumberError", "Membership", "ModelFormatError", "Norm", "ObliviousEnsemble", "OneHotGroup",
     "OutputError",
     "Plausibility", "Polynomial", "PostTransform", "Scale", "Schema", "Severity", "SourceSpan", "Target", "Task",
     "UnsupportedModelError", "ValidationError", "atomic_open", "atomic_write_bytes", "atomic_write_text",

@@ -117,6 +117,11 @@ class FeatureRule:
     cost_up: float | None = None
     """Cost per unit of increase (before scaling); None means the default weight 1."""
     cost_down: float | None = None
+    domain: str | None = None
+    """The feature's value kind when the file says it: ``continuous``, ``integer`` or ``binary``
+    (see :mod:`lumber.ir.domains`); None leaves it to the schema and the data."""
+    step: float | None = None
+    """Resolution: the smallest change that means something (``CapitalGain: step 1``)."""
     span: SourceSpan | None = field(default=None, compare=False)
 
     def bounds_for(self, x0: float) -> tuple[float, float]:
@@ -205,6 +210,15 @@ class Implication:
 
 
 @dataclass(frozen=True)
+class OneHotGroup:
+    """Columns that one-hot encode one variable: each is 0 or 1 and exactly one is 1."""
+
+    name: str
+    members: tuple[str, ...]
+    span: SourceSpan | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class Plausibility:
     """A plausibility requirement, e.g. ``isolation-forest(contamination=0.1)``."""
 
@@ -240,6 +254,7 @@ class Constraints:
     implications: tuple[Implication, ...] = ()
     plausibility: Plausibility | None = None
     target: Target | None = None
+    onehot: tuple[OneHotGroup, ...] = ()
     source: str | None = field(default=None, compare=False)
 
     def rule(self, feature: str) -> FeatureRule:
@@ -293,6 +308,7 @@ class Constraints:
         d["rules"] = [clean(asdict(r)) for r in self.rules]
         d["relations"] = [clean(asdict(r)) for r in self.relations]
         d["implications"] = [clean(asdict(i)) for i in self.implications]
+        d["onehot"] = [clean(asdict(g)) for g in self.onehot]
         return d
 
     @staticmethod

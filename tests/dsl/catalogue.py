@@ -47,6 +47,8 @@ GROUPS: list[tuple[str, list[str]]] = [
         "err_bad_param_value", "err_duplicate_param", "err_target_class_regression",
         "err_target_interval_classifier", "err_unknown_class", "err_unknown_class_index",
         "err_empty_target_interval", "err_target_equals"]),
+    ("Value kinds, steps and one-hot groups", [
+        "err_value_kinds", "err_onehot_categorical", "err_onehot_twice", "err_onehot_single"]),
     ("Includes", ["err_include_missing", "err_include_cycle", "err_include_syntax", "err_include_semantic"]),
     ("Warnings (the file is still valid)", [
         "warn_immutable_with_bounds", "warn_changes_zero", "warn_relation_always_true",

@@ -155,6 +155,11 @@ def test_init_constraints_with_data(tmp_path: Path, model: Path, capsys: pytest.
     assert "Age" in text and "data: 20 .. 40 (3 distinct)" in text
     assert "data: 100 .. 2000 (2 distinct), 1 missing" in text
     assert "data: {own, rent}" in text
+    # the value kinds the data shows are written as statements the checker accepts
+    assert "\nIncome: integer  # observed 100 .. 2000" in text
+    out = tmp_path / "start.lum"
+    out.write_text(text)
+    assert main(["check", str(out), "--model", str(model)]) == 0
 
 
 def test_init_constraints_refuses_to_overwrite(tmp_path: Path, model: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -294,10 +294,15 @@ def test_real_decision_trees_are_verified_by_sklearn(name, X, y) -> None:
     assert r.verified[r.reachable].all() and r.reachable.all()
     pred = model.predict(r.point)
     assert np.all(pred != model.predict(cases))  # sklearn itself sees every witness on the other side
-    # every changed coordinate sits on the nearest value that crosses its test (float32 semantics)
+    # every changed coordinate sits on the nearest value of its domain that crosses its test (float32
+    # semantics; whole numbers for the columns whose reference values are all whole)
+    whole = [bool(np.all(X[:, j] == np.round(X[:, j]))) for j in range(X.shape[1])]
     for c in r[:20]:
         for t in c.tests:
-            if t.op == "<=":
+            if whole[t.index]:
+                assert float(t.new_value).is_integer()
+                assert t.new_value == (np.floor(t.threshold) + 1 if t.op == "<=" else np.floor(t.threshold))
+            elif t.op == "<=":
                 assert np.float32(t.new_value) > t.threshold >= np.nextafter(np.float32(t.new_value), np.float32(-1e30))
             elif t.op == ">":
                 assert np.float32(t.new_value) <= t.threshold
@@ -482,11 +487,12 @@ def test_cli_explain_sensitive(tmp_path, capsys) -> None:
                "--train", str(tmp_path / "train.csv"), "-o", str(out)])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "row 0: predicted 0, trace 4 tests, distance 0.03839 to 1" in text
-    assert "Age <= 28.5" in text
+    # the two reference rows hold whole numbers for Glucose, BloodPressure and Age: they move to integers
+    assert "row 0: predicted 0, trace 4 tests, distance 0.0456 to 1" in text
+    assert "Age <= 28.5 (27 -> 29" in text
     doc = json.loads(out.read_text())
     cases = doc["analyses"]["sensitive"]["cases"]
-    assert [round(c["distance"], 3) for c in cases] == [0.038, 0.123]
+    assert [round(c["distance"], 3) for c in cases] == [0.046, 0.129]
     cons = tmp_path / "frozen.lum"
     cons.write_text("immutable Glucose, Pedigree, Age, BMI, BloodPressure\n")
     rc = main(["explain", str(model), str(tmp_path / "cases.csv"), "--sensitive", "--constraints", str(cons)])

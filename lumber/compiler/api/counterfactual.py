@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, explanation_request, source_predictor
 from lumber.ir import ArrayLike, CasesLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Task
+from lumber.ir.domains import Domains
 from lumber.passes.counterfactual import CounterfactualResult, isolation_threshold, solve_counterfactual
 from lumber.passes.targets import class_labels
 
@@ -40,7 +41,8 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
                    contamination: float | None = None, k: int = 1, time_limit: float = 60.0,
                    backend: str = "highs", presolve: bool | None = None, threads: int = 1, mip_gap: float = 1e-6,
                    clip_to_reference: bool = False, n_jobs: int = 1, seed: int = 0,
-                   verify_with_model: bool = True) -> CounterfactualResult | list[CounterfactualResult]:
+                   verify_with_model: bool = True, domains: Domains | None = None
+                   ) -> CounterfactualResult | list[CounterfactualResult]:
     """Optimal counterfactual explanation(s) of ``x`` under ``model``.
 
     Parameters
@@ -68,6 +70,10 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
         Plausibility: a fitted ``IsolationForest`` (or its Forest) trained on the target class,
         or None to fit one on the reference rows the model assigns to the target when the
         constraints ask for ``plausible isolation-forest`` or ``contamination`` is given.
+    domains
+        The values a person could give each feature (:class:`lumber.ir.domains.Domains`); by default
+        inferred from the constraint file, the schema and ``reference`` (whole-number columns stay
+        whole, 0/1 columns binary, values within the observed range unless the file widens it).
     k
         Number of diverse counterfactuals (``result.alternatives`` holds the extra ones).
     time_limit, backend, presolve, threads, mip_gap
@@ -85,7 +91,7 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
     iso = _plausibility(forest, cons, isolation_forest, contamination, R, target, X, seed)
     kw = dict(norm=req.norm_or(Norm.L1), scale=req.scale, weights=weights, reference=R, k=k,
               time_limit=time_limit, backend=backend, presolve=presolve, threads=threads, mip_gap=mip_gap,
-              clip_to_reference=clip_to_reference)
+              clip_to_reference=clip_to_reference, domains=domains if domains is not None else req.domains)
 
     def one(i: int) -> CounterfactualResult:
         return solve_counterfactual(forest, X[i], target, cons, isolation=iso(X[i]), verifier=verifier, **kw)

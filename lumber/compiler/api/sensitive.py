@@ -63,10 +63,13 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
     req = explanation_request(model, constraints=constraints, target=target, norm=norm, scale=scale,
                               reference=reference, verify=verify)
     forest = req.forest
+    domains = search.pop("domains", None) or req.domains
     metric = build_metric(forest, req.rules, norm=req.norm_or(Norm.L2), scale=req.scale, reference=req.reference,
                           weights=weights, frozen=frozen, increase_only=increase_only, decrease_only=decrease_only,
-                          max_changes=max_changes)
+                          max_changes=max_changes, domains=domains)
     goal = _goal(req)
+    if forest.n_trees > 1 and method in ("auto", "milp") and domains is not None:
+        search["domains"] = domains
     result = _analyse(forest, X, metric, goal, method=method, **search)
     result.rows = np.arange(len(result))
     if forest.schema.task == Task.REGRESSION:

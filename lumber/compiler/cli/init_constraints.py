@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+
 NAME = "init-constraints"
 HELP = "write a starter constraint file describing every feature of a model"
 
@@ -52,11 +53,14 @@ def run(args: argparse.Namespace) -> int:
         from lumber.datasets import read_typed_csv
 
         forest = forest.replace(schema=refine_schema(forest.schema, read_typed_csv(args.data).features))
+    domains = None
     if frame is not None:
         from lumber.compiler.data import read_rows
+        from lumber.ir.domains import domains_for
 
-        read_rows(args.data, forest)  # columns bound by name and values checked, as every command does
-    text = starter_text(forest, Path(args.model).name, frame, Path(args.data).name if args.data else None)
+        _, rows = read_rows(args.data, forest)  # columns bound by name and values checked, as every command does
+        domains = domains_for(forest, None, rows)
+    text = starter_text(forest, Path(args.model).name, frame, Path(args.data).name if args.data else None, domains)
     if args.output:
         atomic_write_text(args.output, text)
     else:

@@ -145,7 +145,23 @@ class CCost:
     span: SourceSpan
 
 
-Clause = Union[CImmutable, CDirection, CBetween, CCompare, CIn, COrder, CCost]
+@dataclass(frozen=True)
+class CKind:
+    """``integer`` / ``binary`` / ``continuous``: which values the feature takes."""
+
+    kind: str
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
+class CStep:
+    """``step 1``: the feature's resolution (every change is a whole number of steps)."""
+
+    amount: Num
+    span: SourceSpan
+
+
+Clause = Union[CImmutable, CDirection, CBetween, CCompare, CIn, COrder, CCost, CKind, CStep]
 
 # -- conditions --------------------------------------------------------------------------
 
@@ -247,6 +263,15 @@ class PlausibleStmt:
 
 
 @dataclass(frozen=True)
+class OneHotStmt:
+    """``onehot Race = {Race_A, Race_B}``: columns that one-hot encode one variable."""
+
+    name: Name
+    members: tuple[Name, ...]
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
 class TargetClass:
     label: Label
     span: SourceSpan
@@ -263,7 +288,7 @@ class TargetRange:
 
 
 Statement = Union[Include, NameList, FeatureStmt, RelationStmt, ImplicationStmt, ChangesStmt, Setting,
-                  PlausibleStmt, TargetClass, TargetRange]
+                  PlausibleStmt, TargetClass, TargetRange, OneHotStmt]
 
 
 @dataclass(frozen=True)

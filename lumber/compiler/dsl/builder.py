@@ -149,6 +149,7 @@ class Builder(Transformer):  # type: ignore[type-arg]
 
     direction = cmp
     side = cmp
+    value_kind = cmp
 
     def event(self, ch: list[Any]) -> Token:
         tok = Token.new_borrow_pos("EVENT", " ".join(str(c) for c in ch), ch[0])
@@ -237,6 +238,14 @@ class Builder(Transformer):  # type: ignore[type-arg]
         nums = [A.Num(c.value, self.tsp(c)) for c in ch if isinstance(c, Token) and c.type == "NUMBER"]
         return A.CCost(side, nums[0], nums[1] if len(nums) > 1 else None, sp)
 
+    def c_kind(self, ch: list[Any]) -> A.CKind:
+        sp = _span_of(ch)
+        return A.CKind(str(ch[0]), sp)
+
+    def c_step(self, ch: list[Any]) -> A.CStep:
+        sp = _span_of(ch)
+        return A.CStep(A.Num(ch[1].value, self.tsp(ch[1])), sp)
+
     # conditions
     def event_cond(self, ch: list[Any]) -> A.EventCond:
         sp = _span_of(ch)
@@ -266,6 +275,11 @@ class Builder(Transformer):  # type: ignore[type-arg]
     def feature_stmt(self, ch: list[Any]) -> A.FeatureStmt:
         sp = _span_of(ch)
         return A.FeatureStmt(ch[0], tuple(c for c in ch[1:] if not isinstance(c, Token)), sp)
+
+    def onehot_stmt(self, ch: list[Any]) -> A.OneHotStmt:
+        sp = _span_of(ch)
+        names = [c for c in ch if isinstance(c, A.Name)]
+        return A.OneHotStmt(names[0], tuple(names[1:]), sp)
 
     def relation_stmt(self, ch: list[Any]) -> A.RelationStmt:
         sp = _span_of(ch)

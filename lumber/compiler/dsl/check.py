@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from lumber.ir import (
     Bound, Constraints, Diagnostic, DiagnosticSink, Direction, Event, Feature, FeatureEvent, FeatureKind,
-    FeatureRule, Implication, LinearRelation, Membership, Norm, Plausibility, Scale, Schema, Severity,
+    FeatureRule, Implication, LinearRelation, Membership, Norm, OneHotGroup, Plausibility, Scale, Schema, Severity,
     SourceSpan, Target, Task, InputDataError,
 )
 from lumber.ir.constraints import NORM_WORDS, SCALE_NAMES
@@ -67,12 +67,12 @@ class _RuleState:
 _FIELD_WORDS = {
     "immutable": "'immutable'", "direction": "a direction (increase/decrease)", "lower": "a lower bound",
     "upper": "an upper bound", "allowed": "an allowed set ('in')", "order": "an order", "cost_up": "an 'up' cost",
-    "cost_down": "a 'down' cost",
+    "cost_down": "a 'down' cost", "domain": "a value kind (integer/binary/continuous)", "step": "a step",
 }
 
 
 _EXTRA_WORDS = {"lower": "bounds", "upper": "bounds", "allowed": "allowed set", "cost_up": "cost",
-                "cost_down": "cost"}
+                "cost_down": "cost", "step": "step"}
 
 
 class _Checker:
@@ -86,6 +86,8 @@ class _Checker:
         self.rules: dict[str, _RuleState] = {}
         self.relations: list[LinearRelation] = []
         self.implications: list[Implication] = []
+        self.onehot: list[OneHotGroup] = []
+        self._grouped: dict[str, SourceSpan] = {}
         self.settings: dict[str, tuple[Any, SourceSpan]] = {}
         self.statements = 0
         self.resolver = Resolver((), strict=False)
@@ -399,6 +401,40 @@ class _Checker:
             self.plausible(st)
         elif isinstance(st, (A.TargetClass, A.TargetRange)):
             self.target(st)
+        elif isinstance(st, A.OneHotStmt):
+            self.onehot_group(st)
+
+    def onehot_group(self, st: A.OneHotStmt) -> None:
+        members: list[str] = []
+        ok = True
+        for nm in st.members:
+            f = self.feature(nm)
+            if f is None:
+                ok = False
+                continue
+            if self.kind(f.name) == FeatureKind.CATEGORICAL:
+                self.err(f"'{f.name}' is categorical: it cannot be a one-hot column", nm.span,
+                         "a one-hot group lists 0/1 columns, one per category")
+                ok = False
+            elif f.name in members:
+                self.err(f"'{f.name}' is listed twice in one-hot group '{st.name.text}'", nm.span)
+                ok = False
+            elif f.name in self._grouped:
+                self.err(f"'{f.name}' is already in a one-hot group", nm.span,
+                         f"first grouped at {self._grouped[f.name]}")
+                ok = False
+            members.append(f.name)
+        if len(members) < 2 and ok:
+            self.err(f"one-hot group '{st.name.text}' needs at least two columns", st.span,
+                     f"e.g. `onehot {st.name.text} = {{{st.name.text}_a, {st.name.text}_b}}`")
+            ok = False
+        if any(g.name == st.name.text for g in self.onehot):
+            self.err(f"one-hot group '{st.name.text}' is declared twice", st.name.span)
+            ok = False
+        if ok:
+            for m, nm in zip(members, st.members):
+                self._grouped[m] = nm.span
+            self.onehot.append(OneHotGroup(st.name.text, tuple(members), st.span))
 
     def setting(self, key: str, value: Any, span: SourceSpan) -> None:
         prev = self.settings.get(key)
@@ -464,6 +500,24 @@ class _Checker:
                              "list every category, lowest first")
                     return
             self.set_field(rs, "order", tuple(codes), cl.span)
+        elif isinstance(cl, A.CKind):
+            if kind == FeatureKind.CATEGORICAL:
+                self.err(f"'{feat}' is categorical: it cannot be {cl.kind}", cl.span,
+                         "restrict its categories with a set: `in {a, b}`")
+                return
+            if cl.kind != "binary" and kind == FeatureKind.BINARY:
+                self.err(f"'{feat}' is binary in the model: it cannot be {cl.kind}", cl.span)
+                return
+            self.set_field(rs, "domain", cl.kind, cl.span)
+        elif isinstance(cl, A.CStep):
+            if kind == FeatureKind.CATEGORICAL:
+                self.err(f"'{feat}' is categorical: a step does not apply", cl.span)
+                return
+            if not (math.isfinite(cl.amount.value) and cl.amount.value > 0):
+                self.err(f"a step must be a positive number, not {cl.amount.text}", cl.amount.span,
+                         "e.g. `step 1` for whole units, `step 0.01` for cents")
+                return
+            self.set_field(rs, "step", cl.amount.value, cl.span)
         elif isinstance(cl, A.CCost):
             amount = cl.amount.value
             if cl.per is not None:
@@ -693,13 +747,18 @@ class _Checker:
             hiv = hi.value if hi is not None and not hi.relative else math.inf
             if not any(lov <= v <= hiv for v in allowed):
                 self.err(f"no allowed value of '{feat}' lies within its bounds", rs.where("allowed"))
+        if rs.get("domain") == "binary" and rs.get("step") is not None:
+            self.err(f"'{feat}' is binary: a step does not apply", rs.where("step"), "binary values are 0 and 1")
+        if rs.get("domain") == "integer" and rs.get("step") is not None and not float(rs.get("step")).is_integer():
+            self.err(f"'{feat}' is integer: its step must be a whole number", rs.where("step"))
         up, down = rs.get("cost_up"), rs.get("cost_down")
         if kind == FeatureKind.CATEGORICAL and rs.get("order") is None and up is not None and up != down:
             self.warn(f"'{feat}' is categorical without an order: 'up' and 'down' costs are not defined for it",
                       rs.where("cost_up"), "give one cost for any change: `cost 2`")
         return FeatureRule(
             feat, immutable=bool(imm), direction=direction if direction is not None else Direction.ANY,
-            lower=lo, upper=hi, allowed=allowed, order=rs.get("order"), cost_up=up, cost_down=down, span=rs.span)
+            lower=lo, upper=hi, allowed=allowed, order=rs.get("order"), cost_up=up, cost_down=down,
+            domain=rs.get("domain"), step=rs.get("step"), span=rs.span)
 
     def check_events(self) -> None:
         for feat, ev, span in self._events:
@@ -737,7 +796,7 @@ class _Checker:
         c = Constraints(
             rules=rules, norm=get("norm"), scale=get("scale"), max_changes=get("changes"),
             relations=tuple(self.relations), implications=tuple(self.implications),
-            plausibility=get("plausible"), target=get("target"), source=program.file)
+            plausibility=get("plausible"), target=get("target"), onehot=tuple(self.onehot), source=program.file)
         return CheckResult(c, list(self.sink.items), self.statements, list(self.files))
 
 

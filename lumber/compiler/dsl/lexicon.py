@@ -7,10 +7,11 @@ import re
 KEYWORDS = frozenset({
     "include", "immutable", "increase", "decrease", "between", "and", "in", "order", "cost", "up", "down",
     "per", "if", "then", "increases", "decreases", "changes", "is", "unchanged", "norm", "scale",
-    "plausible", "target", "class", "orig", "delta",
+    "plausible", "target", "class", "orig", "delta", "integer", "binary", "continuous", "step", "onehot",
 })
 """Reserved words (must match the keyword terminals of actionability.lark)."""
 STATEMENT_KEYWORDS = ("include", "immutable", "increase", "decrease", "if", "changes", "norm", "scale",
-                      "plausible", "target")
-CLAUSE_KEYWORDS = ("immutable", "increase", "decrease", "between", "<=", ">=", "in", "order", "cost")
+                      "plausible", "target", "onehot")
+CLAUSE_KEYWORDS = ("immutable", "increase", "decrease", "between", "<=", ">=", "in", "order", "cost", "integer",
+                   "binary", "continuous", "step")
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

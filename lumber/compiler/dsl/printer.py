@@ -75,6 +75,10 @@ def clause(c: A.Clause) -> str:
         return f"in {_labels(c.labels)}"
     if isinstance(c, A.COrder):
         return "order " + " < ".join(_label(x) for x in c.labels)
+    if isinstance(c, A.CKind):
+        return c.kind
+    if isinstance(c, A.CStep):
+        return f"step {c.amount.text}"
     side = f"{c.side} " if c.side else ""
     per = f" per {c.per.text}" if c.per is not None else ""
     return f"cost {side}{c.amount.text}{per}"
@@ -108,6 +112,8 @@ def statement(st: A.Statement) -> str:
         return f"plausible {st.method}" + (f"({params})" if params else "")
     if isinstance(st, A.TargetClass):
         return f"target class {_label(st.label)}"
+    if isinstance(st, A.OneHotStmt):
+        return f"onehot {_name(st.name)} = {{" + ", ".join(_name(n) for n in st.members) + "}"
     assert isinstance(st, A.TargetRange)
     if st.op is None:
         return f"target between {_label(st.low)} and {_label(st.high)}"  # type: ignore[arg-type]
@@ -332,6 +338,10 @@ def constraints_program(c: Constraints, schema: Schema | None = None) -> A.Progr
             cl.append(A.CIn(labels.labels(r.feature, tuple(r.allowed)), _NOWHERE))
         if r.order is not None:
             cl.append(A.COrder(labels.labels(r.feature, tuple(r.order)), _NOWHERE))
+        if r.domain is not None:
+            cl.append(A.CKind(r.domain, _NOWHERE))
+        if r.step is not None:
+            cl.append(A.CStep(A.Num(number_text(r.step), _NOWHERE), _NOWHERE))
         if r.cost_up is not None and r.cost_up == r.cost_down:
             cl.append(_cost(None, r.cost_up))
         else:
@@ -344,6 +354,8 @@ def constraints_program(c: Constraints, schema: Schema | None = None) -> A.Progr
         if kinds.get(r.feature) == FeatureKind.CATEGORICAL and (r.lower is not None or r.upper is not None):
             raise ValueError(f"{r.feature!r} is categorical and cannot have bounds")
         out.append(A.FeatureStmt(_feature_name(r.feature), tuple(cl), _NOWHERE))
+    for g in c.onehot:
+        out.append(A.OneHotStmt(_feature_name(g.name), tuple(_feature_name(m) for m in g.members), _NOWHERE))
     for rel in c.relations:
         out.append(A.RelationStmt(_relation(res, rel), _NOWHERE))
     for imp in c.implications:

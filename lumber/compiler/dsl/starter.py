@@ -2,8 +2,10 @@
 
 ``lumber init-constraints`` writes it. Each feature gets a comment with its
 kind, its categories, the values seen in training data (when given) and the
-thresholds the model splits on. No statement is active: what may change is
-the user's decision, so the file compiles to an empty :class:`Constraints`.
+thresholds the model splits on. What may change is the user's decision, so
+no restriction is active; the only statements are the value kinds inferred
+from the data (``Age: integer``), which lumber assumes anyway whenever those
+rows are the reference, written out so the user sees and can edit them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from lumber.ir import Feature, FeatureKind, Forest, Task
+from lumber.ir.domains import DomainKind, Domains
 
 from .names import quote_name
 from .printer import number_text
@@ -61,8 +64,23 @@ def _observed(f: Feature, col: pd.Series) -> str:
     return f"data: {{{_labels(uniq_s)}}}{tail}"
 
 
+def _kind_lines(domains: Domains) -> list[str]:
+    """Active ``Feature: integer`` / ``binary`` statements for kinds the data showed."""
+    rows = [d for d in domains.features if d.source == "data"]
+    if not rows:
+        return []
+    width = max(len(quote_name(d.name)) + len(d.kind.value) + 2 for d in rows)
+    out = ["", "# Value kinds seen in the data (explanations keep them; by default values also stay in the",
+           "# observed range, which a bound here such as `Age: between 16 and 99` replaces):"]
+    for d in rows:
+        stmt = f"{quote_name(d.name)}: {d.kind.value}"
+        seen = f"observed {_num(d.lower)} .. {_num(d.upper)}" if d.kind != DomainKind.BINARY else "observed 0, 1"
+        out.append(f"{stmt:<{width}}  # {seen}")
+    return out
+
+
 def starter_text(forest: Forest, model_name: str, frame: pd.DataFrame | None = None,
-                 data_name: str | None = None) -> str:
+                 data_name: str | None = None, domains: Domains | None = None) -> str:
     """The commented starter file for ``forest`` (observed values from ``frame`` when given)."""
     schema = forest.schema
     task = schema.task.name.lower()
@@ -79,6 +97,8 @@ def starter_text(forest: Forest, model_name: str, frame: pd.DataFrame | None = N
         "#   A: >= A0 + 2, cost 2                bounds relative to the original, cost per unit",
         "#   A: cost up 1 per 1000, cost down 5  asymmetric costs",
         "#   A: in {x, y}                        allowed categories (labels or codes)",
+        "#   A: integer, step 100                whole numbers; changes in steps of 100",
+        "#   onehot R = {R_a, R_b, R_c}          one-hot columns: exactly one is 1",
         "#   2*dA - dB <= 5000                   linear relation between changes (dA = A - A0)",
         "#   if A increases then B >= B0 + 2     implication",
         "#   changes <= 3 | norm l1 | scale std | plausible isolation-forest(contamination=0.1)",
@@ -98,6 +118,8 @@ def starter_text(forest: Forest, model_name: str, frame: pd.DataFrame | None = N
             desc.append(_observed(f, frame[f.name]) if f.name in frame.columns else "data: column absent")
         desc.append(_splits(forest, j))
         lines.append(f"#   {quote_name(f.name):<{width}}  " + "; ".join(desc))
+    if domains is not None:
+        lines += _kind_lines(domains)
     return "\n".join(lines) + "\n"
 
 

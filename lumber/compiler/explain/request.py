@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import ArrayLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Scale, Schema
+from lumber.ir.domains import Domains, domains_for
 from lumber.passes.targets import TargetSet, resolve_target
 
 from .source import SourcePredictor, source_predictor
@@ -57,8 +58,10 @@ class ExplanationRequest:
     """A named scaling (never ``Scale.NONE``: that is None) or explicit per-feature spreads."""
     reference: FloatArray | None = None
     """Reference (training) rows, prepared in the model's feature space."""
-    domains: tuple[Any, ...] | None = None
-    """Per-feature domains (kind, bounds, resolution; issue 13), or None when not resolved."""
+    domains: Domains | None = None
+    """What values a person could give each feature (kind, bounds, resolution, one-hot groups), from
+    the constraints, the schema and the reference rows (:func:`lumber.ir.domains.domains_for`); every
+    explainer of the request reads these same domains."""
 
     @property
     def schema(self) -> Schema:
@@ -91,6 +94,7 @@ class ExplanationRequest:
             changes["scale"] = parse_scale(scale)
         if self.reference is None and reference is not None:
             changes["reference"] = self.forest.prepare_input(reference)
+            changes["domains"] = domains_for(self.forest, self.constraints, changes["reference"])
         return replace(self, **changes) if changes else self
 
 
@@ -141,10 +145,11 @@ def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: C
             scale = cons.scale
         if cons.target is not None:
             target = cons.target.interval if cons.target.interval is not None else cons.target.label
+    R = None if reference is None else forest.prepare_input(reference)
     return ExplanationRequest(
         model=model, forest=forest, predictor=source_predictor(model, forest) if verify else None,
         constraints=cons, target=target, norm=None if norm is None else Norm.parse(norm), scale=parse_scale(scale),
-        reference=None if reference is None else forest.prepare_input(reference),
+        reference=R, domains=domains_for(forest, cons, R),
     )
 
 

@@ -33,6 +33,8 @@ from lumber.ir import (
     CategoryRule, CompileError, Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
 )
 
+from lumber.ir.domains import DomainKind, Domains
+
 from .realizable import above, below
 
 
@@ -311,11 +313,12 @@ def used_features(forest: Forest) -> npt.NDArray[np.bool_]:
 def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", scale: Any = None,
                  reference: Any = None, weights: Any = None, frozen: Sequence[str] = (),
                  increase_only: Sequence[str] = (), decrease_only: Sequence[str] = (),
-                 max_changes: int | None = None) -> Metric:
+                 max_changes: int | None = None, domains: Domains | None = None) -> Metric:
     """Resolve constraints and keyword options into a :class:`Metric` for ``forest``.
 
     ``reference`` (rows in the model's feature space) supplies the statistics of
     ``scale="std"``/``"minmax"``; ``scale`` may also be explicit per-feature spreads.
+    ``domains`` makes integer and binary features (by the data or the constraint file) move by whole steps.
     """
     schema = forest.schema
     names = tuple(schema.feature_names)
@@ -356,6 +359,10 @@ def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", s
             kind[i] = Kind.INTEGER
             if feat.categories is not None:
                 dlo[i], dhi[i] = 0.0, float(len(feat.categories) - 1)
+        elif domains is not None and domains[i].kind in (DomainKind.INTEGER, DomainKind.BINARY):
+            kind[i] = Kind.INTEGER
+            if domains[i].kind == DomainKind.BINARY:
+                dlo[i], dhi[i] = 0.0, 1.0
     categorical = kind == Kind.CATEGORICAL
     used = used_features(forest)
 

@@ -304,7 +304,8 @@ def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: 
 
     ``method``: ``"auto"`` (exact projection for a single tree; the MILP for an
     ensemble when available, else the upper-bound search), ``"projection"``,
-    ``"milp"`` or ``"upper-bound"``. ``search`` passes options to the ensemble search.
+    ``"milp"`` or ``"upper-bound"``. ``search`` passes options to the ensemble search (the MILP
+    also takes ``domains``, :class:`lumber.ir.domains.Domains`: integer levels, resolutions, bounds).
     """
     if method not in METHODS:
         raise InputDataError(f"unknown method {method!r}", f"accepted: {', '.join(METHODS)}")
@@ -331,6 +332,7 @@ def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: 
         else:
             from .sensitive_ensemble import upper_bound_sensitive
 
+            search.pop("domains", None)  # the search moves by the metric's kinds (integer, categorical)
             result = upper_bound_sensitive(forest, Xp, metric, goal, **search)
     if float32:
         _show_original_values(result, forest.schema.with_(input_dtype="float64"), X)

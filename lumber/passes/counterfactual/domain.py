@@ -25,6 +25,8 @@ from typing import Union
 import numpy as np
 import numpy.typing as npt
 
+from lumber.ir.domains import DomainKind, FeatureDomain
+
 from .model import LinExpr, MilpModel
 
 FloatArray = npt.NDArray[np.float64]
@@ -35,14 +37,33 @@ COMPACT_LEVELS = True
 
 @dataclass(frozen=True)
 class Grid:
-    """The representable values of a feature: ``float32``, ``float64``, ``int`` or ``finite`` (``values``)."""
+    """The representable values of a feature: ``float32``, ``float64``, ``int``, ``finite`` (``values``)
+    or ``step`` (``origin + k * step`` for whole ``k``, rounded to float32 when ``single``)."""
 
     kind: str
     values: FloatArray | None = None
+    step: float = 0.0
+    origin: float = 0.0
+    single: bool = False
+
+    def _at(self, k: FloatArray) -> FloatArray:
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = self.origin + k * self.step
+        return v.astype(np.float32).astype(np.float64) if self.single else v
+
+    def _k_down(self, v: FloatArray) -> FloatArray:
+        """Largest whole ``k`` with ``_at(k) <= v`` (step grids)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            k = np.floor((v - self.origin) / self.step)
+            k = np.where(self._at(k) > v, k - 1, k)
+            k = np.where(self._at(k + 1) <= v, k + 1, k)
+        return k
 
     def down(self, v: FloatArray) -> FloatArray:
         """Largest representable value ``<= v`` (``-inf`` when there is none)."""
         v = np.asarray(v, dtype=np.float64)
+        if self.kind == "step":
+            return np.where(np.isfinite(v), self._at(self._k_down(v)), v)
         if self.kind == "float64":
             return v.copy()
         if self.kind == "float32":
@@ -66,6 +87,8 @@ class Grid:
             return np.nextafter(d, np.float32(np.inf)).astype(np.float64)
         if self.kind == "int":
             return np.floor(v) + 1.0
+        if self.kind == "step":
+            return np.where(np.isfinite(v), self._at(self._k_down(v) + 1), np.where(v < 0, -np.inf, np.inf))
         g = self._values
         i = np.searchsorted(g, v, side="right")
         return np.where(i < g.shape[0], g[np.minimum(i, g.shape[0] - 1)], np.inf)
@@ -86,6 +109,9 @@ class Grid:
             return np.where(d == v, np.nextafter(d.astype(np.float32), np.float32(-np.inf)).astype(np.float64), d)
         if self.kind == "int":
             return np.ceil(v) - 1.0
+        if self.kind == "step":
+            k = self._k_down(v)
+            return np.where(np.isfinite(v), self._at(np.where(self._at(k) == v, k - 1, k)), v)
         g = self._values
         i = np.searchsorted(g, v, side="left") - 1
         return np.where(i >= 0, g[np.maximum(i, 0)], -np.inf)
@@ -331,10 +357,20 @@ class CategoricalDomain:
 Domain = Union[FixedDomain, NumericDomain, CategoricalDomain]
 
 
-def grid_for(kind: str, input_dtype: str, x0: float, finite: FloatArray | None = None) -> Grid:
-    """The grid of a numeric-like feature: ``kind`` is ``numerical``, ``ordinal`` or ``binary``."""
+def grid_for(kind: str, input_dtype: str, x0: float, finite: FloatArray | None = None,
+             domain: FeatureDomain | None = None) -> Grid:
+    """The grid of a numeric-like feature: ``kind`` is ``numerical``, ``ordinal`` or ``binary`` (the
+    schema's word), refined by the feature's ``domain`` (integer, binary, a resolution) when given."""
     if finite is not None:
         return Grid("finite", np.unique(np.asarray(finite, dtype=np.float64)))
+    if domain is not None and domain.kind == DomainKind.BINARY:
+        vals = [0.0, 1.0] + ([x0] if np.isfinite(x0) else [])
+        return Grid("finite", np.unique(np.array(vals, dtype=np.float64)))
+    if domain is not None and domain.resolution > 0:
+        o = domain.origin(x0)
+        if domain.resolution == 1.0 and o == 0.0:
+            return Grid("int")
+        return Grid("step", step=domain.resolution, origin=o, single=input_dtype == "float32")
     if kind == "binary" and x0 in (0.0, 1.0):
         return Grid("finite", np.array([0.0, 1.0]))
     if kind == "ordinal" and float(x0).is_integer():

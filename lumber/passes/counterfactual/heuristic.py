@@ -25,8 +25,8 @@ from lumber.ir import Forest
 from lumber.ir.interp import forest_apply, trees_per_output
 
 from . import actionability
-from .domain import Grid, grid_for
-from .problem import Query, _numeric_kind, change_pattern
+from .domain import Grid
+from .problem import Query, change_pattern
 from .targets import decision_threshold
 
 FloatArray = npt.NDArray[np.float64]
@@ -85,7 +85,7 @@ class Candidates:
         s = q.forest.schema
         n = s.n_features
         self.grids: list[Grid | None] = [
-            None if q.categorical[i] else grid_for(_numeric_kind(q, i), s.input_dtype, float(q.x0[i]), q.allowed.get(i))
+            None if q.categorical[i] else q.grid(i)
             for i in range(n)]
         self.codes = {i: self._codes(i) for i in range(n) if q.categorical[i]}
         self._cuts: dict[int, FloatArray] = {}

@@ -19,9 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Constraints, FeatureKind, Forest, Norm
+from lumber.ir.domains import Domains
 
 from . import actionability
-from .domain import CategoricalDomain, Domain, FixedDomain, NumericDomain, grid_for
+from .domain import CategoricalDomain, Domain, FixedDomain, Grid, NumericDomain, grid_for
 from .model import LinExpr, MilpModel
 from .leafcuts import add_leaf_cuts, prune_reach
 from .objective import CostModel
@@ -53,10 +54,29 @@ class Query:
     cat_codes: dict[int, FloatArray]
     isolation: tuple[Forest, float] | None = None
     """An isolation forest (lowered, averaged path lengths) and the minimum mean path length."""
+    domains: Domains | None = None
+    """What values a person could give each feature (integer levels, resolutions, one-hot groups)."""
 
     @property
     def names(self) -> list[str]:
         return self.forest.schema.feature_names
+
+    @cached_property
+    def _grids(self) -> dict[int, Grid]:
+        return {}
+
+    def grid(self, i: int) -> Grid:
+        """The values numeric feature ``i`` may take: the schema's kind refined by its domain."""
+        g = self._grids.get(i)
+        if g is None:
+            dom = self.domains[i] if self.domains is not None else None
+            feat, x0, kind = self.forest.schema.features[i], float(self.x0[i]), _numeric_kind(self, i)
+            fin = self.allowed.get(i)
+            if kind == "ordinal" and fin is None and feat.categories is not None and x0.is_integer():
+                fin = np.arange(len(feat.categories), dtype=np.float64)
+            g = grid_for(kind, self.forest.schema.input_dtype, x0, fin, dom)
+            self._grids[i] = g
+        return g
 
     @cached_property
     def cell_cuts(self) -> tuple[FloatArray, FloatArray]:
@@ -199,12 +219,7 @@ def build_domains(q: Query, lo: FloatArray, hi: FloatArray) -> tuple[list[Domain
             else:
                 doms.append(CategoricalDomain(i, codes.astype(np.int64), x0, x0c))
             continue
-        fin = q.allowed.get(i)
-        kind = _numeric_kind(q, i)
-        levels = schema.features[i].categories
-        if kind == "ordinal" and fin is None and levels is not None and float(x0).is_integer():
-            fin = np.arange(len(levels), dtype=np.float64)
-        g = grid_for(kind, schema.input_dtype, x0, fin)
+        g = q.grid(i)
         a = max(float(g.ceil(np.array([lo[i]]))[0]) if np.isfinite(lo[i]) else -np.inf, g.lowest)
         b = min(float(g.down(np.array([hi[i]]))[0]) if np.isfinite(hi[i]) else np.inf, g.highest)
         if not a <= b:
@@ -365,7 +380,7 @@ def cell_cuts(q: Query) -> tuple[FloatArray, FloatArray]:
         t = f.threshold[(f.feature == i) & ~f.is_categorical & (f.left >= 0)]
         if t.size == 0:
             continue
-        u = grid_for(_numeric_kind(q, i), f.schema.input_dtype, x0, q.allowed.get(i)).down(t)
+        u = q.grid(i).down(t)
         u = u[np.isfinite(u)]
         if (u >= x0).any():
             above[i] = float(u[u >= x0].min())

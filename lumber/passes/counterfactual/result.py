@@ -149,7 +149,7 @@ class CounterfactualResult:
         if self.x is None:
             return f"{self.status}: {self.message or 'no counterfactual'}"
         if not self.changes and self.verified:
-            return f"{self.status}: the case already gets {self.target} (prediction {self.prediction!r})"
+            return f"no change needed: the case already gets {self.target} (prediction {self.prediction!r})"
         head = (f"{self.status}{'' if self.verified else ' (NOT verified)'}: cost {self.cost:.6g} ({self.norm}), "
                 f"prediction {self.original_prediction!r} -> {self.prediction!r}")
         lines = [head] + [f"  {c.feature}: {c.before!r} -> {c.after!r}" for c in self.changes]

@@ -17,7 +17,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, FeatureKind, Forest, InputDataError, Norm, Task
+from lumber.ir import Constraints, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
+from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
 from lumber.passes.targets import resolve_target
 
 from . import actionability
@@ -30,6 +31,8 @@ from .targets import forest_meets, target_specs
 
 FloatArray = npt.NDArray[np.float64]
 Verifier = Callable[[FloatArray], Any]
+
+NO_CHANGE = "no change needed: the case already gets the target"
 
 MARGINS = (1e-5, 1e-4, 1e-3, 1e-2)
 """Target margins tried in turn, relative to the largest leaf coefficient of each score row."""
@@ -97,8 +100,13 @@ def category_codes(forests: Sequence[Forest], i: int, x0: float, reference: Floa
 
 def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constraints | None = None, *,
                norm: str | Norm = "l1", scale: Any = None, weights: Any = None, reference: Any = None,
-               isolation: tuple[Forest, float] | None = None, clip_to_reference: bool = False) -> list[Query]:
-    """One :class:`Query` per acceptable target (several when ``target`` is None on a multiclass model)."""
+               isolation: tuple[Forest, float] | None = None, clip_to_reference: bool = False,
+               domains: Domains | None = None) -> list[Query]:
+    """One :class:`Query` per acceptable target (several when ``target`` is None on a multiclass model).
+
+    ``domains`` (default: inferred from the schema, the constraints and ``reference``) puts every
+    numeric feature on its grid (whole numbers, 0/1, multiples of a resolution) within its bounds,
+    and keeps one-hot groups one-hot."""
     schema = forest.schema
     x0 = forest.prepare_input(np.asarray(x, dtype=np.float64).reshape(1, -1) if not hasattr(x, "iloc") else x)
     if x0.shape[0] != 1:
@@ -135,12 +143,35 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
         for r in cons.rules:
             if r.allowed is not None:
                 allowed[names.index(r.feature)] = np.asarray(r.allowed, dtype=np.float64)
+    if domains is None:
+        domains = infer_domains(schema, cons, R, categorical=cat)
+    elif len(domains) != len(names):
+        raise InputDataError(f"domains describe {len(domains)} features; the model reads {len(names)}")
+    for i, d in enumerate(domains.features):
+        if not cat[i] and d.kind != DomainKind.CATEGORICAL:
+            a, b = case_bounds(d, float(x0[i]))
+            lo[i], hi[i] = max(lo[i], a), min(hi[i], b)
+    cons = _with_onehot(cons, domains, names, x0)
     codes = {i: category_codes(forests, i, float(x0[i]), R) for i in np.flatnonzero(cat).tolist()}
     current = None
     if schema.task in (Task.BINARY, Task.MULTICLASS):
         current = float(schema.class_index(forest.evaluate(x0[None, :]))[0])
     specs = target_specs(resolve_target(forest, target, current, explainer="counterfactuals"))
-    return [Query(forest, x0, s, cost, cons, lo, hi, allowed, cat, codes, isolation) for s in specs]
+    return [Query(forest, x0, s, cost, cons, lo, hi, allowed, cat, codes, isolation, domains) for s in specs]
+
+
+def _with_onehot(cons: Constraints | None, domains: Domains, names: Sequence[str], x0: FloatArray
+                 ) -> Constraints | None:
+    """One-hot groups as relations ``sum of members == 1`` (for cases whose group is one-hot now)."""
+    rels = []
+    for g in domains.groups:
+        idx = [list(names).index(m) for m in g.members if m in names]
+        if idx and np.all(np.isin(x0[idx], (0.0, 1.0))) and float(x0[idx].sum()) == 1.0:
+            rels.append(LinearRelation(tuple((names[i], 1.0) for i in idx), (), "==", 1.0))
+    if not rels:
+        return cons
+    base = cons if cons is not None else Constraints()
+    return replace(base, relations=tuple(base.relations) + tuple(rels))
 
 
 def default_verifier(forest: Forest) -> Verifier:
@@ -152,12 +183,13 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
                          isolation: tuple[Forest, float] | None = None, k: int = 1, time_limit: float = 60.0,
                          backend: str = "highs", presolve: bool | None = None, threads: int = 1,
                          mip_gap: float = 1e-6, use_warm_start: bool = True, verifier: Verifier | None = None,
-                         clip_to_reference: bool = False,
+                         clip_to_reference: bool = False, domains: Domains | None = None,
                          highs_options: Sequence[tuple[str, Any]] = ()) -> CounterfactualResult:
     """The cheapest change of ``x`` that makes ``forest`` predict ``target`` (see the package docstring)."""
     t0 = time.perf_counter()
     queries = make_query(forest, x, target, constraints, norm=norm, scale=scale, weights=weights,
-                         reference=reference, isolation=isolation, clip_to_reference=clip_to_reference)
+                         reference=reference, isolation=isolation, clip_to_reference=clip_to_reference,
+                         domains=domains)
     R = None if reference is None else forest.prepare_input(reference)
     verify = verifier or default_verifier(forest)
     # presolve=None keeps HiGHS's default (on): in bench/counterfactual.py (backends) neither setting
@@ -216,6 +248,12 @@ def _finish(q: Query, res: CounterfactualResult, x: FloatArray, verify: Verifier
 def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: FloatArray | None,
                  use_heuristic: bool, deadline: float, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
     meets: Callable[[FloatArray], npt.NDArray[np.bool_]] = lambda X: forest_meets(q.forest, q.spec, X)
+    if not nogoods:
+        done = _finish(q, _base(q, OPTIMAL, verify), q.x0.copy(), verify)
+        if done.verified and not done.violations:
+            done.cost, done.objective, done.bound, done.gap = 0.0, 0.0, 0.0, 0.0
+            done.message = NO_CHANGE
+            return done
     x_h = warm_start(q, meets, reference, nogoods=nogoods) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
     res = _base(q, INFEASIBLE, verify)

@@ -36,12 +36,32 @@ def dtype_up(t: float, dtype: str) -> float:
     return float(np.nextafter(np.float32(d), np.float32(np.inf)))
 
 
+def step_values(forest: Forest, i: int, x0: float, lo: float, hi: float, step: float) -> list[float]:
+    """Candidates on the grid ``o + k * step`` (``o``: 0, or the case's offset when it is off the grid):
+    for every split ``x <= t`` the last grid value at or below ``t`` and the first above it."""
+    r = x0 - step * np.floor(x0 / step)
+    o = 0.0 if min(r, step - r) <= 1e-9 * max(step, abs(x0)) else r
+    nodes = np.flatnonzero((forest.feature == i) & (forest.left >= 0) & ~forest.is_categorical)
+    vals = {x0}
+    for t in forest.threshold[nodes]:
+        k = np.floor((t - o) / step)
+        vals.update((o + k * step, o + (k + 1) * step))
+    if np.isfinite(lo):
+        vals.add(o + np.ceil((lo - o) / step) * step)
+    if np.isfinite(hi):
+        vals.add(o + np.floor((hi - o) / step) * step)
+    return sorted(v for v in vals if lo <= v <= hi)
+
+
 def candidate_values(forest: Forest, i: int, x0: float, lo: float, hi: float,
-                     codes: list[float] | None) -> list[float]:
+                     codes: list[float] | None, step: float = 0.0) -> list[float]:
+    """The values worth trying for feature ``i``; ``step > 0``: only multiples of it (integer domains: 1)."""
     if not np.isfinite(x0):
         return [x0]
     if codes is not None:
         return [c for c in codes if lo <= c <= hi]
+    if step > 0:
+        return step_values(forest, i, x0, lo, hi, step)
     dt = forest.schema.input_dtype
     kind = forest.schema.features[i].kind
     vals = {x0}
@@ -106,11 +126,14 @@ def brute_force(forest: Forest, x0: np.ndarray, meets: Callable[[np.ndarray], np
                 w_down: np.ndarray, w_up: np.ndarray, lo: np.ndarray | None = None, hi: np.ndarray | None = None,
                 extra_ok: Callable[[np.ndarray], np.ndarray] | None = None,
                 codes: dict[int, list[float]] | None = None,
-                also: tuple[Forest, ...] = ()) -> tuple[float, np.ndarray | None]:
+                also: tuple[Forest, ...] = (), steps: dict[int, float] | None = None
+                ) -> tuple[float, np.ndarray | None]:
     """Minimum cost over all candidate points meeting ``meets`` (and ``extra_ok``), with its point.
 
-    ``also`` lists further forests whose splits cut the cells (the plausibility model).
+    ``also`` lists further forests whose splits cut the cells (the plausibility model); ``steps``
+    puts features on grids of whole steps (their domains: integer features have step 1).
     """
+    steps = steps or {}
     n = forest.n_features
     lo = np.full(n, -np.inf) if lo is None else lo
     hi = np.full(n, np.inf) if hi is None else hi
@@ -121,9 +144,10 @@ def brute_force(forest: Forest, x0: np.ndarray, meets: Callable[[np.ndarray], np
         cs = codes.get(i)
         if cat[i] and cs is None:
             cs = [float(c) for c in range(len(forest.schema.features[i].categories or range(6)))]
-        vals = set(candidate_values(forest, i, float(x0[i]), lo[i], hi[i], cs if cat[i] else None))
+        st = steps.get(i, 0.0)
+        vals = set(candidate_values(forest, i, float(x0[i]), lo[i], hi[i], cs if cat[i] else None, st))
         for other in also:  # e.g. an isolation forest: its splits cut cells too
-            vals |= set(candidate_values(other, i, float(x0[i]), lo[i], hi[i], cs if cat[i] else None))
+            vals |= set(candidate_values(other, i, float(x0[i]), lo[i], hi[i], cs if cat[i] else None, st))
         per.append(sorted(vals))
     if any(len(p) == 0 for p in per):
         return np.inf, None
