@@ -248,7 +248,7 @@ def _finish(q: Query, res: CounterfactualResult, x: FloatArray, verify: Verifier
 def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: FloatArray | None,
                  use_heuristic: bool, deadline: float, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
     meets: Callable[[FloatArray], npt.NDArray[np.bool_]] = lambda X: forest_meets(q.forest, q.spec, X)
-    if not nogoods:
+    if not nogoods and bool(meets(q.x0[None, :])[0]):  # the model and its source library both agree
         done = _finish(q, _base(q, OPTIMAL, verify), q.x0.copy(), verify)
         if done.verified and not done.violations:
             done.cost, done.objective, done.bound, done.gap = 0.0, 0.0, 0.0, 0.0
