@@ -65,9 +65,18 @@ def model_section(doc: dict[str, Any]) -> list[Block]:
     feats = m.get("features", [])
     out.append(Heading(3, f"Features ({len(feats)})", "features"))
     out.append(table(("feature", "kind", "categories", "splits"),
-                     [(f["name"], f["kind"], f["categories"], count(f["splits"])) for f in feats], "features"))
+                     [(f["name"], f["kind"], _categories(f), count(f["splits"])) for f in feats], "features"))
     out.extend(_compile_blocks(doc.get("compile", {})))
     return out
+
+
+def _categories(f: dict[str, Any]) -> str:
+    """A feature's categories by label (the first 8, then how many in all), else their count or a dash."""
+    labels = f.get("labels")
+    if labels:
+        shown = ", ".join(map(str, labels[:8]))
+        return shown + (f", … ({len(labels)} in all)" if len(labels) > 8 else "")
+    return num(f.get("categories"))
 
 
 def _compile_blocks(c: dict[str, Any]) -> list[Block]:
@@ -207,8 +216,9 @@ def _sensitive(s: dict[str, Any]) -> list[Block]:
     rows = []
     for t in s.get("tests", []):
         test = (f"{t['feature']} not in {{{', '.join(map(str, t['categories']))}}}" if t.get("categories") is not None
-                else f"{t['feature']} {t['op']} {num(t.get('threshold'), 6)}")
-        rows.append((test, num(t.get("value"), 6), num(t.get("new_value"), 6), num(t.get("margin"))))
+                else f"{t['feature']} {t['op']} {t.get('threshold_text') or num(t.get('threshold'), 6)}")
+        rows.append((test, t.get("value_text") or num(t.get("value"), 6),
+                     t.get("new_value_text") or num(t.get("new_value"), 6), num(t.get("margin"))))
     if rows:
         out.append(table(("sensitive test (holds now)", "value", "witness", "margin"), rows, "tests"))
     return out
@@ -229,7 +239,8 @@ def _counterfactual(cf: dict[str, Any]) -> list[Block]:
     out.append(Para(f"{num(cf.get('original_prediction'))} → {num(cf.get('prediction'))} at cost "
                     f"{num(cf.get('cost'))} ({cf.get('norm')}); {proof}; {ver}."))
     out.append(table(("feature", "before", "after", "change"),
-                     [(ch["feature"], num(ch.get("before"), 6), num(ch.get("after"), 6),
+                     [(ch["feature"], ch.get("before_text") or num(ch.get("before"), 6),
+                       ch.get("after_text") or num(ch.get("after"), 6),
                        "—" if ch.get("delta") is None else f"{ch['delta']:+.6g}") for ch in changes], "changes"))
     return out
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request
 from lumber.ir import ArrayLike, InputDataError, ModelLike, Norm, Task
+from lumber.ir.display import Display
 from lumber.passes.analyses.metrics import build_metric
 from lumber.passes.analyses.sensitive_results import SensitiveResult
 from lumber.passes.analyses.sensitive_tests import Goal
@@ -71,6 +72,7 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
     if forest.n_trees > 1 and method in ("auto", "milp") and domains is not None:
         search["domains"] = domains
     result = _analyse(forest, X, metric, goal, method=method, **search)
+    result.display = Display(forest, domains)
     result.rows = np.arange(len(result))
     if forest.schema.task == Task.REGRESSION:
         result.predictions = forest.predict(result.X)

@@ -47,7 +47,10 @@ def model_card(st: State) -> dict[str, Any]:
     for feat in s.features:
         kind = feat.kind.name.lower()
         n_cat = len(feat.categories) if feat.categories is not None and feat.kind == FeatureKind.CATEGORICAL else None
-        feats.append({"name": feat.name, "kind": kind, "categories": n_cat, "splits": int(splits.get(feat.name, 0))})
+        d = {"name": feat.name, "kind": kind, "categories": n_cat, "splits": int(splits.get(feat.name, 0))}
+        if feat.categories is not None:
+            d["labels"] = [str(c) for c in feat.categories]
+        feats.append(d)
     return {
         "file": inp.config.relative(inp.config.model.path), "sha256": inp.hashes["model"],
         "fingerprint": st.ir_fingerprint if st.ir is f else _fp(f),
@@ -157,7 +160,8 @@ def _sensitive(r: dict[str, Any], max_tests: int) -> dict[str, Any]:
     return {"status": status, "distance": r.get("distance"), "trace": r.get("trace"), "target": r.get("target"),
             "exact": r.get("exact"), "method": r.get("method"), "verified": r.get("verified"),
             "message": r.get("message", ""), "n_tests": len(tests),
-            "tests": [{k: t.get(k) for k in ("feature", "op", "threshold", "value", "new_value", "margin", "categories")
+            "tests": [{k: t.get(k) for k in ("feature", "op", "threshold", "value", "new_value", "margin", "categories",
+                                             "threshold_text", "value_text", "new_value_text")
                        if k in t} for t in tests[:max_tests]]}
 
 

@@ -152,7 +152,7 @@ def _stages(args: argparse.Namespace, lgb: Any, lumber: Any, ds: Any, Xtr: Any, 
             lines.append(f"no counterfactual under {len(text.splitlines())} constraint lines: {cf.status} "
                          f"({cf.message or 'no allowed change flips the decision'})")
         else:
-            changes = ", ".join(f"{c.feature} {_num(c.before)} -> {_num(c.after)}" for c in cf.changes)
+            changes = ", ".join(f"{c.feature} {c.before_text} -> {c.after_text}" for c in cf.changes)
             lines.append(f"optimal counterfactual under {len(text.splitlines())} constraint lines: {changes}")
             lines.append(f"  ({cf.status}, cost {cf.cost:.3g}; the model's own predict now gives the target: "
                          f"{cf.verified})")
@@ -188,6 +188,3 @@ def _best_of(fn: Callable[[], Any], repeat: int = 3) -> float:
         best = min(best, time.perf_counter() - t0)
     return best
 
-
-def _num(v: Any) -> str:
-    return f"{v:.6g}" if isinstance(v, float) else str(v)

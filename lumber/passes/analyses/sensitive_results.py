@@ -8,7 +8,7 @@ Python objects until someone looks at them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence, overload
 
 import numpy as np
@@ -44,20 +44,31 @@ class SensitiveTest:
     tree: int = -1
     node: int = -1
     """Local node id of the test in ``tree`` (-1 when not tied to one node)."""
+    threshold_text: str = ""
+    value_text: str = ""
+    new_value_text: str = ""
+    """For people (:class:`lumber.ir.display.Display`): the shortest decimals that mean the same to the
+    model, category labels; empty when no display was attached (plain numbers are printed)."""
+
+    def texts(self) -> tuple[str, str, str]:
+        """``(threshold, value, new value)`` as printed."""
+        thr = self.threshold_text or ("?" if self.threshold is None else _num(self.threshold))
+        return thr, self.value_text or _num(self.value), self.new_value_text or _num(self.new_value)
 
     def __str__(self) -> str:
+        thr, a, b = self.texts()
         if self.categories is not None:
             return (f"{self.feature} not in {{{', '.join(map(str, self.categories))}}} "
-                    f"({_num(self.value)} -> {_num(self.new_value)}, margin {self.margin:.4g})")
-        thr = "?" if self.threshold is None else _num(self.threshold)
-        return (f"{self.feature} {self.op} {thr} ({_num(self.value)} -> {_num(self.new_value)}, "
-                f"margin {self.margin:.4g})")
+                    f"({a} -> {b}, margin {self.margin:.4g})")
+        return f"{self.feature} {self.op} {thr} ({a} -> {b}, margin {self.margin:.4g})"
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "feature": self.feature, "op": self.op, "threshold": self.threshold, "direction": self.direction,
             "value": _plain(self.value), "new_value": _plain(self.new_value), "margin": _plain(self.margin),
         }
+        if self.threshold_text:
+            d["threshold_text"], d["value_text"], d["new_value_text"] = self.texts()
         if self.categories is not None:
             d["categories"] = list(self.categories)
         if self.tree >= 0:
@@ -155,6 +166,8 @@ class SensitiveResult(Sequence[CaseSensitivity]):
     predictions: npt.NDArray[Any] | None = None
     case_exact: npt.NDArray[np.bool_] | None = None
     """Per case: the distance is proven minimal (the MILP may stop at its time limit for some cases)."""
+    display: Any = None
+    """A :class:`lumber.ir.display.Display`: tests print their thresholds and values for people."""
 
     @property
     def reachable(self) -> npt.NDArray[np.bool_]:
@@ -186,11 +199,19 @@ class SensitiveResult(Sequence[CaseSensitivity]):
     def __iter__(self) -> Iterator[CaseSensitivity]:
         return (self._case(i) for i in range(len(self)))
 
+    def _shown(self, tests: tuple[SensitiveTest, ...]) -> tuple[SensitiveTest, ...]:
+        d = self.display
+        if d is None:
+            return tests
+        return tuple(replace(t, threshold_text="" if t.threshold is None else d.threshold(t.index, t.threshold),
+                             value_text=d.value(t.index, t.value),
+                             new_value_text=d.value(t.index, t.new_value, t.value)) for t in tests)
+
     def _case(self, i: int) -> CaseSensitivity:
         ok = bool(self.target_group[i] >= 0)
         x = self.X[i]
         p = self.point[i] if ok else None
-        tests = self.tests_of(x, p, int(self.leaf[i])) if ok else ()
+        tests = self._shown(self.tests_of(x, p, int(self.leaf[i]))) if ok else ()
         per_class: dict[Any, ClassChange] = {}
         if self.group_distance is not None and self.group_point is not None and len(self.group_labels) > 2:
             for g, label in enumerate(self.group_labels):
@@ -200,7 +221,8 @@ class SensitiveResult(Sequence[CaseSensitivity]):
                 reach = bool(np.isfinite(dist))
                 gp = self.group_point[i, g] if reach else None
                 gl = int(self.group_leaf[i, g]) if self.group_leaf is not None else -1
-                per_class[label] = ClassChange(label, dist, gp, self.tests_of(x, gp, gl) if reach else (), reach)
+                per_class[label] = ClassChange(label, dist, gp, self._shown(self.tests_of(x, gp, gl)) if reach else (),
+                                               reach)
         pred = self.predictions[i] if self.predictions is not None else self.group_labels[int(self.group[i])]
         return CaseSensitivity(
             row=int(self.rows[i]) if self.rows is not None else i, prediction=_plain(pred),

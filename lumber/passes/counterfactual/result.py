@@ -43,10 +43,20 @@ class Change:
     after: Any
     delta: float | None
     """``after - before`` for numeric features; None for categories."""
+    before_text: str = ""
+    after_text: str = ""
+    """The values for people (:class:`lumber.ir.display.Display`): labels, shortest decimals in the same cell."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"feature": self.feature, "before": _plain(self.before), "after": _plain(self.after),
-                "delta": _plain(self.delta)}
+                "delta": _plain(self.delta), "before_text": self.before_text or _text(self.before),
+                "after_text": self.after_text or _text(self.after)}
+
+
+def _text(v: Any) -> str:
+    from lumber.ir.display import number_text
+
+    return number_text(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 @dataclass
@@ -89,6 +99,8 @@ class CounterfactualResult:
     message: str = ""
     alternatives: list["CounterfactualResult"] = field(default_factory=list)
     """Further diverse counterfactuals (``k > 1``), each with a different change pattern."""
+    display: Any = field(default=None, repr=False, compare=False)
+    """The :class:`lumber.ir.display.Display` that prints values for people (None: plain numbers)."""
 
     @property
     def found(self) -> bool:
@@ -116,7 +128,9 @@ class CounterfactualResult:
             if a == b or (np.isnan(a) and np.isnan(b)):
                 continue
             cat = f.kind == FeatureKind.CATEGORICAL
-            out.append(Change(f.name, _label(self.schema, i, a), _label(self.schema, i, b), None if cat else b - a))
+            ta, tb = (self.display.value(i, a), self.display.value(i, b, a)) if self.display is not None else ("", "")
+            out.append(Change(f.name, _label(self.schema, i, a), _label(self.schema, i, b), None if cat else b - a,
+                              ta, tb))
         return out
 
     @property
@@ -152,5 +166,6 @@ class CounterfactualResult:
             return f"no change needed: the case already gets {self.target} (prediction {self.prediction!r})"
         head = (f"{self.status}{'' if self.verified else ' (NOT verified)'}: cost {self.cost:.6g} ({self.norm}), "
                 f"prediction {self.original_prediction!r} -> {self.prediction!r}")
-        lines = [head] + [f"  {c.feature}: {c.before!r} -> {c.after!r}" for c in self.changes]
+        lines = [head] + [f"  {c.feature}: {c.before_text or _text(c.before)} -> {c.after_text or _text(c.after)}"
+                          for c in self.changes]
         return "\n".join(lines)

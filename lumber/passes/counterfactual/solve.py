@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Constraints, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
+from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
 from lumber.passes.targets import resolve_target
 
@@ -207,6 +208,9 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
             best = res
     assert best is not None
     best.total_seconds = time.perf_counter() - t0
+    shown = Display(forest, queries[0].domains)
+    for r in [best, *best.alternatives]:
+        r.display = shown
     return best
 
 

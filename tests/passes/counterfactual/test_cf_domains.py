@@ -134,3 +134,12 @@ def test_domains_inferred_from_data_and_schema() -> None:
     assert d2[0].problem(1.0, 1.1) and not d2[0].problem(1.0, 1.25)
     assert "not a whole number of steps of 1" in FeatureDomain("x", step=1.0).problem(0.5, 0.75)
     assert not FeatureDomain("x", step=1.0).problem(0.5, 2.5)  # whole steps from an off-grid case
+
+
+def test_changes_print_for_people_and_json_keeps_exact_values() -> None:
+    forest = _stumps([("f0", 1e-35, -1.0, 1.0)], ["f0"])
+    res = solve_counterfactual(forest, np.array([0.0]), target=1, reference=np.array([[0.0], [4.0]]))
+    assert res.summary().splitlines()[1] == "  f0: 0 -> 1"
+    plain = solve_counterfactual(forest, np.array([0.0]), target=1)
+    ch = plain.to_dict()["changes"][0]
+    assert ch["after"] == plain.x[0] and ch["after_text"] == repr(float(plain.x[0]))

@@ -61,7 +61,7 @@ def _case_text(c: CaseSensitivity) -> str:
         if ch.label == c.target:
             continue
         lines.append(f"  to {label}: " + (f"distance {ch.distance:.4g}, " + "; ".join(
-            f"{t.feature} {t.op} {'' if t.threshold is None else f'{t.threshold:g}'}".strip() for t in ch.tests)
+            f"{t.feature} {t.op} {'' if t.threshold is None else t.texts()[0]}".strip() for t in ch.tests)
             if ch.reachable else "unreachable"))
     return "\n".join(lines)
 

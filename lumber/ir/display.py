@@ -1,0 +1,180 @@
+"""Values and thresholds as people read them: the shortest decimal that means the same to the model.
+
+A model stores ``Age <= 20.500000000000004`` and a solver returns
+``CapitalGain = 5036.500000000001``; neither is what a person would write.
+:class:`Display` prints
+
+- a split threshold ``t`` as the shortest decimal ``d`` that splits the
+  feature's domain exactly as ``t`` does (no domain value between them):
+  ``Age <= 20.5`` for a whole-number age, ``CapitalGain <= 0.5`` for LightGBM's
+  ``1e-35``; a continuous float64 feature keeps ``t`` itself when nothing
+  shorter splits the same values;
+- a value ``v`` (moved from a case's ``x0``) as the shortest decimal in the
+  same model cell as ``v`` (every split of the model routes it alike), in the
+  feature's domain, and no farther from ``x0`` -- so it is still a valid,
+  no costlier explanation;
+- a category code as its label wherever one is known.
+
+JSON output keeps the exact numbers beside these texts. Every explainer and
+report prints through this one helper.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .domains import DomainKind, Domains
+from .schema import FeatureKind
+
+if TYPE_CHECKING:
+    from .forest import Forest
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def number_text(v: float) -> str:
+    """A float as Python's shortest round-trip text, whole numbers without ``.0``."""
+    if not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if v == int(v) and abs(v) < 1e16:
+        return str(int(v))
+    return repr(float(v))
+
+
+def _rounded(v: float, p: int) -> list[float]:
+    """``v`` rounded to ``p`` significant digits: nearest, and one unit of the last digit below and above."""
+    if v == 0 or not math.isfinite(v):
+        return [v]
+    e = math.floor(math.log10(abs(v))) - p + 1
+    if abs(e) > 290:
+        return [float(f"{v:.{p}g}")]
+    q = 10.0 ** e
+    n = round(v / q)
+    return [float(f"{k * q:.{p}g}") for k in (n, n - 1, n + 1)]
+
+
+def shortest_in(a: float, b: float, *, closed_low: bool) -> float | None:
+    """The shortest decimal in ``[a, b)`` (``closed_low``) or ``(a, b)``, nearest the middle; None if none
+    has at most 17 significant digits."""
+    if not (math.isfinite(a) or math.isfinite(b)):
+        return 0.0
+    if not math.isfinite(b):
+        mid = a + max(1.0, abs(a))
+    elif not math.isfinite(a):
+        mid = b - max(1.0, abs(b))
+    else:
+        mid = a + (b - a) / 2
+    for p in range(1, 18):
+        cands = [c for c in _rounded(mid, p) + ([a] if closed_low else [])
+                 if (a <= c if closed_low else a < c) and c < b]
+        if cands:
+            return min(cands, key=lambda c: (len(number_text(c)), abs(c - mid)))
+    return None
+
+
+class Display:
+    """Texts for one model's values and thresholds (see the module docstring)."""
+
+    def __init__(self, forest: "Forest", domains: Domains | None = None) -> None:
+        self.forest = forest
+        self.domains = domains
+        self.schema = forest.schema
+        self._cuts: dict[int, FloatArray] = {}
+
+    # -- model cells ---------------------------------------------------------------------
+
+    def cuts(self, i: int) -> FloatArray:
+        """Sorted thresholds of numeric splits on feature ``i`` (with LightGBM's zero band)."""
+        if i not in self._cuts:
+            f = self.forest
+            sel = (f.feature == i) & ~f.is_categorical & (f.left >= 0)
+            t = f.threshold[sel]
+            if f.missing_zero[sel].any():
+                from .forest import ZERO_THRESHOLD
+
+                t = np.concatenate([t, [ZERO_THRESHOLD, -ZERO_THRESHOLD]])
+            self._cuts[i] = np.unique(t[np.isfinite(t)])
+        return self._cuts[i]
+
+    def _model_value(self, v: float) -> float:
+        return float(np.float32(v)) if self.schema.input_dtype == "float32" else float(v)
+
+    def cell(self, i: int, v: float) -> int:
+        """Which model cell of feature ``i`` holds ``v`` (splits are ``x <= t``)."""
+        return int(np.searchsorted(self.cuts(i), self._model_value(v), side="left"))
+
+    # -- texts ---------------------------------------------------------------------------
+
+    def _categorical(self, i: int) -> bool:
+        d = self.domains[i] if self.domains is not None else None
+        return self.schema.features[i].kind == FeatureKind.CATEGORICAL or (
+            d is not None and d.kind == DomainKind.CATEGORICAL)
+
+    def label(self, i: int, v: float) -> Any:
+        """The category label of code ``v`` when the schema or the domains name it, else None."""
+        labels = self.schema.features[i].categories
+        if labels is None and self.domains is not None:
+            labels = self.domains[i].labels
+        if labels is not None and math.isfinite(v) and 0 <= int(math.trunc(v)) < len(labels):
+            if self._categorical(i) or float(v).is_integer():
+                return labels[int(math.trunc(v))]
+        return None
+
+    def value(self, i: int, v: float, x0: float | None = None) -> str:
+        """``v`` for people (see the module docstring); ``x0``: the case's original value when ``v`` is a
+        changed value (None: ``v`` is a case's own value, printed exactly)."""
+        v = float(v)
+        lab = self.label(i, v)
+        if lab is not None:
+            return str(lab)
+        if x0 is None or not math.isfinite(v) or float(v).is_integer() or v == x0:
+            return number_text(v)  # a case's own value is printed as it is
+        dom = self.domains[i] if self.domains is not None else None
+        cell = self.cell(i, v)
+        far = abs(v - x0) if math.isfinite(x0) else math.inf
+        for p in range(1, 17):
+            for c in _rounded(v, p):
+                if c == v:
+                    return number_text(v)  # v is already this short
+                if self.cell(i, c) != cell:
+                    continue
+                if math.isfinite(x0) and (abs(c - x0) > far or (c - x0) * (v - x0) <= 0):
+                    continue
+                if dom is not None and not dom.contains(c, x0):
+                    continue
+                return number_text(c)
+        return number_text(v)
+
+    def threshold(self, i: int, t: float) -> str:
+        """Split threshold ``t`` of ``x <= t`` for people: splits the domain's values exactly as ``t`` does."""
+        t = float(t)
+        if not math.isfinite(t):
+            return number_text(t)
+        dom = self.domains[i] if self.domains is not None else None
+        res = dom.resolution if dom is not None else 0.0
+        if dom is not None and dom.kind == DomainKind.BINARY and 0 <= t < 1:
+            return "0.5"
+        if res > 0:
+            o = 0.0  # a grid anchored at 0 (a case's own off-grid value is the exception, not the domain)
+            k = math.floor((t - o) / res)
+            a, b = o + k * res, o + (k + 1) * res
+            c = shortest_in(a, b, closed_low=False)
+            if c is not None:
+                return number_text(c)
+        if self.schema.input_dtype == "float32":
+            t32 = float(np.float32(t)) if float(np.float32(t)) <= t else float(
+                np.nextafter(np.float32(t), np.float32(-np.inf)))
+            nxt = float(np.nextafter(np.float32(t32), np.float32(np.inf)))
+            c = shortest_in(t32, nxt, closed_low=True)
+            return number_text(c if c is not None else t32)
+        c = shortest_in(t, float(np.nextafter(t, np.inf)), closed_low=False)
+        if c is not None and len(number_text(c)) < len(number_text(t)):
+            return number_text(c)
+        return number_text(t)
+
+
+__all__ = ["Display", "number_text", "shortest_in"]
