@@ -126,3 +126,26 @@ def test_equivalence_gate(equal: Any, lossy: bool, passed: Any, gate: bool, text
     (c,) = equivalence(_State(equal, lossy))  # type: ignore[arg-type]
     assert isinstance(c, Check) and c.passed is passed and c.gate is gate and text in c.message
     assert c.failed is (passed is False and gate)
+
+
+def test_an_analysis_that_failed_fails_the_gates_and_the_header_says_so(
+        project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import lumber.compiler.api.sensitive as api
+
+    def broken(*a: Any, **k: Any) -> Any:
+        raise RuntimeError("solver crashed")
+
+    monkeypatch.setattr(api, "sensitive_tests", broken)
+    toml = project / "lumber.toml"
+    light(toml, '["sensitive"]')
+    set_key(toml, "report", 'formats = ["md", "json"]')
+    code, _, err = run_cli(project, capsys, "--check")
+    assert code == 1, err
+    assert "build check failed: analysis[sensitive]: sensitive tests failed on 4 of 4 cases: case 0: RuntimeError" in err
+    md = (project / "build" / "report.md").read_text()
+    header = next(ln for ln in md.splitlines() if "gated check" in ln)
+    assert "1 gated check(s) FAILED: sensitive tests failed on 4 of 4 cases" in header
+    assert "all gated checks passed" not in md
+    # not required by [check] require, yet gated: a failed analysis is never silently a pass
+    checks = {c["name"]: c for c in json.loads((project / "build" / "manifest.json").read_text())["checks"]}
+    assert checks["analysis[sensitive]"]["gate"] and checks["analysis[sensitive]"]["passed"] is False

@@ -36,7 +36,10 @@ def _subtitle(doc: dict[str, Any]) -> str:
     m = doc.get("model", {})
     checks = doc.get("checks") or []
     failed = [c for c in checks if c.get("gate") and c.get("passed") is False]
-    status = (f"{len(failed)} gated check(s) FAILED" if failed else "all gated checks passed") if checks else ""
+    status = ((f"{len(failed)} gated check(s) FAILED: " + "; ".join(str(c.get("message", c.get("name")))
+                                                                for c in failed[:3])
+               + (f"; ... {len(failed) - 3} more" if len(failed) > 3 else ""))
+              if failed else "all gated checks passed") if checks else ""
     parts = [f"{doc.get('generator', 'lumber')}", f"model {m.get('file', '?')} ({m.get('library') or 'model'}, "
              f"{m.get('task', '?')})", f"seed {doc.get('seed', 0)}"]
     return " · ".join(p for p in parts + [status] if p)

@@ -131,6 +131,40 @@ def pruning(st: State) -> list[Check]:
     return out
 
 
+ANALYSIS_WORDS = {"sensitive": "sensitive tests", "counterfactual": "counterfactuals", "rules": "rules"}
+
+
+def _failure(analysis: str, rec: dict[str, Any]) -> str:
+    """Why an analysis failed for a case (an error, or a result the model does not confirm); empty if it did not."""
+    if rec["status"] != "ok":
+        return f"{rec['error']['type']}: {rec['error']['message']}"
+    res = rec["result"]
+    if analysis == "sensitive" and res.get("reachable") and not res.get("verified"):
+        return "the witness point is NOT verified on the model"
+    if analysis == "counterfactual" and res.get("status") == "unverified":
+        return res.get("message") or "the counterfactual is NOT verified on the model"
+    return ""
+
+
+def analysis_failures(st: State) -> list[Check]:
+    """An analysis that failed for any case (an error, an unverified answer) fails the build: always gated."""
+    out = []
+    for analysis in ("sensitive", "counterfactual", "rules"):
+        recs = st.results.get(analysis)
+        if recs is None:
+            continue
+        bad = [(rec["row"], why) for rec in recs if (why := _failure(analysis, rec))]
+        n = len(recs)
+        word = ANALYSIS_WORDS[analysis]
+        if bad:
+            msg = f"{word} failed on {len(bad)} of {n} cases: " + "; ".join(f"case {r}: {w}" for r, w in bad[:3])
+            msg += f"; ... {len(bad) - 3} more" if len(bad) > 3 else ""
+        else:
+            msg = f"{word} ran on every case ({n})"
+        out.append(Check(f"analysis[{analysis}]", not bad, True, msg, {"cases": n, "failed": len(bad)}))
+    return out
+
+
 def explanations(st: State) -> list[Check]:
     cfg = st.inp.config
     out = []
@@ -142,8 +176,7 @@ def explanations(st: State) -> list[Check]:
         for rec in recs:
             row = rec["row"]
             if rec["status"] != "ok":
-                bad.append(f"case {row}: {rec['error']['type']}: {rec['error']['message']}")
-                continue
+                continue  # counted by analysis_failures
             res = rec["result"]
             if analysis == "sensitive" and not res.get("reachable"):
                 bad.append(f"case {row}: {res.get('message') or 'no decision change reachable'}")
@@ -154,6 +187,9 @@ def explanations(st: State) -> list[Check]:
         if bad:
             msg = f"{analysis}: {len(bad)} of {n} cases have no explanation; " + "; ".join(bad[:3])
             msg += f"; ... {len(bad) - 3} more" if len(bad) > 3 else ""
+        elif any(rec["status"] != "ok" for rec in recs):
+            ran = sum(rec["status"] == "ok" for rec in recs)
+            msg = f"{analysis}: every case that ran ({ran} of {n}) has an explanation"
         else:
             msg = f"{analysis}: every case ({n}) has an explanation"
         out.append(Check(f"explanations[{analysis}]", not bad, required, msg, {"cases": n, "missing": len(bad)}))
@@ -161,7 +197,8 @@ def explanations(st: State) -> list[Check]:
 
 
 def all_checks(st: State) -> list[Check]:
-    return exactness(st) + equivalence(st) + pruning(st) + explanations(st)
+    return exactness(st) + equivalence(st) + pruning(st) + analysis_failures(st) + explanations(st)
 
 
-__all__ = ["Check", "all_checks", "equivalence", "exactness", "explanations", "lossy_passes", "pruning"]
+__all__ = ["Check", "all_checks", "analysis_failures", "equivalence", "exactness", "explanations", "lossy_passes",
+           "pruning"]
