@@ -24,3 +24,27 @@ def test_regression_intervals(spec: str, lo: float, hi: float) -> None:
 def test_bad_intervals_say_what_is_accepted(spec: str) -> None:
     with pytest.raises(InputDataError, match=r"is not an interval(?s:.*)--target LO:HI"):
         parse_target(spec, Task.REGRESSION)
+
+
+def test_cli_target_with_isolation_forest_plausibility(tmp_path, capsys) -> None:
+    """`--target 1` (a string on the command line) names the class whose rows train the isolation forest."""
+    import lightgbm as lgb
+    import numpy as np
+
+    import lumber
+    from lumber.compiler.cli import main
+
+    ds = lumber.datasets.load("adult")
+    X, y = ds.X.iloc[:3000], ds.y[:3000]
+    lgb.train({"objective": "binary", "num_leaves": 7, "verbose": -1, "seed": 0}, lgb.Dataset(X, y),
+              num_boost_round=10).save_model(str(tmp_path / "m.txt"))
+    X.to_csv(tmp_path / "train.csv", index=False)
+    X.iloc[:3].to_csv(tmp_path / "cases.csv", index=False)
+    (tmp_path / "c.lum").write_text("immutable Sex, NativeCountry\nplausible isolation-forest(contamination=0.1)\n")
+    rc = main(["explain", str(tmp_path / "m.txt"), str(tmp_path / "cases.csv"), "--counterfactual", "--target", "1",
+               "--constraints", str(tmp_path / "c.lum"), "--train", str(tmp_path / "train.csv"),
+               "--time-limit", "20"])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    assert "too few reference rows" not in cap.err + cap.out
+    assert "target class 1" in cap.out and np.sum([ln.startswith("row ") for ln in cap.out.splitlines()]) == 3

@@ -23,7 +23,7 @@ from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, explana
 from lumber.ir import ArrayLike, CasesLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Task
 from lumber.ir.domains import Domains
 from lumber.passes.counterfactual import CounterfactualResult, isolation_threshold, solve_counterfactual
-from lumber.passes.targets import class_labels
+from lumber.passes.targets import class_labels, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -152,14 +152,17 @@ def _plausibility(forest: Forest, cons: Constraints | None, isolation_forest: An
                              "pass reference=X_train")
     cont = 0.1 if contamination is None else float(contamination)
     labels = class_labels(forest)
-    pred = forest.schema.decide(forest.evaluate(R))
-    cache: dict[Any, Any] = {}
+    pred = forest.schema.class_index(forest.evaluate(R))
+    cache: dict[int, Any] = {}
 
-    def for_class(label: Any) -> Any:
-        if label not in cache:
-            rows = R[np.asarray([p == label for p in pred])]
+    def for_class(c: int) -> Any:
+        """The isolation forest of class index ``c`` (labels as the user writes them -- "1" on a command
+        line, 1 in Python -- are resolved to the index first)."""
+        if c not in cache:
+            rows = R[pred == c]
             if len(rows) < 2:
-                raise InputDataError(f"too few reference rows of class {label!r} for an isolation forest")
+                raise InputDataError(f"too few reference rows of class {labels[c]!r} for an isolation forest",
+                                     f"{len(rows)} of {len(R)} reference rows are predicted {labels[c]!r}")
             iso = isolation_forest
             if iso is None:
                 from sklearn.ensemble import IsolationForest
@@ -173,17 +176,23 @@ def _plausibility(forest: Forest, cons: Constraints | None, isolation_forest: An
                 iso_f = load(iso)
             if iso_f.n_features != forest.n_features:
                 raise InputDataError("the isolation forest reads a different number of features than the model")
-            cache[label] = (iso_f, isolation_threshold(iso_f, rows, cont))
-        return cache[label]
+            cache[c] = (iso_f, isolation_threshold(iso_f, rows, cont))
+        return cache[c]
+
+    wanted_class = None
+    if target is not None:
+        ts = resolve_target(forest, target, explainer="plausibility")
+        if ts.classes is None or len(ts.classes) != 1:
+            raise InputDataError("plausibility is trained on one target class", "pass one target class label")
+        wanted_class = int(ts.classes[0])
 
     def per_case(x: FloatArray) -> Any:
-        lab = target
-        if lab is None:
-            if len(labels) != 2:
-                raise InputDataError("plausibility on a multiclass model needs an explicit target class")
-            cur = forest.schema.decide(forest.evaluate(x[None, :]))[0]
-            lab = labels[1] if cur == labels[0] else labels[0]
-        return for_class(lab)
+        if wanted_class is not None:
+            return for_class(wanted_class)
+        if len(labels) != 2:
+            raise InputDataError("plausibility on a multiclass model needs an explicit target class")
+        cur = int(forest.schema.class_index(forest.evaluate(x[None, :]))[0])
+        return for_class(1 - cur)
 
     return per_case
 
