@@ -182,7 +182,7 @@ def _integral(col: FloatArray) -> bool:
 
 
 def infer_domains(schema: Schema, constraints: Constraints | None = None, reference: Any = None,
-                  categorical: Sequence[bool] | None = None) -> Domains:
+                  categorical: Sequence[bool] | npt.NDArray[np.bool_] | None = None) -> Domains:
     """The domains of ``schema``'s features: the constraint file first, then the schema, then the data.
 
     ``reference`` (training rows, prepared to the model's columns) makes a column whose values are
