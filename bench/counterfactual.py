@@ -17,12 +17,19 @@ Sections (``--sections``, default all):
 - ``sweeps``: adult, l1, trees in {10, 20, 50, 100, 200, 500} and depth 3..8;
 - ``iso``: with and without an isolation forest (plausible share, cost, time);
 - ``dice``: dice-ml (random) on the same forests and origins: validity and the
-  cost ratio R = cost(dice) / cost(ours) summed over the origins both explain.
+  cost ratio R = cost(dice) / cost(ours) summed over the origins both explain;
+- ``actionability``: l0, l1, l2 with and without the constraints, on the float grid
+  (every value the model's input type holds, values clipped to the training
+  range) and on the feature domains inferred from the training rows (whole
+  numbers stay whole, 0/1 columns binary, observed range): the share of
+  counterfactuals with a value outside its domain or a change below its
+  resolution (goal 0), mean changed features, seconds per query.
 
 The machine is shared (2 cores, other jobs running): CPU seconds of this
 process are reported beside wall seconds; HiGHS runs in-process on one thread.
 
     .venv/bin/python bench/counterfactual.py [--quick] [--origins 20] [--time-limit 60] [--sections main,iso]
+    .venv/bin/python bench/counterfactual.py --quick --sections actionability
 
 Writes ``bench/results/counterfactual.json`` and ``bench/results/counterfactual.md``.
 """
@@ -103,10 +110,11 @@ def explain(case: dict[str, Any], x: np.ndarray, w: Any, norm: str, time_limit: 
     from lumber.passes.counterfactual import solve_counterfactual
 
     rf = case["rf"]
+    kw.setdefault("constraints", case["constraints"])
+    kw.setdefault("clip_to_reference", True)
     c0, t0 = time.process_time(), time.perf_counter()
-    r = solve_counterfactual(case["forest"], x, target=case["target"], constraints=case["constraints"], norm=norm,
-                             scale="minmax", weights=w, reference=case["Xtr"], clip_to_reference=True,
-                             time_limit=time_limit, verifier=lambda Z: rf.predict(Z), **kw)
+    r = solve_counterfactual(case["forest"], x, target=case["target"], norm=norm, scale="minmax", weights=w,
+                             reference=case["Xtr"], time_limit=time_limit, verifier=lambda Z: rf.predict(Z), **kw)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"status": r.status, "verified": bool(r.verified), "cost": float(r.cost), "wall": wall, "cpu": cpu,
             "solve": r.solve_seconds, "variables": r.n_variables, "nonzeros": r.nnz, "binaries": r.n_binaries,
@@ -229,6 +237,42 @@ def section_iso(args: argparse.Namespace, out: dict[str, Any]) -> None:
     out["iso"] = res
 
 
+def section_actionability(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """Counterfactuals on the float grid vs on the domains inferred from the training rows."""
+    from lumber.ir.domains import Domains, FeatureDomain, domains_for
+
+    res: dict[str, Any] = {}
+    for name in args.datasets:
+        case = forest_for(name, 100, 5)
+        idx = origins(case, args.origins)
+        ws = weights(len(case["names"]), len(idx))
+        inferred = domains_for(case["forest"], None, case["Xtr"])
+        plain = Domains(tuple(FeatureDomain(nm) for nm in case["names"]))
+        entry: dict[str, Any] = {"origins": idx, "kinds": {d.name: d.kind.value for d in inferred.features}}
+        for cons_label, cons in (("constraints", case["constraints"]), ("none", None)):
+            for norm in ("l0", "l1", "l2"):
+                for grid, doms in (("float grid", plain), ("domains", inferred)):
+                    rows = []
+                    for i, w in zip(idx, ws):
+                        x0 = case["Xte"][i]
+                        r = explain(case, x0, w, norm, args.time_limit, domains=doms, constraints=cons,
+                                    clip_to_reference=grid == "float grid")
+                        r["problems"] = [] if r["x"] is None else inferred.problems(x0, np.array(r["x"]))
+                        rows.append(r)
+                    found = [r for r in rows if r["x"] is not None]
+                    s = stats(rows)
+                    s["found"] = len(found)
+                    s["not_actionable"] = float(np.mean([bool(r["problems"]) for r in found])) if found else None
+                    s["mean_changed"] = float(np.mean([r["changes"] for r in found])) if found else None
+                    s["examples"] = sorted({p for r in found for p in r["problems"]})[:3]
+                    entry[f"{cons_label}/{norm}/{grid}"] = {"summary": s, "runs": rows}
+                    bad = "-" if s["not_actionable"] is None else f"{s['not_actionable']:.0%}"
+                    print(f"actionability {name} {cons_label} {norm} {grid}: not actionable {bad}, "
+                          f"changed {s['mean_changed']}, median {s['median_s']:.2f}s", flush=True)
+        res[name] = entry
+    out["actionability"] = res
+
+
 def section_dice(args: argparse.Namespace, out: dict[str, Any]) -> None:
     try:
         import dice_ml
@@ -341,6 +385,34 @@ def markdown(out: dict[str, Any]) -> str:
         for name, e in out["dice"].items():
             ratio = "" if e["R"] is None else f"{e['R']:.2f}"
             L.append(f"| {name} | {e['validity']:.0%} | {ratio} | {e['median_s']:.2f} |")
+    if "actionability" in out:
+        L += ["", "## Actionability: float grid vs feature domains", "", *meta("actionability"),
+              "Float grid: any value of the model's input type, clipped to the training range (the earlier "
+              "default). Domains: inferred from the training rows (whole-number columns integer, 0/1 columns "
+              "binary, observed range). *Not actionable*: the share of counterfactuals with a value outside its "
+              "inferred domain or a change below its resolution (goal 0). Constraints: sex immutable, age "
+              "non-decreasing.", "",
+              "| data | constraints | norm | not actionable (float grid / domains) | mean changed features | "
+              "median s | optimal |", "|---|---|---|---|---|---|---|"]
+        for name, e in out["actionability"].items():
+            for cons_label in ("constraints", "none"):
+                for norm in ("l0", "l1", "l2"):
+                    a = e[f"{cons_label}/{norm}/float grid"]["summary"]
+                    b = e[f"{cons_label}/{norm}/domains"]["summary"]
+
+                    def pc(v: Any) -> str:
+                        return "-" if v is None else f"{v:.0%}"
+
+                    def fl(v: Any) -> str:
+                        return "-" if v is None else f"{v:.2f}"
+
+                    L.append(f"| {name} | {cons_label} | {norm} | {pc(a['not_actionable'])} / {pc(b['not_actionable'])} "
+                             f"| {fl(a['mean_changed'])} / {fl(b['mean_changed'])} | {a['median_s']:.2f} / "
+                             f"{b['median_s']:.2f} | {a['optimal']:.0%} / {b['optimal']:.0%} |")
+        ex = sorted({p for e in out["actionability"].values() for k, v in e.items() if k.endswith("float grid")
+                     for p in v["summary"].get("examples", [])})[:4]
+        if ex:
+            L += ["", "Examples of float-grid values no person could have: " + "; ".join(f"`{p}`" for p in ex) + "."]
     return "\n".join(L) + "\n"
 
 
@@ -354,7 +426,7 @@ def main() -> None:
     ap.add_argument("--stress-origins", type=int, default=5)
     ap.add_argument("--no-merge", action="store_true",
                     help="start a fresh results file (default: replace only the sections run)")
-    ap.add_argument("--sections", default="main,backends,sweeps,iso,dice")
+    ap.add_argument("--sections", default="main,backends,sweeps,iso,dice,actionability")
     ap.add_argument("--iso-trees", type=int, default=25)
     ap.add_argument("--iso-samples", type=int, default=64)
     ap.add_argument("--output", default=str(RESULTS / "counterfactual"))
@@ -381,7 +453,7 @@ def main() -> None:
         except ValueError:
             old = {}
         meta = old.get("section_meta", {})
-        for sec in ("main", "backends", "sweeps", "iso", "dice"):
+        for sec in ("main", "backends", "sweeps", "iso", "dice", "actionability"):
             if sec in old and sec not in args.sections.split(","):
                 out[sec] = old[sec]
                 out.setdefault("section_meta", {})[sec] = meta.get(sec, {"run": "earlier run", "note": old.get("note", "")})
