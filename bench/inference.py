@@ -258,9 +258,7 @@ def build_models(quick: bool, n_batch: int) -> list[ModelCase]:
     cases.append(ModelCase("sklearn-gbr-synthetic", "sklearn", gb, path, Xg, raw=lambda X, k, m=gb: m.predict(X), nan=False,
                            notes=f"GradientBoostingRegressor, {gb_trees} trees, max depth {gb_depth}, float32 "
                                  "compares, no NaN"))
-    from oblivious import extra_cases  # issue 5: CatBoost depth 6/8 and a shallow LightGBM model
-
-    cases += extra_cases(quick, n_batch, Xs, ys, rng)
+    cases += oblivious_cases(quick, n_batch, Xs, ys, rng)
     for c in cases:
         c.forest = lumber.load(c.model)
     return cases
@@ -501,6 +499,68 @@ def peer_lumber_onnx(case: ModelCase) -> Peer:
     return p
 
 
+def peer_lumber_oblivious(case: ModelCase, workdir: Path) -> Peer:
+    """The oblivious-table C library (re-composed unless the model is already oblivious)."""
+    from lumber.compiler.api.tables import compile_oblivious_c
+
+    p = Peer("lumber oblivious C")
+    stats: dict[str, Any] = {}
+    pred, p.compile_wall, p.compile_cpu = timed(lambda: compile_oblivious_c(case.forest, stats=stats,
+                                                                                prefix="obl"))
+    K = case.forest.n_outputs
+    p.predict = lambda X, k: pred.predict_raw(X, threads=k) if K == 1 else pred.predict_raw(X, threads=k)[:, -1]
+    p.row = pred.predict_row
+    lib = pred.library
+    kind = "lumber_f" if lib.dtype == np.float32 else "lumber_d"
+    p.c_entry = (kind, ctypes.cast(lib.raw_function, ctypes.c_void_p).value or 0)
+    p.keep.append(pred)
+    p.results["tables"] = {k: v for k, v in stats.items() if k != "recompose"}
+    if "recompose" in stats:
+        rc = stats["recompose"]
+        p.results["tables"]["recompose"] = {k: rc[k] for k in ("monomials", "searched", "extensions", "merged",
+                                                                 "seconds", "max_depth_cap") if k in rc}
+    return p
+
+
+def oblivious_cases(quick: bool, n_batch: int, Xs: np.ndarray, ys: np.ndarray, rng: np.random.Generator
+                    ) -> list[ModelCase]:
+    """Issue 5 (bench/oblivious.py): CatBoost depth 6 and 8 (500 trees) and a shallow LightGBM model."""
+    import catboost
+    import lightgbm as lgb
+
+    cases = []
+    trees = 50 if quick else 500
+    Xb = Xs[rng.integers(0, len(Xs), n_batch)]
+    Xb[rng.random(Xb.shape) < 0.01] = np.nan
+    n_fit = min(len(Xs), 5_000 if quick else 20_000)
+    for depth in ((4, 6) if quick else (6, 8)):
+        params = {"iterations": trees, "depth": depth, "learning_rate": 0.1, "random_seed": 0, "thread_count": 2,
+                  "verbose": 0, "allow_writing_files": False}
+        path = CACHE / f"cb-syn-{_cache_key(params, n_fit, Xs.shape)}.cbm"
+        if not path.exists():
+            Xf = Xs[:n_fit].copy()
+            Xf[np.random.default_rng(2).random(Xf.shape) < 0.01] = np.nan
+            catboost.CatBoostRegressor(**params).fit(Xf, ys[:n_fit]).save_model(str(path))
+        m = catboost.CatBoostRegressor()
+        m.load_model(str(path))
+        cases.append(ModelCase(
+            f"catboost-d{depth}", "catboost", m, None, Xb,
+            raw=lambda X, k, m=m: m.predict(X, prediction_type="RawFormulaVal", thread_count=k),
+            notes=f"CatBoostRegressor, {trees} symmetric trees of depth {depth}, fit on {n_fit} synthetic rows "
+                  f"(1% NaN), float32 compares"))
+    params = {"objective": "regression", "num_leaves": 8, "max_depth": 3, "learning_rate": 0.1, "verbose": -1,
+              "num_threads": 2, "seed": 0}
+    path = CACHE / f"lgb-shallow-{_cache_key(params, trees, Xs.shape)}.txt"
+    if not path.exists():
+        lgb.train(params, lgb.Dataset(Xs, ys), trees).save_model(str(path))
+    bst = lgb.Booster(model_file=str(path))
+    cases.append(ModelCase(
+        "lightgbm-shallow", "lightgbm", bst, path, Xb,
+        raw=lambda X, k, b=bst: b.predict(X, raw_score=True, num_threads=k),
+        notes=f"regression, synthetic, {trees} trees x 8 leaves (max depth 3), 1% NaN"))
+    return cases
+
+
 PEERS: list[tuple[str, Callable[..., Peer], Callable[[ModelCase], bool]]] = [
     ("library", lambda c, w: peer_library(c), lambda c: True),
     ("tl2cgen", peer_tl2cgen, lambda c: c.library != "catboost"),
@@ -512,7 +572,7 @@ PEERS: list[tuple[str, Callable[..., Peer], Callable[[ModelCase], bool]]] = [
     ("lumber-c", lambda c, w: peer_lumber_c(c), lambda c: True),
     ("lumber-onnx", lambda c, w: peer_lumber_onnx(c), lambda c: True),
     # issue 5 (bench/oblivious.py): oblivious decision tables
-    ("lumber-oblivious", lambda c, w: __import__("oblivious").peer_lumber_oblivious(c, w), lambda c: True),
+    ("lumber-oblivious", peer_lumber_oblivious, lambda c: True),
 ]
 """(key, factory(case, workdir), applies-to). A later issue appends its peers here."""
 

@@ -1,6 +1,6 @@
 """Oblivious decision tables in the inference benchmark (issue 5).
 
-Adds to ``bench/inference.py`` (which imports this module):
+Its pieces live in ``bench/inference.py`` (this script imports it; never the reverse):
 
 * the peer ``lumber oblivious C``: the model as oblivious tables (CatBoost models
   directly; LightGBM/XGBoost/scikit-learn through the ``polynomial,oblivious,quantize``
@@ -38,7 +38,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -46,67 +45,6 @@ import inference as inf  # noqa: E402
 
 TARGETS = {"lleaves": 1.5, "treelite+tl2cgen": 3.0, "lightgbm predict": 5.0, "catboost predict": 1.0}
 """Speed-up of the best lumber form over each peer that issue 5 asks for (1 thread, 100k rows)."""
-
-
-def peer_lumber_oblivious(case: Any, workdir: Path) -> Any:
-    """The oblivious-table C library (re-composed unless the model is already oblivious)."""
-    from lumber.compiler.api.tables import compile_oblivious_c
-
-    p = inf.Peer("lumber oblivious C")
-    stats: dict[str, Any] = {}
-    pred, p.compile_wall, p.compile_cpu = inf.timed(lambda: compile_oblivious_c(case.forest, stats=stats,
-                                                                                prefix="obl"))
-    K = case.forest.n_outputs
-    p.predict = lambda X, k: pred.predict_raw(X, threads=k) if K == 1 else pred.predict_raw(X, threads=k)[:, -1]
-    p.row = pred.predict_row
-    lib = pred.library
-    kind = "lumber_f" if lib.dtype == np.float32 else "lumber_d"
-    p.c_entry = (kind, inf.ctypes.cast(lib.raw_function, inf.ctypes.c_void_p).value or 0)
-    p.keep.append(pred)
-    p.results["tables"] = {k: v for k, v in stats.items() if k != "recompose"}
-    if "recompose" in stats:
-        rc = stats["recompose"]
-        p.results["tables"]["recompose"] = {k: rc[k] for k in ("monomials", "searched", "extensions", "merged",
-                                                                 "seconds", "max_depth_cap") if k in rc}
-    return p
-
-
-def extra_cases(quick: bool, n_batch: int, Xs: np.ndarray, ys: np.ndarray, rng: np.random.Generator) -> list[Any]:
-    """CatBoost depth 6 and 8 (500 trees) and a shallow LightGBM model, on the synthetic data."""
-    import catboost
-    import lightgbm as lgb
-
-    cases = []
-    trees = 50 if quick else 500
-    Xb = Xs[rng.integers(0, len(Xs), n_batch)]
-    Xb[rng.random(Xb.shape) < 0.01] = np.nan
-    n_fit = min(len(Xs), 5_000 if quick else 20_000)
-    for depth in ((4, 6) if quick else (6, 8)):
-        params = {"iterations": trees, "depth": depth, "learning_rate": 0.1, "random_seed": 0, "thread_count": 2,
-                  "verbose": 0, "allow_writing_files": False}
-        path = inf.CACHE / f"cb-syn-{inf._cache_key(params, n_fit, Xs.shape)}.cbm"
-        if not path.exists():
-            Xf = Xs[:n_fit].copy()
-            Xf[np.random.default_rng(2).random(Xf.shape) < 0.01] = np.nan
-            catboost.CatBoostRegressor(**params).fit(Xf, ys[:n_fit]).save_model(str(path))
-        m = catboost.CatBoostRegressor()
-        m.load_model(str(path))
-        cases.append(inf.ModelCase(
-            f"catboost-d{depth}", "catboost", m, None, Xb,
-            raw=lambda X, k, m=m: m.predict(X, prediction_type="RawFormulaVal", thread_count=k),
-            notes=f"CatBoostRegressor, {trees} symmetric trees of depth {depth}, fit on {n_fit} synthetic rows "
-                  f"(1% NaN), float32 compares"))
-    params = {"objective": "regression", "num_leaves": 8, "max_depth": 3, "learning_rate": 0.1, "verbose": -1,
-              "num_threads": 2, "seed": 0}
-    path = inf.CACHE / f"lgb-shallow-{inf._cache_key(params, trees, Xs.shape)}.txt"
-    if not path.exists():
-        lgb.train(params, lgb.Dataset(Xs, ys), trees).save_model(str(path))
-    bst = lgb.Booster(model_file=str(path))
-    cases.append(inf.ModelCase(
-        "lightgbm-shallow", "lightgbm", bst, path, Xb,
-        raw=lambda X, k, b=bst: b.predict(X, raw_score=True, num_threads=k),
-        notes=f"regression, synthetic, {trees} trees x 8 leaves (max depth 3), 1% NaN"))
-    return cases
 
 
 # -- the target table -----------------------------------------------------------------------------------

@@ -125,7 +125,7 @@ def throughput(data: dict[str, tuple[np.ndarray, np.ndarray]], n_cases: int, run
 
     import lumber
     from lumber.passes.analyses.metrics import build_metric
-    from lumber.passes.analyses.sensitive_tests import sensitive_tests
+    from lumber.passes.analyses.sensitive import sensitive_tests
 
     Xa, ya = data["adult"]
     Xs, ys = make_classification(n_samples=200_000, n_features=20, n_informative=12, random_state=0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +53,105 @@ def test_layer_imports_only_what_it_may(layer: str) -> None:
             if parts[1] not in ALLOWED[layer]:
                 bad.append(f"{path.relative_to(ROOT.parent)}:{line} imports {mod}")
     assert not bad, "layering violations:\n" + "\n".join(bad)
+
+
+# -- no import circles ---------------------------------------------------------------------------
+
+def _module_name(path: Path, top: Path = ROOT.parent) -> str:
+    parts = path.relative_to(top).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _import_targets(path: Path, modules: set[str], top: Path = ROOT.parent) -> list[tuple[int, str]]:
+    """Every module ``path`` imports, at module level or inside functions, with the line.
+
+    ``importlib.import_module("x")`` and ``__import__("x")`` with a literal name count too; imports
+    under ``if TYPE_CHECKING:`` do not (they never run). ``from pkg import name`` is an import of
+    ``pkg.name`` when that is a module, else of ``pkg``. Bench scripts import each other by bare name.
+    """
+    me = _module_name(path, top)
+    pkg = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+    found: list[tuple[int, str]] = []
+
+    def add(line: int, name: str) -> None:
+        if name.split(".")[0] not in ("lumber", "bench") and f"bench.{name}" in modules and me.startswith("bench"):
+            name = f"bench.{name}"
+        if name in modules and name != me:
+            found.append((line, name))
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking_only(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                add(node.lineno, a.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(pkg[: len(pkg) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else (node.module or "")
+            for a in node.names:
+                add(node.lineno, f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == "__import__") or (
+                    isinstance(f, ast.Attribute) and f.attr == "import_module"):
+                add(node.lineno, node.args[0].value)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), filename=str(path)))
+    return found
+
+
+def import_graph(top: Path = ROOT.parent) -> Any:
+    """Modules of ``lumber`` and ``bench`` under ``top`` -> the modules they import."""
+    import networkx as nx
+
+    files = {_module_name(p, top): p for d in ("lumber", "bench") for p in sorted((top / d).rglob("*.py"))}
+    g = nx.DiGraph()
+    g.add_nodes_from(files)
+    for mod, path in files.items():
+        for line, target in _import_targets(path, set(files), top):
+            if not g.has_edge(mod, target):
+                g.add_edge(mod, target, where=f"{path.relative_to(top)}:{line}")
+    return g
+
+
+def circles(g: Any) -> list[str]:
+    import networkx as nx
+
+    out = []
+    for scc in nx.strongly_connected_components(g):
+        if len(scc) > 1:
+            cycle = nx.find_cycle(g.subgraph(scc))
+            out.append(" -> ".join(f"{a} ({g.edges[a, b]['where']})" for a, b in cycle) + f" -> {cycle[0][0]}")
+    return out
+
+
+def test_no_import_circles_even_through_function_level_imports() -> None:
+    found = circles(import_graph())
+    assert not found, "import circles:\n" + "\n".join(found)
+
+
+def test_the_circle_check_sees_function_level_and_dynamic_imports(tmp_path: Path) -> None:
+    """The checker itself: an import inside a function and a literal import_module are edges."""
+    src = tmp_path / "lumber" / "m.py"
+    src.parent.mkdir()
+    src.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lumber import z\n"
+                   "def f():\n    from lumber import a\n    import importlib\n    importlib.import_module('lumber.b')\n")
+    got = _import_targets(src, {"lumber.m", "lumber.a", "lumber.b", "lumber.z"}, tmp_path)
+    assert got == [(5, "lumber.a"), (7, "lumber.b")]
+    (tmp_path / "lumber" / "a.py").write_text("def g():\n    from . import m\n")
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "p.py").write_text("import q\n")
+    (tmp_path / "bench" / "q.py").write_text("def h():\n    __import__('p')\n")
+    found = circles(import_graph(tmp_path))
+    assert len(found) == 2 and any("lumber/a.py:2" in c for c in found) and any("bench/q.py:2" in c for c in found)

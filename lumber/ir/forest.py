@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .graph import forest_to_networkx, node_depths
+from .interp import ZERO_THRESHOLD, forest_apply, forest_evaluate, prepare_input
 from .schema import Schema
+from .serialize import load_ir, save_ir
+from .verify import verify_forest
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
-
-ZERO_THRESHOLD = 1.0000000180025095e-35
-"""LightGBM's ``kZeroThreshold`` (declared ``1e-35f``: float32(1e-35) widened to double, not the
-double 1e-35): with ``missing_zero`` a value with ``|x| <= ZERO_THRESHOLD`` is missing."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,8 +136,6 @@ class Forest:
     @cached_property
     def depth(self) -> npt.NDArray[np.int32]:
         """Depth of every node (root 0); vectorized over levels."""
-        from .graph import node_depths
-
         return node_depths(self)
 
     @property
@@ -152,28 +150,20 @@ class Forest:
 
     def validate(self) -> "Forest":
         """Check every documented invariant; raises ``ValidationError``. Returns self."""
-        from .verify import verify_forest
-
         verify_forest(self)
         return self
 
     def prepare_input(self, X: Any) -> npt.NDArray[np.float64]:
         """Check and convert user data: a float64 array rounded to the input dtype."""
-        from .interp import prepare_input
-
         return prepare_input(self.schema, X)
 
     def apply(self, X: Any) -> npt.NDArray[np.int32]:
         """Leaf reached in every tree, ``(n, n_trees)``, as local node ids (``global - tree_offset``)."""
-        from .interp import forest_apply
-
         leaves = forest_apply(self, self.prepare_input(X))
         return (leaves - self.tree_offset[:-1][None, :]).astype(np.int32)
 
     def apply_global(self, X: Any) -> npt.NDArray[np.int64]:
         """Like :meth:`apply` but global node ids."""
-        from .interp import forest_apply
-
         return forest_apply(self, self.prepare_input(X))
 
     def predict_per_tree(self, X: Any) -> npt.NDArray[np.float64]:
@@ -182,8 +172,6 @@ class Forest:
 
     def evaluate(self, X: Any) -> npt.NDArray[np.float64]:
         """Raw margins: ``(n,)`` when ``n_outputs == 1``, else ``(n, n_outputs)``."""
-        from .interp import forest_evaluate
-
         return forest_evaluate(self, self.prepare_input(X))
 
     def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
@@ -198,19 +186,13 @@ class Forest:
 
     def save(self, path: str | Path) -> None:
         """Write the versioned ``.lumber`` format atomically (see docs/ir.md)."""
-        from .serialize import save_ir
-
         save_ir(self, path)
 
     @staticmethod
     def load(path: str | Path) -> "Forest":
-        from .serialize import load_ir
-
         return load_ir(path, Forest)  # type: ignore[no-any-return]
 
     def to_networkx(self) -> "nx.DiGraph":
-        from .graph import forest_to_networkx
-
         return forest_to_networkx(self)
 
     def tree_slice(self, t: int) -> slice:
@@ -254,3 +236,6 @@ def empty_cat_arrays(n_nodes: int) -> dict[str, npt.NDArray[Any]]:
         "cat_in_set_left": np.zeros(n_nodes, dtype=bool),
         "cat_invalid_left": np.zeros(n_nodes, dtype=bool),
     }
+
+
+__all__ = ["Forest", "ZERO_THRESHOLD"]

@@ -16,13 +16,16 @@ import numpy.typing as npt
 from .binding import bind_frame
 from .diagnostics import InputDataError
 from .schema import CategoryRule, FeatureKind, PostTransform, Schema
-from .forest import ZERO_THRESHOLD
 
 if TYPE_CHECKING:  # pragma: no cover
     from .forest import Forest
 
 BLOCK_ENTRIES = 1 << 21
 """Rows x trees advanced together; bounds the temporary arrays to a few tens of MB."""
+
+ZERO_THRESHOLD = 1.0000000180025095e-35
+"""LightGBM's ``kZeroThreshold`` (declared ``1e-35f``: float32(1e-35) widened to double, not the
+double 1e-35): with ``missing_zero`` a value with ``|x| <= ZERO_THRESHOLD`` is missing."""
 
 
 def _frame_to_array(schema: Schema, frame: Any) -> npt.NDArray[np.float64]:

@@ -26,7 +26,8 @@ from lumber.passes.analyses.metrics import build_metric
 from lumber.passes.analyses.realizable import above, below
 from lumber.passes.analyses.sensitive_ensemble import upper_bound_sensitive
 from lumber.passes.analyses.sensitive_results import UNREACHABLE
-from lumber.passes.analyses.sensitive_tests import Goal, decisions, leaf_distances, sensitive_tests
+from lumber.passes.analyses.sensitive import sensitive_tests
+from lumber.passes.analyses.sensitive_tests import Goal, decisions, leaf_distances
 from lumber.passes.analyses.tree_projection import TreePlan
 
 

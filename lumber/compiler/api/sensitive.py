@@ -20,8 +20,8 @@ from lumber.ir import ArrayLike, InputDataError, ModelLike, Norm, Task
 from lumber.ir.display import Display
 from lumber.passes.analyses.metrics import build_metric
 from lumber.passes.analyses.sensitive_results import SensitiveResult
+from lumber.passes.analyses.sensitive import sensitive_tests as _analyse
 from lumber.passes.analyses.sensitive_tests import Goal
-from lumber.passes.analyses.sensitive_tests import sensitive_tests as _analyse
 
 
 def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constraints: ConstraintsLike = None,

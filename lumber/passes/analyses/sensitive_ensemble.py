@@ -38,7 +38,8 @@ from .leaf_boxes import forest_boxes
 from .metrics import Metric
 from .realizable import above, below
 from .sensitive_results import SensitiveResult
-from .sensitive_tests import Goal, TestExtractor, _messages, choose_target, decision_labels, decisions, verify
+from .sensitive_tests import (Goal, TestExtractor, choose_target, decision_labels, decision_messages, decisions,
+                              verify)
 from .tree_projection import Bounds, TreePlan
 
 FloatArray = npt.NDArray[np.float64]
@@ -366,7 +367,7 @@ def _assemble(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, labels:
         leaf=np.full(n, -1, dtype=np.int64), trace=forest.depth[leaves].sum(axis=1).astype(np.int32),
         verified=np.zeros(n, dtype=bool), exact=exact, method=method, group_labels=labels,
         group_distance=gdist, group_point=gpoint if G > 2 else None,
-        messages=_messages(g, target, labels, goal),
+        messages=decision_messages(g, target, labels, goal),
     )
     result.tests_of = TestExtractor(forest, metric).tests
     verify(result, goal)

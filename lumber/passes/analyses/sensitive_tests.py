@@ -14,7 +14,7 @@ interval and the decision is "prediction inside it or not" (``Goal.interval``).
 
 For an ensemble the class regions are not unions of one tree's leaves: the
 exact answer is the counterfactual MILP (``lumber.passes.counterfactual``, with
-the same metric and constraints), which :func:`sensitive_tests` uses by default
+the same metric and constraints), which :func:`.sensitive.sensitive_tests` uses by default
 (``method="milp"``; a case that hits the solver's time limit is marked inexact).
 ``method="upper-bound"`` runs the bounded search of :mod:`.sensitive_ensemble`
 instead: verified points, labelled ``exact=False``.
@@ -35,12 +35,9 @@ from lumber.passes.counterfactual import solve_counterfactual
 from lumber.passes.targets import TargetSet, class_labels, is_classifier, margin_decisions
 
 from .leaf_boxes import LeafBoxes, tree_boxes
-from .metrics import Metric, build_metric
+from .metrics import Metric
 from .sensitive_results import UNREACHABLE, SensitiveResult, SensitiveTest
 from .tree_projection import Bounds, TreePlan, block_size
-
-METHODS = ("auto", "projection", "milp", "upper-bound")
-
 
 @dataclass(frozen=True)
 class Goal:
@@ -139,7 +136,7 @@ def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goa
         forest=forest, metric=metric, X=X, distance=dist, point=point, group=cgroup, target_group=target,
         leaf=leaf, trace=boxes.depth[case_row], verified=verified, exact=True, method="projection",
         group_labels=labels, group_distance=gdist, group_point=group_point, group_leaf=group_leaf,
-        messages=_messages(cgroup, target, labels, goal),
+        messages=decision_messages(cgroup, target, labels, goal),
     )
     result.tests_of = TestExtractor(forest, metric, plan).tests
     if check:
@@ -193,7 +190,7 @@ def _witness(plan: TreePlan, X: npt.NDArray[np.float64], rows: npt.NDArray[np.in
     return P
 
 
-def _messages(cgroup: npt.NDArray[np.int64], target: npt.NDArray[np.int64], labels: tuple[Any, ...],
+def decision_messages(cgroup: npt.NDArray[np.int64], target: npt.NDArray[np.int64], labels: tuple[Any, ...],
               goal: Goal) -> dict[int, str]:
     out: dict[int, str] = {}
     for i in np.flatnonzero(target < 0):
@@ -298,69 +295,6 @@ def exact_ensemble_solver() -> Callable[..., Any] | None:
     return solve_counterfactual
 
 
-def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: Goal = Goal(), *,
-                    method: str = "auto", **search: Any) -> SensitiveResult:
-    """Sensitive tests of every row of ``X`` (any input ``Forest.prepare_input`` accepts).
-
-    ``method``: ``"auto"`` (exact projection for a single tree; the MILP for an
-    ensemble when available, else the upper-bound search), ``"projection"``,
-    ``"milp"`` or ``"upper-bound"``. ``search`` passes options to the ensemble search (the MILP
-    also takes ``domains``, :class:`lumber.ir.domains.Domains`: integer levels, resolutions, bounds).
-    """
-    if method not in METHODS:
-        raise InputDataError(f"unknown method {method!r}", f"accepted: {', '.join(METHODS)}")
-    check_goal(forest, goal)
-    Xp = forest.prepare_input(X)
-    metric = metric if metric is not None else build_metric(forest)
-    single = forest.n_trees == 1
-    if method == "projection" and not single:
-        raise UnsupportedModelError(
-            f"projection is exact for single trees; this model has {forest.n_trees} trees",
-            "use method='auto' (MILP when available, else the labelled upper bound) or 'upper-bound'")
-    float32 = forest.schema.input_dtype != "float64"
-    if single and method in ("auto", "projection"):
-        result = project_tree(forest, Xp, metric, goal, check=not float32)
-    else:
-        solver = exact_ensemble_solver() if method in ("auto", "milp") else None
-        if solver is not None:
-            from .sensitive_ensemble import milp_sensitive
-
-            result = milp_sensitive(forest, Xp, metric, goal, solver, strict=method == "milp", **search)
-        elif method == "milp":
-            raise UnsupportedModelError("the counterfactual MILP (lumber.passes.counterfactual) is not available",
-                                        "use method='upper-bound'")
-        else:
-            from .sensitive_ensemble import upper_bound_sensitive
-
-            search.pop("domains", None)  # the search moves by the metric's kinds (integer, categorical)
-            result = upper_bound_sensitive(forest, Xp, metric, goal, **search)
-    if float32:
-        _show_original_values(result, forest.schema.with_(input_dtype="float64"), X)
-        verify(result, goal)
-    return result
-
-
-def _show_original_values(result: SensitiveResult, schema64: Any, X: Any) -> None:
-    """Report the user's own values (not their float32 roundings) for features left unchanged.
-
-    The model rounds them back identically, so the witnesses stay valid (re-verified next).
-    """
-    from lumber.ir.interp import prepare_input
-
-    raw = prepare_input(schema64, X)
-    Xp = result.X
-
-    def merge(P: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        same = (P == Xp) | (np.isnan(P) & np.isnan(Xp))
-        return np.where(same, raw, P)
-
-    result.point = np.where(result.reachable[:, None], merge(result.point), np.nan)
-    if result.group_point is not None:
-        result.group_point = np.stack([merge(result.group_point[:, g]) for g in range(result.group_point.shape[1])],
-                                      axis=1)
-    result.X = raw
-
-
 def verify(result: SensitiveResult, goal: Goal) -> None:
     """Every reported witness must reach its decision on the model (Forest.evaluate)."""
     ok = np.flatnonzero(result.reachable)
@@ -372,5 +306,5 @@ def verify(result: SensitiveResult, goal: Goal) -> None:
         result.messages[int(i)] = "witness point NOT confirmed by the model"
 
 
-__all__ = ["Goal", "METHODS", "sensitive_tests", "project_tree", "leaf_distances", "decision_labels", "decisions",
+__all__ = ["Goal", "project_tree", "leaf_distances", "decision_labels", "decision_messages", "decisions",
            "check_goal", "TestExtractor", "exact_ensemble_solver", "verify"]

@@ -1,0 +1,84 @@
+"""Sensitive tests of every row of a data set: the method picked for the model.
+
+A single tree gets the exact projection (:mod:`.sensitive_tests`); an ensemble
+the counterfactual MILP when available, else the labelled upper-bound search
+(:mod:`.sensitive_ensemble`). Both build on the goals, decisions and checks in
+:mod:`.sensitive_tests`; this module only chooses, so neither imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Forest, InputDataError, UnsupportedModelError
+from lumber.ir.interp import prepare_input
+
+from .metrics import Metric, build_metric
+from .sensitive_ensemble import milp_sensitive, upper_bound_sensitive
+from .sensitive_results import SensitiveResult
+from .sensitive_tests import Goal, check_goal, exact_ensemble_solver, project_tree, verify
+
+METHODS = ("auto", "projection", "milp", "upper-bound")
+
+
+def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: Goal = Goal(), *,
+                    method: str = "auto", **search: Any) -> SensitiveResult:
+    """Sensitive tests of every row of ``X`` (any input ``Forest.prepare_input`` accepts).
+
+    ``method``: ``"auto"`` (exact projection for a single tree; the MILP for an
+    ensemble when available, else the upper-bound search), ``"projection"``,
+    ``"milp"`` or ``"upper-bound"``. ``search`` passes options to the ensemble search (the MILP
+    also takes ``domains``, :class:`lumber.ir.domains.Domains`: integer levels, resolutions, bounds).
+    """
+    if method not in METHODS:
+        raise InputDataError(f"unknown method {method!r}", f"accepted: {', '.join(METHODS)}")
+    check_goal(forest, goal)
+    Xp = forest.prepare_input(X)
+    metric = metric if metric is not None else build_metric(forest)
+    single = forest.n_trees == 1
+    if method == "projection" and not single:
+        raise UnsupportedModelError(
+            f"projection is exact for single trees; this model has {forest.n_trees} trees",
+            "use method='auto' (MILP when available, else the labelled upper bound) or 'upper-bound'")
+    float32 = forest.schema.input_dtype != "float64"
+    if single and method in ("auto", "projection"):
+        result = project_tree(forest, Xp, metric, goal, check=not float32)
+    else:
+        solver = exact_ensemble_solver() if method in ("auto", "milp") else None
+        if solver is not None:
+            result = milp_sensitive(forest, Xp, metric, goal, solver, strict=method == "milp", **search)
+        elif method == "milp":
+            raise UnsupportedModelError("the counterfactual MILP (lumber.passes.counterfactual) is not available",
+                                        "use method='upper-bound'")
+        else:
+            search.pop("domains", None)  # the search moves by the metric's kinds (integer, categorical)
+            result = upper_bound_sensitive(forest, Xp, metric, goal, **search)
+    if float32:
+        _show_original_values(result, forest.schema.with_(input_dtype="float64"), X)
+        verify(result, goal)
+    return result
+
+
+def _show_original_values(result: SensitiveResult, schema64: Any, X: Any) -> None:
+    """Report the user's own values (not their float32 roundings) for features left unchanged.
+
+    The model rounds them back identically, so the witnesses stay valid (re-verified next).
+    """
+    raw = prepare_input(schema64, X)
+    Xp = result.X
+
+    def merge(P: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        same = (P == Xp) | (np.isnan(P) & np.isnan(Xp))
+        return np.where(same, raw, P)
+
+    result.point = np.where(result.reachable[:, None], merge(result.point), np.nan)
+    if result.group_point is not None:
+        result.group_point = np.stack([merge(result.group_point[:, g]) for g in range(result.group_point.shape[1])],
+                                      axis=1)
+    result.X = raw
+
+
+__all__ = ["METHODS", "sensitive_tests"]
