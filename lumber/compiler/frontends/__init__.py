@@ -76,6 +76,13 @@ def load(model_or_path: ModelLike, *, trust_pickle: bool | None = None, **option
     return _resolve(target)(model_or_path, **options)
 
 
+def is_onnx(data: bytes) -> bool:
+    """Whether bytes look like a serialized ONNX ModelProto (field 1 ``ir_version`` first, then a known field)."""
+    if len(data) < 3 or data[0] != 0x08 or data[1] == 0 or data[1] >= 0x80:
+        return False
+    return data[2] in (0x12, 0x1a, 0x22, 0x28, 0x32, 0x3a, 0x42, 0x72)
+
+
 def sniff(data: bytes) -> str:
     """Name the format of a model file from its first bytes."""
     head = data[:4096]
@@ -100,8 +107,6 @@ def sniff(data: bytes) -> str:
         return "lightgbm-text"
     if head.startswith(b"CBM1") or b"CBM1" in head[:16]:
         return "catboost-cbm"
-    from .onnx import is_onnx
-
     if is_onnx(head):
         return "onnx"
     from .treelite_checkpoint import is_treelite_checkpoint

@@ -1121,11 +1121,3 @@ class _TreeBuilder:
             cat_in_set_left=np.array([rw["in_left"] for rw in rows], dtype=bool) & is_cat,
             cat_invalid_left=np.array([rw["inv_left"] for rw in rows], dtype=bool) & is_cat,
         )
-
-
-def is_onnx(data: bytes) -> bool:
-    """Whether bytes look like a serialized ONNX ModelProto (field 1 ``ir_version`` first, then a known field)."""
-    if len(data) < 3 or data[0] != 0x08 or data[1] == 0 or data[1] >= 0x80:
-        return False
-    return data[2] in (0x12, 0x1a, 0x22, 0x28, 0x32, 0x3a, 0x42, 0x72)
-
