@@ -30,10 +30,12 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import CompileError, Polynomial
+from lumber.ir import Polynomial
 
 from ..base import PassContext, PassReport, Transform
-from ..metrics import METRICS, Metric, make_metric
+from ..metrics import Metric, make_metric
+from .prune_options import check_prune_options, prune_report
+from .prune_refit import run_refit
 
 GRID = 16
 """Cut points per search level; levels repeat until adjacent cuts are adjacent distinct eta values."""
@@ -60,24 +62,8 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
     """Keep ``floor(n / reduction)`` monomials instead of choosing alpha (needs ``alpha=auto``, ignores tol)."""
 
     def __post_init__(self) -> None:
-        if self.alpha != "auto" and not (isinstance(self.alpha, (int, float)) and self.alpha >= 0):
-            raise CompileError(f"alpha must be a non-negative number or 'auto', got {self.alpha!r}")
-        if not self.tol >= 0:
-            raise CompileError(f"tol must be non-negative, got {self.tol!r}")
-        if self.metric != "auto" and self.metric not in METRICS:
-            raise CompileError(f"unknown metric '{self.metric}'", f"known metrics: auto, {', '.join(METRICS)}")
-        if self.method not in ("eta", "refit"):
-            raise CompileError(f"unknown method '{self.method}'", "known methods: eta (the paper's), refit")
-        if not (isinstance(self.step, (int, float)) and 0 < self.step < 1):
-            raise CompileError(f"step must be a fraction in (0, 1), got {self.step!r}")
-        if not (isinstance(self.iters, int) and not isinstance(self.iters, bool) and self.iters >= 1):
-            raise CompileError(f"iters must be a positive integer, got {self.iters!r}")
-        if self.reduction is not None:
-            if not (isinstance(self.reduction, (int, float)) and self.reduction >= 1):
-                raise CompileError(f"reduction must be a number >= 1 (monomials before / after), "
-                                   f"got {self.reduction!r}")
-            if self.alpha != "auto":
-                raise CompileError("give alpha or reduction, not both", "reduction=R keeps floor(n / R) monomials")
+        check_prune_options(alpha=self.alpha, tol=self.tol, metric=self.metric, method=self.method, step=self.step,
+                            iters=self.iters, reduction=self.reduction)
 
     def run(self, ir: Polynomial, ctx: PassContext) -> Polynomial:
         text = self.pipeline_text()
@@ -130,8 +116,6 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
         return out
 
     def _run_refit(self, ir: Polynomial, ctx: PassContext, data: Any, text: str) -> Polynomial:
-        from .prune_refit import run_refit
-
         return run_refit(self, ir, ctx, text)
 
     def _report(self, ir: Polynomial, out: Polynomial, alpha: float, metric: Metric | None, Xv: Any) -> PassReport:
@@ -199,21 +183,6 @@ def choose_alpha(poly: Polynomial, eta: npt.NDArray[np.float64], Xv: npt.NDArray
         before = best_val = metric(_shape(np.broadcast_to(poly.bias, removed.shape), poly))
     alpha = float(es[best_j]) if best_j < n else float(np.nextafter(es[-1], np.inf)) if n else 0.0
     return alpha, before, best_val
-
-
-def prune_report(name: str, before_ir: Polynomial, after_ir: Polynomial, alpha: float, metric: Metric | None,
-                 before: float | None, after: float | None, tol: float, n_valid: int | None) -> PassReport:
-    kept, total = after_ir.n_monomials, before_ir.n_monomials
-    ratio = total / kept if kept else float("inf")
-    text = f"kept {kept:,} of {total:,} monomials (dropped {total - kept:,}; {ratio:.2f}x fewer)"
-    text += f", alpha={alpha:.4g}" if np.isfinite(alpha) else ", refit path" if np.isnan(alpha) else ""
-    metrics: dict[str, Any] = {"kept": kept, "dropped": total - kept, "monomials_before": total,
-                               "reduction": ratio, "alpha": None if np.isnan(alpha) else alpha,
-                               "conditions_before": before_ir.n_conditions, "conditions_after": after_ir.n_conditions}
-    if metric is not None and before is not None and after is not None:
-        text += f"; validation {metric.name} {before:.6f} -> {after:.6f} on {n_valid:,} rows (tol {tol:g})"
-        metrics.update(metric=metric.name, metric_before=before, metric_after=after, tol=tol, validation_rows=n_valid)
-    return PassReport(name, text, metrics)
 
 
 __all__ = ["PruneMonomials", "choose_alpha", "monomial_eta", "prune_report"]

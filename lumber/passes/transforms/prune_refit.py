@@ -54,6 +54,7 @@ from lumber.ir.polynomial import active_chunks, row_blocks, unpack_rows
 
 from ..base import PassContext, PassReport, Transform
 from ..metrics import Metric, make_metric
+from .prune_options import check_prune_options, prune_report
 
 Array = npt.NDArray[np.float64]
 
@@ -300,10 +301,8 @@ class PruneRefit(Transform[Polynomial, Polynomial]):
     """Largest training design matrix (row x monomial hits); more rows are sampled down to it."""
 
     def __post_init__(self) -> None:
-        from .prune_monomials import PruneMonomials
-
-        PruneMonomials(alpha=self.alpha, tol=self.tol, metric=self.metric, method="refit", step=self.step,
-                       iters=self.iters, reduction=self.reduction)  # the shared option checks
+        check_prune_options(alpha=self.alpha, tol=self.tol, metric=self.metric, method="refit", step=self.step,
+                            iters=self.iters, reduction=self.reduction)
         if not (isinstance(self.max_nnz, int) and not isinstance(self.max_nnz, bool) and self.max_nnz >= 1):
             raise CompileError(f"max-nnz must be a positive integer, got {self.max_nnz!r}")
 
@@ -313,8 +312,6 @@ class PruneRefit(Transform[Polynomial, Polynomial]):
 
 def run_refit(p: Any, ir: Polynomial, ctx: PassContext, text: str) -> Polynomial:
     """The refit path for ``prune-refit`` and ``prune{method=refit}`` (``p`` holds the options)."""
-    from .prune_monomials import prune_report
-
     data = ctx.require(text, "X_train", why="eta(M) is a mean over training rows")
     auto = p.alpha == "auto" and p.reduction is None
     if auto:
