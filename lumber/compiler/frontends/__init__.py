@@ -8,12 +8,14 @@ a message listing what is accepted.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 from pathlib import Path
 from typing import Any, Callable
 
 from lumber.ir import Forest, ModelFormatError, ModelLike, UnsupportedModelError
+
+from .files import content_hash as content_hash  # re-exported for callers
+from .files import read_model_bytes
 
 ACCEPTED = (
     "scikit-learn DecisionTree*/RandomForest*/ExtraTrees*/GradientBoosting*/HistGradientBoosting*/IsolationForest, "
@@ -37,23 +39,6 @@ _OBJECT_FRONTENDS: dict[str, str] = {
 def _resolve(target: str) -> Callable[..., Forest]:
     mod, name = target.split(":")
     return getattr(importlib.import_module(mod), name)  # type: ignore[no-any-return]
-
-
-def content_hash(data: bytes) -> str:
-    """The fingerprint recorded in artifacts (sha256 of the model's canonical bytes)."""
-    return hashlib.sha256(data).hexdigest()
-
-
-def read_model_bytes(path: str | Path, expected: str = "a model file") -> bytes:
-    """The bytes of a model file, or a :class:`ModelFormatError` naming the file and what was expected."""
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise ModelFormatError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ModelFormatError(f"{path}: is a directory, expected {expected}") from None
-    except OSError as exc:
-        raise ModelFormatError(f"{path}: cannot read ({exc.strerror})") from None
 
 
 def load(model_or_path: ModelLike, *, trust_pickle: bool | None = None, **options: Any) -> Forest:

@@ -101,7 +101,7 @@ def lower_catboost_file(path: str | Path, *, data: bytes | None = None, **option
     """A JSON export or ``.cbm`` file in its natural form."""
     name = str(path)
     if data is None:
-        from . import read_model_bytes
+        from .files import read_model_bytes
 
         data = read_model_bytes(path, "a CatBoost JSON export or .cbm file")
     if data[:4] == b"CBM1":
@@ -148,7 +148,7 @@ def float32_border(b: float) -> float:
 def parse_catboost_json(raw: bytes, name: str, *, feature_names: Sequence[str] | None = None,
                         classes: Sequence[Any] | None = None) -> ObliviousEnsemble | Forest:
     """A CatBoost JSON export (bytes) -> ObliviousEnsemble (symmetric trees) or Forest."""
-    from . import content_hash
+    from .files import content_hash
 
     root = parse_json(raw, name, "a CatBoost JSON model",
                       "the file is truncated or garbled; export it again with save_model(f, format='json')")

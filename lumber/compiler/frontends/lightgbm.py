@@ -61,10 +61,10 @@ def load_lightgbm_text(path: str | Path, *, data: bytes | None = None, **options
     """
     name = str(path)
     if data is None:
-        from . import read_model_bytes
+        from .files import read_model_bytes
 
         data = read_model_bytes(path, "a LightGBM model text file")
-    from . import content_hash
+    from .files import content_hash
 
     parsed = parse_lightgbm_text(data, name)
     return lower_lightgbm(parsed, content_hash=content_hash(data), **options)
@@ -88,7 +88,7 @@ def from_lightgbm(model: Any, **options: Any) -> Forest:
     else:
         raise UnsupportedModelError(f"cannot load an object of type lightgbm {type(model).__name__}",
                                     "accepted: lightgbm.Booster, LGBMClassifier, LGBMRegressor, LGBMRanker, LGBMModel")
-    from . import content_hash
+    from .files import content_hash
 
     text = booster.model_to_string()
     data = text.encode("utf-8")

@@ -74,7 +74,7 @@ _FLOAT, _DOUBLE = 1, 11
 
 def load_onnx_file(path: str | Path, *, data: bytes | None = None, **options: Any) -> Forest:
     """An ``.onnx`` file -> Forest (``data``: its bytes when already read)."""
-    from . import read_model_bytes
+    from .files import read_model_bytes
 
     blob = data if data is not None else read_model_bytes(path, "an ONNX model file")
     return from_onnx(blob, name=str(path), **options)
@@ -952,7 +952,7 @@ def _constant_tree(values: npt.NDArray[np.float64], K: int) -> TreeArrays:
 def _schema(r: _Reader, e: _Ensemble, inp: _Input, own: Schema | None, out: _Out, n_raw: int,
             cat_feature: npt.NDArray[np.bool_], rule: CategoryRule | None, base_score: npt.NDArray[np.float64],
             average: bool, feature_names: Sequence[str] | None) -> Schema:
-    from . import content_hash
+    from .files import content_hash
 
     input_dtype = "float32" if inp.rounds_to_float32 else "float64"
     accumulate = inp.tree_dtype

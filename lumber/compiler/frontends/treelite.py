@@ -437,7 +437,7 @@ def _lower(doc: _Doc, top: dict[str, Any], raw_trees: list[_RawTree], blob: byte
         outs = np.array([a.output for a in tree_arrays])
         counts = np.bincount(outs[outs >= 0], minlength=K).astype(np.float64) + float((outs < 0).sum())
         base = base * np.maximum(counts, 1.0)
-    from . import content_hash
+    from .files import content_hash
 
     schema = Schema(
         features=features, task=h.task, n_outputs=K, base_score=tuple(float(b) for b in base),

@@ -49,7 +49,7 @@ def load_treelite_checkpoint(path: str | Path, *, data: bytes | None = None, **o
     Options as :func:`~lumber.compiler.frontends.treelite.from_treelite`
     (``feature_names``, ``raw_output``).
     """
-    from . import read_model_bytes
+    from .files import read_model_bytes
 
     blob = data if data is not None else read_model_bytes(path, "a treelite checkpoint")
     if len(blob) < 22:

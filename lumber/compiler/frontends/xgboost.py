@@ -151,7 +151,7 @@ def _from_file(path: str | Path, *, data: bytes | None = None,
                **options: Any) -> tuple[Forest, list[npt.NDArray[np.int64]]]:
     name = str(path)
     if data is None:
-        from . import read_model_bytes
+        from .files import read_model_bytes
 
         data = read_model_bytes(path, "an XGBoost model file")
     head = data.lstrip()[:1]
@@ -413,7 +413,7 @@ def _lower(root: Any, raw: bytes, name: str, fmt: str, *, feature_names: Sequenc
         classes = (0, 1)
     elif classes is None and task == Task.MULTICLASS:
         classes = tuple(range(K))
-    from . import content_hash
+    from .files import content_hash
 
     schema = Schema(
         features=feats, task=task, n_outputs=K, base_score=tuple(float(v) for v in margin),
