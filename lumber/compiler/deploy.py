@@ -11,9 +11,6 @@ only holds forests (ONNX, numpy, C source) as its exact Forest of complete trees
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from lumber.ir import CompileError, Forest, ObliviousEnsemble, Polynomial
 
 MAX_TABLE_DEPTH = 16
@@ -48,28 +45,4 @@ def as_forest(ir: AnyIR) -> Forest:
     return d if isinstance(d, Forest) else d.to_forest()
 
 
-def load_any(model: Any, **options: Any) -> AnyIR:
-    """A model object or file as IR: ``.lumber`` files give the IR they hold (any kind), IR objects
-    are returned as they are, everything else goes through :func:`lumber.load` (a Forest)."""
-    from .frontends import load, read_model_bytes, sniff
-
-    if isinstance(model, (Forest, Polynomial, ObliviousEnsemble)):
-        return model
-    if isinstance(model, (str, Path)):
-        path = Path(model)
-        data = read_model_bytes(path)
-        if sniff(data) == "lumber-ir":
-            from . import frontends
-            from .frontends import untrusted
-
-            if not untrusted.is_skops(data):
-                from lumber.ir import load_ir
-
-                ir = load_ir(path)
-                if isinstance(ir, (Forest, Polynomial, ObliviousEnsemble)):
-                    return ir
-            return frontends.load_file(path, **options)
-    return load(model, **options)
-
-
-__all__ = ["AnyIR", "MAX_TABLE_DEPTH", "as_forest", "deployable", "load_any", "tables_of"]
+__all__ = ["AnyIR", "MAX_TABLE_DEPTH", "as_forest", "deployable", "tables_of"]

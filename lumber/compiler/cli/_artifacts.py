@@ -50,7 +50,7 @@ def _check_onnx_graph(path: Path) -> None:
 def model_or_artifact(path: str | Path) -> Any:
     """A compiled artifact's predictor, else the model file as IR: a ``.lumber`` file's own IR (Forest,
     Polynomial or ObliviousEnsemble, each with its reference evaluator), any other model as a Forest."""
-    from lumber.compiler.deploy import load_any
+    from lumber.compiler.frontends import load_any
 
     art = compiled_artifact(path)
     return art if art is not None else load_any(path)

@@ -95,7 +95,8 @@ def _max_depth(text: str) -> int | str:
 
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.api.compile import compile as compile_model
-    from lumber.compiler.deploy import deployable, load_any
+    from lumber.compiler.deploy import deployable
+    from lumber.compiler.frontends import load_any
     from lumber.compiler.speed import describe_choice
     from lumber.compiler.targets import get_target
     from lumber.ir import CompileError, ObliviousEnsemble

@@ -151,3 +151,27 @@ def load_file(path: Path, *, trust_pickle: bool | None = None, **options: Any) -
                                         "save the model with booster.save_model('model.txt') and load that")
         raise ModelFormatError(f"{path}: unrecognised model file format", f"accepted: {ACCEPTED}")
     return _resolve(target)(path, data=data, **options)
+
+
+def load_any(model: Any, **options: Any) -> Any:
+    """A model object or file as IR: ``.lumber`` files give the IR they hold (any kind: Forest,
+    Polynomial, ObliviousEnsemble), IR objects are returned as they are, everything else goes
+    through :func:`load` (a Forest); :mod:`lumber.compiler.deploy` makes any of them deployable."""
+    from lumber.ir import ObliviousEnsemble, Polynomial
+
+    from . import untrusted
+
+    if isinstance(model, (Forest, Polynomial, ObliviousEnsemble)):
+        return model
+    if isinstance(model, (str, Path)):
+        path = Path(model)
+        data = read_model_bytes(path)
+        if sniff(data) == "lumber-ir":
+            if not untrusted.is_skops(data):
+                from lumber.ir import load_ir
+
+                ir = load_ir(path)
+                if isinstance(ir, (Forest, Polynomial, ObliviousEnsemble)):
+                    return ir
+            return load_file(path, **options)
+    return load(model, **options)
