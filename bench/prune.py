@@ -77,7 +77,7 @@ import numpy as np
 
 import lumber
 from lumber.passes.base import PassContext
-from lumber.passes.metrics import auc
+from lumber.passes.quality import auc
 from lumber.passes.transforms.prune_monomials import monomial_eta
 from lumber.passes.transforms.to_polynomial import expand_forest
 

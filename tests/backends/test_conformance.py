@@ -1,8 +1,16 @@
-"""Every frontend x task x backend against the source library, on real data plus the boundary corpus.
+"""The conformance suite: every frontend x task x backend against the source library itself.
 
-Compiled margins must equal ``Forest.evaluate`` bit for bit, and the library's
-own raw output exactly where its summation order is reproducible (LightGBM,
-XGBoost) or to 1e-12 relative (scikit-learn).
+Models: the zoo (``tests/zoo.py``: scikit-learn, LightGBM, XGBoost; binary,
+multiclass, regression; NaN and categories) and real-data cases (adult,
+diabetes, wine, ...; zero-as-missing, isolation forests). Rows: the model's
+own data plus the boundary corpus. Each frontend's ``Forest.evaluate`` equals
+the library's raw output; each backend (the C library, ONNX) equals
+``Forest.evaluate`` bit for bit and so the library's output: exactly where its
+summation order is reproducible (LightGBM, XGBoost), else to 1e-12 relative.
+
+Nothing here turns a failure into a skip: the only skip is a missing C
+compiler, and a backend may refuse a model only where :data:`REFUSALS` says it
+must (with a CompileError naming the tree and node).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import pytest
 
 from cases import corpus
 from c_tools import build_many, have_compiler
+from zoo import ZOO_NAMES, get
 
 import lumber
 from lumber.backends.onnx import OnnxOptions, check, emit_onnx
@@ -35,6 +44,8 @@ class Case:
     exact: bool
     transform: bool = False
     """Compare ``schema.transform(margin)`` (IsolationForest's score_samples) instead of margins."""
+    rtol: float = 1e-12
+    """Tolerance against the library where its summation order is not reproduced (``exact`` False)."""
 
 
 def _nan(X: np.ndarray, frac: float, seed: int = 0) -> np.ndarray:
@@ -102,6 +113,9 @@ def _cases() -> dict[str, Case]:
                                         "decision_function")
     out["sklearn-isolation"] = sk(E.IsolationForest(n_estimators=10, random_state=0), Xb[:, :4],
                                   None, "score_samples", transform=True)
+    for name in ZOO_NAMES:
+        z = get(name)
+        out[f"zoo-{name}"] = Case(z.model, z.X, z.raw, False, rtol=z.rtol)
     return out
 
 
@@ -126,7 +140,20 @@ def c_libs(forests: dict[str, Forest], tmp_path_factory: pytest.TempPathFactory)
 
 NAMES = ["lightgbm-regression", "lightgbm-zero-as-missing", "lightgbm-binary-categorical", "lightgbm-multiclass",
          "xgboost-regression", "xgboost-binary-categorical", "xgboost-multiclass", "sklearn-rf-binary-nan",
-         "sklearn-extratrees-regression", "sklearn-gbm-multiclass", "sklearn-hgb-categorical", "sklearn-isolation"]
+         "sklearn-extratrees-regression", "sklearn-gbm-multiclass", "sklearn-hgb-categorical", "sklearn-isolation",
+         *(f"zoo-{name}" for name in ZOO_NAMES)]
+REFUSALS = {("onnx", "lightgbm-zero-as-missing")}
+"""(backend, model) pairs the backend must refuse: ONNX cannot express LightGBM's zero-as-missing rule."""
+
+
+@pytest.mark.parametrize("name", ZOO_NAMES)
+def test_frontend_matches_source(name: str) -> None:
+    z = get(name)
+    forest = lumber.load(z.model)
+    ours = forest.evaluate(z.X).reshape(len(z.X), -1)
+    theirs = np.asarray(z.raw(z.X), dtype=np.float64).reshape(len(z.X), -1)
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, rtol=z.rtol, atol=0)
 
 
 def probe_rows(case: Case, forest: Forest) -> np.ndarray:
@@ -162,22 +189,24 @@ def test_backend_matches_library(name: str, backend: str, cases: dict[str, Case]
         single = np.array([lib.predict_row(r) for r in rows[::7]])
         np.testing.assert_array_equal(single, ref[::7])
     else:
-        diags = check(forest, OnnxOptions())
-        if diags:
+        if (backend, name) in REFUSALS:
+            assert check(forest, OnnxOptions())
             with pytest.raises(CompileError, match=r"tree \d+, node \d+"):
                 emit_onnx(forest)
-            pytest.skip(f"ONNX refuses it, naming the node: {diags[0].message[:60]}")
+            return
         art = emit_onnx(forest)
         pred = OnnxPredictor(art.files[art.main], forest.schema, art.fingerprint, str(art.metadata["input_dtype"]))
         got = pred.run(R)["margin"].astype(np.float64)
     bad = np.flatnonzero((got != ref).any(axis=1))
     assert bad.size == 0, f"{bad.size} rows differ from Forest.evaluate, e.g. {R[bad[0]]}"
+    shape = (len(R),) if forest.n_outputs == 1 else (len(R), forest.n_outputs)
+    np.testing.assert_array_equal(forest.schema.decide(got.reshape(shape)), forest.predict(R))
     lib_out = np.asarray(case.raw(R), dtype=np.float64)
     mine = library_view(case, forest, got)
     if case.exact:
         np.testing.assert_array_equal(mine, lib_out.reshape(mine.shape))
     else:
-        np.testing.assert_allclose(mine, lib_out.reshape(mine.shape), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(mine, lib_out.reshape(mine.shape), rtol=case.rtol, atol=case.rtol)
 
 
 def test_lightgbm_zero_as_missing_is_refused_by_onnx_with_node(forests: dict[str, Forest]) -> None:
@@ -185,6 +214,21 @@ def test_lightgbm_zero_as_missing_is_refused_by_onnx_with_node(forests: dict[str
     assert f.missing_zero.any()
     diags = check(f, OnnxOptions())
     assert all("tree" in str(d.location) for d in diags)
+
+
+@pytest.mark.parametrize("target", ["numpy", "c", "onnx"])
+def test_lumber_compile_predicts_as_the_forest(target: str, cases: dict[str, Case], forests: dict[str, Forest],
+                                               tmp_path: Path) -> None:
+    """The public path (``lumber.compile`` -> predictor) on a categorical, NaN-bearing real model."""
+    if target == "c" and not have_compiler():
+        pytest.skip("no C compiler")
+    name = "lightgbm-binary-categorical"
+    case, forest = cases[name], forests[name]
+    pred = lumber.compile(case.model, target=target)
+    R = probe_rows(case, forest)
+    np.testing.assert_array_equal(pred.predict_raw(R), forest.evaluate(R))
+    np.testing.assert_array_equal(pred.predict(R), forest.predict(R))
+    np.testing.assert_array_equal(pred.predict_proba(R), forest.predict_proba(R))
 
 
 def test_compile_api_on_real_model(cases: dict[str, Case], tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from strategies import boundary_rows, forests
 import lumber
 from lumber.ir import CompileError
 from lumber.passes.base import PassContext
-from lumber.passes.metrics import auc
+from lumber.passes.quality import auc
 from lumber.passes.transforms.prune_monomials import monomial_eta
 from lumber.passes.transforms.prune_refit import design_matrix, fidelity_loss, refit
 from lumber.passes.transforms.to_polynomial import forest_to_polynomial

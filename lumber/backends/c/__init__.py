@@ -6,12 +6,12 @@ it atomically; ``CLibrary`` loads the result with ctypes.
 
 from __future__ import annotations
 
-from .build import BuildOptions, BuildResult, build_shared, find_compiler, supports_openmp
+from .build import BuildOptions, CompilerRun, build_shared, find_compiler, supports_openmp
 from .emit import ABI_VERSION, COptions, check, emit_source
 from .loader import CLibrary
 
 
 __all__ = [
-    "ABI_VERSION", "BuildOptions", "BuildResult", "CLibrary", "COptions", "build_shared", "check",
+    "ABI_VERSION", "BuildOptions", "CompilerRun", "CLibrary", "COptions", "build_shared", "check",
     "emit_source", "find_compiler", "supports_openmp",
 ]

@@ -36,7 +36,7 @@ class BuildOptions:
 
 
 @dataclass(frozen=True)
-class BuildResult:
+class CompilerRun:
     path: Path
     command: tuple[str, ...]
     seconds: float
@@ -89,7 +89,7 @@ def compile_command(cc: str, sources: Sequence[Path], out: Path, options: BuildO
     return cmd
 
 
-def build_shared(source: str | Sequence[str], out: str | Path, options: BuildOptions | None = None) -> BuildResult:
+def build_shared(source: str | Sequence[str], out: str | Path, options: BuildOptions | None = None) -> CompilerRun:
     """Compile C ``source`` (one file's text, or several) to the shared library ``out``, atomically.
 
     Several sources (models emitted with distinct prefixes) link into one library.
@@ -118,4 +118,4 @@ def build_shared(source: str | Sequence[str], out: str | Path, options: BuildOpt
             raise CompileError(f"C compiler failed (exit {r.returncode}): {' '.join(cmd[:1])}",
                                tail or "no compiler output")
         atomic_write_bytes(out, lib.read_bytes())
-    return BuildResult(path=out, command=tuple(cmd), seconds=seconds, openmp=openmp, diagnostics=r.stderr.strip())
+    return CompilerRun(path=out, command=tuple(cmd), seconds=seconds, openmp=openmp, diagnostics=r.stderr.strip())

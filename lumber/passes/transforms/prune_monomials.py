@@ -3,7 +3,7 @@
 ``eta(M) = mean_x (w_M * prod_{c in M} c(x))^2 = |w_M|^2 * support(M)`` over
 training rows (``|w_M|^2`` sums the outputs). Monomials with ``eta < alpha``
 go. ``alpha=auto`` picks the largest alpha whose validation metric stays
-within ``tol`` of the unpruned model's (see :mod:`lumber.passes.metrics`):
+within ``tol`` of the unpruned model's (see :mod:`lumber.passes.quality`):
 monomials are sorted by eta, the metric is priced at cut points (a grid of
 ``GRID`` cuts over the count, then finer grids between the largest good cut and
 the next, down to single distinct eta values), each cut costing only the
@@ -33,7 +33,7 @@ import numpy.typing as npt
 from lumber.ir import Polynomial
 
 from ..base import PassContext, PassReport, Transform
-from ..metrics import Metric, make_metric
+from ..quality import QualityMetric, make_metric
 from .prune_options import check_prune_options, prune_report
 from .prune_refit import run_refit
 
@@ -99,7 +99,7 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
                                 n_valid=None if Xv is None else Xv.shape[0]))
         return out
 
-    def _metric(self, ir: Polynomial, data: Any) -> tuple[Metric | None, Any]:
+    def _metric(self, ir: Polynomial, data: Any) -> tuple[QualityMetric | None, Any]:
         if data.X_valid is None or data.y_valid is None:
             return None, None
         return make_metric(self.metric, ir.schema, data.y_valid), ir.prepare_input(data.X_valid)
@@ -118,7 +118,7 @@ class PruneMonomials(Transform[Polynomial, Polynomial]):
     def _run_refit(self, ir: Polynomial, ctx: PassContext, data: Any, text: str) -> Polynomial:
         return run_refit(self, ir, ctx, text)
 
-    def _report(self, ir: Polynomial, out: Polynomial, alpha: float, metric: Metric | None, Xv: Any) -> PassReport:
+    def _report(self, ir: Polynomial, out: Polynomial, alpha: float, metric: QualityMetric | None, Xv: Any) -> PassReport:
         """Report with the metric of the returned polynomial itself (``evaluate`` on the validation rows)."""
         before = after = None
         if metric is not None and Xv is not None:
@@ -140,7 +140,7 @@ def _shape(margin: npt.NDArray[np.float64], poly: Polynomial) -> npt.NDArray[np.
 
 
 def choose_alpha(poly: Polynomial, eta: npt.NDArray[np.float64], Xv: npt.NDArray[np.float64],
-                 metric: Metric, tol: float) -> tuple[float, float, float]:
+                 metric: QualityMetric, tol: float) -> tuple[float, float, float]:
     """Largest alpha whose validation metric is within ``tol`` of the unpruned one.
 
     Returns ``(alpha, metric_before, metric_after)``. ``Xv`` is prepared input.

@@ -13,7 +13,7 @@ import numpy as np
 from lumber.ir import CompileError, Polynomial
 
 from ..base import PassReport
-from ..metrics import METRICS, Metric
+from ..quality import METRICS, QualityMetric
 
 
 def check_prune_options(*, alpha: Any, tol: Any, metric: str, method: str, step: Any, iters: Any,
@@ -39,7 +39,7 @@ def check_prune_options(*, alpha: Any, tol: Any, metric: str, method: str, step:
             raise CompileError("give alpha or reduction, not both", "reduction=R keeps floor(n / R) monomials")
 
 
-def prune_report(name: str, before_ir: Polynomial, after_ir: Polynomial, alpha: float, metric: Metric | None,
+def prune_report(name: str, before_ir: Polynomial, after_ir: Polynomial, alpha: float, metric: QualityMetric | None,
                  before: float | None, after: float | None, tol: float, n_valid: int | None) -> PassReport:
     kept, total = after_ir.n_monomials, before_ir.n_monomials
     ratio = total / kept if kept else float("inf")

@@ -53,7 +53,7 @@ from lumber.ir import CompileError, Polynomial
 from lumber.ir.polynomial import active_chunks, row_blocks, unpack_rows
 
 from ..base import PassContext, PassReport, Transform
-from ..metrics import Metric, make_metric
+from ..quality import QualityMetric, make_metric
 from .prune_options import check_prune_options, prune_report
 
 Array = npt.NDArray[np.float64]
@@ -316,7 +316,7 @@ def run_refit(p: Any, ir: Polynomial, ctx: PassContext, text: str) -> Polynomial
     auto = p.alpha == "auto" and p.reduction is None
     if auto:
         ctx.require(text, "X_valid", "y_valid", why="alpha=auto is chosen on validation rows")
-    metric: Metric | None = None
+    metric: QualityMetric | None = None
     Xv = None
     if data.X_valid is not None and data.y_valid is not None:
         metric = make_metric(p.metric, ir.schema, data.y_valid)

@@ -20,7 +20,7 @@ METRICS = ("auc", "accuracy", "logloss", "rmse")
 
 
 @dataclass(frozen=True)
-class Metric:
+class QualityMetric:
     name: str
     higher_is_better: bool
     fn: Callable[[npt.NDArray[np.float64]], float]
@@ -64,7 +64,7 @@ def class_index(schema: Schema, y: Any) -> npt.NDArray[np.int64]:
     return yi
 
 
-def make_metric(name: str, schema: Schema, y: Any) -> Metric:
+def make_metric(name: str, schema: Schema, y: Any) -> QualityMetric:
     """The metric ``name`` (or ``auto``: AUC for binary, log-loss for multiclass, RMSE otherwise)
     bound to the labels ``y``."""
     if name == "auto":
@@ -81,19 +81,19 @@ def make_metric(name: str, schema: Schema, y: Any) -> Metric:
         yb = class_index(schema, y) == 1
         if yb.all() or not yb.any():
             raise CompileError("validation labels hold a single class; AUC needs both")
-        return Metric("auc", True, lambda m: auc(yb, np.asarray(m).reshape(-1)))
+        return QualityMetric("auc", True, lambda m: auc(yb, np.asarray(m).reshape(-1)))
     if name == "rmse":
         yt = np.asarray(y, dtype=np.float64).reshape(-1)
-        return Metric("rmse", False, lambda m: float(np.sqrt(np.mean((schema.transform(m).reshape(-1) - yt) ** 2))))
+        return QualityMetric("rmse", False, lambda m: float(np.sqrt(np.mean((schema.transform(m).reshape(-1) - yt) ** 2))))
     yi = class_index(schema, y)
     if name == "accuracy":
-        return Metric("accuracy", True, lambda m: float(np.mean(np.argmax(schema.proba(m), axis=1) == yi)))
+        return QualityMetric("accuracy", True, lambda m: float(np.mean(np.argmax(schema.proba(m), axis=1) == yi)))
 
     def logloss(m: npt.NDArray[np.float64]) -> float:
         p = schema.proba(m)[np.arange(yi.shape[0]), yi]
         return float(-np.mean(np.log(np.clip(p, 1e-15, 1.0))))
 
-    return Metric("logloss", False, logloss)
+    return QualityMetric("logloss", False, logloss)
 
 
-__all__ = ["METRICS", "Metric", "auc", "class_index", "make_metric"]
+__all__ = ["METRICS", "QualityMetric", "auc", "class_index", "make_metric"]
