@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
