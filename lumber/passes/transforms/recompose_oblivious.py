@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -286,18 +287,8 @@ def maximal_monomials(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64]) ->
         sup = np.flatnonzero(deg == k + 1)
         if here.size == 0 or sup.size == 0:
             continue
-        keys = _hash_rows(ids[here][:, :k], mul)
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        sub_ids = ids[sup][:, :k + 1]
-        for j in range(k + 1):
-            drop = np.concatenate([sub_ids[:, :j], sub_ids[:, j + 1:]], axis=1)
-            kk = _hash_rows(drop, mul)
-            pos = np.minimum(np.searchsorted(sorted_keys, kk), sorted_keys.shape[0] - 1)
-            hit = np.flatnonzero(sorted_keys[pos] == kk)
-            cand = here[order[pos[hit]]]
-            ok = (ids[cand][:, :k] == drop[hit]).all(axis=1)
-            out[cand[ok]] = False
+        for cand, _ in _one_condition_short(ids, here, sup, k, mul):
+            out[cand] = False
     return out
 
 
@@ -407,12 +398,10 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
     return sets
 
 
-def _inherit(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], tree_of: npt.NDArray[np.int64],
-             here: npt.NDArray[np.int64], k: int, mul: npt.NDArray[np.uint64]) -> None:
-    """Degree-``k`` monomials one condition short of a placed degree-``k+1`` monomial join its tree."""
-    sup = np.flatnonzero((deg == k + 1) & (tree_of >= 0))
-    if sup.size == 0:
-        return
+def _one_condition_short(ids: npt.NDArray[np.int64], here: npt.NDArray[np.int64], sup: npt.NDArray[np.int64], k: int,
+                         mul: npt.NDArray[np.uint64]) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """For each position j: the degree-``k`` monomials of ``here`` equal to a degree-``k+1`` monomial of ``sup``
+    with its j-th condition dropped, as ``(cand, hit)`` (``sup[hit]`` is each one's superset)."""
     keys = _hash_rows(ids[here][:, :k], mul)
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
@@ -423,8 +412,19 @@ def _inherit(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], tree_of: np
         pos = np.minimum(np.searchsorted(sorted_keys, kk), sorted_keys.shape[0] - 1)
         hit = np.flatnonzero(sorted_keys[pos] == kk)
         cand = here[order[pos[hit]]]
-        ok = (ids[cand][:, :k] == drop[hit]).all(axis=1) & (tree_of[cand] < 0)
-        cand, src = cand[ok], sup[hit[ok]]
+        ok = (ids[cand][:, :k] == drop[hit]).all(axis=1)
+        yield cand[ok], hit[ok]
+
+
+def _inherit(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], tree_of: npt.NDArray[np.int64],
+             here: npt.NDArray[np.int64], k: int, mul: npt.NDArray[np.uint64]) -> None:
+    """Degree-``k`` monomials one condition short of a placed degree-``k+1`` monomial join its tree."""
+    sup = np.flatnonzero((deg == k + 1) & (tree_of >= 0))
+    if sup.size == 0:
+        return
+    for cand, hit in _one_condition_short(ids, here, sup, k, mul):
+        free = tree_of[cand] < 0
+        cand, src = cand[free], sup[hit[free]]
         if cand.size:
             first = np.unique(cand, return_index=True)[1]
             tree_of[cand[first]] = tree_of[src[first]]
