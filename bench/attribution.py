@@ -30,7 +30,7 @@ import numpy as np
 
 import lumber
 from lumber.passes.analyses.attribution import attribution
-from lumber.passes.transforms.to_polynomial import forest_to_polynomial
+from lumber.passes.transforms.polynomial import forest_to_polynomial
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

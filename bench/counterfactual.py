@@ -107,7 +107,7 @@ def weights(n_features: int, n: int, seed: int = 1) -> list[tuple[np.ndarray, np
 
 
 def explain(case: dict[str, Any], x: np.ndarray, w: Any, norm: str, time_limit: float, **kw: Any) -> dict[str, Any]:
-    from lumber.passes.counterfactual import solve_counterfactual
+    from lumber.passes.analyses.counterfactual import solve_counterfactual
 
     rf = case["rf"]
     kw.setdefault("constraints", case["constraints"])
@@ -124,8 +124,8 @@ def explain(case: dict[str, Any], x: np.ndarray, w: Any, norm: str, time_limit: 
 
 def full_size(case: dict[str, Any], x: np.ndarray, w: Any, norm: str) -> tuple[int, int]:
     """Variables and nonzeros of the MILP as the paper builds it (no warm-start bound)."""
-    from lumber.passes.counterfactual.problem import build
-    from lumber.passes.counterfactual.solve import make_query
+    from lumber.passes.analyses.counterfactual.problem import build
+    from lumber.passes.analyses.counterfactual.solve import make_query
 
     q = make_query(case["forest"], x, case["target"], case["constraints"], norm=norm, scale="minmax", weights=w,
                    reference=case["Xtr"], clip_to_reference=True)[0]
@@ -212,7 +212,7 @@ def section_iso(args: argparse.Namespace, out: dict[str, Any]) -> None:
     from sklearn.ensemble import IsolationForest
 
     import lumber
-    from lumber.passes.counterfactual import isolation_threshold, path_lengths
+    from lumber.passes.analyses.counterfactual import isolation_threshold, path_lengths
 
     n = max(3, args.origins // 2)
     res: dict[str, Any] = {}
@@ -281,7 +281,7 @@ def section_dice(args: argparse.Namespace, out: dict[str, Any]) -> None:
         return
     import pandas as pd
 
-    from lumber.passes.counterfactual.objective import CostModel
+    from lumber.passes.analyses.counterfactual.objective import CostModel
     from lumber.ir import Norm
 
     res: dict[str, Any] = {}

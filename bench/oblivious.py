@@ -178,7 +178,7 @@ def recompose_run(quick: bool, reps: int, refit: bool) -> dict[str, Any]:
     from lumber.passes.metrics import auc
     from lumber.passes.transforms.quantize import quantize_ensemble
     from lumber.passes.transforms.recompose_oblivious import recompose
-    from lumber.passes.transforms.to_polynomial import expand_forest
+    from lumber.passes.transforms.polynomial import expand_forest
 
     load0 = os.getloadavg()
     res: dict[str, Any] = {"mode": "quick" if quick else "full", "models": {}}

@@ -79,7 +79,7 @@ import lumber
 from lumber.passes.base import PassContext
 from lumber.passes.quality import auc
 from lumber.passes.transforms.prune_monomials import monomial_eta
-from lumber.passes.transforms.to_polynomial import expand_forest
+from lumber.passes.transforms.polynomial import expand_forest
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

@@ -23,7 +23,7 @@ def table_passes(max_depth: int | str = "auto", strategy: str = "pack") -> list[
     """The re-composition pipeline: expand to a polynomial, cover it with oblivious trees, quantize."""
     from lumber.passes.transforms.quantize import Quantize
     from lumber.passes.transforms.recompose_oblivious import RecomposeOblivious
-    from lumber.passes.transforms.to_polynomial import ToPolynomial
+    from lumber.passes.transforms.polynomial import ToPolynomial
 
     return [ToPolynomial(max_monomials=MAX_MONOMIALS),
             RecomposeOblivious(max_depth=max_depth, strategy=strategy),  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from lumber.ir import CompileError
 from .base import Pass
 
 PASSES: dict[str, str] = {
-    "polynomial": "lumber.passes.transforms.to_polynomial:ToPolynomial",
+    "polynomial": "lumber.passes.transforms.polynomial:ToPolynomial",
     "prune": "lumber.passes.transforms.prune_monomials:PruneMonomials",
     "prune-refit": "lumber.passes.transforms.prune_refit:PruneRefit",
     "attribution": "lumber.passes.analyses.attribution:Attribution",

@@ -15,7 +15,7 @@ from lumber.compiler.api.rules import RuleExplainer
 from lumber.compiler.explain import ExplanationRequest, explanation_request, source_predictor
 from lumber.ir import Constraints, Direction, InputDataError, Norm, Scale, Target, UnsupportedModelError
 from lumber.passes.analyses.metrics import build_metric
-from lumber.passes.counterfactual import make_query
+from lumber.passes.analyses.counterfactual import make_query
 from lumber.passes.targets import TargetSet, resolve_target
 
 # -- the alias tables of the three explainers before the request (issue 15) ----------------------

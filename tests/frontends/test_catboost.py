@@ -15,7 +15,7 @@ catboost = pytest.importorskip("catboost")
 import lumber  # noqa: E402
 from lumber.compiler.frontends.catboost import catboost_to_oblivious, float32_border  # noqa: E402
 from lumber.ir import ModelFormatError, ObliviousEnsemble, UnsupportedModelError  # noqa: E402
-from lumber.passes.transforms.to_polynomial import forest_to_polynomial  # noqa: E402
+from lumber.passes.transforms.polynomial import forest_to_polynomial  # noqa: E402
 
 COMMON = {"verbose": 0, "allow_writing_files": False, "thread_count": 1, "random_seed": 0}
 

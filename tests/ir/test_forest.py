@@ -74,7 +74,7 @@ def test_save_load_round_trip_is_byte_identical(tmp_path) -> None:
 
 def test_loading_the_wrong_kind_of_ir_names_both(tmp_path) -> None:
     from lumber.ir import ModelFormatError, Polynomial
-    from lumber.passes.transforms.to_polynomial import forest_to_polynomial
+    from lumber.passes.transforms.polynomial import forest_to_polynomial
 
     f = make_forest([("a", 0.5, 1.0, 2.0)], ["a"])
     forest_to_polynomial(f).save(tmp_path / "p.lumber")

@@ -14,7 +14,7 @@ from builders import make_forest
 from lumber.ir import ConditionKind, PostTransform, Task
 from lumber.passes.analyses.attribution import Attribution, attribution
 from lumber.passes.base import PassContext, PassData
-from lumber.passes.transforms.to_polynomial import forest_to_polynomial
+from lumber.passes.transforms.polynomial import forest_to_polynomial
 from strategies import boundary_rows, forests
 
 

@@ -16,7 +16,7 @@ from builders import make_forest
 from lumber.ir import Forest, PostTransform, Task
 from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.passes.analyses.equivalence import widen_to_float64
-from lumber.passes.transforms.to_polynomial import canonical_thresholds, forest_to_polynomial
+from lumber.passes.transforms.polynomial import canonical_thresholds, forest_to_polynomial
 from strategies import forests
 
 

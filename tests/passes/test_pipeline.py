@@ -16,7 +16,7 @@ from lumber.passes.base import PassContext, PassData, Transform
 from lumber.passes.pipeline_text import build_passes, format_pipeline, parse_pipeline
 from lumber.passes.registry import get_all_passes, get_pass
 from lumber.passes.transforms.prune_monomials import PruneMonomials
-from lumber.passes.transforms.to_polynomial import ToPolynomial
+from lumber.passes.transforms.polynomial import ToPolynomial
 
 F = make_forest([("x0", 0.5, ("x1", 1.0, 1.0, 2.0), 4.0), ("x1", 0.0, -1.0, 1.0)], ["x0", "x1"])
 

@@ -13,7 +13,7 @@ from lumber.ir import CompileError, PostTransform, Task
 from lumber.passes.base import PassContext
 from lumber.passes.quality import auc, make_metric
 from lumber.passes.transforms.prune_monomials import monomial_eta
-from lumber.passes.transforms.to_polynomial import forest_to_polynomial
+from lumber.passes.transforms.polynomial import forest_to_polynomial
 from strategies import boundary_rows, forests
 
 

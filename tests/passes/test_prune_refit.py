@@ -14,7 +14,7 @@ from lumber.passes.base import PassContext
 from lumber.passes.quality import auc
 from lumber.passes.transforms.prune_monomials import monomial_eta
 from lumber.passes.transforms.prune_refit import design_matrix, fidelity_loss, refit
-from lumber.passes.transforms.to_polynomial import forest_to_polynomial
+from lumber.passes.transforms.polynomial import forest_to_polynomial
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from lumber.ir.polynomial import from_terms
 from lumber.passes.analyses.equivalence import polynomial_difference
 from lumber.passes.transforms.quantize import quantize_ensemble
 from lumber.passes.transforms.recompose_oblivious import _merge_nested, recompose
-from lumber.passes.transforms.to_polynomial import forest_to_polynomial
+from lumber.passes.transforms.polynomial import forest_to_polynomial
 
 
 def corpus(forest: Forest, n_random: int = 32) -> np.ndarray:

@@ -12,7 +12,7 @@ import lumber
 from builders import categorical, make_forest
 from passhelp import assert_matches_forest, with_nan
 from lumber.ir import CompileError, ConditionKind, PostTransform, Task
-from lumber.passes.transforms.to_polynomial import canonical_thresholds, expand_forest, forest_to_polynomial
+from lumber.passes.transforms.polynomial import canonical_thresholds, expand_forest, forest_to_polynomial
 from strategies import boundary_rows, forests
 
 

@@ -12,7 +12,7 @@ from lumber.compiler.pipeline import as_ir
 from lumber.ir import ArrayLike, CompileError, Forest, ModelLike, Polynomial
 from lumber.passes.analyses.attribution import AttributionResult
 from lumber.passes.analyses.attribution import attribution as _attribution
-from lumber.passes.transforms.to_polynomial import DEFAULT_MAX_MONOMIALS, forest_to_polynomial
+from lumber.passes.transforms.polynomial import DEFAULT_MAX_MONOMIALS, forest_to_polynomial
 
 
 def attribution(model: ModelLike, X: ArrayLike, *, polynomial: Polynomial | None = None,

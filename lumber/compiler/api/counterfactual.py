@@ -4,7 +4,7 @@ Resolves the request once (:func:`lumber.compiler.explain.explanation_request`:
 the model, constraints from any accepted form -- keywords give defaults, the
 constraints' ``norm``/``scale``/``target`` override them -- and reference rows),
 fits the isolation forest a ``plausible`` constraint asks for, and solves one
-MILP per case (:func:`lumber.passes.counterfactual.solve_counterfactual`).
+MILP per case (:func:`lumber.passes.analyses.counterfactual.solve_counterfactual`).
 Every returned point is verified with the source model's own ``predict``
 (:class:`~lumber.compiler.explain.SourcePredictor`, boosters included) when a
 model object is given, else with the lowered Forest; batches run in parallel
@@ -22,7 +22,7 @@ import numpy.typing as npt
 from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, explanation_request, source_predictor
 from lumber.ir import ArrayLike, CasesLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Task
 from lumber.ir.domains import Domains
-from lumber.passes.counterfactual import CounterfactualResult, isolation_threshold, solve_counterfactual
+from lumber.passes.analyses.counterfactual import CounterfactualResult, isolation_threshold, solve_counterfactual
 from lumber.passes.targets import class_labels, resolve_target
 
 FloatArray = npt.NDArray[np.float64]

@@ -51,7 +51,7 @@ def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: 
         if solver is not None:
             result = milp_sensitive(forest, Xp, metric, goal, solver, strict=method == "milp", **search)
         elif method == "milp":
-            raise UnsupportedModelError("the counterfactual MILP (lumber.passes.counterfactual) is not available",
+            raise UnsupportedModelError("the counterfactual MILP (lumber.passes.analyses.counterfactual) is not available",
                                         "use method='upper-bound'")
         else:
             search.pop("domains", None)  # the search moves by the metric's kinds (integer, categorical)

@@ -2,7 +2,7 @@
 
 An ensemble's class regions are not unions of one tree's leaves, so projecting
 onto leaves is no longer exact; the exact answer is the counterfactual MILP
-(:func:`milp_sensitive`, used when ``lumber.passes.counterfactual`` exists).
+(:func:`milp_sensitive`, used when ``lumber.passes.analyses.counterfactual`` exists).
 :func:`upper_bound_sensitive` is the bounded method: it searches candidate
 points built from the trees' leaf boxes and keeps the nearest one whose
 decision, evaluated on the whole model, has changed. Every reported point is
@@ -406,7 +406,7 @@ def _milp_targets(labels: tuple[Any, ...], g0: int, goal: Goal) -> list[tuple[in
 def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, solver: Callable[..., Any],
                    *, time_limit: float = 60.0, strict: bool = False, **options: Any) -> SensitiveResult:
     """Exact ensemble sensitive tests: the counterfactual MILP with the same metric, per case and
-    per target decision (``lumber.passes.counterfactual.solve_counterfactual``).
+    per target decision (``lumber.passes.analyses.counterfactual.solve_counterfactual``).
 
     A case whose MILP stops at the time limit keeps the verified point found (not proven minimal);
     when it found none, the upper-bound search fills in. Either way the case is marked inexact.

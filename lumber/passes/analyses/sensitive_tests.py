@@ -13,7 +13,7 @@ Decisions are class indices for classifiers; for regression the caller gives an
 interval and the decision is "prediction inside it or not" (``Goal.interval``).
 
 For an ensemble the class regions are not unions of one tree's leaves: the
-exact answer is the counterfactual MILP (``lumber.passes.counterfactual``, with
+exact answer is the counterfactual MILP (``lumber.passes.analyses.counterfactual``, with
 the same metric and constraints), which :func:`.sensitive.sensitive_tests` uses by default
 (``method="milp"``; a case that hits the solver's time limit is marked inexact).
 ``method="upper-bound"`` runs the bounded search of :mod:`.sensitive_ensemble`
@@ -31,7 +31,7 @@ import numpy.typing as npt
 from lumber.ir import Forest, InputDataError, Norm, Task, UnsupportedModelError
 from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.ir.interp import accumulate, forest_apply
-from lumber.passes.counterfactual import solve_counterfactual
+from lumber.passes.analyses.counterfactual import solve_counterfactual
 from lumber.passes.targets import TargetSet, class_labels, is_classifier, margin_decisions
 
 from .leaf_boxes import LeafBoxes, tree_boxes
@@ -291,7 +291,7 @@ class TestExtractor:
 # -- entry point ---------------------------------------------------------------------------------
 
 def exact_ensemble_solver() -> Callable[..., Any] | None:
-    """The exact solver of ensembles: the counterfactual MILP (``lumber.passes.counterfactual``)."""
+    """The exact solver of ensembles: the counterfactual MILP (``lumber.passes.analyses.counterfactual``)."""
     return solve_counterfactual
 
 

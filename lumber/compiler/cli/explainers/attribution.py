@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lumber.passes.analyses.attribution import attribution
-from lumber.passes.transforms.to_polynomial import forest_to_polynomial
+from lumber.passes.transforms.polynomial import forest_to_polynomial
 
 
 def explain(ctx: Any) -> tuple[dict[str, Any], str]:

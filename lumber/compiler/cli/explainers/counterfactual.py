@@ -17,7 +17,7 @@ import numpy as np
 from lumber.compiler.api.counterfactual import counterfactual
 from lumber.compiler.cli.explainers import parse_target
 from lumber.ir import InputDataError
-from lumber.passes.counterfactual import CounterfactualResult
+from lumber.passes.analyses.counterfactual import CounterfactualResult
 
 
 def explain(ctx: Any) -> tuple[dict[str, Any], str]:

@@ -172,7 +172,7 @@ def _sample(ctx: RuleContext, x0: FloatArray, x: FloatArray, score: float, valid
     dec = decisions(ctx.model, x[None, :])[0]
     viol: tuple[str, ...] = ()
     if ctx.constraints is not None:
-        from lumber.passes.counterfactual.actionability import violations
+        from lumber.passes.analyses.counterfactual.actionability import violations
 
         viol = tuple(violations(ctx.constraints, names, x0, x))
     return CounterfactualSample(x.copy(), changes, describe_decision(ctx.model, dec), valid, score, rule, viol)

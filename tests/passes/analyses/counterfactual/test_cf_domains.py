@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from cf_brute import brute_force
 from lumber.ir import Bound, Constraints, FeatureKind, FeatureRule, Forest, OneHotGroup, Task
 from lumber.ir.domains import DomainKind, Domains, FeatureDomain, infer_domains
-from lumber.passes.counterfactual import solve_counterfactual
+from lumber.passes.analyses.counterfactual import solve_counterfactual
 from strategies import forests
 
 EXAMPLES = int(os.environ.get("CF_EXAMPLES", "20"))

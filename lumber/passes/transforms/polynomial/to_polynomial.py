@@ -32,7 +32,7 @@ from lumber.ir.graph import parents
 from lumber.ir.interp import trees_per_output
 from lumber.ir.polynomial import ConditionKind, Polynomial, expand_products, from_terms, merge_terms
 
-from ..base import PassContext, PassReport, Transform
+from ...base import PassContext, PassReport, Transform
 from .categorical_factors import categorical_factors, category_cells
 from .zero_as_missing import zero_boundaries, zero_feature_factors
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from cf_brute import brute_force, target_margin, task_is_class
 from lumber.ir import FeatureKind, Forest, Task
-from lumber.passes.counterfactual import solve_counterfactual
+from lumber.passes.analyses.counterfactual import solve_counterfactual
 from strategies import THRESHOLDS, forests
 
 NORMS = ["l0", "l1", "l2", "linf"]

@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lumber.ir import FeatureKind, Forest
-from lumber.passes.counterfactual.domain import Grid, NumericDomain
-from lumber.passes.counterfactual.leafcuts import prune_reach
-from lumber.passes.counterfactual.model import MilpModel
-from lumber.passes.counterfactual.problem import build_domains
-from lumber.passes.counterfactual.solve import make_query
-from lumber.passes.counterfactual.trees import classify, reachable
+from lumber.passes.analyses.counterfactual.domain import Grid, NumericDomain
+from lumber.passes.analyses.counterfactual.leafcuts import prune_reach
+from lumber.passes.analyses.counterfactual.model import MilpModel
+from lumber.passes.analyses.counterfactual.problem import build_domains
+from lumber.passes.analyses.counterfactual.solve import make_query
+from lumber.passes.analyses.counterfactual.trees import classify, reachable
 from strategies import forests
 
 

@@ -8,7 +8,7 @@ from sklearn.ensemble import IsolationForest, RandomForestClassifier
 
 import lumber
 from cf_brute import brute_force
-from lumber.passes.counterfactual import isolation_threshold, path_lengths, solve_counterfactual
+from lumber.passes.analyses.counterfactual import isolation_threshold, path_lengths, solve_counterfactual
 
 
 @pytest.fixture(scope="module")

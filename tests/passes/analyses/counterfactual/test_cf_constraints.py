@@ -15,7 +15,7 @@ from lumber.ir import (
     Bound, Constraints, Direction, Event, FeatureEvent, FeatureRule, Implication, InputDataError, LinearRelation,
     Membership, PostTransform, Task,
 )
-from lumber.passes.counterfactual import solve_counterfactual
+from lumber.passes.analyses.counterfactual import solve_counterfactual
 
 # class 1 iff the margin is > 0; several routes to it, with different features
 TREES = [

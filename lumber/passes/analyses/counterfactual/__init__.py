@@ -2,7 +2,7 @@
 
 Entry point for other passes and the public API::
 
-    from lumber.passes.counterfactual import solve_counterfactual
+    from lumber.passes.analyses.counterfactual import solve_counterfactual
 
     res = solve_counterfactual(forest, x, target=1, constraints=None, norm="l1", scale=None, weights=None)
     res.status      # "optimal" | "time_limit" | "infeasible" | "no_solution" | "unverified"
