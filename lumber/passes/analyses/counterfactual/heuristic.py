@@ -11,7 +11,8 @@ Two sources of candidates:
 The best candidate is then pulled back toward the case feature by feature, to
 the split level nearest the original value that keeps it feasible. Searching
 uses a fast leaf-sum margin; the point returned is re-checked with the IR's
-reference evaluation. The result only bounds the optimum from above.
+reference evaluation. The result only bounds the optimum from above. Every
+loop asks the query's :class:`Deadline` and stops with its best point so far.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lumber.ir import Forest
 from lumber.ir.interp import forest_apply, trees_per_output
 
 from . import actionability
+from .deadline import Deadline
 from .domain import Grid
 from .problem import Query, change_pattern
 from .targets import decision_threshold
@@ -58,6 +60,16 @@ def fast_margins(forest: Forest, X: FloatArray) -> FloatArray:
     if s.average:
         m = m / np.maximum(trees_per_output(forest), 1.0)[None, :]
     return m[:, 0] if s.n_outputs == 1 else m
+
+
+def _margins_by(forest: Forest, X: FloatArray, deadline: Deadline, block: int = 512) -> FloatArray | None:
+    """:func:`fast_margins` in blocks of rows; None once ``deadline`` has passed."""
+    parts = []
+    for s in range(0, X.shape[0], block):
+        if deadline.expired():
+            return None
+        parts.append(fast_margins(forest, X[s:s + block]))
+    return np.concatenate(parts) if parts else fast_margins(forest, X)
 
 
 def target_score(q: Query, m: FloatArray) -> FloatArray:
@@ -211,15 +223,16 @@ class Candidates:
         return not actionability.violations(q.constraints, q.names, q.x0, x)
 
 
-def improve(cands: Candidates, x: FloatArray, passes: int = 2) -> FloatArray:
+def improve(cands: Candidates, x: FloatArray, passes: int = 2, deadline: Deadline | None = None) -> FloatArray:
     """Pull each changed feature back toward the case while the point stays feasible."""
     q = cands.q
     cost = q.cost
+    deadline = deadline or Deadline.never()
     for _ in range(passes):
         changed = False
         d = cost.feature_costs(x[None, :])[0]
         for i in np.argsort(-d):
-            if d[i] <= 0:
+            if d[i] <= 0 or deadline.expired():
                 break
             v, v0 = float(x[i]), float(q.x0[i])
             home = [v0] if q.lo[i] <= v0 <= q.hi[i] else []
@@ -250,7 +263,7 @@ WINDOW: int | None = None
 None: every cell (measured best on credit: windows of 8 or 32 cells walked to 1.3x-2.7x dearer points)."""
 
 
-def greedy(cands: Candidates, max_steps: int = 40) -> FloatArray | None:
+def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = None) -> FloatArray | None:
     """Cross one split at a time, best target gain per unit cost; keep the cheapest feasible point seen.
 
     The walk does not stop at the first move that reaches the target (often one expensive
@@ -274,7 +287,10 @@ def greedy(cands: Candidates, max_steps: int = 40) -> FloatArray | None:
     fpos = np.concatenate([np.arange(v.shape[0]) for _, v in moves])
     numeric = np.concatenate([np.full(v.shape[0], not q.categorical[i]) for i, v in moves])
     score_x = float(target_score(q, fast_margins(q.forest, x[None, :]))[0])
+    deadline = deadline or Deadline.never()
     for _ in range(max_steps):
+        if deadline.expired():
+            break
         # per numeric feature: the WINDOW cells nearest the current value on each side, then every 2^k-th
         p = np.concatenate([np.full(v.shape[0], np.searchsorted(v, x[i])) for i, v in moves])
         dist = np.where(fpos >= p, fpos - p, p - 1 - fpos)
@@ -287,7 +303,9 @@ def greedy(cands: Candidates, max_steps: int = 40) -> FloatArray | None:
         if not keep.any():
             break
         X, c = X[keep], c[keep]
-        m = fast_margins(q.forest, X)
+        m = _margins_by(q.forest, X, deadline)
+        if m is None:
+            break
         hit = cands.meets_margins(X, m)
         if hit.any():
             feas = cands.feasible(X[hit]) if cands.coupled else np.ones(int(hit.sum()), dtype=bool)
@@ -307,9 +325,11 @@ def greedy(cands: Candidates, max_steps: int = 40) -> FloatArray | None:
 
 
 def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: FloatArray | None,
-               n_refine: int = 2, nogoods: Sequence[FloatArray] = ()) -> FloatArray | None:
-    """The cheapest feasible point the heuristics find (checked exactly), or None."""
+               n_refine: int = 2, nogoods: Sequence[FloatArray] = (), deadline: Deadline | None = None
+               ) -> FloatArray | None:
+    """The cheapest feasible point the heuristics find (checked exactly) by ``deadline``, or None."""
     cands = Candidates(q, meets, nogoods)
+    deadline = deadline or Deadline.never()
     pool: list[FloatArray] = []
     if reference is not None and len(reference):
         R, rep = cands.repair(np.asarray(reference, dtype=np.float64))
@@ -317,17 +337,19 @@ def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Fl
         if R.shape[0]:
             R = R[np.argsort(q.cost.total(R), kind="stable")]
             for start in range(0, R.shape[0], 1024):  # cheapest first, stop once enough are found
+                if deadline.expired():
+                    break
                 blk = R[start:start + 1024]
                 pool += [blk[j] for j in np.flatnonzero(cands.feasible(blk))[:n_refine - len(pool)]]
                 if len(pool) >= n_refine:
                     break
     # the walk often ends far below the nearest reference rows: its point bounds the MILP's domains
-    g = greedy(cands, max_steps=40)
+    g = greedy(cands, max_steps=40, deadline=deadline)
     if g is not None:
         pool.append(g)
     best, best_cost = None, np.inf
     for x in pool:
-        x = improve(cands, x)
+        x = improve(cands, x, deadline=deadline)
         c = float(q.cost.total(x[None, :])[0])
         if c < best_cost and cands.exact(x):
             best, best_cost = x, c

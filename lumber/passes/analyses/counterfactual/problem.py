@@ -22,6 +22,7 @@ from lumber.ir import Constraints, FeatureKind, Forest, Norm
 from lumber.ir.domains import Domains
 
 from . import actionability
+from .deadline import Deadline
 from .domain import CategoricalDomain, Domain, FixedDomain, Grid, NumericDomain, grid_for
 from .model import LinExpr, MilpModel
 from .leafcuts import add_leaf_cuts, prune_reach
@@ -114,6 +115,8 @@ class Problem:
     encodings: list[ForestEncoding]
     infeasible: str = ""
     """Why the query is infeasible before solving (empty when a MILP was built)."""
+    expired: bool = False
+    """The deadline passed while building: the model is incomplete and must not be solved."""
     linf_col: int = -1
     zcols: dict[int, tuple[int, LinExpr]] = field(default_factory=dict)
     """Per changeable feature: its cost column and the cost expression it equals."""
@@ -243,8 +246,11 @@ def _projection(d: Domain) -> FixedDomain:
 
 
 def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: float | None = None,
-          nogoods: Sequence[FloatArray] = (), leaf_cuts: bool = True) -> Problem:
-    """The MILP of ``q``; see the module docstring for ``cost_bound`` and ``nogoods``."""
+          nogoods: Sequence[FloatArray] = (), leaf_cuts: bool = True, deadline: Deadline | None = None) -> Problem:
+    """The MILP of ``q``; see the module docstring for ``cost_bound`` and ``nogoods``.
+
+    Past ``deadline`` (checked between stages) it stops and returns a Problem marked ``expired``."""
+    expired = deadline.expired if deadline is not None else (lambda: False)
     model = MilpModel()
     lo, hi = q.lo.copy(), q.hi.copy()
     if cost_bound is not None and np.isfinite(cost_bound):
@@ -266,6 +272,8 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
         branching = internal & reach[li] & reach[ri]
         used[f.feature[branching]] = True
         choices.append((ch, reach))
+        if expired():
+            return Problem(q, model, doms, [], expired=True)
     keep = q.coupled() | {i for i, d in enumerate(doms) if used[i]}
     if nogoods:
         keep |= set(range(len(doms)))
@@ -295,9 +303,14 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
     for dom in doms:
         if isinstance(dom, (NumericDomain, CategoricalDomain)):
             dom.finalize(model)
+    if expired():
+        return Problem(q, model, doms, [], expired=True)
     encs = [encode(f, ch, reach, doms, model, name="y" if k == 0 else "y-iso")
             for k, (f, (ch, reach)) in enumerate(zip(forests, choices))]
     prob = Problem(q, model, doms, encs)
+    if expired():
+        prob.expired = True
+        return prob
     prob.linf_col, prob.zcols = q.cost.add_objective(doms, model)
     if cost_bound is not None and np.isfinite(cost_bound) and PRUNE_LEAVES and q.cost.norm in CUTOFF_ROW:
         # The pruned model routes exactly every point within the bound, and the bounding point stays in

@@ -5,12 +5,16 @@ source library when the caller passes one, else ``Forest.evaluate``) and
 against every constraint. If the model does not give the target there -- a
 margin met only within the MIP tolerance, a float32 tie -- the MILP is built
 again with a ten times larger margin, up to ``MARGINS``.
+
+``time_limit`` bounds the whole query through one :class:`Deadline`: the warm
+start may use half of what is left, the solver gets the rest after the model
+is built; at the deadline the best verified point so far comes back as
+``time_limit`` with its proven bound and gap, or ``no_solution`` if there is none.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
@@ -23,6 +27,7 @@ from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
 from lumber.passes.targets import resolve_target
 
 from . import actionability
+from .deadline import Clock, Deadline
 from .heuristic import Candidates, improve, warm_start
 from .objective import CostModel, feature_scales
 from .problem import Problem, Query, build, change_pattern
@@ -185,9 +190,13 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
                          backend: str = "highs", presolve: bool | None = None, threads: int = 1,
                          mip_gap: float = 1e-6, use_warm_start: bool = True, verifier: Verifier | None = None,
                          clip_to_reference: bool = False, domains: Domains | None = None,
-                         highs_options: Sequence[tuple[str, Any]] = ()) -> CounterfactualResult:
-    """The cheapest change of ``x`` that makes ``forest`` predict ``target`` (see the package docstring)."""
-    t0 = time.perf_counter()
+                         highs_options: Sequence[tuple[str, Any]] = (), clock: Clock | None = None
+                         ) -> CounterfactualResult:
+    """The cheapest change of ``x`` that makes ``forest`` predict ``target`` (see the package docstring).
+
+    ``clock`` (default ``time.perf_counter``) is what ``time_limit`` is measured on."""
+    deadline = Deadline.after(time_limit, clock)
+    t0 = deadline.clock()
     queries = make_query(forest, x, target, constraints, norm=norm, scale=scale, weights=weights,
                          reference=reference, isolation=isolation, clip_to_reference=clip_to_reference,
                          domains=domains)
@@ -198,7 +207,6 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
     opts = SolverOptions(backend=backend, time_limit=time_limit, threads=threads, mip_rel_gap=mip_gap,
                          presolve=presolve, highs_options=tuple(highs_options))
     best: CounterfactualResult | None = None
-    deadline = t0 + time_limit
     for q in queries:
         res = _solve_query(q, opts, verify, R if use_warm_start else None, use_warm_start, deadline)
         if k > 1 and res.found:
@@ -207,7 +215,7 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
         if best is None or _better(res, best):
             best = res
     assert best is not None
-    best.total_seconds = time.perf_counter() - t0
+    best.total_seconds = deadline.clock() - t0
     shown = Display(forest, queries[0].domains)
     for r in [best, *best.alternatives]:
         r.display = shown
@@ -250,7 +258,7 @@ def _finish(q: Query, res: CounterfactualResult, x: FloatArray, verify: Verifier
 
 
 def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: FloatArray | None,
-                 use_heuristic: bool, deadline: float, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
+                 use_heuristic: bool, deadline: Deadline, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
     meets: Callable[[FloatArray], npt.NDArray[np.bool_]] = lambda X: forest_meets(q.forest, q.spec, X)
     if not nogoods and bool(meets(q.x0[None, :])[0]):  # the model and its source library both agree
         done = _finish(q, _base(q, OPTIMAL, verify), q.x0.copy(), verify)
@@ -258,21 +266,28 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
             done.cost, done.objective, done.bound, done.gap = 0.0, 0.0, 0.0, 0.0
             done.message = NO_CHANGE
             return done
-    x_h = warm_start(q, meets, reference, nogoods=nogoods) if use_heuristic else None
+    # the warm start may use half of the time left: the model building and the solve need the rest
+    x_h = warm_start(q, meets, reference, nogoods=nogoods, deadline=deadline.share(0.5)) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
     res = _base(q, INFEASIBLE, verify)
     solve_secs = 0.0
     for attempt, eps in enumerate(MARGINS):
-        remaining = deadline - time.perf_counter()
-        prob = build(q, eps=eps, tie_eps=0.0 if attempt == 0 else eps, cost_bound=c_h, nogoods=nogoods)
+        if deadline.expired():  # (a later attempt keeps the earlier, unverified point)
+            if attempt == 0:
+                res.status, res.message = NO_SOLUTION, "time limit reached before solving: no point found"
+            break
+        prob = build(q, eps=eps, tie_eps=0.0 if attempt == 0 else eps, cost_bound=c_h, nogoods=nogoods,
+                     deadline=deadline)
+        remaining = deadline.remaining()
         _size(res, prob)
         res.attempts, res.epsilon = attempt + 1, eps
         if prob.infeasible:
             _clear(res)
             res.status, res.message = INFEASIBLE, prob.infeasible
             break
-        if remaining <= 0:
-            res.status, res.message = NO_SOLUTION, "time limit reached before solving"
+        if remaining <= 0 or prob.expired:
+            if attempt == 0:
+                res.status, res.message = NO_SOLUTION, "time limit reached while building the model: no point found"
             break
         start = prob.assignment(x_h) if x_h is not None else None
         out = solve(prob.model, replace(opts, time_limit=max(remaining, 0.01)), start)
@@ -287,7 +302,7 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
         # polish: the solver's tolerances (about 1e-7) can leave a feature one grid step off its level
         x = prob.point(out.x)
         cands = Candidates(q, meets, nogoods)
-        polished = improve(cands, x)
+        polished = improve(cands, x, deadline=deadline)
         if polished is not x and cands.exact(polished) and not any(
                 np.array_equal(change_pattern(q, polished), pat) for pat in nogoods):
             x = polished
@@ -296,6 +311,8 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
             break
         res.message = f"margin {eps:g} did not verify; retrying with a larger margin"
     res.solve_seconds = solve_secs
+    if res.found and res.status == TIME_LIMIT:
+        _proven_bound(res)
     dearer = res.found and c_h is not None and res.cost > c_h * (1 + 1e-9) + 1e-12
     if x_h is not None and (not res.found or not res.verified or dearer):
         # the solver could not confirm anything better than the heuristic point: report it, unproven
@@ -306,6 +323,7 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
             fallback.n_variables, fallback.n_binaries, fallback.n_rows, fallback.nnz = (
                 res.n_variables, res.n_binaries, res.n_rows, res.nnz)
             fallback.bound, fallback.gap = res.bound, math.nan
+            _proven_bound(fallback)
             return fallback
     if res.found and not (res.verified and not res.violations):
         res.status = UNVERIFIED
@@ -313,6 +331,15 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
     elif res.status == OPTIMAL and res.found:
         res.message = ""
     return res
+
+
+def _proven_bound(res: CounterfactualResult) -> None:
+    """A bound and gap for an unproven point: a cost is never negative, so 0 bounds it when the solver proved
+    nothing better (no bound yet, or the solver never ran)."""
+    if not (math.isfinite(res.bound) and res.bound >= 0):
+        res.bound = 0.0
+    if not (math.isfinite(res.gap) and res.gap >= 0):
+        res.gap = (res.cost - res.bound) / res.cost if res.cost > 0 else 0.0
 
 
 def _clear(res: CounterfactualResult) -> None:
@@ -326,7 +353,7 @@ def _size(res: CounterfactualResult, prob: Problem) -> None:
 
 
 def _diverse(q: Query, first: CounterfactualResult, n: int, opts: SolverOptions, verify: Verifier,
-             reference: FloatArray | None, use_heuristic: bool, deadline: float) -> list[CounterfactualResult]:
+             reference: FloatArray | None, use_heuristic: bool, deadline: Deadline) -> list[CounterfactualResult]:
     """Up to ``n`` more counterfactuals, each with a change pattern not seen before (no-good cuts)."""
     assert first.x is not None
     patterns = [change_pattern(q, first.x)]

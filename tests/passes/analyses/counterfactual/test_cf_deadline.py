@@ -1,0 +1,141 @@
+"""``time_limit`` bounds the whole query (warm start, model building, solve), driven by a fake clock.
+
+No test here measures time: the clock is a number the test moves by hand, so
+each stage sees exactly the deadline the test sets up.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lumber.passes.analyses.counterfactual import solve as solve_mod
+from lumber.passes.analyses.counterfactual import heuristic
+from lumber.passes.analyses.counterfactual.deadline import Deadline
+from lumber.passes.analyses.counterfactual.problem import build
+from lumber.passes.analyses.counterfactual.solve import make_query, solve_counterfactual
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def rf_case():
+    from sklearn.ensemble import RandomForestClassifier
+
+    import lumber
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    m = RandomForestClassifier(n_estimators=15, max_depth=5, random_state=0).fit(X, y)
+    f = lumber.load(m)
+    x = X[np.flatnonzero(m.predict(X) == 0)[0]]
+    return f, X, x
+
+
+def test_deadline_share_and_expiry() -> None:
+    clock = FakeClock()
+    d = Deadline.after(10.0, clock)
+    assert d.remaining() == 10.0 and not d.expired()
+    half = d.share(0.5)
+    clock.now = 4.0
+    assert half.remaining() == 1.0 and d.remaining() == 6.0
+    clock.now = 5.0
+    assert half.expired() and not d.expired()
+    assert Deadline.after(math.inf, clock).share(0.5).remaining() == math.inf
+    assert not Deadline.never().expired()
+
+
+def test_solver_gets_what_is_left(rf_case, monkeypatch) -> None:
+    """With a clock that does not move, HiGHS is given exactly the whole time_limit."""
+    f, X, x = rf_case
+    seen = []
+    real = solve_mod.solve
+
+    def spy(model, opts, start=None):
+        seen.append(opts.time_limit)
+        return real(model, opts, start)
+
+    monkeypatch.setattr(solve_mod, "solve", spy)
+    res = solve_counterfactual(f, x, target=1, reference=X, time_limit=7.0, clock=FakeClock())
+    assert res.status == "optimal" and res.verified
+    assert seen and seen[0] == 7.0
+
+
+def test_warm_start_that_eats_the_budget_returns_its_point_as_time_limit(rf_case, monkeypatch) -> None:
+    f, X, x = rf_case
+    clock = FakeClock()
+    real = solve_mod.warm_start
+
+    def slow_warm_start(*a, **kw):
+        out = real(*a, **kw)
+        clock.now += 100.0  # the warm start ran past the deadline
+        return out
+
+    monkeypatch.setattr(solve_mod, "warm_start", slow_warm_start)
+    monkeypatch.setattr(solve_mod, "solve", lambda *a, **kw: pytest.fail("solver called after the deadline"))
+    res = solve_counterfactual(f, x, target=1, reference=X, time_limit=2.0, clock=clock)
+    assert res.status == "time_limit" and res.found and res.verified and not res.violations
+    assert res.bound == 0.0 and res.gap == 1.0 and res.cost > 0
+    assert "time limit" in res.message
+
+
+def test_no_point_by_the_deadline_says_so(rf_case, monkeypatch) -> None:
+    f, X, x = rf_case
+    clock = FakeClock()
+
+    def fruitless_warm_start(*a, **kw):
+        clock.now += 100.0
+        return None
+
+    monkeypatch.setattr(solve_mod, "warm_start", fruitless_warm_start)
+    monkeypatch.setattr(solve_mod, "solve", lambda *a, **kw: pytest.fail("solver called after the deadline"))
+    res = solve_counterfactual(f, x, target=1, reference=X, time_limit=2.0, clock=clock)
+    assert res.status == "no_solution" and res.x is None and res.timed_out
+    assert "no point found" in res.message
+
+
+def test_warm_start_gets_half_and_stops_at_it(rf_case, monkeypatch) -> None:
+    """The greedy walk asks the deadline before every step and stops once it has passed."""
+    f, X, x = rf_case
+    q = make_query(f, x, target=1)[0]
+    meets = lambda Z: solve_mod.forest_meets(q.forest, q.spec, Z)  # noqa: E731
+    calls = []
+    real = heuristic.fast_margins
+    monkeypatch.setattr(heuristic, "fast_margins", lambda *a: calls.append(1) or real(*a))
+    heuristic.warm_start(q, meets, None)
+    free = len(calls)
+    assert free > 3
+    clock = FakeClock()
+    calls.clear()
+    d = Deadline.after(1.0, clock)
+    clock.now = 1.0
+    assert heuristic.warm_start(q, meets, X, deadline=d) is None  # nothing evaluated after the deadline
+    assert len(calls) <= 1  # the walk's starting score only
+    # passed on: solve_counterfactual gives the warm start half of what is left
+    shares = []
+    real_ws = solve_mod.warm_start
+    monkeypatch.setattr(solve_mod, "warm_start",
+                        lambda *a, deadline, **kw: shares.append(deadline.remaining()) or real_ws(*a, deadline=deadline,
+                                                                                                  **kw))
+    solve_counterfactual(f, x, target=1, time_limit=8.0, clock=FakeClock())
+    assert shares == [4.0]
+
+
+def test_build_stops_at_the_deadline(rf_case) -> None:
+    f, X, x = rf_case
+    q = make_query(f, x, target=1)[0]
+    clock = FakeClock()
+    d = Deadline.after(1.0, clock)
+    assert not build(q, deadline=d).expired
+    clock.now = 2.0
+    prob = build(q, deadline=d)
+    assert prob.expired and not prob.encodings
