@@ -281,7 +281,7 @@ def section_dice(args: argparse.Namespace, out: dict[str, Any]) -> None:
         return
     import pandas as pd
 
-    from lumber.passes.analyses.counterfactual.objective import CostModel
+    from lumber.passes.analyses.change_cost import ChangeCost
     from lumber.ir import Norm
 
     res: dict[str, Any] = {}
@@ -320,8 +320,8 @@ def section_dice(args: argparse.Namespace, out: dict[str, Any]) -> None:
             valid.append(ok)
             if ok and our["x"] is not None:
                 cat = np.array([f.kind.name == "CATEGORICAL" for f in case["forest"].schema.features])
-                cm = CostModel(Norm.L1, x, w[0], w[1], np.where(rng_hi > rng_lo, rng_hi - rng_lo, 1.0), cat)
-                ratios_num += float(cm.total(zx[None, :])[0])
+                cm = ChangeCost(Norm.L1, w[0], w[1], np.where(rng_hi > rng_lo, rng_hi - rng_lo, 1.0), cat)
+                ratios_num += float(cm.distance(x[None, :], zx[None, :])[0])
                 ratios_den += float(our["cost"])
         res[name] = {"validity": float(np.mean(valid)), "R": ratios_num / ratios_den if ratios_den else None,
                      "median_s": float(np.median(times)), "n": len(idx)}

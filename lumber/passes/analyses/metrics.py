@@ -8,7 +8,9 @@ a feature differently, freeze a feature or one of its directions. A
 and plain keyword options. Keywords give defaults; a constraint object
 overrides them (DESIGN.md).
 
-Costs: a numerical change ``dx`` costs ``dx * up[f]`` when it increases the
+Costs are the one cost model of every explanation
+(:class:`~lumber.passes.analyses.change_cost.ChangeCost`), with the spread folded
+into its weights: a numerical change ``dx`` costs ``dx * up[f]`` when it increases the
 value and ``-dx * down[f]`` when it decreases it, with ``up = weight_up /
 spread`` (``spread`` = 1, the standard deviation or the range on reference
 data). A categorical feature (kind CATEGORICAL, or tested by a categorical
@@ -30,11 +32,12 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import (
-    CategoryRule, CompileError, Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
+    CompileError, Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
 )
 
 from lumber.ir.domains import DomainKind, Domains
 
+from .change_cost import ChangeCost
 from .realizable import above, below
 
 
@@ -77,10 +80,9 @@ class Metric:
 
     names: tuple[str, ...]
     input_dtype: str
-    norm: Norm
+    cost: ChangeCost
+    """What a move costs: ``up``/``down`` as its weights, scale 1 (the spread is folded in)."""
     scale: Scale | None
-    up: npt.NDArray[np.float64]
-    down: npt.NDArray[np.float64]
     spread: npt.NDArray[np.float64]
     kind: npt.NDArray[np.int8]
     domain_lo: npt.NDArray[np.float64]
@@ -95,12 +97,22 @@ class Metric:
     upper_relative: npt.NDArray[np.bool_]
     allowed: dict[int, npt.NDArray[np.int64]] = field(default_factory=dict)
     max_changes: int | None = None
-    category_rule: CategoryRule = CategoryRule.LIGHTGBM
-    """How the model reads category codes: a categorical feature changes when its code does."""
 
     @property
     def n_features(self) -> int:
         return len(self.names)
+
+    @property
+    def norm(self) -> Norm:
+        return self.cost.norm
+
+    @property
+    def up(self) -> npt.NDArray[np.float64]:
+        return self.cost.w_up
+
+    @property
+    def down(self) -> npt.NDArray[np.float64]:
+        return self.cost.w_down
 
     @property
     def integer(self) -> npt.NDArray[np.bool_]:
@@ -145,32 +157,15 @@ class Metric:
 
     def feature_costs(self, X0: npt.NDArray[np.float64], P: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """``(n, d)`` cost of moving each feature from ``X0`` to ``P`` (NaN to NaN costs 0)."""
-        P, X0 = np.broadcast_arrays(np.asarray(P, dtype=np.float64), np.asarray(X0, dtype=np.float64))
-        with np.errstate(invalid="ignore"):
-            delta = P - X0
-            c = np.where(delta > 0, delta * self.up, -delta * self.down)
-            changed = ~((P == X0) | (np.isnan(P) & np.isnan(X0)))
-        cat = np.flatnonzero(self.categorical)
-        if cat.size:  # a category changes when its code (under the model's rule) or missingness does
-            from lumber.ir.interp import category_codes
-
-            a, b = P[..., cat], X0[..., cat]
-            changed[..., cat] = ((category_codes(a, self.category_rule) != category_codes(b, self.category_rule))
-                                 | (np.isnan(a) != np.isnan(b)))
-        c = np.where(self.categorical, np.where(changed, self.up, 0.0), np.where(changed, c, 0.0))
-        return np.where(changed & (np.isnan(P) | np.isnan(X0)), np.inf, c)
+        return self.cost.feature_costs(X0, P)
 
     def combine(self, costs: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
         """Norm of per-feature costs."""
-        if self.norm == Norm.L1:
-            return costs.sum(axis=axis)
-        if self.norm == Norm.LINF:
-            return costs.max(axis=axis, initial=0.0)
-        return np.sqrt(np.square(costs).sum(axis=axis))
+        return self.cost.combine(costs, axis)
 
     def distance(self, X0: npt.NDArray[np.float64], P: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Metric distance of each row pair ``(n,)``."""
-        return self.combine(self.feature_costs(X0, P))
+        return self.cost.distance(X0, P)
 
     def describe(self) -> dict[str, Any]:
         """What the metric is, for reports (JSON-ready)."""
@@ -391,13 +386,14 @@ def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", s
     mc = cons.max_changes if cons.max_changes is not None else max_changes
     if mc is not None and (not isinstance(mc, (int, np.integer)) or mc < 0):
         raise InputDataError(f"max_changes must be a non-negative integer, got {mc!r}")
+    cost = ChangeCost(the_norm, w_down=np.where(categorical, w_up, w_down / spread),
+                      w_up=np.where(categorical, w_up, w_up / spread), scale=np.ones(d), categorical=categorical,
+                      category_rule=schema.category_rule)
     return Metric(
-        names=names, input_dtype=schema.input_dtype, norm=the_norm, scale=scale_kind,
-        up=np.where(categorical, w_up, w_up / spread), down=np.where(categorical, w_up, w_down / spread),
+        names=names, input_dtype=schema.input_dtype, cost=cost, scale=scale_kind,
         spread=spread, kind=kind, domain_lo=dlo, domain_hi=dhi, n_codes=n_codes,
         immutable=immutable, increase_only=inc, decrease_only=dec, lower=lower, upper=upper,
         lower_relative=lrel, upper_relative=urel, allowed=allowed, max_changes=None if mc is None else int(mc),
-        category_rule=schema.category_rule,
     )
 
 

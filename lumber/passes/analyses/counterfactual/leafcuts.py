@@ -24,7 +24,7 @@ from lumber.ir import Forest
 
 from .domain import CategoricalDomain, Domain, NumericDomain
 from .model import LinExpr, MilpModel
-from .objective import CostModel
+from .objective import CaseCost
 from .trees import ForestEncoding, NodeChoices
 
 FloatArray = npt.NDArray[np.float64]
@@ -32,7 +32,7 @@ IntArray = npt.NDArray[np.int64]
 
 
 def leaf_costs(forest: Forest, ch: NodeChoices, reach: npt.NDArray[np.bool_], domains: list[Domain],
-               cost: CostModel, features: list[int]) -> tuple[IntArray, FloatArray]:
+               cost: CaseCost, features: list[int]) -> tuple[IntArray, FloatArray]:
     """Reachable leaves and their per-feature minimum costs ``(n_leaves, len(features))``."""
     nodes = np.flatnonzero(reach)
     pos = np.full(forest.n_nodes, -1, dtype=np.int64)
@@ -108,7 +108,7 @@ def leaf_costs(forest: Forest, ch: NodeChoices, reach: npt.NDArray[np.bool_], do
     return leaves, C
 
 
-def add_leaf_cuts(forest: Forest, ch: NodeChoices, enc: ForestEncoding, domains: list[Domain], cost: CostModel,
+def add_leaf_cuts(forest: Forest, ch: NodeChoices, enc: ForestEncoding, domains: list[Domain], cost: CaseCost,
                   zcols: dict[int, tuple[int, LinExpr]], model: MilpModel) -> int:
     """Rows ``z_i >= sum_l c_i(l) y_l`` per tree and feature; returns how many were added."""
     features = sorted(zcols)
@@ -138,11 +138,11 @@ def add_leaf_cuts(forest: Forest, ch: NodeChoices, enc: ForestEncoding, domains:
 
 
 def prune_reach(forest: Forest, ch: NodeChoices, reach: npt.NDArray[np.bool_], domains: list[Domain],
-                cost: CostModel, bound: float) -> npt.NDArray[np.bool_]:
+                cost: CaseCost, bound: float) -> npt.NDArray[np.bool_]:
     """``reach`` without the leaves whose cheapest point costs more than ``bound`` (a known solution's
     cost), and without the nodes left with no reachable leaf.
 
-    The per-feature box of :meth:`CostModel.box` bounds each feature alone; a leaf often needs
+    The per-feature box of :meth:`CaseCost.box` bounds each feature alone; a leaf often needs
     several features moved, each affordable but not all together. No point cheaper than the
     bound lies in such a leaf, so the optimum never routes there.
     """

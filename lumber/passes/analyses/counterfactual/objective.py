@@ -1,10 +1,8 @@
-"""Costs of a change: weighted, asymmetric, scaled l0 / l1 / l2 / linf, and their exact MILP form.
+"""Costs of a change around one case, and their exact MILP form.
 
-The cost of moving one feature is ``d_i = w_up * (x - x0) / s`` upward and
-``w_down * (x0 - x) / s`` downward (``s`` the feature's scale); a categorical
-change costs ``w_up``; under l0 any change costs its direction's weight. The
-norm combines them as ``sum d_i`` (l0, l1), ``sqrt(sum d_i^2)`` (l2) or
-``max d_i`` (linf).
+What a move costs (weighted, asymmetric, scaled l0 / l1 / l2 / linf) is the one cost model
+of every explanation, :class:`~lumber.passes.analyses.change_cost.ChangeCost`; :class:`CaseCost`
+binds it to the original case ``x0`` and writes it into the MILP.
 
 In the MILP the cost of a numeric feature is linear in its ``mu`` between
 levels and equal to the true cost at every level (papers.md, equation 31).
@@ -23,6 +21,7 @@ import numpy.typing as npt
 
 from lumber.ir import InputDataError, Norm, Scale
 
+from ..change_cost import ChangeCost
 from .domain import CategoricalDomain, Domain, FixedDomain, NumericDomain
 from .model import LinExpr, MilpModel
 
@@ -30,67 +29,35 @@ FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
-class CostModel:
-    """Per-feature weights and scales around the original case ``x0``."""
+class CaseCost:
+    """The cost model (:class:`~lumber.passes.analyses.change_cost.ChangeCost`) around the original case ``x0``,
+    with its exact MILP form."""
 
-    norm: Norm
+    cost: ChangeCost
     x0: FloatArray
-    w_down: FloatArray
-    w_up: FloatArray
-    scale: FloatArray
-    categorical: npt.NDArray[np.bool_]
+
+    @property
+    def norm(self) -> Norm:
+        return self.cost.norm
 
     def feature_costs(self, X: FloatArray) -> FloatArray:
         """``d_i`` for every row of ``X`` (shape ``(n, n_features)``)."""
-        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-        x0 = self.x0[None, :]
-        same = (X == x0) | (np.isnan(X) & np.isnan(x0))
-        up = ~same & (X > x0)
-        down = ~same & ~up
-        if self.norm == Norm.L0:
-            d = np.where(up, self.w_up, 0.0) + np.where(down, self.w_down, 0.0)
-        else:
-            with np.errstate(invalid="ignore"):
-                delta = np.abs(X - x0) / self.scale
-            d = np.where(up, self.w_up * delta, 0.0) + np.where(down, self.w_down * delta, 0.0)
-        cat = self.categorical[None, :] & ~same
-        if self.categorical.any():
-            codes_same = np.trunc(X) == np.trunc(x0)
-            d = np.where(self.categorical[None, :], np.where(cat & ~codes_same, self.w_up, 0.0), d)
-        return np.nan_to_num(d, nan=np.inf)
+        return self.cost.feature_costs(self.x0[None, :], np.atleast_2d(np.asarray(X, dtype=np.float64)))
 
     def total(self, X: FloatArray) -> FloatArray:
         """The norm of the change of each row."""
-        d = self.feature_costs(X)
-        if self.norm == Norm.L2:
-            return np.sqrt((d * d).sum(axis=1))
-        if self.norm == Norm.LINF:
-            return d.max(axis=1) if d.shape[1] else np.zeros(d.shape[0])
-        return d.sum(axis=1)
+        return self.cost.combine(self.feature_costs(X))
 
     def to_objective(self, cost: float) -> float:
         """MILP objective value of a change of norm ``cost``."""
-        return cost * cost if self.norm == Norm.L2 else cost
+        return self.cost.to_objective(cost)
 
     def from_objective(self, obj: float) -> float:
-        return float(np.sqrt(max(obj, 0.0))) if self.norm == Norm.L2 else obj
+        return self.cost.from_objective(obj)
 
     def box(self, cost: float) -> tuple[FloatArray, FloatArray]:
         """Per-feature value range a change of norm at most ``cost`` can reach (each ``d_i <= cost``)."""
-        c = cost * (1 + 1e-9) + 1e-12
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if self.norm == Norm.L0:
-                up = np.where(self.w_up <= c, np.inf, 0.0)
-                down = np.where(self.w_down <= c, np.inf, 0.0)
-            else:
-                up = np.where(self.w_up > 0, c / self.w_up * self.scale, np.inf)
-                down = np.where(self.w_down > 0, c / self.w_down * self.scale, np.inf)
-        lo = self.x0 - down
-        hi = self.x0 + up
-        cat_fixed = self.categorical & (self.w_up > c)
-        lo = np.where(cat_fixed, self.x0, np.where(self.categorical, -np.inf, lo))
-        hi = np.where(cat_fixed, self.x0, np.where(self.categorical, np.inf, hi))
-        return np.nan_to_num(lo, nan=-np.inf), np.nan_to_num(hi, nan=np.inf)
+        return self.cost.box(self.x0, cost)
 
     # -- MILP ------------------------------------------------------------------------------
 
@@ -109,11 +76,10 @@ class CostModel:
             d = float(self.feature_costs(X[None, :])[0, i])
             return LinExpr.constant(d * d if self.norm == Norm.L2 else d)
         if isinstance(dom, CategoricalDomain):
-            w = float(self.w_up[i])
-            cost = np.where(dom.codes == dom.x0_code, 0.0, w * w if self.norm == Norm.L2 else w)
+            cost = np.where(dom.codes == dom.x0_code, 0.0, self.cost.change_cost(i))
             return LinExpr(0.0, [int(c) for c in dom.nu], [float(v) for v in cost])
         if self.norm == Norm.L0:
-            return float(self.w_up[i]) * dom.increase_expr() + float(self.w_down[i]) * dom.decrease_expr()
+            return float(self.cost.w_up[i]) * dom.increase_expr() + float(self.cost.w_down[i]) * dom.decrease_expr()
         phi = self.level_costs(dom)
         return LinExpr(float(phi[0]), [int(c) for c in dom.mu], [float(v) for v in np.diff(phi)])
 
@@ -144,19 +110,11 @@ class CostModel:
 
     def axis_costs(self, i: int, values: FloatArray) -> FloatArray:
         """Objective-unit cost of giving numeric feature ``i`` each of ``values`` (others unchanged)."""
-        v = np.asarray(values, dtype=np.float64)
-        x0 = self.x0[i]
-        up, down = v > x0, v < x0
-        if self.norm == Norm.L0:
-            return np.where(up, self.w_up[i], 0.0) + np.where(down, self.w_down[i], 0.0)
-        delta = np.abs(v - x0) / self.scale[i]
-        d = np.where(up, self.w_up[i] * delta, 0.0) + np.where(down, self.w_down[i] * delta, 0.0)
-        return d * d if self.norm == Norm.L2 else d
+        return self.cost.axis_costs(i, float(self.x0[i]), values)
 
     def change_cost(self, i: int) -> float:
         """Objective-unit cost of changing categorical feature ``i``."""
-        w = float(self.w_up[i])
-        return w * w if self.norm == Norm.L2 else w
+        return self.cost.change_cost(i)
 
 
 def feature_scales(scale: Scale | str | None | FloatArray, reference: FloatArray | None, n: int,

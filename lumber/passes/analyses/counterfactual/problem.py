@@ -26,7 +26,7 @@ from .deadline import Deadline
 from .domain import CategoricalDomain, Domain, FixedDomain, Grid, NumericDomain, grid_for
 from .model import LinExpr, MilpModel
 from .leafcuts import add_leaf_cuts, prune_reach
-from .objective import CostModel
+from .objective import CaseCost
 from .targets import TargetSpec, add_target_rows
 from .trees import ForestEncoding, NodeChoices, classify, encode, path_assignment, reachable, register_cuts
 
@@ -45,7 +45,7 @@ class Query:
     forest: Forest
     x0: FloatArray
     spec: TargetSpec
-    cost: CostModel
+    cost: CaseCost
     constraints: Constraints | None
     lo: FloatArray
     hi: FloatArray

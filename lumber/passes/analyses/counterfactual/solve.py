@@ -29,7 +29,8 @@ from lumber.passes.targets import resolve_target
 from . import actionability
 from .deadline import Clock, Deadline
 from .heuristic import Candidates, improve, warm_start
-from .objective import CostModel, feature_scales
+from ..change_cost import ChangeCost
+from .objective import CaseCost, feature_scales
 from .problem import Problem, Query, build, change_pattern
 from .result import CounterfactualResult
 from .solver import INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, SolverOptions, solve
@@ -135,7 +136,7 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
     cat = categorical_features(forests)
     names = schema.feature_names
     down, up = _weights(weights, cons, names)
-    cost = CostModel(Norm.parse(norm), x0, down, up, feature_scales(scale, R, len(names), cat), cat)
+    cost = CaseCost(ChangeCost(Norm.parse(norm), down, up, feature_scales(scale, R, len(names), cat), cat), x0)
     if cons is not None:
         lo, hi = cons.bounds(names, x0)
     else:
