@@ -28,11 +28,17 @@ ZERO_THRESHOLD = 1.0000000180025095e-35
 double 1e-35): with ``missing_zero`` a value with ``|x| <= ZERO_THRESHOLD`` is missing."""
 
 
+OUT_OF_DICTIONARY = "<OOD>"
+"""YDF's code-0 item: every label not in the dictionary is read as it (YDF's own unknown-category rule)."""
+
+
 def _frame_to_array(schema: Schema, frame: Any) -> npt.NDArray[np.float64]:
     """A pandas DataFrame -> float64 array in the schema's column order (labels mapped to codes).
 
     Columns bind by name (``binding.bind``): never by position unless the frame
-    or the model carries no names.
+    or the model carries no names. A feature that records its category labels
+    reads labels only, never codes: a label that looks like a number ("2") is
+    the label "2", not code 2.
     """
     import pandas as pd
 
@@ -43,37 +49,73 @@ def _frame_to_array(schema: Schema, frame: Any) -> npt.NDArray[np.float64]:
         col = frame.iloc[:, j]
         if isinstance(col.dtype, pd.CategoricalDtype):
             col = col.astype(object)
+        if feat.categories is not None:
+            out[j] = _label_codes(schema, feat, col)
+            continue
         if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_numeric_dtype(col.dtype):
             out[j] = col.to_numpy(dtype=np.float64, na_value=np.nan)
             continue
-        # text labels: map through the feature's categories
-        if feat.categories is None:
-            num = pd.to_numeric(col, errors="coerce")
-            bad = num.isna() & col.notna()
-            if bad.any():
-                row = int(np.flatnonzero(bad.to_numpy())[0])
-                raise InputDataError(
-                    f"column '{feat.name}' holds non-numeric value {col.iloc[row]!r} (row {row + 1})",
-                    f"feature '{feat.name}' is {feat.kind.name.lower()}: it accepts numbers")
-            out[j] = num.to_numpy(dtype=np.float64)
-            continue
-        # labels by their text (as the categories were recorded), else numbers taken as codes
-        lookup = {str(c): float(i) for i, c in enumerate(feat.categories)}
-        present = col.notna().to_numpy()
-        codes = np.array(col.astype(str).map(lookup), dtype=np.float64)
-        codes[~present] = np.nan
-        other = present & np.isnan(codes)
-        if other.any():
-            num = pd.to_numeric(col[other], errors="coerce").to_numpy(dtype=np.float64)
-            if np.isnan(num).any():
-                row = int(np.flatnonzero(other)[np.flatnonzero(np.isnan(num))[0]])
-                shown = ", ".join(map(str, feat.categories[:8]))
-                raise InputDataError(
-                    f"column '{feat.name}' holds unknown category {col.iloc[row]!r} (row {row + 1})",
-                    f"known categories: {shown}{', ...' if len(feat.categories) > 8 else ''}")
-            codes[other] = num
-        out[j] = codes
+        num = pd.to_numeric(col, errors="coerce")
+        bad = num.isna() & col.notna()
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputDataError(
+                f"column '{feat.name}' holds non-numeric value {col.iloc[row]!r} (row {row + 1})",
+                f"feature '{feat.name}' is {feat.kind.name.lower()}: it accepts numbers")
+        out[j] = num.to_numpy(dtype=np.float64)
     return np.ascontiguousarray(out.T)
+
+
+def _number(v: Any) -> float | None:
+    """``v`` as a number when it is one (numbers and numeric labels compare by value: 2 == 2.0)."""
+    if isinstance(v, (bool, np.bool_)) or v is None:
+        return None
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        f = float(v)
+        return f if f == f else None
+    return None
+
+
+def _label_codes(schema: Schema, feat: Any, col: Any) -> npt.NDArray[np.float64]:
+    """Codes of a column of category labels: by label text (numbers by value), missing stays NaN.
+
+    A label the model does not know follows the model's rule for unknown
+    categories where it has one (YDF: ``<OOD>``, code 0); otherwise it is an
+    error naming the column, the row and the accepted labels, never a guess.
+    """
+    import pandas as pd
+
+    cats = feat.categories
+    by_text = {str(c): i for i, c in enumerate(cats)}
+    by_value: dict[float, int] = {}
+    for i, c in enumerate(cats):
+        v = _number(c)
+        if v is None and isinstance(c, str):
+            try:
+                v = float(c) if c.strip() else None
+            except ValueError:
+                v = None
+        if v is not None and v == v:
+            by_value.setdefault(v, i)
+    idx, uniques = pd.factorize(col, use_na_sentinel=True)  # each distinct label looked up once
+    ood = (0 if cats and cats[0] == OUT_OF_DICTIONARY and schema.source.get("library") == "ydf" else None)
+    table = np.empty(len(uniques) + 1, dtype=np.float64)
+    table[-1] = np.nan  # idx -1: missing
+    for u, v in enumerate(uniques):
+        num = _number(v)
+        code = by_value.get(num) if num is not None else by_text.get(str(v))
+        if code is None:
+            if ood is None:
+                row = int(np.flatnonzero(idx == u)[0])
+                shown = ", ".join(map(str, cats[:8]))
+                raise InputDataError(
+                    f"column '{feat.name}' holds unknown category {v!r} (row {row + 1})",
+                    f"known categories: {shown}{', ...' if len(cats) > 8 else ''}",
+                    "categories bind by label, never by code; this model has no rule for unknown labels")
+            code = ood
+        table[u] = code
+    codes = table[idx]
+    return codes
 
 
 def prepare_input(schema: Schema, X: Any) -> npt.NDArray[np.float64]:

@@ -39,6 +39,9 @@ def test_artifacts_predict_and_inspect(files, emit: str, suffix: str, capsys: py
     assert main(["inspect", str(art), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["target"] == emit and info["fingerprint"][:16] in printed and info["features"] == 4
+    from lumber.compiler.targets import get_target
+
+    assert info["artifact"] == get_target(emit).what  # the target registry's words, not a copy of them
     assert main(["inspect", str(art)]) == 0
     assert f"from the model with fingerprint {info['fingerprint']}" in capsys.readouterr().out
     assert main(["predict", str(art), str(d / "cases.csv")]) == 0

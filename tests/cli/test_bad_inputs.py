@@ -33,6 +33,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         .booster_.save_model(str(d / "model.txt"))
     X.iloc[:5].to_csv(d / "cases.csv", index=False)
     X.assign(income=y).to_csv(d / "train.csv", index=False)
+    labelled = X.assign(Sex=pd.Categorical(np.where(X.Sex > 0, "M", "F")))  # a feature that records its labels
+    lgb.LGBMClassifier(n_estimators=4, num_leaves=4, verbose=-1, min_child_samples=5).fit(labelled, y) \
+        .booster_.save_model(str(d / "labelled.txt"))
     files: dict[str, str | bytes] = {
         "empty.csv": "", "header_only.csv": "Age,Hours,Sex\n", "ragged.csv": "Age,Hours,Sex\n30,40,1\n31,2\n",
         "long_row.csv": "Age,Hours,Sex\n30,40,1,9\n", "dup.csv": "Age,Age,Sex\n30,40,1\n",
@@ -46,6 +49,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "bad.lum": "Age: incrase\nnorm l3\n", "nonutf8.lum": b"Age: increase \xff\n",
         "bad.toml": "[model\npath = 1\n", "wrong_keys.toml": '[model]\npath = "nope.txt"\nbogus = 3\n',
         "not_report.json": '{"a": 1}',
+        "sex_as_code.csv": "Age,Hours,Sex\n30,40,1\n",  # 1 is a code of Sex, not one of its labels (F, M)
+        "no_header_label.toml": '[model]\npath = "model.txt"\n[data]\ncases = "no_header.csv"\nheader = false\n'
+                                'label = "income"\n',
     }
     files.update(_damaged_model_files(d / "model.txt", d))
     for name, text in files.items():
@@ -121,6 +127,13 @@ def _argvs(c: dict[str, Path]) -> list[list[str]]:
                 ["compile", m, "--emit", "lumber", "--passes", "polynomial", "-o", o],
                 ["explain", m, cases, "--attribution", "-o", o], ["init-constraints", m, "-o", o],
                 ["batch", m, cases, "--sensitive", "-o", o]]
+    for bad in ("cases.csv", "empty.csv", "ragged.csv", "long_row.csv"):  # --no-header: no header row, by position
+        out += [["report", m, str(d / bad), "--no-header", "-o", str(d / "r4")],
+                ["predict", m, str(d / bad), "--no-header"]]
+    labelled = str(c["labelled.txt"])
+    out += [["predict", labelled, str(c["sex_as_code.csv"])], ["explain", labelled, str(c["sex_as_code.csv"]),
+                                                               "--sensitive"],
+            ["build", str(c["no_header_label.toml"])], ["build", str(c["bad.toml"]), "--no-header"]]
     out += [["report", m, cases, "-o", str(d / "afile")], ["report", "--render", str(c["not_report.json"])],
             ["report", "--render", str(d / "missing.json")], ["report", "--render", str(c["garbage.txt"])],
             ["report", m], ["build", str(c["bad.toml"])], ["build", str(c["wrong_keys.toml"])],

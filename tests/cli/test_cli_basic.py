@@ -109,7 +109,7 @@ def test_missing_file_and_bad_data(model_file: Path, tmp_path: Path, capsys: pyt
 
 def test_unwritable_output(model_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "d.csv"
-    pd.DataFrame({"a": [1.0], "c": [1]}).to_csv(data, index=False)
+    pd.DataFrame({"a": [1.0], "c": ["y"]}).to_csv(data, index=False)
     assert main(["predict", str(model_file), str(data), "-o", str(tmp_path / "no" / "dir" / "p.csv")]) == 0
     assert (tmp_path / "no" / "dir" / "p.csv").is_file()  # one rule everywhere: missing folders are created
     assert main(["predict", str(model_file), str(data), "-o", str(data / "p.csv")]) == 2

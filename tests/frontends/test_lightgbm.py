@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import lumber
 from lumber.compiler.frontends.lightgbm import from_lightgbm, load_lightgbm_text
 from lumber.compiler.frontends.lightgbm_text import parse_lightgbm_text
-from lumber.ir import FeatureKind, Forest, ModelFormatError, PostTransform, Task, UnsupportedModelError
+from lumber.ir import FeatureKind, Forest, InputDataError, ModelFormatError, PostTransform, Task, UnsupportedModelError
 from lumber.ir.forest import ZERO_THRESHOLD
 
 lgb = pytest.importorskip("lightgbm")
@@ -322,6 +322,13 @@ def test_pandas_categorical_labels() -> None:
     assert f.schema.features[1].categories == ("blue", "green", "grey", "red")
     assert f.schema.features[2].categories == (10, 20, 30)
     np.testing.assert_array_equal(f.evaluate(df), b.predict(df, raw_score=True))
+    # the same rows as a CSV holds them (plain numbers and text, no pandas categories): bound by label, not code
+    plain = df.assign(color=df["color"].astype(str), size=df["size"].astype(int))
+    np.testing.assert_array_equal(f.evaluate(plain), b.predict(df, raw_score=True))
+    np.testing.assert_array_equal(f.evaluate(plain.assign(size=plain["size"].astype(float))),
+                                  b.predict(df, raw_score=True))
+    with pytest.raises(InputDataError, match=r"(?s)column 'size' holds unknown category 2 \(row 1\).*10, 20, 30"):
+        f.evaluate(plain.assign(size=2))  # a valid code of 'size', but not one of its labels
 
 
 def test_single_leaf_trees() -> None:

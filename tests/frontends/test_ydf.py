@@ -180,3 +180,24 @@ def test_backends_and_explainers_accept_the_lowered_forest(data: pd.DataFrame) -
     assert_backends_accept(f, X)
     rf = from_ydf(ydf.RandomForestLearner(label="label", num_trees=3, max_depth=3, **ALL_LABELS).train(df, verbose=0))
     assert_explainers_accept(rf, np.nan_to_num(X[:300]))
+
+
+def test_numeric_looking_labels_bind_by_label_and_unknown_ones_go_to_ood() -> None:
+    """Labels "1".."4" whose dictionary order differs from their values, plus labels YDF never saw ("9", "0"):
+    lumber reads labels, never codes, and sends unknown labels to <OOD> (code 0) as YDF does."""
+    rng = np.random.default_rng(0)
+    n = 600
+    c = rng.choice(["1", "2", "3", "4"], size=n, p=[0.25, 0.3, 0.4, 0.05])
+    x = rng.random(n)
+    df = pd.DataFrame({"c": c, "x": x, "label": ((c == "2") | (c == "4") | (x > 0.7)).astype(int)})
+    model = ydf.GradientBoostedTreesLearner(label="label", num_trees=6, max_depth=3,
+                                            min_vocab_frequency=1).train(df, verbose=0)
+    f = from_ydf(model)
+    cats = f.schema.features[0].categories
+    assert cats[0] == "<OOD>" and list(cats[1:]) != ["1", "2", "3", "4"]  # codes are not the labels' values
+    probe = pd.DataFrame({"c": ["1", "2", "3", "4", "9", "0", "<OOD>", None] * 2, "x": [0.2] * 8 + [0.9] * 8})
+    theirs = np.asarray(model.predict(probe), dtype=np.float64)
+    np.testing.assert_allclose(f.predict_proba(probe)[:, 1], theirs, rtol=RTOL, atol=1e-6)
+    as_numbers = probe.assign(c=pd.to_numeric(probe["c"], errors="coerce"))  # a CSV read 1, 2, ... as numbers
+    keep = probe["c"].ne("<OOD>").to_numpy()
+    np.testing.assert_allclose(f.predict_proba(as_numbers[keep])[:, 1], theirs[keep], rtol=RTOL, atol=1e-6)

@@ -55,7 +55,7 @@ class State:
 
     def data_hashes(self) -> dict[str, str | None]:
         h = self.inp.hashes
-        return {r: h.get(r) for r in ("train", "validation", "cases")}
+        return {r: h.get(r) for r in ("train", "validation", "cases", "data_header")}
 
 
 def run_passes(st: State) -> None:

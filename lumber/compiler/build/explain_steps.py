@@ -54,7 +54,8 @@ def _analysis_key(st: State, name: str, **extra: Any) -> str:
     ex = cfg.explain
     return digest(name, inp.hashes["model"], inp.hashes.get("cases"), inp.hashes.get("train"),
                   inp.hashes.get("validation"), inp.hashes.get("constraints"), cfg.data.max_cases, cfg.seed,
-                  ex.norm, ex.scale, ex.time_limit, ex.target, ex.pi, ex.pi_c, ex.samples, extra)
+                  ex.norm, ex.scale, ex.time_limit, ex.target, ex.pi, ex.pi_c, ex.samples, extra,
+                  *(() if cfg.data.header else ("no-header",)))
 
 
 def attribution(st: State) -> None:
@@ -77,7 +78,8 @@ def attribution(st: State) -> None:
         return _plain(d)
 
     role = next(r for r in ("train", "validation", "cases") if inp.table(r) is rows)
-    key = digest("attribution", inp.hashes["model"], role, inp.hashes.get(role), st.inp.config.data.max_cases)
+    key = digest("attribution", inp.hashes["model"], role, inp.hashes.get(role), st.inp.config.data.max_cases,
+                 *(() if st.inp.config.data.header else ("no-header",)))
     st.results["attribution"] = st.step("attribution", key, compute).result
 
 

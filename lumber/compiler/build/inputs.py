@@ -152,6 +152,8 @@ def prepare(cfg: BuildConfig, output: Path | None = None) -> Inputs:
     err.raise_if_any()
     hashes = {role: file_hash(p) for role, p in files.items()}
     hashes["build_file"] = hashlib.sha256(cfg.text.encode()).hexdigest()
+    if not cfg.data.header:  # the same bytes read another way (set by --no-header, not by the file's text)
+        hashes["data_header"] = "none"
     forest = _load_model(cfg, err)
     inp = Inputs(cfg, forest, hashes, output=out, cache=cfg.output.cache.resolve())
     for role in ("train", "validation", "cases"):
@@ -188,6 +190,10 @@ def _check_settings(cfg: BuildConfig, err: _Errors) -> None:
         if a not in ex.analyses:
             err.add(f"[check] require names '{a}', which [explain] analyses does not run", "check", "require",
                     f"add '{a}' to [explain] analyses or remove it from require")
+    if not data.header and data.label is not None:
+        err.add("a label column needs a header row naming it", "data", "label",
+                "with header = false (--no-header) every column is a feature, in the model's order: "
+                "add a header row, or drop the label column and the label key")
     if cfg.check.require and data.cases is None:
         err.add("[check] require needs cases to explain", "check", "require", "set [data] cases = \"cases.csv\"")
     needs_rows = "rules" in ex.analyses and ("cases" in cfg.report.sections or "regional" in cfg.report.sections)
@@ -216,7 +222,7 @@ def _read_table(cfg: BuildConfig, role: str, path: Path, forest: Forest, err: _E
 
     section, name = ROLE_KEYS[role]
     try:
-        frame = read_frame(path)
+        frame = read_frame(path, header=cfg.data.header, names=forest.schema.feature_names)
     except LumberError as exc:
         err.from_exc(exc, section, name)
         return None

@@ -79,6 +79,8 @@ class DataSpec:
     cases: Path | None = key("path", "cases to explain in the report")
     label: str | None = key("str", "label column of train/validation (not a feature)")
     max_cases: int = key("int", "explain at most this many cases (the first rows)", 20, minimum=1)
+    header: bool = key("bool", "the CSV files start with a header row naming their columns, which bind by name "
+                               "(false, as --no-header: the columns are the model's features, in order)", True)
 
 
 @dataclass(frozen=True)

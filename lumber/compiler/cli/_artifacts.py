@@ -10,9 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-ARTIFACT_KINDS = {"c": "C shared library", "table": "oblivious decision tables", "table-c": "oblivious tables (C)",
-                  "onnx": "ONNX model", "numpy": "lumber IR", "c-source": "C source"}
-
 
 def compiled_artifact(path: str | Path) -> Any | None:
     """The predictor of a compiled artifact at ``path``, or None when the file is a model (or not lumber's)."""
@@ -58,9 +55,11 @@ def model_or_artifact(path: str | Path) -> Any:
 
 def describe(path: str | Path, pred: Any) -> dict[str, Any]:
     """What ``inspect`` says about an artifact: its kind, the model it came from, its inputs and outputs."""
+    from lumber.compiler.targets import TARGETS, get_target
+
     schema = pred.schema
-    return {
-        "artifact": ARTIFACT_KINDS.get(pred.target, pred.target), "target": pred.target,
+    return {  # the target registry owns what each artifact is (Target.what)
+        "artifact": get_target(pred.target).what if pred.target in TARGETS else pred.target, "target": pred.target,
         "fingerprint": pred.fingerprint, "source": dict(schema.source), "task": schema.task.name.lower(),
         "outputs": schema.n_outputs, "features": schema.n_features, "feature_names": list(schema.feature_names),
         "input_dtype": schema.input_dtype, "bytes": Path(path).stat().st_size,

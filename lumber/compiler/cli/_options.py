@@ -44,10 +44,12 @@ def add_rows(p: argparse.ArgumentParser, what: str = "explain") -> None:
     p.add_argument("--rows", metavar="SELECTION", help=ROWS_HELP.replace("rows to use", f"rows to {what}"))
 
 
-def add_no_header(p: argparse.ArgumentParser) -> None:
+def add_no_header(p: argparse.ArgumentParser, more: str = "") -> None:
+    """The one ``--no-header``: every CSV the command reads has no header row (positional binding on request)."""
     p.add_argument("--no-header", action="store_true",
                    help="the CSV files have no header row: take their columns by position, in the model's "
-                        "feature order (default: a header row names the columns, which bind by name)")
+                        "feature order (default: a header row names the columns, which bind by name)"
+                        + (f" {more}" if more else ""))
 
 
 def add_scale(p: argparse.ArgumentParser, default_help: str = "default: none") -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import _options
+
 NAME = "build"
 HELP = "compile, check and explain a model as a lumber.toml build file says; write artifacts + report"
 DESCRIPTION = (
@@ -23,11 +25,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="rebuild every step, ignoring the cache")
     p.add_argument("--keys", action="store_true",
                    help="print every build-file key with its default (a template) and exit")
-    p.add_argument("-q", "--quiet", action="store_true", help="print only failures")
+    _options.add_no_header(p, "(overrides the build file's [data] header)")
+    _options.add_quiet(p, "print only failures (no progress)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from lumber.compiler.build import build, key_table, print_summary
+    from dataclasses import replace
+
+    from lumber.compiler.build import build_config, key_table, load_build_file, print_summary
 
     if args.keys:
         section = None
@@ -41,7 +46,10 @@ def run(args: argparse.Namespace) -> int:
                 print((f"{key} = {default}" if default else f"# {key} =").ljust(40) + f"  # {doc}")
         return 0
     log = None if args.quiet else (lambda s: print(s, flush=True))
-    result = build(args.build_file, output=args.output, force=args.force, log=log)
+    cfg = load_build_file(args.build_file)
+    if args.no_header:
+        cfg = replace(cfg, data=replace(cfg.data, header=False))
+    result = build_config(cfg, output=args.output, force=args.force, log=log)
     if not args.quiet:
         print_summary(result, sys.stdout)
     failed = result.failed

@@ -9,6 +9,7 @@ report.json, e.g. after upgrading lumber, byte-for-byte reproducibly.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import re
 import sys
@@ -32,6 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train", help="training CSV (scaling, rules, plausibility, attribution)")
     p.add_argument("--valid", help="validation CSV (pruning, exactness checks)")
     p.add_argument("--label", help="label column of --train/--valid")
+    _options.add_no_header(p)
     p.add_argument("--constraints", help="constraint file (.lum), echoed in the report")
     p.add_argument("--passes", default="", help="pass pipeline to report on")
     p.add_argument("--targets", default="", help="compile targets to check and report, e.g. c,onnx")
@@ -55,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 FLAGS = {"data": {"train": "--train", "validation": "--valid", "cases": "CASES", "label": "--label",
-                  "max_cases": "--max-cases"},
+                  "max_cases": "--max-cases", "header": "--no-header"},
          "explain": {"analyses": "--analyses", "scale": "--scale", "norm": "--norm", "target": "--target"},
          "report": {"sections": "--sections", "formats": "--formats"}, "compile": {"passes": "--passes",
                                                                                   "targets": "--targets"},
@@ -90,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "model": {"path": args.model},
         "data": {k: v for k, v in (("train", args.train), ("validation", args.valid), ("cases", args.cases),
-                                   ("label", args.label)) if v is not None} | {"max_cases": args.max_cases},
+                                   ("label", args.label)) if v is not None} | {"max_cases": args.max_cases}
+                | ({"header": False} if args.no_header else {}),
         "compile": {"passes": args.passes, "targets": _list(args.targets)},
         "explain": {"analyses": _list(args.analyses or ("attribution,sensitive,counterfactual"
                                                          + (",rules" if args.train else ""))),
@@ -128,12 +131,18 @@ def _say_cases(args: argparse.Namespace) -> None:
     if args.quiet:
         return
     try:
-        n = len(read_frame(args.cases))
-    except LumberError:
+        n = _count_rows(args.cases) if args.no_header else len(read_frame(args.cases))
+    except (LumberError, OSError, UnicodeDecodeError, csv.Error):
         return  # the build's input check reports it, at the right place
     k = min(n, args.max_cases)
     more = f"; --max-cases {n} explains all of them" if k < n else ""
     print(f"report: explaining {k} of the {n} cases in {args.cases}{more}", file=sys.stderr, flush=True)
+
+
+def _count_rows(path: str) -> int:
+    """Rows of a CSV without a header row (the build reads and checks it against the model later)."""
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        return sum(1 for rec in csv.reader(fh) if any(c.strip() for c in rec))
 
 
 def _render(args: argparse.Namespace) -> int:
