@@ -66,6 +66,20 @@ def test_binned_walk_is_chosen_and_coded_exactly() -> None:
         emit_source(numeric_nan(), COptions(walk="fast"))
 
 
+@needs_cc
+def test_portable_binned_step_matches_reference(tmp_path: Path) -> None:
+    """The binned step in plain C (compilers without GNU x86-64 inline assembly) routes as the assembly
+    step the other tests cover: every hand-built case that has a binned walk, on its boundary corpus."""
+    cases = [(f"p_{name}", mk()) for name, mk in sorted(CASES.items())]
+    cases = [(p, f) for p, f in cases if _binnable(f)]
+    sources = [emit_source(f, COptions(prefix=p, walk="binned")).text() for p, f in cases]
+    build_shared(sources, tmp_path / "p.so", BuildOptions(warnings_as_errors=True,
+                                                          extra_flags=("-O1", "-DLUMBER_PORTABLE_STEP")))
+    assert len(cases) >= 5
+    for p, f in cases:
+        assert_same(CLibrary(tmp_path / "p.so", prefix=p), f, corpus(f))
+
+
 def _random_forests(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest], opt: str) -> None:
     variants: list[bool | str] = ["binned", "values", True]
     libs = build_many([(f"m{i}", f, variants[i % 3] if variants[i % 3] != "binned" or _binnable(f) else "auto")

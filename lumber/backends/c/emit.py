@@ -208,6 +208,7 @@ def emit_source(forest: Forest, options: COptions | None = None, *, fp: str | No
         "LUMBER_BINNED": str(int(bins is not None)),
         "LUMBER_WALK_T": f"uint{bins.bits}_t" if bins is not None else in_t,
         "LUMBER_WALK_STRIDE": str(bins.row_stride if bins is not None else lay.row_stride),
+        "LUMBER_WALK_BYTES": str(bins.bits // 8 if bins is not None else 8 // (1 + single)),
     }
     meta["walk"] = f"binned{bins.bits}" if bins is not None else "values"
     header = (_template("api.h").replace("@PREFIX@", options.prefix).replace("@IN_T@", in_t)
@@ -263,8 +264,8 @@ def auto_block(bins: BinTables | None) -> int:
 def _bin_arrays(bins: BinTables, child: npt.NDArray[np.int64], single: bool) -> str:
     # slot order as L_NODES, with the same padding leaf at the end
     childs = child.tolist() + [child.shape[0]]
-    nodes = [f"{{{c}, {col}, {k}}}" for c, col, k in zip(childs, bins.column.tolist() + [0],
-                                                         bins.code.tolist() + [2**bins.bits - 1])]
+    nodes = [f"{{{{{k}, {col}, {c}}}}}" for c, col, k in zip(childs, bins.column.tolist() + [0],
+                                                             bins.code.tolist() + [2**bins.bits - 1])]
     out = [_array("lumber_wnode", "L_WNODES", nodes, per_line=6)]
     out.append(_array("int32_t", "L_BIN_OFF", [str(v) for v in bins.offset.tolist()], per_line=16))
     out.append(_array("int32_t", "L_BIN_SIZE", [str(v) for v in bins.size.tolist()], per_line=16))

@@ -9,6 +9,7 @@ typedef struct { int32_t root; int32_t output; int32_t steps; int32_t mode; } lu
 /* A category set: a bitset of `size` words, or a sorted list of `size` codes. */
 typedef struct { uint32_t offset; uint32_t size; uint32_t is_list; } lumber_catset;
 #if LUMBER_BINNED
-/* One node slot of a binned walk: go right iff row[col] > thr (codes; leaves: the largest code). */
-typedef struct { int32_t child; uint16_t col; LUMBER_WALK_T thr; } lumber_wnode;
+/* One node slot of a binned walk: go right iff row[col] > thr (codes; leaves: the largest code).
+ * Eight bytes, so one 64-bit load brings threshold and child together (`all`). */
+typedef union { struct { uint16_t thr; uint16_t col; int32_t child; } f; uint64_t all; } lumber_wnode;
 #endif

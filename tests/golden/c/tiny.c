@@ -29,6 +29,7 @@
 #define LUMBER_BINNED 1
 #define LUMBER_WALK_T uint8_t
 #define LUMBER_WALK_STRIDE 6
+#define LUMBER_WALK_BYTES 1
 #define LUMBER_FN(name) lumber_##name
 
 /* Public interface of a lumber-compiled tree ensemble (generated; do not edit).
@@ -86,8 +87,9 @@ typedef struct { int32_t root; int32_t output; int32_t steps; int32_t mode; } lu
 /* A category set: a bitset of `size` words, or a sorted list of `size` codes. */
 typedef struct { uint32_t offset; uint32_t size; uint32_t is_list; } lumber_catset;
 #if LUMBER_BINNED
-/* One node slot of a binned walk: go right iff row[col] > thr (codes; leaves: the largest code). */
-typedef struct { int32_t child; uint16_t col; LUMBER_WALK_T thr; } lumber_wnode;
+/* One node slot of a binned walk: go right iff row[col] > thr (codes; leaves: the largest code).
+ * Eight bytes, so one 64-bit load brings threshold and child together (`all`). */
+typedef union { struct { uint16_t thr; uint16_t col; int32_t child; } f; uint64_t all; } lumber_wnode;
 #endif
 
 static const lumber_node L_NODES[13] = {
@@ -143,9 +145,9 @@ static const int32_t L_FASTCAT_FEATURES[1] = {
 static const char L_FINGERPRINT[] = "8abd7f31c5bf08aac3e27c6d7841a344d392de841960cf6b4e10d1d5a76f05a1";
 static const char L_METADATA[] = "{\"abi_version\": 1, \"fingerprint\": \"8abd7f31c5bf08aac3e27c6d7841a344d392de841960cf6b4e10d1d5a76f05a1\", \"generator\": \"lumber\", \"input_dtype\": \"float64\", \"lumber_version\": \"VERSION\", \"n_trees\": 2, \"prefix\": \"lumber\", \"schema\": {\"accumulate_dtype\": \"float64\", \"allow_inf\": true, \"allow_nan\": true, \"average\": false, \"base_score\": [0.0], \"category_rule\": \"lightgbm\", \"classes\": null, \"decision\": \"proba\", \"features\": [{\"kind\": \"numerical\", \"name\": \"x0\"}, {\"categories\": [0, 1, 2, 3, 4, 5], \"kind\": \"categorical\", \"name\": \"c\"}], \"input_dtype\": \"float64\", \"isolation_c\": 1.0, \"isolation_offset\": 0.0, \"n_outputs\": 1, \"post_transform\": \"identity\", \"sigmoid_alpha\": 1.0, \"source\": {}, \"task\": \"regression\"}, \"walk\": \"binned8\"}";
 static const lumber_wnode L_WNODES[13] = {
-  {1, 4, 0}, {3, 2, 0}, {5, 5, 0}, {3, 0, 255}, {4, 0, 255}, {5, 0, 255},
-  {6, 0, 255}, {8, 2, 1}, {10, 4, 0}, {9, 0, 255}, {10, 0, 255}, {11, 0, 255},
-  {12, 0, 255}
+  {{0, 4, 1}}, {{0, 2, 3}}, {{0, 5, 5}}, {{255, 0, 3}}, {{255, 0, 4}}, {{255, 0, 5}},
+  {{255, 0, 6}}, {{1, 2, 8}}, {{0, 4, 10}}, {{255, 0, 9}}, {{255, 0, 10}}, {{255, 0, 11}},
+  {{255, 0, 12}}
 };
 static const int32_t L_BIN_OFF[2] = {
   0, 0
