@@ -32,6 +32,43 @@ FloatArray = npt.NDArray[np.float64]
 
 RANDOM_FORESTS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
 
+COMPILE_AFTER = 50_000
+"""Rows a forest is evaluated on by the interpreter before it is compiled to C (see :class:`Margins`)."""
+
+
+class Margins:
+    """Raw margins of prepared rows: the interpreter first; once ``after`` rows were asked for, a
+    compiled C library of the same forest (``lumber.compile``, the same numbers bit for bit).
+
+    Rule construction scores hundreds of thousands of (case, value) points with the isolation
+    forest and the explained model (regional queries most); the interpreter costs ~60 us a row
+    for a 100-tree isolation forest, the library ~2 us, and compiling ~1-3 s, which small
+    queries never pay. Without a working C compiler the interpreter stays.
+    """
+
+    def __init__(self, forest: Forest, after: int = COMPILE_AFTER) -> None:
+        self.forest = forest
+        self.after = after
+        self.rows = 0
+        self.native: Any = None
+        self.failed = False
+
+    def __call__(self, X: FloatArray) -> FloatArray:
+        self.rows += X.shape[0]
+        if self.native is None and not self.failed and self.rows > self.after:
+            from lumber.ir import CompileError
+
+            from .compile import compile as compile_forest
+
+            try:
+                self.native = compile_forest(self.forest, "c")
+            except (CompileError, OSError):
+                self.failed = True
+        if self.native is None or X.shape[0] == 0:
+            return self.forest.evaluate(X)
+        out = np.asarray(self.native.predict_raw(np.ascontiguousarray(X, dtype=np.float64)), dtype=np.float64)
+        return out.reshape(-1) if self.forest.schema.n_outputs == 1 else out.reshape(X.shape[0], -1)
+
 
 def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLike,
                          x: CasesLike | Region | Sequence[Region | Mapping[str, Any]] | None = None,
@@ -142,8 +179,10 @@ class RuleExplainer:
         self.rule_forest, self.surrogate_kind = self._rule_forest(surrogate, X_raw, train_dec, n_estimators,
                                                                   max_depth, seed)
         self.isolation = _isolation(isolation, self.forest, X_raw, seed, contamination)
+        self._iso_margins = Margins(self.isolation[0])
         self.context: RuleContext = build_context(self.forest, self.rule_forest, X_raw, constraints=self.constraints,
-                                                  score=self.inlier_score, options=options)
+                                                  score=self.inlier_score, options=options,
+                                                  margins=Margins(self.forest))
         self.fidelity = _fidelity(self.forest, self.rule_forest, X_raw, train_dec)
         self.verify = verify
 
@@ -186,7 +225,7 @@ class RuleExplainer:
         iso, medians = self.isolation
         Xc = np.where(np.isnan(X), medians[None, :], X)
         s = iso.schema
-        return np.asarray(s.transform(iso.evaluate(Xc)) - s.isolation_offset, dtype=np.float64).reshape(-1)
+        return np.asarray(s.transform(self._iso_margins(Xc)) - s.isolation_offset, dtype=np.float64).reshape(-1)
 
     # -- queries ---------------------------------------------------------------------------
 

@@ -81,19 +81,36 @@ def in_boxes(values: FloatArray, lo: FloatArray, hi: FloatArray) -> BoolArray:
 
 
 def unique_rows(values: FloatArray) -> tuple[FloatArray, IntArray]:
-    """Distinct rows and the inverse map, via one integer key per row (much faster than ``axis=0``)."""
+    """Distinct rows (in sorted order) and the inverse map, via one integer key per row.
+
+    Columns are coded by hashing (``pandas.factorize``, -0.0 as 0.0, NaN one value) rather than
+    sorted, and the row keys likewise; only the distinct keys are sorted. The same result as
+    ``np.unique(values, axis=0, return_index=True, return_inverse=True)`` (first occurrence of each
+    row), several times faster on the training rows rule construction compresses.
+    """
+    import pandas as pd
+
     n, d = values.shape
+    if n == 0:
+        return values[:0].copy(), np.zeros(0, dtype=np.int64)
     key = np.zeros(n, dtype=np.int64)
     span = 1
     for k in range(d):
-        u, inv = np.unique(values[:, k], return_inverse=True)
-        span *= max(u.shape[0], 1)
+        codes, u = pd.factorize(values[:, k] + 0.0, sort=True, use_na_sentinel=False)
+        span *= max(len(u), 1)
         if span >= 1 << 62:
             uniq, inv2 = np.unique(values, axis=0, return_inverse=True)
             return uniq, inv2.reshape(-1).astype(np.int64)
-        key = key * u.shape[0] + inv.reshape(-1)
-    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    return values[first], inv.reshape(-1).astype(np.int64)
+        key = key * len(u) + codes
+    codes = pd.factorize(key, sort=False)[0].astype(np.int64)  # in order of first appearance
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    new[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
+    first = np.flatnonzero(new)
+    order = np.argsort(key[first], kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return values[first[order]], rank[codes].astype(np.int64)
 
 
 def compress(values: FloatArray, weights: FloatArray) -> tuple[FloatArray, FloatArray]:

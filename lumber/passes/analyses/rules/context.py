@@ -9,6 +9,7 @@ model").
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -17,11 +18,11 @@ import numpy.typing as npt
 
 from lumber.ir import Constraints, Forest, InputDataError
 
-from .cells import Bits, CellIndex, build_cells
+from .cells import Bits, CellIndex, Routes, build_cells
 from .divergent import FALLBACKS
 from .sampling import AnnealOptions
 from .table import LeafTable, build_leaf_table
-from .targets import RuleTarget, decisions
+from .targets import RuleTarget, decisions, margin_decisions
 
 FloatArray = npt.NDArray[np.float64]
 Scorer = Callable[[FloatArray], FloatArray]
@@ -29,6 +30,8 @@ Scorer = Callable[[FloatArray], FloatArray]
 SEARCH_MODES = ("auto", "exhaustive", "sampled")
 POINT_CACHE = 1 << 20
 """Scored points kept per context (the cache is cleared when it would grow past this)."""
+ESTIMATE_CACHE = 1 << 18
+"""Estimated route rows kept per context (likewise)."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,41 @@ class RuleContext:
     options: RuleOptions
     cells: CellIndex
     """The rule forest's training-row routing (the Projected Forest's cells, :mod:`cells`)."""
+    margins: Scorer | None = None
+    """Raw margins of the explained model for prepared rows (default: its interpreter); a compiled
+    predictor giving the same numbers makes sampling and plausibility checks faster."""
     _hit_bits: dict[Any, Bits] = field(default_factory=dict, repr=False)
     _points: dict[bytes, tuple[float, float]] = field(default_factory=dict, repr=False)
+    _estimates: dict[bytes, float] = field(default_factory=dict, repr=False)
+
+    def decide(self, P: FloatArray) -> FloatArray:
+        """The explained model's decision of each prepared row."""
+        if self.margins is None:
+            return decisions(self.model, P)
+        return margin_decisions(self.model.schema, self.margins(P))
+
+    def estimate(self, routes: Routes, target: RuleTarget) -> FloatArray:
+        """``cells.estimate`` of each route row (Projected Forest / Regional RF), cached per
+        (target, routes): the subset search, box scoring, merging, pruning and widening of a
+        query ask for the same routes again (a box between the same thresholds routes alike)."""
+        R = np.ascontiguousarray(routes, dtype=np.int8)
+        base = hashlib.blake2b(repr((id(self.cells), target.key)).encode(), digest_size=16)
+        keys = []
+        for r in R:
+            h = base.copy()
+            h.update(r.data)
+            keys.append(h.digest())
+        todo: dict[bytes, int] = {}
+        for i, k in enumerate(keys):
+            if k not in self._estimates and k not in todo:
+                todo[k] = i
+        if todo:
+            if len(self._estimates) + len(todo) > ESTIMATE_CACHE:
+                self._estimates.clear()
+            idx = np.fromiter(todo.values(), dtype=np.int64, count=len(todo))
+            got = self.cells.estimate(R[idx], self.hit_bits(target))[0]
+            self._estimates.update(zip(todo.keys(), got.tolist()))
+        return np.array([self._estimates[k] for k in keys], dtype=np.float64)
 
     def score_and_decide(self, P: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Inlier score and the explained model's decision of each point, cached by the point's bytes:
@@ -133,7 +169,7 @@ class RuleContext:
                 self._points.clear()
             Q = P[todo]
             sc = np.asarray(self.score(Q), dtype=np.float64)
-            dec = decisions(self.model, Q)
+            dec = self.decide(Q)
             for i, a, b in zip(todo, sc.tolist(), dec.tolist()):
                 self._points[keys[i]] = (a, b)
         got = np.array([self._points[k] for k in keys], dtype=np.float64).reshape(-1, 2)
@@ -155,7 +191,8 @@ class RuleContext:
 
 
 def build_context(model: Forest, rule_forest: Forest, X_train: Any, *, constraints: Constraints | None = None,
-                  score: Scorer | None = None, options: RuleOptions | None = None) -> RuleContext:
+                  score: Scorer | None = None, options: RuleOptions | None = None,
+                  margins: Scorer | None = None) -> RuleContext:
     """Prepare the training rows for both forests and record the explained model's decisions."""
     opts = (options or RuleOptions()).check()
     if rule_forest.schema.feature_names != model.schema.feature_names:
@@ -165,7 +202,7 @@ def build_context(model: Forest, rule_forest: Forest, X_train: Any, *, constrain
     X_raw = model.prepare_input(X_train)
     table = build_leaf_table(rule_forest, X_train)
     return RuleContext(model, table, X_raw, decisions(model, X_raw), constraints, score, opts,
-                       build_cells(rule_forest, table.X, min_rows=opts.min_cell_rows))
+                       build_cells(rule_forest, table.X, min_rows=opts.min_cell_rows), margins)
 
 
 __all__ = ["RuleContext", "RuleOptions", "SEARCH_MODES", "build_context"]

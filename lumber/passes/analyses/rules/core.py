@@ -97,9 +97,8 @@ def subset_cdp(ctx: RuleContext, q: Query, target: RuleTarget, masks: BitArray) 
     """``CDP`` of every subset mask for the query (the Projected Forest's cells, :mod:`cells`)."""
     out = np.empty(masks.shape[0])
     step = 64
-    hb = ctx.hit_bits(target)
     for s in range(0, masks.shape[0], step):
-        out[s:s + step] = ctx.cells.estimate(subset_routes(ctx, q, masks[s:s + step]), hb)[0]
+        out[s:s + step] = ctx.estimate(subset_routes(ctx, q, masks[s:s + step]), target)
     return out
 
 
@@ -125,9 +124,8 @@ def box_crp(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, lo: Flo
     """``CRP`` of each box over S for the query (Regional RF with the paper's cells)."""
     out = np.empty(lo.shape[0])
     step = 64
-    hb = ctx.hit_bits(target)
     for s in range(0, lo.shape[0], step):
-        out[s:s + step] = ctx.cells.estimate(box_routes(ctx, q, S, lo[s:s + step], hi[s:s + step]), hb)[0]
+        out[s:s + step] = ctx.estimate(box_routes(ctx, q, S, lo[s:s + step], hi[s:s + step]), target)
     return out
 
 

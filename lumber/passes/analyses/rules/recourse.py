@@ -20,7 +20,7 @@ from .boxes import unique_rows
 from .context import RuleContext
 from .results import Change, CounterfactualSample, Rule
 from .sampling import Evaluate, SampleJob, anneal, value_pool
-from .targets import RuleTarget, decisions, describe_decision
+from .targets import RuleTarget, describe_decision
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -51,7 +51,7 @@ def noisy_keep(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: Sequenc
     changed = ~((X == x0) | (np.isnan(X) & np.isnan(x0)))
     z = rng.normal(size=(draws,) + X.shape) * (sigma * feature_span(ctx))[None, None, :]
     noisy = (X[None] + z * changed[None]).reshape(-1, X.shape[1])
-    dec = decisions(ctx.model, noisy).reshape(draws, X.shape[0])
+    dec = ctx.decide(noisy).reshape(draws, X.shape[0])
     keep = np.stack([targets[i].hit(dec[:, i]) for i in range(X.shape[0])], axis=1)
     return keep.mean(axis=0)  # type: ignore[no-any-return]
 
@@ -96,14 +96,14 @@ def _evaluator(ctx: RuleContext, jobs: Sequence[SampleJob], targets: Sequence[Ru
 
     def evaluate(X: FloatArray, owner: IntArray) -> tuple[FloatArray, BoolArray, FloatArray]:
         uniq, inv = unique_rows(X)  # proposals repeat pool values often
-        valid = hit(decisions(ctx.model, uniq)[inv], owner)
+        valid = hit(ctx.decide(uniq)[inv], owner)
         score = ctx.score(uniq)[inv] if ctx.score is not None else np.zeros(X.shape[0])
         bonus = np.zeros(X.shape[0])
         if noise is not None:
             changed = ~((X == x0[owner]) | (np.isnan(X) & np.isnan(x0[owner])))
             D = noise.shape[0]
             noisy = (X[None, :, :] + noise[:, None, :] * changed[None, :, :]).reshape(-1, X.shape[1])
-            kept = hit(decisions(ctx.model, noisy), np.tile(owner, D)).reshape(D, -1)
+            kept = hit(ctx.decide(noisy), np.tile(owner, D)).reshape(D, -1)
             bonus = opt.robust_weight * kept.mean(axis=0)
         return np.asarray(score, dtype=np.float64), valid, bonus
 
@@ -169,7 +169,7 @@ def _sample(ctx: RuleContext, x0: FloatArray, x: FloatArray, score: float, valid
             names: Sequence[str]) -> CounterfactualSample:
     changes = tuple(Change(names[j], float(x0[j]), float(x[j])) for j in range(x.shape[0])
                     if not (x[j] == x0[j] or (np.isnan(x[j]) and np.isnan(x0[j]))))
-    dec = decisions(ctx.model, x[None, :])[0]
+    dec = ctx.decide(x[None, :])[0]
     viol: tuple[str, ...] = ()
     if ctx.constraints is not None:
         from lumber.passes.analyses.counterfactual.actionability import violations
@@ -189,7 +189,7 @@ def rule_hit_rate(ctx: RuleContext, x: FloatArray, rule: Rule, target: RuleTarge
     Xc = np.repeat(np.asarray(x, dtype=np.float64)[None, :], n, axis=0)
     for k, j in enumerate(job.features):
         Xc[:, j] = job.pools[k][rng.integers(0, job.pools[k].shape[0], n)]
-    return float(target.hit(decisions(ctx.model, Xc)).mean())
+    return float(target.hit(ctx.decide(Xc)).mean())
 
 
 __all__ = ["ROBUSTNESS_DRAWS", "ROBUSTNESS_SIGMA2", "feature_span", "noisy_keep", "robustness_report",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from lumber.ir import Forest
-from lumber.passes.targets import TargetSet, class_labels, decisions, is_classifier
+from lumber.passes.targets import TargetSet, class_labels, decisions, is_classifier, margin_decisions
 from lumber.passes.targets import plain as _plain
 from lumber.passes.targets import resolve_target as _resolve_target
 
@@ -35,4 +35,4 @@ def target_labels(targets: Sequence[RuleTarget]) -> list[str]:
     return [t.describe() for t in targets]
 
 
-__all__ = ["RuleTarget", "class_labels", "decisions", "describe_decision", "is_classifier", "resolve_target"]
+__all__ = ["RuleTarget", "class_labels", "decisions", "margin_decisions", "describe_decision", "is_classifier", "resolve_target"]
