@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, explanation_request, source_predictor
+from lumber.ir.domains import domains_for
 from lumber.ir import ArrayLike, CasesLike, Forest, InputDataError, ModelLike, UnsupportedModelError
 from lumber.passes.analyses.rules import (
     AnnealOptions, CounterfactualRule, CounterfactualSample, Region, RuleContext, RuleOptions, RuleSet,
@@ -77,7 +78,7 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
                          pi_c: float = 0.9,
                          k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
                          strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
-                         max_sets: int = 10,
+                         max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1,
                          n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
                          contamination: float | str = 0.1, anneal: AnnealOptions | None = None,
                          verify: bool = True, rows: Sequence[int] | None = None) -> CounterfactualRule | RuleSet:
@@ -122,6 +123,12 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
         further feature sets (larger S) for a plausible one (0: always the sparsest rule).
     strict
         Only rules over divergent sets (CDP >= pi); see ``rules/divergent.py``.
+    fallback
+        When no feature set reaches ``pi``: ``"max_cdp"`` (sets by CDP, highest first, up to half the
+        features: the paper's code) or ``"smallest"`` (the best set of each size, smallest first).
+    min_cell_rows
+        Projected Forest cells never shrink below this many training rows (1: the paper's text,
+        every determined split applies; the paper's code uses 5, Bénard's ``min_node_size``).
     n_estimators, max_depth
         The surrogate random forest (paper: 20 trees, depth 10).
     isolation
@@ -143,7 +150,7 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
                               k_max=k_max,
                               n_samples=n_samples, widen=widen, seed=seed, strict=strict, search=search,
                               max_subsets=max_subsets, max_rules=max_rules, max_sets=max_sets,
-                              n_estimators=n_estimators, max_depth=max_depth, isolation=isolation,
+                              fallback=fallback, min_cell_rows=min_cell_rows, n_estimators=n_estimators, max_depth=max_depth, isolation=isolation,
                               contamination=contamination, anneal=anneal, verify=verify)
     regions = _as_regions(explainer.forest, x)
     if regions is not None:
@@ -161,7 +168,8 @@ class RuleExplainer:
                  constraints: ConstraintsLike = None, surrogate: Any = None, pi: float = 0.9, pi_c: float = 0.9,
                  k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
                  strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
-                 max_sets: int = 10, n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
+                 max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1,
+                 n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
                  contamination: float | str = 0.1, anneal: AnnealOptions | None = None, verify: bool = True) -> None:
         self.request = explanation_request(model, constraints=constraints, verify=verify)
         self.forest: Forest = self.request.forest
@@ -170,6 +178,7 @@ class RuleExplainer:
         self.constraints = self.request.constraints
         options = RuleOptions(pi=pi, pi_c=pi_c, k=k, k_max=k_max, search=search, max_subsets=max_subsets,
                               max_rules=max_rules, strict=strict, max_sets=max_sets, n_samples=n_samples,
+                              fallback=fallback, min_cell_rows=min_cell_rows,
                               widen=widen, seed=seed,
                               anneal=anneal or AnnealOptions()).check()
         X_raw = self.forest.prepare_input(X_train)
@@ -182,7 +191,8 @@ class RuleExplainer:
         self._iso_margins = Margins(self.isolation[0])
         self.context: RuleContext = build_context(self.forest, self.rule_forest, X_raw, constraints=self.constraints,
                                                   score=self.inlier_score, options=options,
-                                                  margins=Margins(self.forest))
+                                                  margins=Margins(self.forest),
+                                                  domains=domains_for(self.forest, self.constraints, X_raw))
         self.fidelity = _fidelity(self.forest, self.rule_forest, X_raw, train_dec)
         self.verify = verify
 

@@ -52,6 +52,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k-max", type=int, default=30,
                    help="rules: most-used features the second search may change when none of the 10 first "
                         "reaches pi_c (default 30; 10 or less turns the second search off)")
+    p.add_argument("--fallback", choices=["max_cdp", "smallest"], default="max_cdp",
+                   help="rules: feature sets tried when none reaches pi: by CDP, highest first (default, the "
+                        "paper's code), or the best of each size, smallest first")
+    p.add_argument("--min-cell-rows", type=int, default=1,
+                   help="rules: training rows a Projected Forest cell keeps at least (default 1, the paper's "
+                        "definition; its code uses 5)")
     p.add_argument("--contamination", default="0.1",
                    help="rules: share of training rows the isolation forest calls outliers (default 0.1), "
                         "or 'auto' for scikit-learn's fixed threshold")

@@ -184,3 +184,13 @@ def test_regions_that_are_not_regions_are_a_clear_error(compas_rules: tuple[Rule
     ex, _ = compas_rules
     with pytest.raises(InputDataError, match=r"region 0 is a NoneType, not a Region"):
         ex.regional([None])
+
+
+def test_fallback_and_cell_size_reach_the_search(compas_model: dict[str, Any]) -> None:
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0, fallback="smallest", min_cell_rows=5)
+    assert ex.context.options.fallback == "smallest" and ex.context.cells.min_rows == 5
+    r = lumber.counterfactual_rules(compas_model["model"], compas_model["Xtr"], compas_model["Xte"].iloc[0],
+                                    n_samples=0, fallback="smallest", min_cell_rows=5)
+    assert r.status in ("found", "no_rule", "no_divergent_set", "already_target")
+    with pytest.raises(InputDataError, match="fallback must be one of"):
+        RuleExplainer(compas_model["model"], compas_model["Xtr"], fallback="largest")

@@ -71,3 +71,15 @@ def test_explain_rules_search_and_detector_flags(files: dict[str, Path], capsys:
                  "--rows", "0", "--contamination", "0.9", "-o", str(bad)])
     assert code != 0 and not bad.exists()
     assert "--contamination '0.9' is not accepted" in capsys.readouterr().err
+
+
+def test_explain_rules_fallback_and_cell_size(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    out = files["dir"] / "r_fallback.json"
+    code = main(["explain", str(files["model"]), str(files["data"]), "--rules", "--train", str(files["train"]),
+                 "--rows", "0", "--fallback", "smallest", "--min-cell-rows", "5", "-o", str(out), "-q"])
+    assert code == 0
+    info = json.loads(out.read_text())["analyses"]["rules"]["info"]
+    assert info["fallback"] == "smallest" and info["min_cell_rows"] == 5
+    code = main(["explain", str(files["model"]), str(files["data"]), "--rules", "--train", str(files["train"]),
+                 "--rows", "0", "--min-cell-rows", "0", "-q"])
+    assert code != 0 and "min_cell_rows must be >= 1" in capsys.readouterr().err

@@ -31,6 +31,8 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
                               pi=float(getattr(args, "pi", None) or 0.9),
                               pi_c=float(getattr(args, "pi_c", None) or 0.9),
                               k_max=int(getattr(args, "k_max", 30)),
+                              fallback=str(getattr(args, "fallback", "max_cdp")),
+                              min_cell_rows=int(getattr(args, "min_cell_rows", 1)),
                               contamination=_contamination(str(getattr(args, "contamination", "0.1"))))
     result = explainer.local(ctx.X[ctx.rows], target, rows=[int(r) for r in ctx.rows])
     return result.to_dict(), result.to_text()

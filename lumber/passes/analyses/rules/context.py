@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Constraints, Forest, InputDataError
+from lumber.ir.domains import Domains
 
 from .cells import Bits, CellIndex, Routes, build_cells
 from .divergent import FALLBACKS
@@ -123,6 +124,9 @@ class RuleContext:
     margins: Scorer | None = None
     """Raw margins of the explained model for prepared rows (default: its interpreter); a compiled
     predictor giving the same numbers makes sampling and plausibility checks faster."""
+    domains: Domains | None = None
+    """The values a person could give each feature (:mod:`lumber.ir.domains`): samples take only
+    domain values (integers stay integers, no change below a feature's resolution)."""
     _hit_bits: dict[Any, Bits] = field(default_factory=dict, repr=False)
     _points: dict[bytes, tuple[float, float]] = field(default_factory=dict, repr=False)
     _estimates: dict[bytes, float] = field(default_factory=dict, repr=False)
@@ -192,7 +196,7 @@ class RuleContext:
 
 def build_context(model: Forest, rule_forest: Forest, X_train: Any, *, constraints: Constraints | None = None,
                   score: Scorer | None = None, options: RuleOptions | None = None,
-                  margins: Scorer | None = None) -> RuleContext:
+                  margins: Scorer | None = None, domains: Domains | None = None) -> RuleContext:
     """Prepare the training rows for both forests and record the explained model's decisions."""
     opts = (options or RuleOptions()).check()
     if rule_forest.schema.feature_names != model.schema.feature_names:
@@ -202,7 +206,7 @@ def build_context(model: Forest, rule_forest: Forest, X_train: Any, *, constrain
     X_raw = model.prepare_input(X_train)
     table = build_leaf_table(rule_forest, X_train)
     return RuleContext(model, table, X_raw, decisions(model, X_raw), constraints, score, opts,
-                       build_cells(rule_forest, table.X, min_rows=opts.min_cell_rows), margins)
+                       build_cells(rule_forest, table.X, min_rows=opts.min_cell_rows), margins, domains)
 
 
 __all__ = ["RuleContext", "RuleOptions", "SEARCH_MODES", "build_context"]

@@ -126,7 +126,8 @@ def rule_info(ctx: RuleContext) -> dict[str, Any]:
     f = ctx.table.forest
     return {"rule_forest": {"trees": f.n_trees, "leaves": ctx.table.n_leaves, "source": dict(f.schema.source)},
             "training_rows": int(ctx.X_raw.shape[0]), "pi": ctx.options.pi, "pi_c": ctx.options.pi_c,
-            "k": ctx.options.k, "k_max": ctx.options.k_max, "seed": ctx.options.seed}
+            "k": ctx.options.k, "k_max": ctx.options.k_max, "fallback": ctx.options.fallback,
+            "min_cell_rows": ctx.options.min_cell_rows, "seed": ctx.options.seed}
 
 
 __all__ = ["local_rules", "rule_info"]

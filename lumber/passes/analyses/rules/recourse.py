@@ -64,11 +64,16 @@ def robustness_report(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: 
     return [tuple((s2, float(sh[i])) for s2, sh in zip(ROBUSTNESS_SIGMA2, shares)) for i in range(X.shape[0])]
 
 
-def _job(ctx: RuleContext, x: FloatArray, rule: Rule, key: int) -> SampleJob:
+def _job(ctx: RuleContext, x: FloatArray, rule: Rule, key: int) -> SampleJob | None:
+    """The chain of one (case, rule); None when some feature's interval holds no domain value."""
     S = np.array([iv.index for iv in rule.intervals], dtype=np.int64)
+    dom = ctx.domains
     pools = tuple(value_pool(ctx.X_raw[:, iv.index], ctx.table.X[:, iv.index], iv.lo, iv.hi,
-                             allowed_values(ctx.constraints, iv.feature.name))
+                             allowed_values(ctx.constraints, iv.feature.name),
+                             None if dom is None else dom[iv.index], float(x[iv.index]))
                   for iv in rule.intervals)
+    if any(p.size == 0 for p in pools):
+        return None
     return SampleJob(np.asarray(x, dtype=np.float64), S, pools, key)
 
 
@@ -119,7 +124,10 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
     job_targets: list[RuleTarget] = []
     for c, rs in enumerate(rules):
         for r, rule in enumerate(rs[:MAX_RULES_SAMPLED]):
-            jobs.append(_job(ctx, X[c], rule, int(keys[c]) * MAX_RULES_SAMPLED + r))
+            job = _job(ctx, X[c], rule, int(keys[c]) * MAX_RULES_SAMPLED + r)
+            if job is None:
+                continue
+            jobs.append(job)
             owner_case.append(c)
             owner_rule.append(r)
             job_targets.append(targets[c])
@@ -175,6 +183,8 @@ def _sample(ctx: RuleContext, x0: FloatArray, x: FloatArray, score: float, valid
         from lumber.passes.analyses.counterfactual.actionability import violations
 
         viol = tuple(violations(ctx.constraints, names, x0, x))
+    if ctx.domains is not None:
+        viol += tuple(p for p in ctx.domains.problems(x0, x) if p not in viol)
     return CounterfactualSample(x.copy(), changes, describe_decision(ctx.model, dec), valid, score, rule, viol)
 
 
@@ -185,6 +195,8 @@ def rule_hit_rate(ctx: RuleContext, x: FloatArray, rule: Rule, target: RuleTarge
     This measures the rule itself on the explained model, without the annealing's selection.
     """
     job = _job(ctx, x, rule, 0)
+    if job is None:  # no domain value in the box: no case can follow the rule
+        return 0.0
     rng = np.random.default_rng(seed)
     Xc = np.repeat(np.asarray(x, dtype=np.float64)[None, :], n, axis=0)
     for k, j in enumerate(job.features):

@@ -33,6 +33,8 @@ from typing import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from lumber.ir.domains import DomainKind, FeatureDomain
+
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -169,20 +171,32 @@ def _merge(kept: list[Drawn], X: FloatArray, sc: FloatArray, va: BoolArray, en: 
 
 
 def value_pool(raw: FloatArray, ruled: FloatArray, lo: float, hi: float,
-               allowed: FloatArray | None = None) -> FloatArray:
+               allowed: FloatArray | None = None, domain: FeatureDomain | None = None,
+               x0: float | None = None) -> FloatArray:
     """Training values of one feature inside ``lo < x <= hi`` (tested as the rule forest reads them).
 
     ``raw`` are the values as the explained model reads them, ``ruled`` as the rule
-    forest does (row-aligned). When no training value qualifies, one value inside
-    the interval stands in (its midpoint, or the finite end nearest to it).
+    forest does (row-aligned). With a ``domain`` (and the case's value ``x0``) only values a
+    person could move ``x0`` to are kept: in the domain's bounds and kind (integer, binary,
+    category codes, whole steps) and at least its resolution away from ``x0``. When no
+    training value qualifies, one value inside the interval stands in: its midpoint (or the
+    finite end nearest to it), or with a discrete domain the domain value nearest to the
+    midpoint; empty when the interval holds no domain value at all.
     """
     with np.errstate(invalid="ignore"):
         ok = (ruled > lo) & (ruled <= hi) & ~np.isnan(raw)
     if allowed is not None:
         ok &= np.isin(raw, allowed)
     vals = raw[ok]
+    if domain is not None and vals.size and (domain.discrete or vals.min() < domain.lower
+                                             or vals.max() > domain.upper):
+        u, inv = np.unique(vals, return_inverse=True)
+        fine = np.array([not domain.problem(np.nan if x0 is None else float(x0), float(v)) for v in u], dtype=bool)
+        vals = vals[fine[inv.reshape(-1)]]
     if vals.size:
         return vals
+    if domain is not None and domain.discrete:
+        return _domain_point(domain, lo, hi, x0)
     if np.isfinite(lo) and np.isfinite(hi):
         return np.array([(lo + hi) / 2.0 if hi - lo > 2e-300 else hi])
     if np.isfinite(hi):
@@ -190,6 +204,40 @@ def value_pool(raw: FloatArray, ruled: FloatArray, lo: float, hi: float,
     if np.isfinite(lo):
         return np.array([float(np.nextafter(lo, np.inf))])
     return np.array([0.0])
+
+
+def _domain_point(domain: FeatureDomain, lo: float, hi: float, x0: float | None) -> FloatArray:
+    """The value of a discrete domain inside ``lo < v <= hi`` (and the domain's bounds) nearest to the
+    interval's midpoint, at least the resolution away from ``x0``; empty when there is none."""
+    a, b = max(lo, domain.lower), min(hi, domain.upper)
+    if domain.kind == DomainKind.CATEGORICAL and domain.codes is not None:
+        cand = np.array(domain.codes, dtype=np.float64)
+    elif domain.kind == DomainKind.BINARY:
+        cand = np.array([0.0, 1.0])
+    else:
+        s = domain.resolution
+        o = domain.origin(float(x0)) if x0 is not None and np.isfinite(x0) else 0.0
+        if not (np.isfinite(a) or np.isfinite(b)):
+            base = float(x0) if x0 is not None and np.isfinite(x0) else 0.0
+            a, b = base - 2 * s, base + 2 * s
+        elif not np.isfinite(a):
+            a = b - 2 * s
+        elif not np.isfinite(b):
+            b = a + 2 * s
+        first, last = np.ceil((a - o) / s), np.floor((b - o) / s)
+        if last - first > 1e6:
+            mid = (a + b) / 2
+            first = last = np.round((mid - o) / s)
+        cand = o + s * np.arange(first, last + 1)
+    with np.errstate(invalid="ignore"):
+        cand = cand[(cand > lo) & (cand <= hi)]
+    x = np.nan if x0 is None else float(x0)
+    cand = np.array([v for v in cand.tolist() if not domain.problem(x, v)], dtype=np.float64)
+    if cand.size == 0:
+        return cand
+    finite = [v for v in (lo, hi) if np.isfinite(v)]
+    mid = float(np.mean(finite)) if finite else (x if np.isfinite(x) else 0.0)
+    return cand[[int(np.argmin(np.abs(cand - mid)))]]
 
 
 __all__ = ["AnnealOptions", "Drawn", "SampleJob", "anneal", "value_pool"]
