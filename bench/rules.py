@@ -560,7 +560,7 @@ def markdown(doc: dict[str, Any]) -> str:
                     f"| {fmt(V['moves_protected']) if samp and PROTECTED.get(name) else '—'} "
                     f"| {fmt(V['sparsity'], 1)} | {fmt(V['seconds_per_case'], 3)} |")
     lines += ["", "### Same rules, samples annealed without the robustness reward (AnnealOptions(robust_sigma=0); "
-              "the headline table has it: noise sd sqrt(0.025) of each changed feature's range)", "",
+              "the headline table has it: noise sd sqrt(0.01) of each changed feature's range, 64 draws)", "",
               "| data | class | accuracy | plaus. IF auto | plaus. IF 10% | stability .01/.025/.05 |",
               "|---|---|---|---|---|---|"]
     for name, d in doc["datasets"].items():

@@ -50,8 +50,8 @@ def test_cached_estimates_equal_the_estimator(compas_model: dict[str, Any]) -> N
 def test_rules_do_not_depend_on_the_fast_paths(compas_model: dict[str, Any]) -> None:
     ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=1)
     ex._iso_margins = Margins(ex.isolation[0], after=0)
-    fast_ctx = replace(ex.context, margins=Margins(ex.forest, after=0), _points={}, _estimates={}, _hit_bits={})
-    slow_ctx = replace(ex.context, margins=None, _points={}, _estimates={}, _hit_bits={})
+    fast_ctx = replace(ex.context, margins=Margins(ex.forest, after=0), _estimates={}, _hit_bits={})
+    slow_ctx = replace(ex.context, margins=None, _estimates={}, _hit_bits={})
     from lumber.passes.analyses.rules import local_rules
 
     cases = compas_model["Xte"].iloc[:4]

@@ -29,10 +29,8 @@ FloatArray = npt.NDArray[np.float64]
 Scorer = Callable[[FloatArray], FloatArray]
 
 SEARCH_MODES = ("auto", "exhaustive", "sampled")
-POINT_CACHE = 1 << 20
-"""Scored points kept per context (the cache is cleared when it would grow past this)."""
 ESTIMATE_CACHE = 1 << 18
-"""Estimated route rows kept per context (likewise)."""
+"""Estimated route rows kept per context (the cache is cleared when it would grow past this)."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +126,6 @@ class RuleContext:
     """The values a person could give each feature (:mod:`lumber.ir.domains`): samples take only
     domain values (integers stay integers, no change below a feature's resolution)."""
     _hit_bits: dict[Any, Bits] = field(default_factory=dict, repr=False)
-    _points: dict[bytes, tuple[float, float]] = field(default_factory=dict, repr=False)
     _estimates: dict[bytes, float] = field(default_factory=dict, repr=False)
 
     def decide(self, P: FloatArray) -> FloatArray:
@@ -161,23 +158,14 @@ class RuleContext:
         return np.array([self._estimates[k] for k in keys], dtype=np.float64)
 
     def score_and_decide(self, P: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Inlier score and the explained model's decision of each point, cached by the point's bytes:
-        rule construction scores the same (case, training value) points again for every feature set,
-        pruning step and widening attempt of a query (regional queries most). Requires ``score``."""
+        """Inlier score and the explained model's decision of each point (requires ``score``).
+
+        Not cached: rule construction scores the same (case, training value) points again for
+        every feature set, but with the compiled margins (``margins``, the API's ``Margins``) a
+        point costs a few microseconds, less than looking it up by its bytes did."""
         assert self.score is not None
         P = np.ascontiguousarray(P, dtype=np.float64)
-        keys = [r.tobytes() for r in P]
-        todo = [i for i, k in enumerate(keys) if k not in self._points]
-        if todo:
-            if len(self._points) + len(todo) > POINT_CACHE:
-                self._points.clear()
-            Q = P[todo]
-            sc = np.asarray(self.score(Q), dtype=np.float64)
-            dec = self.decide(Q)
-            for i, a, b in zip(todo, sc.tolist(), dec.tolist()):
-                self._points[keys[i]] = (a, b)
-        got = np.array([self._points[k] for k in keys], dtype=np.float64).reshape(-1, 2)
-        return got[:, 0], got[:, 1]
+        return np.asarray(self.score(P), dtype=np.float64).reshape(-1), self.decide(P)
 
     @property
     def names(self) -> list[str]:
