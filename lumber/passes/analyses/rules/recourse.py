@@ -99,17 +99,29 @@ def _evaluator(ctx: RuleContext, jobs: Sequence[SampleJob], targets: Sequence[Ru
                 valid[sel] = t.hit(dec[sel])
         return valid
 
+    memo: dict[bytes, float] = {}
+
     def evaluate(X: FloatArray, owner: IntArray) -> tuple[FloatArray, BoolArray, FloatArray]:
         uniq, inv = unique_rows(X)  # proposals repeat pool values often
         valid = hit(ctx.decide(uniq)[inv], owner)
         score = ctx.score(uniq)[inv] if ctx.score is not None else np.zeros(X.shape[0])
         bonus = np.zeros(X.shape[0])
-        if noise is not None:
-            changed = ~((X == x0[owner]) | (np.isnan(X) & np.isnan(x0[owner])))
-            D = noise.shape[0]
-            noisy = (X[None, :, :] + noise[:, None, :] * changed[None, :, :]).reshape(-1, X.shape[1])
-            kept = hit(ctx.decide(noisy), np.tile(owner, D)).reshape(D, -1)
-            bonus = opt.robust_weight * kept.mean(axis=0)
+        # the bonus ranks plausible samples that reach the target (sampling._energy), so only those pay
+        # for the noisy copies, each distinct (candidate, job) once
+        need = np.flatnonzero(valid & (np.asarray(score) >= 0)) if noise is not None else np.zeros(0, np.int64)
+        if noise is not None and need.size:
+            u, uinv = unique_rows(np.concatenate([X[need], owner[need, None].astype(np.float64)], axis=1))
+            keys = [r.tobytes() for r in u]  # chains revisit states: each (candidate, job) is scored once
+            new = np.array([i for i, k in enumerate(keys) if k not in memo], dtype=np.int64)
+            if new.size:
+                Xu, ou = u[new, :-1], u[new, -1].astype(np.int64)
+                changed = ~((Xu == x0[ou]) | (np.isnan(Xu) & np.isnan(x0[ou])))
+                D = noise.shape[0]
+                noisy = (Xu[None, :, :] + noise[:, None, :] * changed[None, :, :]).reshape(-1, Xu.shape[1])
+                kept = hit(ctx.decide(noisy), np.tile(ou, D)).reshape(D, -1).mean(axis=0)
+                memo.update(zip((keys[i] for i in new.tolist()), kept.tolist()))
+            share = np.array([memo[k] for k in keys], dtype=np.float64)
+            bonus[need] = opt.robust_weight * share[uinv]
         return np.asarray(score, dtype=np.float64), valid, bonus
 
     return evaluate

@@ -110,8 +110,9 @@ def _propose(job: SampleJob, base: FloatArray, n: int, rng: np.random.Generator,
 
 
 def _energy(score: FloatArray, valid: BoolArray, bonus: FloatArray, opt: AnnealOptions) -> FloatArray:
-    """Inlier score, minus ``penalty`` off target (guided), plus the robustness bonus for inliers only:
-    robustness ranks plausible samples, it never buys an outlier."""
+    """Inlier score, minus ``penalty`` off target (guided), plus the robustness bonus for inliers only
+    (the evaluator computes it for inliers that reach the target): robustness ranks plausible
+    samples, it never buys an outlier."""
     bonus = np.where(score >= 0, bonus, 0.0)
     return score + bonus - (opt.penalty * (~valid) if opt.guided else 0.0)  # type: ignore[no-any-return]
 
