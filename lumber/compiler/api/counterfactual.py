@@ -135,12 +135,16 @@ def _plausibility(forest: Forest, cons: Constraints | None, isolation_forest: An
                   R: FloatArray | None, target: Any, X: FloatArray, seed: int) -> Callable[[FloatArray], Any]:
     """Per case: ``(isolation_forest_ir, delta)`` or None (plausibility depends on the case's target class)."""
     wanted = isolation_forest is not None or contamination is not None
+    trees, samples = ISOLATION_TREES, ISOLATION_SAMPLES
     if cons is not None and cons.plausibility is not None:
         if cons.plausibility.method.replace("_", "-") != "isolation-forest":
             raise InputDataError(f"unknown plausibility method {cons.plausibility.method!r}",
                                  "accepted: isolation-forest(contamination=...)")
         wanted = True
         contamination = cons.plausibility.param("contamination", contamination)
+        trees = int(cons.plausibility.param("n_estimators", trees))
+        samples = cons.plausibility.param("max_samples", samples)
+        seed = int(cons.plausibility.param("random_state", seed))
         if cons.target is not None:
             target = cons.target.label if cons.target.interval is None else cons.target.interval
     if not wanted:
@@ -167,8 +171,8 @@ def _plausibility(forest: Forest, cons: Constraints | None, isolation_forest: An
             if iso is None:
                 from sklearn.ensemble import IsolationForest
 
-                iso = IsolationForest(n_estimators=ISOLATION_TREES, max_samples=min(ISOLATION_SAMPLES, len(rows)),
-                                      random_state=seed).fit(rows)
+                n = min(samples, len(rows)) if isinstance(samples, int) else float(samples)  # a fraction
+                iso = IsolationForest(n_estimators=trees, max_samples=n, random_state=seed).fit(rows)
             from lumber.compiler.frontends import load
 
             with warnings.catch_warnings():

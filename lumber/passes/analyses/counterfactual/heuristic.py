@@ -324,6 +324,13 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
     return best
 
 
+PLAUSIBLE_REFINE = 8
+"""Reference rows pulled toward the case when an isolation forest constrains the query. The greedy walk
+ignores plausibility until it reaches the target and its moves multiply by the forest's random
+thresholds: on credit (RF 100 x 5, IF 100 x 32, 10 origins) it took 10-20x the time of the rows and beat
+them in 2 of 10 queries, while 8 rows instead of 2 gave bounds up to 30% lower (the MILP's pruning)."""
+
+
 def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: FloatArray | None,
                n_refine: int = 2, nogoods: Sequence[FloatArray] = (), deadline: Deadline | None = None
                ) -> FloatArray | None:
@@ -331,6 +338,8 @@ def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Fl
     cands = Candidates(q, meets, nogoods)
     deadline = deadline or Deadline.never()
     pool: list[FloatArray] = []
+    if q.isolation is not None:
+        n_refine = max(n_refine, PLAUSIBLE_REFINE)
     if reference is not None and len(reference):
         R, rep = cands.repair(np.asarray(reference, dtype=np.float64))
         R = R[rep]
@@ -343,10 +352,12 @@ def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Fl
                 pool += [blk[j] for j in np.flatnonzero(cands.feasible(blk))[:n_refine - len(pool)]]
                 if len(pool) >= n_refine:
                     break
-    # the walk often ends far below the nearest reference rows: its point bounds the MILP's domains
-    g = greedy(cands, max_steps=40, deadline=deadline)
-    if g is not None:
-        pool.append(g)
+    # the walk often ends far below the nearest reference rows: its point bounds the MILP's domains.
+    # Not with an isolation forest when some row is plausible (see PLAUSIBLE_REFINE).
+    if q.isolation is None or not pool:
+        g = greedy(cands, max_steps=40, deadline=deadline)
+        if g is not None:
+            pool.append(g)
     best, best_cost = None, np.inf
     for x in pool:
         x = improve(cands, x, deadline=deadline)

@@ -64,3 +64,34 @@ def test_cli_bad_target_is_an_error(files, capsys) -> None:
     assert rc != 0
     assert "not a class" in capsys.readouterr().err
     assert not (tmp / "bad.json").exists()
+
+
+def test_cli_target_flag_with_isolation_forest_plausibility(files, capsys) -> None:
+    """`--target 1` beside `plausible isolation-forest(...)` in the file: the forest is fitted on the reference
+    rows the model gives class 1, and every returned point is plausible and verified on the model."""
+    from sklearn.ensemble import IsolationForest
+
+    from lumber.passes.analyses.counterfactual import isolation_threshold, path_lengths
+
+    tmp, m, d = files
+    (tmp / "plausible.lum").write_text("immutable Sex, Race\nplausible isolation-forest(contamination=0.1)\n")
+    out = tmp / "plausible.json"
+    rc = main(["explain", str(tmp / "model.skops"), str(tmp / "cases.csv"), "--counterfactual", "--target", "1",
+               "--constraints", str(tmp / "plausible.lum"), "--train", str(tmp / "train.csv"), "-o", str(out)])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    assert "too few reference rows" not in cap.err + cap.out and "target class 1" in cap.out
+    import lumber.compiler.api.counterfactual as api
+
+    rows = d.X.to_numpy(dtype=float)[m.predict(d.X) == 1]
+    iso = IsolationForest(n_estimators=api.ISOLATION_TREES, max_samples=min(api.ISOLATION_SAMPLES, len(rows)),
+                          random_state=0).fit(rows)
+    fi = lumber.load(iso)
+    delta = isolation_threshold(fi, rows, 0.1)
+    doc = json.loads(out.read_text())["analyses"]["counterfactual"]
+    assert len(doc["cases"]) == 6
+    for case in doc["cases"]:
+        assert case["status"] == "optimal" and case["verified"], case
+        x = np.array([case["counterfactual"][c] for c in d.X.columns], dtype=float)
+        assert m.predict(d.X.iloc[:1] * 0 + x)[0] == 1
+        assert path_lengths(fi, x[None, :])[0] >= delta - 1e-9

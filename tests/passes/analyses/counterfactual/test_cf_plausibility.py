@@ -56,3 +56,22 @@ def test_api_rejects_plausibility_without_reference(blobs) -> None:
     X, y, rf, iso = blobs
     with pytest.raises(lumber.LumberError, match="reference rows"):
         lumber.counterfactual(rf, X[0], contamination=0.1)
+
+
+def test_file_parameters_size_the_isolation_forest(blobs, monkeypatch) -> None:
+    """`n_estimators`, `max_samples` and `random_state` in the constraint file reach the fitted forest."""
+    fitted = []
+    real_fit = IsolationForest.fit
+
+    def recording_fit(self, X, y=None, sample_weight=None):  # type: ignore[no-untyped-def]
+        fitted.append(self.get_params())
+        return real_fit(self, X, y, sample_weight)
+
+    monkeypatch.setattr(IsolationForest, "fit", recording_fit)
+    X, y, rf, _ = blobs
+    x0 = X[np.flatnonzero(rf.predict(X) == 0)[0]]
+    text = "plausible isolation-forest(contamination=0.2, n_estimators=3, max_samples=16, random_state=5)\n"
+    r = lumber.counterfactual(rf, x0, constraints=text, reference=X, time_limit=60)
+    assert fitted and {k: fitted[0][k] for k in ("n_estimators", "max_samples", "random_state")} == {
+        "n_estimators": 3, "max_samples": 16, "random_state": 5}
+    assert r.status == "optimal" and r.verified and rf.predict(r.x[None, :])[0] == 1
