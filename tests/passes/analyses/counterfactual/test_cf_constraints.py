@@ -149,9 +149,13 @@ def test_time_limit_is_labelled() -> None:
     f = lumber.load(m)
     x = X[np.flatnonzero(m.predict(X) == 0)[0]]
     with_start = solve_counterfactual(f, x, target=1, reference=X, time_limit=0.05)
-    assert with_start.status in ("time_limit", "optimal")
+    # wall-clock limits: on a loaded machine even the warm start may not finish in 0.05 s
+    # (the deadline itself is pinned with a fake clock in test_cf_deadline)
+    assert with_start.status in ("time_limit", "optimal", "no_solution")
     if with_start.status == "time_limit":
         assert with_start.timed_out and with_start.verified and with_start.found
+    if with_start.status == "no_solution":
+        assert with_start.x is None and with_start.timed_out
     cold = solve_counterfactual(f, x, target=1, use_warm_start=False, time_limit=0.01)
     assert cold.status in ("no_solution", "time_limit", "optimal")
     if cold.status == "no_solution":
