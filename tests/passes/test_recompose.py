@@ -256,6 +256,44 @@ def test_category_levels_name_their_categories() -> None:
 
 
 @pytest.mark.parametrize("strategy", ["pack", "grow"])
+def test_codes_of_one_feature_share_levels(strategy: str) -> None:
+    """Seven codes of one categorical feature (split three ways by three trees) and one threshold fit
+    one tree of 1 + 3 levels: the codes are exclusive, so three levels read a code's rank in the tree
+    (level j: the codes whose rank has bit j). Exact on every code, unseen and invalid values and NaN,
+    through the IR, the quantized numpy and C evaluators, the table file and ``to_forest``."""
+    from builders import categorical
+
+    from lumber.backends.table import decode_table, encode_table
+    from lumber.backends.table_c import TableRuntime
+    from lumber.passes.transforms.recompose_oblivious import category_groups
+
+    f = make_forest([("c", {1, 3}, ("x", 0.5, 1.0, 2.0), 3.0), ("c", {2, 5}, 0.25, ("x", 0.5, -1.0, 4.0)),
+                     ("c", {0, 6, 7}, ("x", 0.5, 0.5, 1.5), -2.0)], ["x", categorical("c", range(9))])
+    poly = forest_to_polynomial(f)
+    groups = category_groups(poly)
+    assert (groups[:-1] >= 0).sum() == 7 and groups[-1] == -1
+    ens, _ = recompose(poly, max_depth=4, strategy=strategy)
+    assert ens.n_trees == 1 and ens.depth.tolist() == [4], ens.depth
+    sets = [ens.level_set(i).tolist() for i in range(ens.n_levels) if np.isnan(ens.level_threshold[i])]
+    assert len(sets) == 3 and sorted(c for s in sets for c in s) != list(range(7))  # codes share levels
+    greedy, _ = recompose(poly, max_depth=4, strategy="greedy")
+    assert greedy.n_trees > 1
+    x = np.array([0.0, 0.5, 1.0, 2.0, np.nan])
+    c = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 2.5, np.nan, np.inf])
+    X = np.array([[a, b] for a in x for b in c])
+    for e in (ens, greedy):
+        e.validate()
+        assert_exact(f, e, X)
+        assert_same_polynomial(poly, e)
+        q = quantize_ensemble(e).validate()
+        np.testing.assert_array_equal(TableEvaluator(q).predict_raw(X), e.evaluate(X))
+        np.testing.assert_array_equal(TableEvaluator(decode_table(encode_table(q)).ensemble).predict_raw(X),
+                                      e.evaluate(X))
+        np.testing.assert_array_equal(TableRuntime(q).predict_raw(np.ascontiguousarray(X))[:, 0], e.evaluate(X))
+        assert_exact(f, ObliviousEnsemble.from_forest(e.to_forest()), X)
+
+
+@pytest.mark.parametrize("strategy", ["pack", "grow"])
 def test_lightgbm_with_native_categories_compiles_to_exact_tables(adult_split: tuple, strategy: str) -> None:
     """Adult with LightGBM's own categorical splits (sets of several codes, max_cat_to_onehot=1): the
     tables -- IR, numpy table evaluator, C table runtime -- give LightGBM's raw scores on real rows

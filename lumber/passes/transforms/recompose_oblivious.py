@@ -40,8 +40,12 @@ to scalar trees of that output, others to vector trees.
 
 Conditions become levels: ``x > b`` (NaN: ``cond_nan_true``), the
 MISSING condition ``x is NaN`` becomes ``x > +inf`` true on NaN, and the
-category conditions become category levels: ``x = code`` the set ``{code}``,
-"not a valid category" the set ``{-1}`` (``ObliviousEnsemble`` docstring).
+category conditions become category levels (``ObliviousEnsemble`` docstring).
+A tree's category conditions of one feature exclude each other, so its ``n``
+codes of that feature share ``n.bit_length()`` levels: level ``j`` is the set of
+codes whose 1-based rank in the tree has bit ``j`` ("not a valid category" is the
+code -1), and the levels read the rank, 0 when the value is none of them
+(:func:`category_groups`). Every strategy counts a tree's size in these levels.
 """
 
 from __future__ import annotations
@@ -88,31 +92,62 @@ class CostModel:
 
 @dataclass
 class _Cover:
-    """Trees being built: condition sets, an inverted index and the table bytes so far."""
+    """Trees being built: condition sets, their level counts, an inverted index and the table bytes so far.
+
+    ``groups[c]`` is the category group of condition ``c`` (-1: a level of its own); a tree
+    holding ``n`` codes of one group spends ``n.bit_length()`` levels on them (:func:`category_groups`).
+    """
 
     max_depth: int
     strategy: str
     cost: CostModel
+    groups: npt.NDArray[np.int64]
     sets: list[set[int]] = field(default_factory=list)
+    levels: list[int] = field(default_factory=list)
+    group_count: list[Counter[int]] = field(default_factory=list)
     index: dict[int, list[int]] = field(default_factory=dict)
     table_bytes: int = 0
     extensions: int = 0
 
+    def grown(self, t: int, new: set[int]) -> int:
+        """Levels of tree ``t`` with the conditions ``new`` (none of them in it yet) added."""
+        if t < 0:
+            return _levels(new, self.groups)
+        levels = self.levels[t]
+        gc = self.group_count[t]
+        add: Counter[int] = Counter()
+        for c in new:
+            g = int(self.groups[c])
+            if g < 0:
+                levels += 1
+            else:
+                add[g] += 1
+        for g, k in add.items():
+            n = gc.get(g, 0)
+            levels += (n + k).bit_length() - n.bit_length()
+        return levels
+
     def new_tree(self, conds: set[int]) -> int:
         t = len(self.sets)
         self.sets.append(set(conds))
+        self.levels.append(_levels(conds, self.groups))
+        self.group_count.append(Counter(int(self.groups[c]) for c in conds if self.groups[c] >= 0))
         for c in conds:
             self.index.setdefault(c, []).append(t)
-        self.table_bytes += 8 << len(conds)
+        self.table_bytes += 8 << self.levels[t]
         return t
 
     def extend(self, t: int, conds: set[int]) -> None:
         s = self.sets[t]
         new = conds - s
-        self.table_bytes += (8 << (len(s) + len(new))) - (8 << len(s))
+        grown = self.grown(t, new)
+        self.table_bytes += (8 << grown) - (8 << self.levels[t])
+        self.levels[t] = grown
         s |= new
         for c in new:
             self.index.setdefault(c, []).append(t)
+            if self.groups[c] >= 0:
+                self.group_count[t][int(self.groups[c])] += 1
         self.extensions += 1
 
     def covering(self, conds: list[int]) -> int:
@@ -134,31 +169,69 @@ class _Cover:
 
     def place(self, conds: list[int]) -> int:
         """Tree for a monomial no tree covers: a new one, or (pack) the cheapest extension:
-        fewest new conditions, then the smallest grown table, then the oldest tree."""
+        fewest new levels, then the smallest grown table, then the oldest tree."""
         cs = set(conds)
         if self.strategy != "pack":
             return self.new_tree(cs)
-        k = len(cs)
+        own = _levels(cs, self.groups)
         counts: Counter[int] = Counter()
         for c in cs:
             counts.update(self.index.get(c, ()))
         for t in range(max(0, len(self.sets) - self.cost.recent), len(self.sets)):
             counts.setdefault(t, 0)
-        best: tuple[float, int, int] = (self.cost.tree(k), 1 << 62, -1)
-        for t, shared in counts.items():
-            size = len(self.sets[t])
-            grown = size + k - shared
+        best: tuple[float, int, int] = (self.cost.tree(own), 1 << 62, -1)
+        for t in counts:
+            size = self.levels[t]
+            grown = self.grown(t, cs - self.sets[t])
             if grown > self.max_depth:
                 continue
-            if self.table_bytes + (8 << grown) - (8 << size) > self.cost.budget_bytes:
-                continue
-            cand = (self.cost.level * (k - shared), grown, t)
+            grow_bytes = (8 << grown) - (8 << size)
+            if grow_bytes > (8 << own) and self.table_bytes + grow_bytes > self.cost.budget_bytes:
+                continue  # past the budget only extensions no dearer than a new tree
+            cand = (self.cost.level * (grown - size), grown, t)
             if cand < best:
                 best = cand
         if best[2] < 0:
             return self.new_tree(cs)
         self.extend(best[2], cs)
         return best[2]
+
+
+def _levels(conds: Any, groups: npt.NDArray[np.int64]) -> int:
+    """Levels a tree over ``conds`` needs: one per condition outside a group, ``n.bit_length()``
+    for the ``n`` codes of each category group."""
+    per: Counter[int] = Counter()
+    levels = 0
+    for c in conds:
+        g = int(groups[c])
+        if g < 0:
+            levels += 1
+        else:
+            per[g] += 1
+    return levels + sum(n.bit_length() for n in per.values())
+
+
+def category_groups(poly: Polynomial) -> npt.NDArray[np.int64]:
+    """``int64[n_conditions + 1]``: the category group (the feature) of each ``EQUAL``/``INVALID``
+    condition, -1 for the others and for the padding id ``n_conditions``.
+
+    The category conditions of one feature are mutually exclusive (a value has one code, or
+    none), so a tree holding ``n`` of them needs ``n.bit_length()`` levels, not ``n``: level ``j``
+    tests ``code in {codes whose 1-based rank in the tree has bit j}``, and the levels together
+    read the rank (0: none of them). A feature whose category conditions meet in one monomial
+    (never the case for canonical polynomials) keeps one level per condition.
+    """
+    kind = poly.cond_kind
+    cat = (kind == ConditionKind.EQUAL) | (kind == ConditionKind.INVALID)
+    groups = np.where(cat, poly.cond_feature.astype(np.int64), -1)
+    if cat.any() and poly.nnz:
+        g_ent = groups[poly.mono_cond]
+        sel = g_ent >= 0
+        nf = int(groups.max()) + 1
+        u, cnt = np.unique(poly.mono_of_entry[sel].astype(np.int64) * nf + g_ent[sel], return_counts=True)
+        bad = np.unique(u[cnt > 1] % nf)
+        groups[np.isin(groups, bad)] = -1
+    return np.append(groups, -1)
 
 
 @dataclass(frozen=True)
@@ -216,15 +289,16 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
         poly.n_monomials, dtype=np.int64)
     ids = np.asarray(poly.padded_ids, dtype=np.int64)
     deg = poly.degree
+    groups = category_groups(poly)
     outputs: list[int] = []
     sets_all: list[list[int]] = []
     tree_of_all = np.full(poly.n_monomials, -1, dtype=np.int64)
     searched = extensions = merged = 0
     for g in sorted(set(group.tolist())):
         members = np.flatnonzero(group == g)
-        cover = _Cover(max_depth, strategy, cost)
+        cover = _Cover(max_depth, strategy, cost, groups)
         if strategy == "grow":
-            for conds in grow_sets(ids[members], deg[members], poly.n_conditions, max_depth):
+            for conds in grow_sets(ids[members], deg[members], poly.n_conditions, max_depth, groups):
                 cover.new_tree(set(conds))
         assign = _cover(cover, ids[members], deg[members])
         searched += int(assign[1])
@@ -234,10 +308,12 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
         if merge and strategy == "pack":
             tree_of, sets, n_merged = _merge_nested(sets, tree_of)
             merged += n_merged
+        if max(cover.levels, default=0) > max_depth:
+            raise CompileError(f"internal error: a tree of {max(cover.levels)} levels (max-depth {max_depth})")
         tree_of_all[members] = tree_of + len(sets_all)
         sets_all.extend(sorted(s) for s in sets)
         outputs.extend([int(g)] * len(sets))
-    ens = _build(poly, outputs, sets_all, tree_of_all)
+    ens = _build(poly, outputs, sets_all, tree_of_all, groups)
     st = ens.statistics()
     stats = {"trees": ens.n_trees, "trees_by_depth": st["trees_by_depth"], "table_entries": st["table_entries"],
              "table_bytes": st["table_bytes"], "max_depth": st["max_depth"], "searched": searched,
@@ -293,18 +369,21 @@ def maximal_monomials(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64]) ->
 
 
 def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditions: int,
-              max_depth: int) -> list[list[int]]:
-    """Level sets covering every maximal monomial, built one tree at a time (strategy ``grow``).
+              max_depth: int, groups: npt.NDArray[np.int64] | None = None) -> list[list[int]]:
+    """Condition sets covering every maximal monomial, built one tree at a time (strategy ``grow``).
 
     A tree starts from the largest uncovered maximal monomial; while it has room it adds the
-    condition that completes the most uncovered monomials (those missing exactly it), or the pair
-    that completes the most per level, or else the fewest conditions that complete one monomial
-    it shares conditions with, or else the next uncovered monomial that fits.
+    condition that completes the most uncovered monomials per level it costs (those missing
+    exactly it), or the pair that completes the most per level, or else the fewest levels that
+    complete one monomial it shares conditions with, or else the next uncovered monomial that fits.
+    With ``groups`` (:func:`category_groups`) a category code costs the levels its group grows by,
+    often none (the third code of a group rides on the two levels of the first two).
     """
+    nc = n_conditions
+    grp = np.full(nc + 1, -1, dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
     top = np.flatnonzero(maximal_monomials(ids, deg))
     P, dg = ids[top], deg[top]
     m, W = P.shape
-    nc = n_conditions
     # inverted index: condition -> maximal monomials holding it
     ent_m = np.repeat(np.arange(m), W)
     ent_c = P.reshape(-1)
@@ -316,15 +395,34 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
     np.cumsum(np.bincount(ent_c, minlength=nc), out=post_off[1:])
     alive = np.ones(m, dtype=bool)
     seen = np.zeros(m, dtype=bool)
+    hits = np.zeros(m, dtype=np.int64)  # conditions of each maximal monomial in the tree being grown
     tag = np.zeros(m, dtype=np.int64)
     in_s = np.zeros(nc + 1, dtype=bool)
     in_s[nc] = True
+    grouped = grp >= 0
+    gid = np.maximum(grp, 0)
+    gcount = np.zeros(int(grp.max()) + 1 if grouped.any() else 1, dtype=np.int64)
+    bitlen = np.array([int(k).bit_length() for k in range(int(np.bincount(gid[grouped]).max(initial=0)) + 2)])
+    n_groups = int(np.unique(grp[grouped]).shape[0])
+    group_ids = np.unique(grp[grouped])
+    # each maximal monomial's code in each group (nc: none), to see which missing codes are free
+    code_of = np.full((m, max(n_groups, 1)), nc, dtype=np.int64)
+    if n_groups:
+        col = np.full(int(grp.max()) + 1, -1, dtype=np.int64)
+        col[group_ids] = np.arange(n_groups)
+        r, j = np.nonzero(grouped[P])
+        code_of[r, col[grp[P[r, j]]]] = P[r, j]
     order = np.argsort(-dg, kind="stable")
     sets: list[list[int]] = []
     ptr = 0
 
-    def holders(conds: list[int]) -> npt.NDArray[np.int64]:
-        """Uncovered maximal monomials holding one of ``conds`` that the tree has not seen yet."""
+    def take(conds: list[int]) -> npt.NDArray[np.int64]:
+        """Add ``conds`` to the tree; returns the uncovered maximal monomials it touches first."""
+        in_s[conds] = True
+        for c in conds:
+            if grp[c] >= 0:
+                gcount[grp[c]] += 1
+            hits[post_m[post_off[c]:post_off[c + 1]]] += 1
         parts = [post_m[post_off[c]:post_off[c + 1]] for c in conds]
         new = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         new = new[alive[new] & ~seen[new]]
@@ -333,6 +431,13 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
         seen[new] = True
         return new
 
+    def cond_cost() -> npt.NDArray[np.int64]:
+        """Levels each condition would add to the tree now (0 for those in it and the padding)."""
+        step = bitlen[gcount + 1] - bitlen[gcount]
+        cc = np.where(grouped, step[gid], 1)
+        cc[in_s] = 0
+        return cc
+
     while True:
         while ptr < m and not alive[order[ptr]]:
             ptr += 1
@@ -340,60 +445,72 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
             break
         seed = int(order[ptr])
         S = [int(c) for c in P[seed, :dg[seed]]]
-        in_s[S] = True
-        cand = holders(S)
-        touched = [cand]
+        touched = take(S)
+        n_plain = int((grp[S] < 0).sum())
         while True:
-            room = max_depth - len(S)
-            hit = in_s[P[cand]]
-            miss = W - hit.sum(axis=1)
-            fit = miss <= room
-            cand, hit, miss = cand[fit], hit[fit], miss[fit]
-            if room == 0:
-                break
+            room = max_depth - n_plain - int(bitlen[gcount].sum())
+            # a monomial missing more than room + (free group codes) conditions cannot fit
+            cc = cond_cost()
+            free = np.flatnonzero(bitlen[gcount[group_ids] + 1] == bitlen[gcount[group_ids]])
+            short = dg[touched] - hits[touched]
+            ok = (short > 0) & (short <= room + free.shape[0])
+            cand, miss = touched[ok], short[ok]
+            add = miss
+            if free.size:  # missing codes of groups that have room for one more code cost nothing
+                codes = code_of[cand][:, free]
+                add = miss - (~in_s[codes]).sum(axis=1)
+            fit = add <= room
+            cand, miss, add = cand[fit], miss[fit], add[fit]
+            if cand.size == 0:  # nothing it touches fits: the next uncovered monomial that does
+                extra = []
+                for q in range(ptr + 1, min(m, ptr + 64)) if room > 0 else ():
+                    i = int(order[q])
+                    row = P[i, :dg[i]]
+                    if alive[i] and not in_s[row].all() and int(cc[row].sum()) <= room:
+                        extra = [int(c) for c in row if not in_s[c]]
+                        break
+                if not extra:
+                    break
+                S.extend(extra)
+                n_plain += int((grp[extra] < 0).sum())
+                touched = np.concatenate([touched, take(extra)])
+                continue
+            per_level = cc + np.where(cc == 0, 1e-3, 0.0)  # a free condition scores 1000x
             best: list[int] = []
             score = 0.0
             one = np.flatnonzero(miss == 1)
             n1 = np.zeros(nc + 1, dtype=np.int64)
             if one.size:
-                c1 = P[cand[one]][~hit[one]]
+                rows = P[cand[one]]
+                c1 = rows[~in_s[rows]]
                 n1 = np.bincount(c1, minlength=nc + 1)
-                b = int(np.argmax(n1))
-                best, score = [b], float(n1[b])
-            two = np.flatnonzero(miss == 2) if room >= 2 else np.zeros(0, np.int64)
+                s1 = n1 / per_level
+                b = int(np.argmax(s1))
+                best, score = [b], float(s1[b])
+            two = np.flatnonzero(miss == 2)
             if two.size:
-                c2 = P[cand[two]][~hit[two]].reshape(-1, 2)
+                rows = P[cand[two]]
+                c2 = rows[~in_s[rows]].reshape(-1, 2)
                 key = c2[:, 0] * (nc + 1) + c2[:, 1]
                 uk, cnt = np.unique(key, return_counts=True)
                 a, b2 = uk // (nc + 1), uk % (nc + 1)
-                s2 = (cnt + n1[a] + n1[b2]) / 2.0
+                s2 = (cnt + n1[a] + n1[b2]) / (per_level[a] + per_level[b2])
                 j = int(np.argmax(s2))
                 if s2[j] > score:
                     best, score = [int(a[j]), int(b2[j])], float(s2[j])
             if not best:
-                more = np.flatnonzero(miss >= 3)
-                if more.size:
-                    j = int(more[np.argmin(miss[more])])
-                    best = [int(c) for c in P[cand[j]][~hit[j]]]
-            if not best:
-                for q in range(ptr + 1, min(m, ptr + 64)):
-                    i = int(order[q])
-                    if alive[i] and dg[i] <= room and not in_s[P[i]].all():
-                        best = [int(c) for c in P[i, :dg[i]] if not in_s[c]]
-                        break
-            if not best:
-                break
+                j = int(np.argmin(add))
+                best = [int(c) for c in P[cand[j]] if not in_s[c]]
             S.extend(best)
-            in_s[best] = True
-            new = holders(best)
-            touched.append(new)
-            cand = np.concatenate([cand, new])
-        done = cand[miss == 0] if cand.size else cand
-        alive[done] = False
+            n_plain += int((grp[best] < 0).sum())
+            touched = np.concatenate([touched, take(best)])
+        alive[touched[hits[touched] == dg[touched]]] = False
         alive[seed] = False
+        hits[touched] = 0
+        seen[touched] = False
         in_s[S] = False
-        for t in touched:
-            seen[t] = False
+        in_s[nc] = True
+        gcount[:] = 0
         sets.append(sorted(S))
     return sets
 
@@ -461,31 +578,64 @@ def _merge_nested(sets: list[set[int]], tree_of: npt.NDArray[np.int64]) -> tuple
     return new_id[target[tree_of]], [sets[t] for t in keep], int(len(sets) - keep.shape[0])
 
 
-def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
-           tree_of: npt.NDArray[np.int64]) -> ObliviousEnsemble:
-    """Tables by subset sums: each monomial's weight goes to the row where exactly its conditions
-    hold, then ``table[idx] = sum of rows idx' subset of idx`` (one numpy step per bit and depth).
+def _layout(conds: list[int], groups: npt.NDArray[np.int64]) -> tuple[
+        list[int], list[list[int]], dict[int, int], tuple[tuple[int, int], ...]]:
+    """One tree's levels from its conditions: a level per ungrouped condition, then ``n.bit_length()``
+    levels per category group of ``n`` codes. Returns each level's conditions (one, or the group's
+    members whose rank has the level's bit), its kind (-1: plain, else the group), each condition's
+    bits in the table index, and the groups' ``(first bit, bits)``."""
+    plain = [c for c in conds if groups[c] < 0]
+    by_group: dict[int, list[int]] = {}
+    for c in conds:
+        if groups[c] >= 0:
+            by_group.setdefault(int(groups[c]), []).append(c)
+    kinds = [-1] * len(plain)
+    members = [[c] for c in plain]
+    bits = {c: 1 << i for i, c in enumerate(plain)}
+    spans = []
+    pos = len(plain)
+    for g in sorted(by_group):
+        codes = by_group[g]
+        width = len(codes).bit_length()
+        for j in range(width):
+            kinds.append(g)
+            members.append([c for r, c in enumerate(codes, 1) if r >> j & 1])
+        for r, c in enumerate(codes, 1):
+            bits[c] = r << pos
+        spans.append((pos, width))
+        pos += width
+    return kinds, members, bits, tuple(spans)
 
-    Trees are ordered by (depth, output) so tables of one shape are contiguous.
+
+def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
+           tree_of: npt.NDArray[np.int64], groups: npt.NDArray[np.int64]) -> ObliviousEnsemble:
+    """Tables by subset sums: each monomial's weight goes to the row where exactly its conditions
+    hold (a group's bits: the rank of its code, 0 without one), then every row adds the rows below
+    it: ``table[idx] += table[idx without bit]`` along each plain level, ``table[rank] += table[0]``
+    along each group (a monomial without a code of the group holds for every code).
+
+    Trees are ordered by (depth, output, group layout) so tables of one shape are contiguous.
     """
     K = poly.n_outputs
     nc = poly.n_conditions
-    order = sorted(range(len(sets)), key=lambda t: (len(sets[t]), outputs[t], t))
+    lay = [_layout(c, groups) for c in sets]
+    depth_of = [len(x[0]) for x in lay]
+    order = sorted(range(len(sets)), key=lambda t: (depth_of[t], outputs[t], lay[t][3], t))
     rank = np.empty(len(sets), dtype=np.int64)
     rank[order] = np.arange(len(sets))
     sets = [sets[t] for t in order]
+    lay = [lay[t] for t in order]
     tout = np.array([outputs[t] if K > 1 else 0 for t in order], dtype=np.int32)
-    depth = np.array([len(c) for c in sets], dtype=np.int32)
+    depth = np.array([len(x[0]) for x in lay], dtype=np.int32)
     tree_of = rank[tree_of]
-    level_cond = np.concatenate([np.asarray(c, dtype=np.int64) for c in sets]) if sets else np.zeros(0, np.int64)
-    level_tree = np.repeat(np.arange(len(sets), dtype=np.int64), depth)
-    level_pos = np.arange(level_cond.shape[0]) - np.repeat(np.cumsum(depth) - depth, depth)
     width = np.where(tout >= 0, 1, K).astype(np.int64)
     voff = np.zeros(len(sets) + 1, dtype=np.int64)
     np.cumsum(width << depth.astype(np.int64), out=voff[1:])
     value = np.zeros(int(voff[-1]))
-    # row of every monomial in its tree: OR of 1 << level of each of its conditions
-    key = level_tree * nc + level_cond
+    # row of every monomial in its tree: OR of the bits of each of its conditions
+    n_ent = sum(len(c) for c in sets)
+    key = np.fromiter((t * nc + c for t, cs in enumerate(sets) for c in cs), dtype=np.int64, count=n_ent)
+    cbits = np.fromiter((x[2][c] for x, cs in zip(lay, sets) for c in cs), dtype=np.int64, count=n_ent)
     korder = np.argsort(key, kind="stable")
     skey = key[korder]
     ent_mono = poly.mono_of_entry
@@ -494,7 +644,7 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
     if poly.nnz and (np.any(at >= skey.shape[0]) or np.any(skey[np.minimum(at, skey.shape[0] - 1)] != ent_key)):
         raise CompileError("internal error: a monomial was placed in a tree that lacks one of its conditions")
     row = np.zeros(poly.n_monomials, dtype=np.int64)
-    np.bitwise_or.at(row, ent_mono, np.left_shift(1, level_pos[korder[at]]))
+    np.bitwise_or.at(row, ent_mono, cbits[korder[at]])
     t_m = tree_of
     k_m = tout[t_m]
     base = voff[t_m] + row * width[t_m]
@@ -506,37 +656,47 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
         vec = np.flatnonzero(~scalar)
         if vec.size:
             np.add.at(value, (base[vec][:, None] + np.arange(K)[None, :]).reshape(-1), poly.weight[vec].reshape(-1))
-    # subset sums, per block of trees with one (depth, width)
+    # subset sums, per block of trees with one (depth, width, group layout)
     t = 0
     while t < len(sets):
         u = t
-        while u < len(sets) and depth[u] == depth[t] and width[u] == width[t]:
+        while u < len(sets) and depth[u] == depth[t] and width[u] == width[t] and lay[u][3] == lay[t][3]:
             u += 1
         d, w = int(depth[t]), int(width[t])
-        if d:
-            block = value[voff[t]:voff[u]].reshape((u - t,) + (2,) * d + (w,))
-            for axis in range(1, d + 1):
-                hi: list[slice | int] = [slice(None)] * (d + 2)
-                lo: list[slice | int] = [slice(None)] * (d + 2)
-                hi[axis], lo[axis] = 1, 0
-                block[tuple(hi)] += block[tuple(lo)]
+        block = value[voff[t]:voff[u]]
+        spans = lay[t][3]
+        in_group = sum(b for _, b in spans)
+        for bit in range(d - in_group):  # plain levels come first
+            v = block.reshape(u - t, 1 << (d - bit - 1), 2, 1 << bit, w)
+            v[:, :, 1] += v[:, :, 0]
+        for first, b in spans:
+            v = block.reshape(u - t, 1 << (d - first - b), 1 << b, 1 << first, w)
+            v[:, :, 1:] += v[:, :, :1]
         t = u
+    n_levels = int(depth.sum())
+    level_cond = np.fromiter((x[1][i][0] for x in lay for i in range(len(x[0]))), dtype=np.int64, count=n_levels)
     kinds = poly.cond_kind[level_cond]
     missing = kinds == ConditionKind.MISSING
     equal, invalid = kinds == ConditionKind.EQUAL, kinds == ConditionKind.INVALID
-    thr = np.where(missing, np.inf, np.where(equal | invalid, np.nan, poly.cond_threshold[level_cond]))
+    is_set = equal | invalid
+    thr = np.where(missing, np.inf, np.where(is_set, np.nan, poly.cond_threshold[level_cond]))
     set_arrays: dict[str, Any] = {}
-    if (equal | invalid).any():  # x = code is the set {code}; "not a valid category" the set {-1}
-        size = (equal | invalid).astype(np.int64)
-        off = np.zeros(level_cond.shape[0] + 1, dtype=np.int64)
+    if is_set.any():  # x = code is the code; "not a valid category" is -1; a group's level holds several
+        def code(c: int) -> int:
+            return int(poly.cond_threshold[c]) if poly.cond_kind[c] == ConditionKind.EQUAL else INVALID_CODE
+
+        members = [m for x in lay for m in x[1]]
+        lists = [sorted(code(c) for c in members[j]) if is_set[j] else [] for j in range(n_levels)]
+        size = np.array([len(v) for v in lists], dtype=np.int64)
+        off = np.zeros(n_levels + 1, dtype=np.int64)
         np.cumsum(size, out=off[1:])
-        codes = np.where(equal, poly.cond_threshold[level_cond], float(INVALID_CODE))[size > 0]
-        set_arrays = dict(level_set_offset=off, level_set_code=codes.astype(np.int64))
+        set_arrays = dict(level_set_offset=off,
+                          level_set_code=np.array([c for v in lists for c in v], dtype=np.int64))
     schema = poly.schema.with_(base_score=tuple(float(b) for b in poly.bias))
     return ObliviousEnsemble(schema=schema, depth=depth, level_feature=poly.cond_feature[level_cond],
                              level_threshold=thr, level_nan_true=poly.cond_nan_true[level_cond] | missing,
                              tree_output=tout, value=value, **set_arrays)
 
 
-__all__ = ["CostModel", "DEFAULT_MAX_DEPTH", "RecomposeOblivious", "STRATEGIES", "grow_sets",
+__all__ = ["CostModel", "DEFAULT_MAX_DEPTH", "RecomposeOblivious", "STRATEGIES", "category_groups", "grow_sets",
            "maximal_monomials", "recompose"]
