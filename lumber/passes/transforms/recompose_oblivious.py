@@ -410,8 +410,8 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
     if n_groups:
         col = np.full(int(grp.max()) + 1, -1, dtype=np.int64)
         col[group_ids] = np.arange(n_groups)
-        r, j = np.nonzero(grouped[P])
-        code_of[r, col[grp[P[r, j]]]] = P[r, j]
+        at_r, at_j = np.nonzero(grouped[P])
+        code_of[at_r, col[grp[P[at_r, at_j]]]] = P[at_r, at_j]
     order = np.argsort(-dg, kind="stable")
     sets: list[list[int]] = []
     ptr = 0
