@@ -192,3 +192,27 @@ def test_oblivious_pipeline_to_tables(project: Path) -> None:
     agree = checks["agreement[table]"]
     assert not agree.gate and "decisions equal the model's on" in agree.message
     assert checks["equivalence"].passed is None
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "pack", "grow"])
+def test_build_recomposes_with_each_strategy(project: Path, strategy: str) -> None:
+    """``passes = "polynomial,oblivious{strategy=S}"``: the build's IR is that strategy's re-composition
+    (the tree count ``recompose`` gives), and the table and C targets compiled from it equal the model
+    on every data row."""
+    from lumber.compiler.frontends import load_any
+    from lumber.ir import ObliviousEnsemble
+    from lumber.passes.transforms.polynomial import forest_to_polynomial
+    from lumber.passes.transforms.recompose_oblivious import DEFAULT_MAX_DEPTH, recompose
+
+    toml = project / "lumber.toml"
+    set_key(toml, "compile", f'passes = "polynomial,oblivious{{strategy={strategy}}}"')
+    set_key(toml, "compile", 'targets = ["table", "c"]')
+    set_key(toml, "explain", "analyses = []")
+    res = build(toml)
+    checks = {c.name: c for c in res.checks}
+    assert checks["exact[table]"].passed and checks["exact[c]"].passed, {k: c.message for k, c in checks.items()}
+    ir = load_any(project / "build" / "ir.lumber")
+    assert isinstance(ir, ObliviousEnsemble)
+    poly = forest_to_polynomial(lumber.load(project / "model.txt"))
+    want, _ = recompose(poly, max_depth=max(DEFAULT_MAX_DEPTH, poly.max_degree), strategy=strategy)
+    assert ir.n_trees == want.n_trees

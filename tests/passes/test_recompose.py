@@ -323,3 +323,38 @@ def test_lightgbm_with_native_categories_compiles_to_exact_tables(adult_split: t
     rt = TableRuntime(ens)
     np.testing.assert_array_equal(rt.predict_raw(np.ascontiguousarray(X))[:, 0], ens.evaluate(X))
     np.testing.assert_array_equal(rt.predict_raw(np.ascontiguousarray(X[1501:1502]))[:, 0], ens.evaluate(X[1501:1502]))
+
+
+def test_table_file_margins_against_the_model(adult_split: tuple, tmp_path: Any,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``lumber predict m.table`` on a 10-tree Adult model with native categories: the file's margins
+    equal the IR's evaluator bit for bit, and LightGBM's within the stated bound, 1e-12 of the model's
+    scale (docs/table-format.md, "Exactness"): a table row is a sum of polynomial weights while LightGBM
+    adds leaf values tree by tree, so the last bits may differ."""
+    import json
+
+    import lightgbm as lgb
+    import pandas as pd
+
+    from lumber.compiler.cli import main
+
+    d = lumber.datasets.load("adult")
+    cats = [i for i, f in enumerate(d.features) if f.kind.name == "CATEGORICAL"]
+    Xtr, ytr = adult_split[:2]
+    bst = lgb.train({"objective": "binary", "num_leaves": 15, "verbose": -1, "num_threads": 1, "seed": 0,
+                     "max_cat_to_onehot": 1, "min_data_per_group": 5},
+                    lgb.Dataset(Xtr, ytr, categorical_feature=cats), 10)
+    model = tmp_path / "m.txt"
+    bst.save_model(str(model))
+    X = adult_split[4][:600]
+    pd.DataFrame(X, columns=bst.feature_name()).to_csv(tmp_path / "rows.csv", index=False)
+    art = tmp_path / "m.table"
+    assert main(["compile", str(model), "--emit", "table", "-o", str(art)]) == 0
+    capsys.readouterr()
+    assert main(["predict", str(art), str(tmp_path / "rows.csv"), "--format", "jsonl"]) == 0
+    got = np.array([json.loads(line)["raw"] for line in capsys.readouterr().out.splitlines()])
+    forest = lumber.load(bst)
+    np.testing.assert_allclose(got, bst.predict(X, raw_score=True), rtol=0,
+                               atol=1e-12 * max(model_scale(forest), 1.0))
+    ens = lumber.run(bst, "polynomial,oblivious,quantize")
+    np.testing.assert_array_equal(got, ens.evaluate(X))

@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if not chosen:
         raise InputDataError("no analysis chosen", "add --sensitive, --counterfactual, --rules or --attribution")
     args.scale = args.metric = _options.scale_of(args)
+    _refuse_compiled(args.model)
     request = explanation_request(args.model, constraints=args.constraints or None)
     forest = request.forest
     frame, X = read_rows(args.data, forest, header=not args.no_header, features_only=True)
@@ -116,6 +117,27 @@ def run(args: argparse.Namespace) -> int:
     elif not args.output:
         print(doc)
     return 0
+
+
+def _refuse_compiled(model: str) -> None:
+    """A C library or table file evaluates the model but is not one (every analysis reads the trees and
+    their thresholds): name what the file is and what to give instead, not "unrecognised format".
+    ``.lumber`` IR files (Forest, Polynomial, ObliviousEnsemble) are models: they load as their exact Forest."""
+    from pathlib import Path
+
+    from lumber.compiler.frontends import read_model_bytes
+    from lumber.compiler.targets.c import is_shared_library
+    from lumber.ir import InputDataError
+
+    p = Path(model)
+    if not p.is_file():
+        return
+    head = read_model_bytes(p)[:8]
+    kind = "a C shared library" if is_shared_library(head) else "oblivious decision tables" if head[:4] == b"LUMB" else None
+    if kind is not None:
+        raise InputDataError(f"{model}: a compiled artifact ({kind}), not a model: explanations read the model's trees",
+                             "explain the model file it was compiled from (`lumber inspect` names its fingerprint) "
+                             "or an IR file (`lumber compile MODEL --passes ... -o m.lumber`)")
 
 
 def _jsonable(v: Any) -> Any:
