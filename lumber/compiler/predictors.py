@@ -20,7 +20,44 @@ from lumber.ir import CompileError, Forest, ObliviousEnsemble, Schema, atomic_wr
 from lumber.ir.interp import prepare_input
 
 
-def as_rows(schema: Schema, X: Any, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+def _values_accepted(schema: Schema, rows: npt.NDArray[Any]) -> bool:
+    """No NaN where the model refuses NaN, no infinity where it refuses infinities.
+
+    Two reductions (max and min: NaN propagates through both) instead of elementwise isnan/isinf
+    arrays: this check runs on every batch, before the compiled model's own pass over the rows.
+    """
+    if (schema.allow_nan and schema.allow_inf) or rows.size == 0:
+        return True
+    hi, lo = rows.max(), rows.min()
+    if np.isnan(hi) or np.isnan(lo):
+        return schema.allow_nan and (schema.allow_inf or not bool(np.isinf(rows).any()))
+    return schema.allow_inf or bool(np.isfinite(hi) and np.isfinite(lo))
+
+
+PARALLEL_CONVERT_ROWS = 16384
+"""Batches at least this long are converted to the model's dtype on several threads (when asked)."""
+
+
+def _convert(X: npt.NDArray[Any], dtype: np.dtype[Any], threads: int) -> npt.NDArray[Any]:
+    """``np.ascontiguousarray(X, dtype)``, on ``threads`` row chunks at once for long batches (numpy's
+    copy releases the GIL), so a multi-threaded predict has no single-threaded conversion in front."""
+    if threads <= 1 or X.shape[0] < PARALLEL_CONVERT_ROWS or (X.dtype == dtype and X.flags.c_contiguous):
+        with np.errstate(over="ignore"):
+            return np.ascontiguousarray(X, dtype=dtype)
+    from lumber.backends.c.loader import worker_pool
+
+    rows = np.empty(X.shape, dtype=dtype)
+    step = -(-X.shape[0] // threads)
+
+    def part(lo: int) -> None:
+        with np.errstate(over="ignore"):
+            np.copyto(rows[lo:lo + step], X[lo:lo + step], casting="same_kind")
+
+    list(worker_pool().map(part, range(0, X.shape[0], step)))
+    return rows
+
+
+def as_rows(schema: Schema, X: Any, dtype: np.dtype[Any], threads: int = 1) -> npt.NDArray[Any]:
     """User data as a C-contiguous array of ``dtype`` holding the model's input values.
 
     Plain float arrays skip the general conversion; rounding float64 to float32
@@ -31,9 +68,8 @@ def as_rows(schema: Schema, X: Any, dtype: np.dtype[Any]) -> npt.NDArray[Any]:
             with np.errstate(over="ignore"):
                 rows = np.ascontiguousarray(X.astype(np.float32), dtype=np.float64)
         else:
-            with np.errstate(over="ignore"):
-                rows = np.ascontiguousarray(X, dtype=dtype)
-        if (not schema.allow_nan and np.isnan(rows).any()) or (not schema.allow_inf and np.isinf(rows).any()):
+            rows = _convert(X, dtype, threads)
+        if not _values_accepted(schema, rows):
             prepare_input(schema, X)  # raises the detailed InputDataError
         return rows
     return np.ascontiguousarray(prepare_input(schema, X), dtype=dtype)
@@ -134,8 +170,9 @@ class CPredictor(Predictor):
         return self.artifact.text() if self.artifact is not None else None
 
     def _margins(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
-        rows = as_rows(self.schema, X, self.library.dtype)
-        return self.library.predict_raw(rows, threads or self.threads)  # type: ignore[no-any-return]
+        threads = threads or self.threads
+        rows = as_rows(self.schema, X, self.library.dtype, threads)
+        return self.library.predict_raw(rows, threads)  # type: ignore[no-any-return]
 
     def predict_raw(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
         m = self._margins(X, threads)

@@ -229,3 +229,33 @@ def test_c_predict_row_of_a_float32_model_rounds_as_batches_do() -> None:
     for i in range(0, len(X), 3):
         np.testing.assert_array_equal(pred.predict_row(X[i]), ref[i])
         np.testing.assert_array_equal(pred.predict_row(X[i].astype(np.float32)), ref[i])
+
+
+def test_rows_check_and_threaded_conversion_match_elementwise() -> None:
+    """as_rows: the max/min check refuses exactly what isnan/isinf refuse, and converting on threads
+    gives the serial conversion bit for bit (float32 rounding and overflow to inf included)."""
+    import itertools
+    from dataclasses import replace
+
+    from cases import numeric_nan
+
+    from lumber.compiler.predictors import PARALLEL_CONVERT_ROWS, _values_accepted, as_rows
+
+    schema = numeric_nan().schema
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        r = rng.normal(size=(int(rng.integers(1, 6)), 3)).astype(np.float32 if trial % 2 else np.float64)
+        for v in rng.choice([np.nan, np.inf, -np.inf, 0.0], size=int(rng.integers(0, 3))):
+            r.flat[int(rng.integers(0, r.size))] = v
+        for nan, inf in itertools.product([False, True], repeat=2):
+            want = not ((not nan and np.isnan(r).any()) or (not inf and np.isinf(r).any()))
+            assert _values_accepted(replace(schema, allow_nan=nan, allow_inf=inf), r) == want
+    X = rng.normal(size=(PARALLEL_CONVERT_ROWS + 777, schema.n_features)) * 10.0 ** rng.integers(-50, 50, (1, 1))
+    X[::97, 0] = 1e39  # overflows float32
+    X[::89, -1] = np.nan
+    for dtype in (np.float32, np.float64):
+        serial = as_rows(schema, X, np.dtype(dtype))
+        for src in (X, np.asfortranarray(X)):
+            par = as_rows(schema, src, np.dtype(dtype), threads=3)
+            assert par.flags.c_contiguous and par.dtype == dtype
+            np.testing.assert_array_equal(par, serial)

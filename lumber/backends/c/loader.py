@@ -29,7 +29,8 @@ CHUNK_ALIGN = 1024
 """Row chunks handed to Python threads are multiples of this (whole C blocks)."""
 
 
-def _pool() -> ThreadPoolExecutor:
+def worker_pool() -> ThreadPoolExecutor:
+    """The process's threads for row chunks (C calls, and input conversion in compiler.predictors)."""
     global _POOL
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="lumber-c")
@@ -117,7 +118,7 @@ class CLibrary:
             step = -(-n // threads)
             step = -(-step // CHUNK_ALIGN) * CHUNK_ALIGN
             rb, ob = X.itemsize * self.n_features, 8 * self.n_outputs
-            jobs = [_pool().submit(f, X.ctypes.data + s * rb, min(step, n - s), out.ctypes.data + s * ob, 1)
+            jobs = [worker_pool().submit(f, X.ctypes.data + s * rb, min(step, n - s), out.ctypes.data + s * ob, 1)
                     for s in range(0, n, step)]
             status = [j.result() for j in jobs]
         if any(status):
