@@ -59,6 +59,16 @@ constraint) on the same cases: plausibility and stability of its points, for com
     .venv/bin/python bench/rules.py [--quick] [--cases 100] [--datasets compas,bcw,adult] [--k 10] [--stem NAME]
     .venv/bin/python bench/rules.py --merge rules_compas,rules_bcw,rules_adult,rules_diabetes --stem rules
 
+The full run, in parts of a few minutes each on an idle 2-core machine (then the merge)::
+
+    bench/rules.py --cases 100 --datasets compas --stem rules_compas
+    bench/rules.py --cases 50 --datasets bcw --no-milp --classes pos --stem rules_bcw_pos
+    bench/rules.py --cases 50 --datasets bcw --no-milp --classes neg --stem rules_bcw_neg
+    bench/rules.py --cases 30 --datasets adult --no-milp --no-variants --classes pos --stem rules_adult_pos
+    bench/rules.py --cases 30 --datasets adult --no-milp --no-variants --classes neg --stem rules_adult_neg
+    bench/rules.py --cases 100 --datasets diabetes --stem rules_diabetes
+    bench/rules.py --merge rules_compas,rules_bcw_pos,rules_bcw_neg,rules_adult_pos,rules_adult_neg,rules_diabetes
+
 Writes ``bench/results/rules.json`` and ``bench/results/rules.md`` (``rules_quick.*`` with
 ``--quick``, ``rules_k20.*`` with ``--k 20``, ``NAME.*`` with ``--stem NAME``). A full run is split
 into one command per data set (each writes its own stem); ``--merge`` joins their JSON into one
