@@ -458,6 +458,10 @@ def merge(stems: list[str]) -> dict[str, Any]:
     """One document from the JSON of several runs (one per data set): datasets and regression joined,
     each part's command, wall time and load average kept."""
     doc: dict[str, Any] = {"datasets": {}, "parts": []}
+    missing = [s for s in stems if not (RESULTS / f"{s}.json").exists()]
+    if missing:
+        raise SystemExit(f"bench/rules.py --merge: no {', '.join(f'bench/results/{s}.json' for s in missing)}; "
+                         "run that part first (--stem NAME writes bench/results/NAME.json)")
     for stem in stems:
         part = json.loads((RESULTS / f"{stem}.json").read_text())
         for key in ("machine", "cases_per_class", "seed", "k", "paper", "cpus"):
