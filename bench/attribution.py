@@ -10,9 +10,10 @@ of |nu| with mean |SHAP| (Spearman) and the time of each method.
 
 shap and matplotlib are bench-only extras (``pip install shap matplotlib``).
 
-    .venv/bin/python bench/attribution.py [--digits 0,1,2,3,4,5,6,7,8,9] [--runs 3]
+    .venv/bin/python bench/attribution.py [--digits 0,1,2,3,4,5,6,7,8,9] [--runs 3] [--quick] [--dry-run]
 
-Writes ``bench/results/attribution.json``, ``attribution.md`` and ``attribution_digits.png``.
+Writes ``bench/results/attribution.json``, ``attribution.md`` and ``attribution_digits.png``
+(``attribution-quick.*`` and ``attribution-quick_digits.png`` with --quick: digits 0 and 1, one run).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+import _outputs
 import lumber
 from lumber.passes.analyses.attribution import attribution
 from lumber.passes.transforms.polynomial import forest_to_polynomial
@@ -106,9 +108,17 @@ def main() -> None:
     from sklearn.model_selection import train_test_split
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--digits", default="0,1,2,3,4,5,6,7,8,9")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--digits", default=None, help="digits, comma-separated (default: all ten; quick: 0,1)")
+    ap.add_argument("--runs", type=int, default=None, help="interleaved runs (default 3; quick 1)")
+    ap.add_argument("--quick", action="store_true", help="digits 0 and 1, one run, into attribution-quick.*")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args()
+    args.digits = args.digits or ("0,1" if args.quick else "0,1,2,3,4,5,6,7,8,9")
+    args.runs = args.runs or (1 if args.quick else 3)
+    name = _outputs.stem("attribution", args.quick)
+    png, js, mdp = RESULTS / f"{name}_digits.png", RESULTS / f"{name}.json", RESULTS / f"{name}.md"
+    if _outputs.dry_run(args, png, js, mdp):
+        return
     X, y = load_digits(return_X_y=True)
     X = X.astype(np.float64)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
@@ -120,16 +130,16 @@ def main() -> None:
         print(f"digit {d}: acc {r['test_accuracy']:.3f}, spearman {r['spearman_abs_nu_vs_shap']:.2f}, "
               f"monoforest {r['monoforest_seconds']:.3f} s, shap {r['shap_seconds']:.3f} s", flush=True)
     RESULTS.mkdir(exist_ok=True)
-    draw(rows, {d: Xtr[ytr == d].mean(axis=0).reshape(8, 8) for d in digits}, RESULTS / "attribution_digits.png")
+    draw(rows, {d: Xtr[ytr == d].mean(axis=0).reshape(8, 8) for d in digits}, png)
     doc = {"benchmark": "attribution", "dataset": "sklearn digits (8x8)", "rows_train": len(ytr),
            "model": "LightGBM binary one-vs-rest, 150 trees x 8 leaves", "digits": rows}
-    (RESULTS / "attribution.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    js.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     import shap
 
     lines = ["# MonoForest attribution vs SHAP on digits (paper Figure 3)", "",
              f"One-vs-rest LightGBM per digit (150 trees x 8 leaves) on {len(ytr)} training images of scikit-learn "
              "digits; nu(k) over the training rows (signed), SHAP global importance = mean |SHAP value| "
-             "(TreeExplainer, same rows). Heat maps: `bench/results/attribution_digits.png`. "
+             f"(TreeExplainer, same rows). Heat maps: `bench/results/{png.name}`. "
              f"Times are medians of {args.runs} interleaved runs (MonoForest includes the polynomial conversion).", "",
              "| digit | test accuracy | pixels +/- (nu) | Spearman(|nu|, mean|SHAP|) | top-10 overlap | "
              "MonoForest s | SHAP s | ratio SHAP/MonoForest |", "|---|---|---|---|---|---|---|---|"]
@@ -137,14 +147,14 @@ def main() -> None:
         lines.append(f"| {r['digit']} | {r['test_accuracy']:.3f} | {r['positive_pixels']}/{r['negative_pixels']} | "
                      f"{r['spearman_abs_nu_vs_shap']:.2f} | {r['top10_overlap']}/10 | {r['monoforest_seconds']:.3f} | "
                      f"{r['shap_seconds']:.3f} | {r['shap_seconds'] / r['monoforest_seconds']:.2f} |")
-    lines += ["", "![nu(k) beside SHAP](attribution_digits.png)", "",
+    lines += ["", f"![nu(k) beside SHAP]({png.name})", "",
               "MonoForest's nu(k) is signed: red pixels raise the digit's margin on average, blue pixels lower it "
               "(the paper's point against SHAP's and Model Reliance's unsigned global scores).", "",
               f"Environment: Python {platform.python_version()} ({platform.machine()}, {os.cpu_count()} CPUs, load "
               f"average {os.getloadavg()[0]:.1f} at the end), numpy {np.__version__}, lightgbm "
               f"{__import__('lightgbm').__version__}, shap {shap.__version__}."]
     md = "\n".join(lines) + "\n"
-    (RESULTS / "attribution.md").write_text(md)
+    mdp.write_text(md)
     print(md)
 
 

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _outputs
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -74,7 +76,11 @@ def main() -> None:
     ap.add_argument("--leaves", type=int, default=16)
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--quick", action="store_true", help="12 rows, 2 rounds, 30 trees")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args()
+    stem = _outputs.stem("batch", args.quick)
+    if _outputs.dry_run(args, RESULTS / f"{stem}.json", RESULTS / f"{stem}.md"):
+        return
     if args.quick:
         args.rows, args.rounds, args.trees = 12, 2, 30
 
@@ -128,7 +134,6 @@ def main() -> None:
         "dask_vs_joblib": med["joblib"] / med["dask"], "mismatches": mismatches, "time_limited_rows": time_limited,
     }
     RESULTS.mkdir(exist_ok=True)
-    stem = "batch-quick" if args.quick else "batch"
     (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
         f"# Batch counterfactuals: {args.rows} Adult rows, LightGBM {args.trees} x {args.leaves}",

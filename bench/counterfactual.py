@@ -35,7 +35,8 @@ process are reported beside wall seconds; HiGHS runs in-process on one thread.
     .venv/bin/python bench/counterfactual.py --quick --sections actionability
     .venv/bin/python bench/counterfactual.py --sections table4 [--norms l1] [--origins 20]
 
-Writes ``bench/results/counterfactual.json`` and ``bench/results/counterfactual.md``.
+Writes ``bench/results/counterfactual.json`` and ``bench/results/counterfactual.md`` (``counterfactual-quick.*``
+with --quick; ``--dry-run`` prints the files and stops).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+import _outputs
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -516,8 +519,13 @@ def main() -> None:
     ap.add_argument("--iso-samples", type=int, default=64)
     ap.add_argument("--norms", default="l0,l1,l2", help="norms of the table4 section")
     ap.add_argument("--if-time-limit", type=float, default=30.0, help="seconds per query in the table4 section")
-    ap.add_argument("--output", default=str(RESULTS / "counterfactual"))
+    ap.add_argument("--output", default=None,
+                    help="results path without suffix (default: bench/results/counterfactual, quick: counterfactual-quick)")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args()
+    args.output = args.output or str(RESULTS / _outputs.stem("counterfactual", args.quick))
+    if _outputs.dry_run(args, args.output + ".json", args.output + ".md"):
+        return
     args.origins = args.origins or (5 if args.quick else 20)
     args.time_limit = args.time_limit or (20.0 if args.quick else 60.0)
     args.datasets = args.datasets.split(",")

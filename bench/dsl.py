@@ -15,9 +15,9 @@ Also measured in fresh subprocesses: the first call in a new process with the
 LALR tables loaded from the user cache (import included), and building the
 tables from the grammar (``strict=True``), which happens once per grammar version.
 
-    .venv/bin/python bench/dsl.py [--runs 7] [--lines 1000]
+    .venv/bin/python bench/dsl.py [--runs 7] [--lines 1000] [--quick] [--dry-run]
 
-Writes ``bench/results/dsl.json`` and ``bench/results/dsl.md``.
+Writes ``bench/results/dsl.json`` and ``bench/results/dsl.md`` (``dsl-quick.*`` with --quick: 3 runs).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
+
+import _outputs
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -113,9 +115,16 @@ def subprocess_seconds(code: str) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=None, help="interleaved runs (default 7; quick 3)")
     ap.add_argument("--lines", type=int, default=1000)
+    ap.add_argument("--quick", action="store_true", help="3 runs, into dsl-quick.*")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args()
+    args.runs = args.runs or (3 if args.quick else 7)
+    name = _outputs.stem("dsl", args.quick)
+    js, mdp = RESULTS / f"{name}.json", RESULTS / f"{name}.md"
+    if _outputs.dry_run(args, js, mdp):
+        return
 
     from lumber.compiler.dsl import check_program, format_program, parse_text
     from lumber.compiler.dsl.parse import parser
@@ -175,7 +184,7 @@ def main() -> None:
         "ratio_parse_check_to_json_cpu": med_cpu["parse + check"] / med_cpu["reference: json.loads of to_dict()"],
         "python": platform.python_version(), "machine": platform.machine(),
     }
-    (RESULTS / "dsl.json").write_text(json.dumps(out, indent=2) + "\n")
+    js.write_text(json.dumps(out, indent=2) + "\n")
     md = [f"# Constraint language: parse and check a {args.lines}-line file",
           "",
           f"{n_stmt} statements over {schema.n_features} features ({len(text.encode())} bytes); "
@@ -194,8 +203,8 @@ def main() -> None:
                       f"{r['median_cpu_s'] / ref:.0f}x |")
         else:
             md.append(f"| {r['phase']} | {r['median_s']:.4f} |  |  |")
-    md += ["", "Command: `.venv/bin/python bench/dsl.py`", ""]
-    (RESULTS / "dsl.md").write_text("\n".join(md))
+    md += ["", f"Command: `.venv/bin/python bench/dsl.py{' --quick' if args.quick else ''}`", ""]
+    mdp.write_text("\n".join(md))
     print("\n".join(md))
 
 

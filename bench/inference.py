@@ -60,6 +60,7 @@ LLVMLITE_ASIDE = Path(os.environ.get("LUMBER_BENCH_LLVMLITE", ROOT / ".venv" / "
 if LLVMLITE_ASIDE.is_dir():
     sys.path.insert(0, str(LLVMLITE_ASIDE))
 
+import _outputs  # noqa: E402
 import lumber  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -837,10 +838,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
                     help="first wait up to this long for the load to fall to --max-load")
     ap.add_argument("--stem", default=None, help="results file name (default inference / inference-quick)")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args(argv)
+    stem = args.stem or _outputs.stem("inference", args.quick)
+    if _outputs.dry_run(args, args.out / f"{stem}.json", args.out / f"{stem}.md"):
+        return 0
     res = run(args)
     res["command"] = "bench/inference.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    stem = args.stem or ("inference-quick" if args.quick else "inference")
     args.out.mkdir(parents=True, exist_ok=True)
     from lumber.ir import atomic_write_text
 

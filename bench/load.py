@@ -10,9 +10,10 @@ imports) and, for lumber, also with tracemalloc.
 
 Targets: lumber under 2 s and peak memory under 10x the file size.
 
-    .venv/bin/python bench/load.py [--runs 5] [--trees 1000] [--leaves 255]
+    .venv/bin/python bench/load.py [--runs 5] [--trees 1000] [--leaves 255] [--quick] [--dry-run]
 
-Writes ``bench/results/load.json`` and ``bench/results/load.md``.
+Writes ``bench/results/load.json`` and ``bench/results/load.md`` (``load-quick.*`` with --quick:
+200 trees x 63 leaves, 2 runs).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+import _outputs
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -124,11 +127,20 @@ def tracemalloc_peak(path: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--trees", type=int, default=1000)
-    ap.add_argument("--leaves", type=int, default=255)
+    ap.add_argument("--runs", type=int, default=None, help="interleaved runs (default 5; quick 2)")
+    ap.add_argument("--trees", type=int, default=None, help="trees of the model (default 1000; quick 200)")
+    ap.add_argument("--leaves", type=int, default=None, help="leaves per tree (default 255; quick 63)")
+    ap.add_argument("--quick", action="store_true", help="a 200 x 63 model, 2 runs, into load-quick.*")
+    _outputs.add_dry_run(ap)
     ap.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "lumber-bench")
     args = ap.parse_args(argv)
+    args.runs = args.runs or (2 if args.quick else 5)
+    args.trees = args.trees or (200 if args.quick else 1000)
+    args.leaves = args.leaves or (63 if args.quick else 255)
+    name = _outputs.stem("load", args.quick)
+    js, mdp = RESULTS / f"{name}.json", RESULTS / f"{name}.md"
+    if _outputs.dry_run(args, js, mdp):
+        return 0
 
     args.cache_dir.mkdir(parents=True, exist_ok=True)
     path = args.cache_dir / f"lightgbm_{args.trees}x{args.leaves}.txt"
@@ -179,8 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(exist_ok=True)
     from lumber.ir import atomic_write_text
 
-    atomic_write_text(RESULTS / "load.json", json.dumps(result, indent=2) + "\n")
-    atomic_write_text(RESULTS / "load.md", _markdown(result))
+    atomic_write_text(js, json.dumps(result, indent=2) + "\n")
+    atomic_write_text(mdp, _markdown(result))
     print(_markdown(result))
     return 0
 

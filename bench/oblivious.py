@@ -42,6 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _outputs  # noqa: E402
 import inference as inf  # noqa: E402
 
 TARGETS = {"lleaves": 1.5, "treelite+tl2cgen": 3.0, "lightgbm predict": 5.0, "catboost predict": 1.0}
@@ -295,12 +296,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=inf.RESULTS)
     ap.add_argument("--recompose", action="store_true", help="exact re-composition of LightGBM 500 x 63 (issue 18)")
     ap.add_argument("--refit", action="store_true", help="with --recompose: prune-refit and its tables too")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args(argv)
+    stem = _outputs.stem("oblivious-recompose" if args.recompose else "oblivious", args.quick)
+    if _outputs.dry_run(args, args.out / f"{stem}.json", args.out / f"{stem}.md",
+                        *([] if args.recompose else [args.out / f"inference-{stem}.md"])):
+        return 0
     if args.recompose:
         from lumber.ir import atomic_write_text
 
         res = recompose_run(args.quick, args.reps or 3, args.refit)
-        stem = "oblivious-recompose-quick" if args.quick else "oblivious-recompose"
         args.out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.out / f"{stem}.json", json.dumps(res, indent=1, default=float))
         md = recompose_markdown(res)
@@ -311,7 +316,6 @@ def main(argv: list[str] | None = None) -> int:
     res = inf.run(ns)
     summ = summary(res)
     res["oblivious_summary"] = summ
-    stem = "oblivious-quick" if args.quick else "oblivious"
     args.out.mkdir(parents=True, exist_ok=True)
     from lumber.ir import atomic_write_text
 

@@ -75,6 +75,8 @@ from typing import Any
 
 import numpy as np
 
+import _outputs
+
 import lumber
 from lumber.passes.base import PassContext
 from lumber.passes.quality import auc
@@ -594,7 +596,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="adult only, no sweep, no stress case, one conversion run")
     ap.add_argument("--seed-study", default="", help="comma-separated split seeds: adult only, writes prune-seeds.*")
     ap.add_argument("--render", action="store_true", help="rewrite prune.md from prune.json (no runs)")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args()
+    stem = _outputs.stem("prune", args.quick)
+    if _outputs.dry_run(args, *([RESULTS / "prune.md"] if args.render else
+                                [RESULTS / "prune-seeds.json", RESULTS / "prune-seeds.md"] if args.seed_study else
+                                [RESULTS / f"{stem}.json", RESULTS / f"{stem}.md"])):
+        return
     if args.render:
         doc = json.loads((RESULTS / "prune.json").read_text())
         load = doc.get("load_average_end")
@@ -631,7 +639,6 @@ def main() -> None:
     print(f"conversion: {conv['seconds_median']:.2f} s, peak {conv['peak_memory_mb']:.0f} MB, "
           f"{conv['monomials']:,} monomials", flush=True)
     RESULTS.mkdir(exist_ok=True)
-    stem = "prune-quick" if args.quick else "prune"
     doc = {"benchmark": "prune", "quick": args.quick, "tol": args.tol, "datasets": rows, "conversion": conv,
            "stress": stress, "load_average_end": os.getloadavg()[0],
            "paper": {k: {"trained_auc": v[0], "pruned_auc": v[1], "reduction": v[2]} for k, v in PAPER.items()}}

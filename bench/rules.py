@@ -88,6 +88,8 @@ from typing import Any
 
 import numpy as np
 
+import _outputs
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 SIGMA2 = (0.01, 0.025, 0.05)
@@ -815,28 +817,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stem", default=None, help="output file stem in bench/results (default rules[_quick][_kK])")
     ap.add_argument("--merge", default=None, help="comma-separated stems of earlier runs to join into --stem")
     ap.add_argument("--cdp-check", action="store_true",
-                    help="only the CDP Monte Carlo check and the per-case divergent-set report (rules_cdp.*)")
+                    help="only the CDP Monte Carlo check and the per-case divergent-set report (rules_cdp.*, "
+                         "quick: rules_cdp-quick.*)")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args(argv)
     n = args.cases or (20 if args.quick else 100)
+    suffix = ("_quick" if args.quick else "") + (f"_k{args.k}" if args.k != 10 else "")
+    name = (_outputs.stem("rules_cdp", args.quick) if args.cdp_check else (args.stem or "rules") if args.merge
+            else args.stem or f"rules{suffix}")
+    js, mdp = RESULTS / f"{name}.json", RESULTS / f"{name}.md"
+    if _outputs.dry_run(args, js, mdp):
+        return 0
     from lumber.ir import atomic_write_text
 
     cmd = "bench/rules.py " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.merge:
         doc = merge([s for s in args.merge.split(",") if s])
-        stem = args.stem or "rules"
         RESULTS.mkdir(exist_ok=True)
-        atomic_write_text(RESULTS / f"{stem}.json", json.dumps(doc, indent=2, sort_keys=True, default=float) + "\n")
+        atomic_write_text(js, json.dumps(doc, indent=2, sort_keys=True, default=float) + "\n")
         md = markdown(doc)
-        atomic_write_text(RESULTS / f"{stem}.md", md)
+        atomic_write_text(mdp, md)
         print(md)
         return 0
     if args.cdp_check:
         cd = cdp_check(n, args.seed)
         cd.update({"command": cmd, "machine": f"{platform.machine()}, Python {platform.python_version()}"})
         RESULTS.mkdir(exist_ok=True)
-        atomic_write_text(RESULTS / "rules_cdp.json", json.dumps(cd, indent=2, sort_keys=True, default=float) + "\n")
+        atomic_write_text(js, json.dumps(cd, indent=2, sort_keys=True, default=float) + "\n")
         md = cdp_markdown(cd)
-        atomic_write_text(RESULTS / "rules_cdp.md", md)
+        atomic_write_text(mdp, md)
         print(md)
         return 0
     doc: dict[str, Any] = {"command": "bench/rules.py " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -858,11 +867,9 @@ def main(argv: list[str] | None = None) -> int:
     doc["cpus"] = os.cpu_count()
     doc["seconds"] = time.perf_counter() - t_all
     RESULTS.mkdir(exist_ok=True)
-    suffix = ("_quick" if args.quick else "") + (f"_k{args.k}" if args.k != 10 else "")
-    stem = args.stem or f"rules{suffix}"
-    atomic_write_text(RESULTS / f"{stem}.json", json.dumps(doc, indent=2, sort_keys=True, default=float) + "\n")
+    atomic_write_text(js, json.dumps(doc, indent=2, sort_keys=True, default=float) + "\n")
     md = markdown(doc)
-    atomic_write_text(RESULTS / f"{stem}.md", md)
+    atomic_write_text(mdp, md)
     print(md)
     return 0
 

@@ -1,11 +1,13 @@
 """Run every benchmark script in bench/, in quick mode where the script has one (``make bench``).
 
-    .venv/bin/python bench/run_all.py [--full] [--only inference,prune] [--list]
+    .venv/bin/python bench/run_all.py [--full] [--only inference,prune] [--list] [--dry-run]
 
 Each script runs in its own process, one after another (never in parallel: they
 time things), and writes its own JSON + markdown results under bench/results/.
-Scripts without a quick mode run as they are. The exit code is non-zero when any
-script failed; a summary line per script says how long it took.
+Every script has a quick mode whose files are its own (``NAME-quick.*``, see
+``bench/_outputs.py``), so ``make bench`` never overwrites full results;
+``--dry-run`` lists the files each script would write. The exit code is
+non-zero when any script failed; a summary line per script says how long it took.
 """
 
 from __future__ import annotations
@@ -23,15 +25,12 @@ def scripts() -> list[Path]:
     return sorted(p for p in HERE.glob("*.py") if p.name != Path(__file__).name and not p.name.startswith("_"))
 
 
-def has_quick(path: Path) -> bool:
-    return '"--quick"' in path.read_text(encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--full", action="store_true", help="full size: no --quick (long: hours)")
     ap.add_argument("--only", help="comma-separated script names (without .py)")
     ap.add_argument("--list", action="store_true", help="print the scripts and their command lines, run nothing")
+    ap.add_argument("--dry-run", action="store_true", help="run each script with --dry-run: list the files it writes")
     args = ap.parse_args(argv)
     chosen = scripts()
     if args.only:
@@ -42,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [p for p in chosen if p.stem in wanted]
     failed = []
     for path in chosen:
-        cmd = [sys.executable, str(path)] + (["--quick"] if has_quick(path) and not args.full else [])
+        cmd = [sys.executable, str(path)] + ([] if args.full else ["--quick"]) + (["--dry-run"] if args.dry_run else [])
         shown = " ".join([Path(cmd[0]).name, *cmd[1:]])
         if args.list:
             print(shown)

@@ -19,9 +19,9 @@
    often the bound is tight, its mean ratio to the exact distance (every point
    verified by scikit-learn).
 
-    .venv/bin/python bench/sensitive.py [--runs 5] [--cases 100000]
+    .venv/bin/python bench/sensitive.py [--runs 5] [--cases 100000] [--quick] [--dry-run]
 
-Writes ``bench/results/sensitive.json`` and ``bench/results/sensitive.md``.
+Writes ``bench/results/sensitive.json`` and ``bench/results/sensitive.md`` (``sensitive-quick.*`` with --quick).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+import _outputs
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -253,12 +255,22 @@ def markdown(doc: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--cases", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=None, help="interleaved runs (default 5; quick 2)")
+    ap.add_argument("--cases", type=int, default=None, help="cases of the throughput test (default 100000; "
+                                                            "quick 10000)")
+    ap.add_argument("--quick", action="store_true", help="2 runs of 10000 cases, into sensitive-quick.*")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args()
+    args.runs = args.runs or (2 if args.quick else 5)
+    args.cases = args.cases or (10_000 if args.quick else 100_000)
+    name = _outputs.stem("sensitive", args.quick)
+    js, mdp = RESULTS / f"{name}.json", RESULTS / f"{name}.md"
+    if _outputs.dry_run(args, js, mdp):
+        return
     data = datasets()
     doc = {
-        "command": f"python bench/sensitive.py --runs {args.runs} --cases {args.cases}",
+        "command": f"python bench/sensitive.py --runs {args.runs} --cases {args.cases}"
+                   + (" --quick" if args.quick else ""),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
                    f"Python {platform.python_version()}",
         "cases": args.cases,
@@ -272,8 +284,8 @@ def main() -> None:
     from lumber.ir import atomic_write_text
 
     RESULTS.mkdir(exist_ok=True)
-    atomic_write_text(RESULTS / "sensitive.json", json.dumps(doc, indent=2) + "\n")
-    atomic_write_text(RESULTS / "sensitive.md", markdown(doc))
+    atomic_write_text(js, json.dumps(doc, indent=2) + "\n")
+    atomic_write_text(mdp, markdown(doc))
     print(markdown(doc))
 
 

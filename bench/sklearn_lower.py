@@ -6,9 +6,10 @@ models (adult, all 45k rows). Runs are interleaved in one process; the median
 of ``--runs`` is reported, with the ratio lumber / treelite. It also checks that
 the lowered forest reproduces the model's raw output on 2,000 rows.
 
-    .venv/bin/python bench/sklearn_lower.py [--runs 5]
+    .venv/bin/python bench/sklearn_lower.py [--runs 5] [--quick] [--dry-run]
 
-Writes ``bench/results/sklearn_lower.json`` and ``bench/results/sklearn_lower.md``.
+Writes ``bench/results/sklearn_lower.json`` and ``bench/results/sklearn_lower.md``
+(``sklearn_lower-quick.*`` with --quick: 2 runs).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+import _outputs
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -66,8 +69,15 @@ def timed(fn: Callable[[Any], Any], model: Any) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=None, help="interleaved runs (default 5; quick 2)")
+    ap.add_argument("--quick", action="store_true", help="2 runs, into sklearn_lower-quick.*")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args()
+    args.runs = args.runs or (2 if args.quick else 5)
+    name = _outputs.stem("sklearn_lower", args.quick)
+    js, mdp = RESULTS / f"{name}.json", RESULTS / f"{name}.md"
+    if _outputs.dry_run(args, js, mdp):
+        return
     table, y = models()
     rows = []
     for name, (model, X) in table.items():
@@ -94,12 +104,12 @@ def main() -> None:
         print(rows[-1], flush=True)
     RESULTS.mkdir(exist_ok=True)
     meta = {"python": platform.python_version(), "machine": platform.machine(), "runs": args.runs}
-    (RESULTS / "sklearn_lower.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    js.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     md = ["| model | trees | nodes | output matches | lumber (s) | treelite (s) | lumber / treelite |",
           "|---|---|---|---|---|---|---|"]
     md += [f"| {r['model']} | {r['trees']} | {r['nodes']} | {r['exact']} | {r['lumber_s']:.3f} | "
            f"{r['treelite_s']:.3f} | {r['ratio']:.2f} |" for r in rows]
-    (RESULTS / "sklearn_lower.md").write_text("\n".join(md) + "\n")
+    mdp.write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 

@@ -41,7 +41,8 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
                    contamination: float | None = None, k: int = 1, time_limit: float = 60.0,
                    backend: str = "highs", presolve: bool | None = None, threads: int = 1, mip_gap: float = 1e-6,
                    clip_to_reference: bool = False, n_jobs: int = 1, seed: int = 0,
-                   verify_with_model: bool = True, domains: Domains | None = None
+                   verify_with_model: bool = True, domains: Domains | None = None,
+                   progress: Callable[[int], None] | None = None
                    ) -> CounterfactualResult | list[CounterfactualResult]:
     """Optimal counterfactual explanation(s) of ``x`` under ``model``.
 
@@ -79,6 +80,9 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
     time_limit, backend, presolve, threads, mip_gap
         Solver options (per case). ``backend`` is ``"highs"`` (highspy) or ``"scipy"``.
 
+    progress
+        Called with the number of cases just finished, as they finish (a progress bar's ``update``).
+
     Returns
     -------
     CounterfactualResult or list of them
@@ -93,8 +97,12 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
               time_limit=time_limit, backend=backend, presolve=presolve, threads=threads, mip_gap=mip_gap,
               clip_to_reference=clip_to_reference, domains=domains if domains is not None else req.domains)
 
+    done = progress or (lambda n: None)
+
     def one(i: int) -> CounterfactualResult:
-        return solve_counterfactual(forest, X[i], target, cons, isolation=iso(X[i]), verifier=verifier, **kw)
+        r = solve_counterfactual(forest, X[i], target, cons, isolation=iso(X[i]), verifier=verifier, **kw)
+        done(1)
+        return r
 
     if single or n_jobs == 1 or len(X) < 2:
         results = [one(i) for i in range(len(X))]
@@ -103,9 +111,11 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
 
         kw["threads"] = 1
         chunks = np.array_split(np.arange(len(X)), min(len(X), max(1, abs(n_jobs)) * 4))
-        parts = Parallel(n_jobs=n_jobs)(delayed(_batch)(forest, X[c], target, cons, iso, verifier, kw)
-                                        for c in chunks if c.size)
-        results = [r for p in parts for r in p]
+        results = []
+        for part in Parallel(n_jobs=n_jobs, return_as="generator")(  # in order, each chunk as it finishes
+                delayed(_batch)(forest, X[c], target, cons, iso, verifier, kw) for c in chunks if c.size):
+            results += part
+            done(len(part))
     return results[0] if single else results
 
 

@@ -45,6 +45,8 @@ class State:
     """(name in the output folder, file in the cache)."""
     results: dict[str, Any] = field(default_factory=dict)
     steps: list[dict[str, Any]] = field(default_factory=list)
+    progress: bool = False
+    """Show a progress bar on stderr for per-case explanations (``lumber build``/``report`` on a terminal)."""
 
     def step(self, name: str, key: str, compute: Any) -> Entry:
         t0 = time.perf_counter()

@@ -51,14 +51,17 @@ class BuildResult:
 
 
 def build(build_file: str | Path, *, output: str | Path | None = None, force: bool = False,
-          log: Callable[[str], None] | None = None) -> BuildResult:
+          log: Callable[[str], None] | None = None, progress: bool = False) -> BuildResult:
     """Run the build described by ``build_file``; see the module docstring."""
-    return build_config(load_build_file(build_file), output=output, force=force, log=log)
+    return build_config(load_build_file(build_file), output=output, force=force, log=log, progress=progress)
 
 
 def build_config(cfg: BuildConfig, *, output: str | Path | None = None, force: bool = False,
-                 log: Callable[[str], None] | None = None) -> BuildResult:
-    """Run a build from a configuration (a build file's, or one made in memory by ``lumber report``)."""
+                 log: Callable[[str], None] | None = None, progress: bool = False) -> BuildResult:
+    """Run a build from a configuration (a build file's, or one made in memory by ``lumber report``).
+
+    ``progress``: a bar on stderr while the cases are explained (the CLI passes it on a terminal).
+    """
     say = log or (lambda s: None)
     t0 = time.perf_counter()
     inp = prepare(cfg, Path(output) if output is not None else None)
@@ -68,7 +71,7 @@ def build_config(cfg: BuildConfig, *, output: str | Path | None = None, force: b
         checks = [Check(**c) for c in old.get("checks", [])]
         say(f"{inp.output}: up to date (inputs unchanged since the last build)")
         return BuildResult(inp.output, old, checks, True, time.perf_counter() - t0)
-    st = State(inp, StepCache(inp.cache, enabled=not force))
+    st = State(inp, StepCache(inp.cache, enabled=not force), progress=progress)
     stages: list[tuple[str, Callable[[State], None]]] = [
         ("passes", run_passes), ("compile", compile_targets), ("equivalence", check_equivalence)]
     analyses = cfg.explain.analyses

@@ -110,7 +110,7 @@ def per_case(st: State) -> None:
         task = BatchTask(analysis, inp.forest, _target(st), inp.constraints, reference, options[analysis])
 
         def compute(files: Path, task: BatchTask = task) -> dict[str, Any]:
-            res = run_task(task, cases.X, n_jobs=ex.jobs, progress=False)
+            res = run_task(task, cases.X, n_jobs=ex.jobs, progress=st.progress)
             return {"records": _plain(res.records)}
 
         st.results[analysis] = st.step(analysis, _analysis_key(st, analysis), compute).result["records"]

@@ -41,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-failed", action="store_true", help="explain again the rows recorded as errors")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show progress")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+    _options.add_quiet(p, "no progress and no summary line (failures are still listed on stderr)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,8 +68,10 @@ def run(args: argparse.Namespace) -> int:
     task = make_task(forest, args.analysis, target=target, constraints=args.constraints, reference=R, **options)
     rows = _options.parse_rows(args.rows, len(X)) if args.rows else None
     res = run_task(task, X, rows=rows, output=args.output, scheduler=args.scheduler, n_jobs=args.jobs,
-                   chunk_size=args.chunk_size, progress=args.progress, retry_failed=args.retry_failed)
-    print(f"{args.output}: {res.summary()}", file=sys.stdout)
+                   chunk_size=args.chunk_size, progress=False if args.quiet else args.progress,
+                   retry_failed=args.retry_failed)
+    if not args.quiet:
+        print(f"{args.output}: {res.summary()}", file=sys.stdout)
     for r in res.failed[:5]:
         print(f"  row {r['row']}: {r['error']['type']}: {r['error']['message']}", file=sys.stderr)
     return 0

@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputDataError("lumber report needs MODEL and CASES (or --render REPORT_JSON)",
                              "e.g. lumber report model.txt cases.csv --train train.csv -o report")
     from lumber.compiler.build import BuildFileError, build_config, config_from_dict
+    from lumber.compiler.progress import enabled
 
     cwd = Path.cwd()
     doc: dict[str, Any] = {
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         doc["output"]["cache"] = cache
         try:
             cfg = config_from_dict(doc, cwd / "lumber report")
-            result = build_config(cfg)
+            result = build_config(cfg, progress=enabled(args.quiet))
         except BuildFileError as exc:
             raise BuildFileError([replace(d, message=_flags(d.message), notes=tuple(_flags(n) for n in d.notes))
                                   for d in exc.diagnostics]) from None
