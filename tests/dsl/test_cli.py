@@ -194,3 +194,21 @@ def test_real_sklearn_model_with_bundled_example(tmp_path: Path, capsys: pytest.
     start = tmp_path / "start.lum"
     assert main(["init-constraints", str(path), "-o", str(start)]) == 0
     assert main(["check", str(start), "--model", str(path)]) == 0
+
+
+def test_init_constraints_follows_the_model_where_it_splits_numerically(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A typed CSV calling a column categorical (type code E, or text) does not override a model that splits the
+    feature at numeric thresholds: the file describes it as the model reads it, and a note says so."""
+    f = make_forest([("Grade", 2.5, -1.0, ("Hours", 40.0, 0.5, 1.0))], [Feature("Grade"), Feature("Hours")])
+    f.save(tmp_path / "m.lumber")
+    typed = write(tmp_path, "typed.csv", "Grade,Hours\nE,F\n1,30\n3,45\n2,50\n")
+    assert main(["init-constraints", str(tmp_path / "m.lumber"), "--data", str(typed)]) == 0
+    out, err = capsys.readouterr()
+    assert "'Grade' has a categorical type code but the model splits it at numeric thresholds" in err
+    assert "data: 1 .. 3 (3 distinct)" in out and "Grade: integer" in out  # numbers, as the model reads them
+    text = write(tmp_path, "text.csv", "Grade,Hours\nlow,30\nhigh,45\n")
+    assert main(["init-constraints", str(tmp_path / "m.lumber"), "--data", str(text)]) == 2
+    err = capsys.readouterr().err
+    assert "'Grade' has text labels but the model splits it at numeric thresholds" in err
+    assert "column 'Grade' holds non-numeric value 'low'" in err  # the model reads numbers: text is an error

@@ -8,7 +8,9 @@ as written and the user decides what may change.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any
 
 
 NAME = "init-constraints"
@@ -22,6 +24,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", help="training CSV: observed ranges and categories go into the comments")
     p.add_argument("-o", "--output", help="write here (default: standard output)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+
+
+def _follow_model(forest: Any, data: str) -> Any:
+    """``forest`` with kinds and labels from the typed CSV where the model records none, except where the
+    model splits a feature at numeric thresholds: the model's reading wins there, and a note on stderr says so."""
+    import numpy as np
+
+    from lumber.compiler.dsl import refine_schema
+    from lumber.datasets import read_typed_csv
+    from lumber.ir import FeatureKind
+
+    numeric = {int(j) for j in forest.feature[~forest.is_leaf & ~forest.is_categorical]}
+    names = forest.schema.feature_names
+    model_kind = {f.name: f.kind for f in forest.schema.features}
+    taken = []
+    for d in read_typed_csv(data).features:
+        j = names.index(d.name) if d.name in model_kind else -1
+        if (j in numeric and d.kind in (FeatureKind.CATEGORICAL, FeatureKind.ORDINAL)
+                and model_kind[d.name] not in (FeatureKind.CATEGORICAL, FeatureKind.ORDINAL)):
+            how = "text labels" if d.categories and not isinstance(d.categories[0], (int, np.integer)) else \
+                "a categorical type code"
+            print(f"note: {data}: '{d.name}' has {how} but the model splits it at numeric thresholds; "
+                  "it is described as the model reads it (numerical)", file=sys.stderr)
+            continue
+        taken.append(d)
+    return forest.replace(schema=refine_schema(forest.schema, taken))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,10 +77,7 @@ def run(args: argparse.Namespace) -> int:
     forest = load(args.model)
     frame = read_frame(args.data) if args.data else None
     if args.data:
-        from lumber.compiler.dsl import refine_schema
-        from lumber.datasets import read_typed_csv
-
-        forest = forest.replace(schema=refine_schema(forest.schema, read_typed_csv(args.data).features))
+        forest = _follow_model(forest, args.data)
     domains = None
     if frame is not None:
         from lumber.compiler.data import read_rows
