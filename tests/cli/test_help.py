@@ -26,3 +26,37 @@ def test_top_level_help_lists_commands_with_examples(capsys: pytest.CaptureFixtu
     for cmd in ("inspect", "predict", "compile", "explain", "report", "build", "check", "datasets", "demo"):
         assert f"  {cmd}" in out
     assert "lumber predict model.txt cases.csv" in out and "lumber datasets export adult tour" in out
+
+
+def test_shell_completion_lists_commands_and_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What argcomplete answers a shell (``eval "$(register-python-argcomplete lumber)"``) over lumber's parser."""
+    import io
+    import sys
+
+    import argcomplete
+
+    import lumber.compiler.cli as cli
+
+    real = argcomplete.autocomplete
+    # argcomplete writes debug output to fd 9, which under pytest is pytest's own: keep it on stderr
+    monkeypatch.setattr(argcomplete.finders.CompletionFinder, "_init_debug_stream", lambda self: None)
+
+    def complete(line: str) -> list[str]:
+        monkeypatch.setenv("_ARGCOMPLETE", "1")
+        monkeypatch.setenv("COMP_LINE", line)
+        monkeypatch.setenv("COMP_POINT", str(len(line)))
+        monkeypatch.setenv("_ARGCOMPLETE_IFS", "\v")
+        out = io.StringIO()
+
+        def done(code: int = 0) -> None:
+            raise SystemExit(code)
+
+        monkeypatch.setattr(argcomplete, "autocomplete",
+                            lambda parser: real(parser, output_stream=out, exit_method=done))  # type: ignore[misc]
+        monkeypatch.setattr(sys, "argv", ["lumber"])
+        with pytest.raises(SystemExit):
+            cli.main()  # argv None: the way the console script starts
+        return out.getvalue().split("\v")
+
+    assert {"predict", "explain", "report", "build"} <= set(complete("lumber "))
+    assert "--no-header" in complete("lumber report model.txt cases.csv --no")

@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK  (shell completion: eval "$(register-python-argcomplete lumber)")
 """The ``lumber`` command line.
 
 Each sub-command is a module in this package defining ``NAME``, ``HELP``,
@@ -5,6 +6,7 @@ Each sub-command is a module in this package defining ``NAME``, ``HELP``,
 new command is a new module. Every command reading model files gets
 ``--trust-pickle`` (a module opts out with ``READS_MODELS = False``). A :class:`~lumber.ir.LumberError` is printed as
 diagnostics on stderr with a non-zero exit code, never as a traceback.
+Shell completion of commands and options comes from argcomplete, over the same parser.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if argv is None:
+        _complete(parser)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
@@ -81,6 +85,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _complete(parser: argparse.ArgumentParser) -> None:
+    """Answer a shell's completion request (argcomplete sets ``_ARGCOMPLETE``) and exit; else do nothing."""
+    import os
+
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    try:
+        import argcomplete
+    except ImportError:  # pragma: no cover - a dependency; without it the shell just gets no completions
+        return
+    argcomplete.autocomplete(parser)
 
 
 _PLAIN_SHOW = warnings.showwarning
