@@ -176,7 +176,7 @@ def recompose_run(quick: bool, reps: int, refit: bool) -> dict[str, Any]:
     import lumber
     from lumber.backends.table_c import TableRuntime
     from lumber.passes.base import PassContext
-    from lumber.passes.metrics import auc
+    from lumber.passes.quality import auc
     from lumber.passes.transforms.quantize import quantize_ensemble
     from lumber.passes.transforms.recompose_oblivious import recompose
     from lumber.passes.transforms.polynomial import expand_forest

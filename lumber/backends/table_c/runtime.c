@@ -101,6 +101,25 @@ static LT_BIN_T lt_set_bin(const lt_model *M, int32_t c, LT_IN_T v)
     return (LT_BIN_T)(lo < (int)(M->border_offset[c + 1] - M->border_offset[c]) && (double)b[lo] == t);
 }
 
+#define LT_CODE_INVALID (-1.0)
+#define LT_CODE_NAN (-2.0)
+/* Category code of each value (truncated), LT_CODE_INVALID where the model's rule calls it invalid,
+ * LT_CODE_NAN for NaN: what lt_set_bin decides per value, for a block of rows at once. */
+LT_HOT static void lt_codes(const lt_model *M, const LT_IN_T *xs, int lanes, double *code)
+{
+    for (int i = 0; i < lanes; ++i) {
+        const double x = (double)xs[i], t = trunc(x);
+        int valid;
+        switch (M->cat_rule) {
+        case 0: valid = fabs(x) < 2147483648.0 && t >= 0; break;
+        case 1: valid = x >= 0 && x < 16777216.0; break;
+        case 2: valid = x >= 0 && x < 4294967296.0 && t == x; break;
+        default: valid = x >= 0 && x < 4294967296.0; break;
+        }
+        code[i] = x != x ? LT_CODE_NAN : valid ? t : LT_CODE_INVALID;
+    }
+}
+
 #ifdef LT_FIXED_K
 #define LT_K(M) LT_FIXED_K
 #else
@@ -118,6 +137,8 @@ LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, int l
 {
     LT_IN_T xs[LT_BLOCK];
     int32_t pos[LT_BLOCK];
+    double code[LT_BLOCK];
+    int32_t code_f = -1;  /* feature whose codes are in code[] */
     const int64_t F = LT_F(M);
     for (int32_t c = 0; c < M->n_cols; ++c) {
         const LT_IN_T *b = M->border + M->border_offset[c];
@@ -128,7 +149,20 @@ LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, int l
         for (int i = 0; i < m; ++i) xs[i] = X[(int64_t)i * F + f];
         for (int i = m; i < lanes; ++i) xs[i] = 0;
         if (M->col_invalid_bin && M->col_invalid_bin[c] >= 0) {
-            for (int i = 0; i < lanes; ++i) out[i] = (xs[i] != xs[i]) ? nan_bin : lt_set_bin(M, c, xs[i]);
+            /* set column: the rows' codes once per feature (columns of one feature are adjacent),
+               then membership by comparing with the set's few codes, vectorized over rows */
+            if (f != code_f) {
+                lt_codes(M, xs, lanes, code);
+                code_f = f;
+            }
+            const LT_BIN_T inv = (LT_BIN_T)M->col_invalid_bin[c];
+            for (int i = 0; i < lanes; ++i) pos[i] = 0;
+            for (int k = 0; k < nb; ++k) {
+                const double bk = (double)b[k];
+                for (int i = 0; i < lanes; ++i) pos[i] |= code[i] == bk;
+            }
+            for (int i = 0; i < lanes; ++i)
+                out[i] = code[i] == LT_CODE_NAN ? nan_bin : code[i] == LT_CODE_INVALID ? inv : (LT_BIN_T)pos[i];
             continue;
         }
         if (nb <= LT_LINEAR_MAX) {
