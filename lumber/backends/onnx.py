@@ -133,7 +133,7 @@ def check(forest: Forest, options: OnnxOptions) -> list[Diagnostic]:
             diags.append(error("base score as an Add node rounds differently from the model's sum",
                                IRLocation(field="base_score"), "use base_score='exact'"))
     mz = np.flatnonzero(forest.missing_zero & internal & ~forest.is_categorical)
-    for node in mz:
+    for node in mz.tolist():
         if not _zero_band_ok(forest, int(node)):
             diags.append(error(
                 "zero-as-missing split: values in [-1e-35, 1e-35] take the missing branch, which ONNX cannot "
@@ -151,8 +151,7 @@ def check(forest: Forest, options: OnnxOptions) -> list[Diagnostic]:
             diags.append(error("category code >= 2**24 cannot be held exactly by a float32 membership list",
                                _loc(forest, node), "use input_dtype='float64'"))
     total = 0
-    for node in cat_nodes:
-        node = int(node)
+    for node in cat_nodes.tolist():
         in_left = bool(forest.cat_in_set_left[node])
         nonmember_left = not in_left
         if bool(forest.cat_invalid_left[node]) != nonmember_left:
@@ -239,8 +238,7 @@ def _ml5_trees(forest: Forest, thresholds: npt.NDArray[np.float64], base: list[f
                 tr.true_id.append(l0); tr.false_id.append(l0); tr.true_leaf.append(1); tr.false_leaf.append(1)
                 continue
             tr.roots.append(n0)
-            for i in internal:
-                i = int(i)
+            for i in internal.tolist():
                 a, b = int(left[i]), int(right[i])
                 ml = bool(forest.missing_left[i])
                 if forest.is_categorical[i]:
@@ -352,7 +350,7 @@ def emit_onnx(forest: Forest, options: OnnxOptions | None = None) -> Artifact:
     dtype = _dtype(forest, options)
     single = dtype == "float32"
     np_t = np.float32 if single else np.float64
-    elem = TensorProto.FLOAT if single else TensorProto.DOUBLE
+    elem: int = TensorProto.FLOAT if single else TensorProto.DOUBLE
     K = schema.n_outputs
     g = _Graph(np_t)
     x = "X"
@@ -402,7 +400,7 @@ def emit_onnx(forest: Forest, options: OnnxOptions | None = None) -> Artifact:
     else:
         margin, out_elem = _legacy(g, forest, x, thresholds, base, counts)
     _post(g, forest, margin)
-    out_shape = ["N", K]
+    out_shape: list[str | int | None] = ["N", K]
     graph = helper.make_graph(
         g.nodes, f"lumber_{options.name}",
         [helper.make_tensor_value_info("X", elem, ["N", forest.n_features])],

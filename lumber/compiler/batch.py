@@ -327,7 +327,8 @@ def explain_batch(model: Any, X: Any, analysis: str = "counterfactual", *, outpu
                     progress=progress, retry_failed=retry_failed, callback=callback)
 
 
-def run_task(task: Task, X: FloatArray, *, rows: Sequence[int] | None = None, output: str | Path | None = None,
+def run_task(task: Task, X: FloatArray, *, rows: Sequence[int] | npt.NDArray[np.int64] | None = None,
+             output: str | Path | None = None,
              scheduler: Any = None, n_jobs: int = -1, chunk_size: int | None = None, progress: bool | None = None,
              retry_failed: bool = False, callback: Callable[[Record], None] | None = None,
              stream: IO[str] | None = None) -> BatchResult:

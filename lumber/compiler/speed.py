@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Forest, LumberError
 
-from .predictors import Predictor
+from .predictors import CPredictor, Predictor
 from .targets import get_target
 
 SAMPLE_ROWS = 20_000
@@ -66,7 +66,7 @@ def compile_fastest(forest: Forest, options: Mapping[str, Any], *, path: str | P
     candidates["forest"] = forms["forest"].compile(forest, forms["forest"].options(options), threads=threads,
                                                    fingerprint=fp)
     report["forms"]["forest"] = {"compile_seconds": time.perf_counter() - t0,
-                                 "walk": candidates["forest"].library.metadata.get("walk", "values")}
+                                 "walk": cast(CPredictor, candidates["forest"]).library.metadata.get("walk", "values")}
     if options.get("walk", "auto") == "auto" and report["forms"]["forest"]["walk"] != "values":
         # the binned walk pays a coding step per row: on few, shallow trees the value walk can be faster
         t0 = time.perf_counter()

@@ -122,14 +122,14 @@ def example_constraints(name: str) -> str:
         close = difflib.get_close_matches(name, NAMES, n=1)
         raise InputDataError(f"no example constraint file {name!r}", *([f"did you mean '{close[0]}'?"] if close else []),
                              f"examples: {', '.join(NAMES)}")
-    return resources.files(__name__).joinpath("examples", f"{name}.lum").read_text(encoding="utf-8")
+    return resources.files(__name__).joinpath(f"examples/{name}.lum").read_text(encoding="utf-8")
 
 
 def load(name: str) -> Dataset:
     """Load a bundled data set by name (``adult``, ``compas`` or ``credit``)."""
     if name not in NAMES:
         raise InputDataError(f"unknown data set {name!r}", f"bundled data sets: {', '.join(NAMES)}")
-    data = resources.files(__name__).joinpath("data", f"{name}.csv.gz").read_bytes()
+    data = resources.files(__name__).joinpath(f"data/{name}.csv.gz").read_bytes()
     text = gzip.decompress(data).decode()
     table = read_typed_csv(io.StringIO(text), name=f"{name}.csv")
     assert table.target is not None, "bundled data sets always name their target"
@@ -139,4 +139,4 @@ def load(name: str) -> Dataset:
 
 
 def provenance() -> str:
-    return resources.files(__name__).joinpath("data", "PROVENANCE.md").read_text()
+    return resources.files(__name__).joinpath("data/PROVENANCE.md").read_text()

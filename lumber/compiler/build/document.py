@@ -47,7 +47,8 @@ def model_card(st: State) -> dict[str, Any]:
     for feat in s.features:
         kind = feat.kind.name.lower()
         n_cat = len(feat.categories) if feat.categories is not None and feat.kind == FeatureKind.CATEGORICAL else None
-        d = {"name": feat.name, "kind": kind, "categories": n_cat, "splits": int(splits.get(feat.name, 0))}
+        d: dict[str, Any] = {"name": feat.name, "kind": kind, "categories": n_cat,
+                             "splits": int(splits.get(feat.name, 0))}
         if feat.categories is not None:
             d["labels"] = [str(c) for c in feat.categories]
         feats.append(d)

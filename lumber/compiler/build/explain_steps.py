@@ -208,7 +208,7 @@ def plausibility(st: State) -> None:
     cases, ref = inp.table("cases"), inp.reference
     if cases is None or ref is None:
         return
-    points = {"case": [list(map(float, x)) for x in cases.X]}
+    points: dict[str, list[list[float] | None]] = {"case": [list(map(float, x)) for x in cases.X]}
     points.update(_proposed_points(st, len(cases.X)))
 
     def compute(files: Path) -> dict[str, Any]:
@@ -249,7 +249,7 @@ def _proposed_points(st: State, n: int) -> dict[str, list[list[float] | None]]:
         cf.append([_code(schema, j, vals.get(nm)) for j, nm in enumerate(names)] if vals else None)
         rec = by_row["sensitive"].get(i)
         pt = rec["result"].get("point") if rec and rec["status"] == "ok" else None
-        sens.append([_num(pt.get(nm)) for nm in names] if pt and rec["result"].get("distance") not in (0, 0.0)
+        sens.append([_num(pt.get(nm)) for nm in names] if pt and rec and rec["result"].get("distance") not in (0, 0.0)
                     else None)
         rec = by_row["rules"].get(i)
         smp = rec["result"].get("samples") if rec and rec["status"] == "ok" else None

@@ -271,7 +271,7 @@ def config_from_dict(doc: dict[str, Any], path: Path, text: str = "") -> BuildCo
                 where = f"[{name}]" if name in doc else f"section [{name}]"
                 chk.error(f"missing required key '{k}' in {where}", name, None,
                           f"add: [{name}] {k} = ... ({f.metadata['doc']})")
-            elif k not in values and f.metadata.get("kind") == "path" and f.default is not None:
+            elif k not in values and f.metadata.get("kind") == "path" and isinstance(f.default, (str, Path)):
                 values[k] = (path.parent / f.default).resolve()
         sections[name] = values
     if chk.diags:

@@ -9,7 +9,7 @@ expression depths) is thread-local.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, cast
 
 from lark import Token, Transformer
 
@@ -107,7 +107,8 @@ class Builder(Transformer):  # type: ignore[type-arg]
     """Parser callbacks -> :mod:`.ast` nodes (total: never raises except for over-deep nesting)."""
 
     def tsp(self, tok: Token) -> SourceSpan:
-        return SourceSpan(getattr(STATE, "file", None), tok.line, tok.column, tok.end_line, tok.end_column)
+        return SourceSpan(getattr(STATE, "file", None), cast(int, tok.line), cast(int, tok.column), tok.end_line,
+                          tok.end_column)
 
     def _deep(self, node: Any, *children: Any, base: int = 0) -> Any:
         depth: dict[int, int] = STATE.depth

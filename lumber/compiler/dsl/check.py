@@ -15,7 +15,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from lumber.ir import (
     Bound, Constraints, Diagnostic, DiagnosticSink, Direction, Event, Feature, FeatureEvent, FeatureKind,
@@ -30,7 +30,8 @@ from .names import DELTA, ORIG, VALUE, Resolver
 from .parse import ConstraintError, parse_file
 from .plausibility import PLAUSIBILITY
 
-SETTINGS = {"norm": (Norm.parse, NORM_WORDS), "scale": (Scale.parse, tuple(SCALE_NAMES))}
+SETTINGS: dict[str, tuple[Callable[[str], Norm | Scale], tuple[str, ...]]] = {
+    "norm": (Norm.parse, NORM_WORDS), "scale": (Scale.parse, tuple(SCALE_NAMES))}
 """How each setting's word is read (the one parser of ``lumber.ir``) and the names a message suggests."""
 EVENTS = {"increases": Event.INCREASES, "decreases": Event.DECREASES, "changes": Event.CHANGES,
           "is unchanged": Event.UNCHANGED}
@@ -784,7 +785,7 @@ class _Checker:
             self.statement(st)
         rules = tuple(self.finish_rule(rs) for rs in self.rules.values())
         self.check_events()
-        order = {f: i for i, f in enumerate(self.files)}
+        order: dict[str | None, int] = {f: i for i, f in enumerate(self.files)}
         self.sink.items.sort(key=lambda d: (order.get(getattr(d.location, "file", None), -1),
                                             getattr(d.location, "line", 0), getattr(d.location, "column", 0)))
         self.sink.raise_if_errors(ConstraintError)

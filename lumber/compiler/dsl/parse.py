@@ -16,7 +16,7 @@ import tempfile
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lark import Lark
 from lark.exceptions import UnexpectedInput
@@ -203,7 +203,7 @@ def parse_text(text: str, file: str | None = None) -> A.Program:
     if diags:
         raise ConstraintError(diags)
     assert statements is not None
-    return A.Program(file, text, statements, scan_comments(text))
+    return A.Program(file, text, cast(list[A.Statement], statements), scan_comments(text))
 
 
 def _line(lines: list[str], ln: int) -> str | None:

@@ -14,7 +14,7 @@ text again gives an equal object: ``parse(format_constraints(c)) == c``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 from lumber.ir import (
     Bound, Constraints, Event, FeatureEvent, FeatureKind, LinearRelation, Membership, Schema, SourceSpan,
@@ -195,7 +195,7 @@ def _ref(res: Resolver, feature: str, reading: str) -> A.Ref:
     return A.Ref(name, reading, _NOWHERE)
 
 
-def _linear(terms: list[tuple[float, A.Expr]]) -> A.Expr:
+def _linear(terms: Sequence[tuple[float, A.Expr]]) -> A.Expr:
     """``c1*t1 + c2*t2 - ...`` as a syntax tree (coefficients 1 and -1 left out)."""
     if not terms:
         return A.Num("0", _NOWHERE)

@@ -164,7 +164,8 @@ def syntax_diagnostic(exc: UnexpectedInput, text: str, file: str | None, lines: 
         return lines[ln - 1] if 0 < ln <= len(lines) else None
 
     if isinstance(exc, UnexpectedCharacters):
-        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+        at = exc.pos_in_stream
+        ch = text[at] if at is not None and at < len(text) else ""
         span = SourceSpan(file, exc.line, exc.column, exc.line, exc.column + 1)
         shown = repr(ch)[1:-1] if ch.isprintable() else f"U+{ord(ch):04X}" if ch else "?"
         notes = []
@@ -185,7 +186,7 @@ def syntax_diagnostic(exc: UnexpectedInput, text: str, file: str | None, lines: 
         span = SourceSpan(file, line, col, line, end)
         exact, by_state = _example_index(parse)
         pos = exc.state.position if exc.state is not None else None
-        key = exact.get((pos, tok.type)) or by_state.get(pos)
+        key = (exact.get((pos, tok.type)) or by_state.get(pos)) if pos is not None else None
         expected = _describe_expected(set(exc.accepts or exc.expected))
         before = (src(line) or "")[:col - 1]
         if key in ("missing-colon", "unknown-statement"):  # the state after a name is shared by all contexts

@@ -298,10 +298,11 @@ def _legacy(a: _Attrs, op: str) -> _Ensemble:
                 f"accepted: {', '.join(_LEGACY_MODES)}", location=IRLocation(file=a.file, field="nodes_modes"))
         mode[i] = _LEGACY_MODES[m]
     index: dict[tuple[int, int], int] = {}
-    for i, key in enumerate(zip(treeids.tolist(), nodeids.tolist())):
-        if key in index:
-            raise a.fail("nodes_nodeids", f"tree {key[0]} lists node {key[1]} twice (entries {index[key]} and {i})")
-        index[key] = i
+    for i, node_key in enumerate(zip(treeids.tolist(), nodeids.tolist())):
+        if node_key in index:
+            raise a.fail("nodes_nodeids",
+                         f"tree {node_key[0]} lists node {node_key[1]} twice (entries {index[node_key]} and {i})")
+        index[node_key] = i
 
     def resolve(ids: npt.NDArray[np.int64], key: str) -> npt.NDArray[np.int64]:
         out = np.full(n, -1, dtype=np.int64)
@@ -321,7 +322,7 @@ def _legacy(a: _Attrs, op: str) -> _Ensemble:
     pointed[false[inner]] = True
     roots: list[int] = []
     seen: dict[int, int] = {}
-    for i in np.flatnonzero(~pointed):
+    for i in np.flatnonzero(~pointed).tolist():
         tid = int(treeids[i])
         if tid in seen:
             raise a.fail("nodes_truenodeids", f"tree {tid} has two roots (nodes {int(nodeids[seen[tid]])} and "
@@ -344,11 +345,11 @@ def _legacy(a: _Attrs, op: str) -> _Ensemble:
         if len(arr) != len(wtree):  # type: ignore[arg-type]
             raise a.fail(key, f"has {len(arr)} entries, {prefix}_treeids has {len(wtree)}")  # type: ignore[arg-type]
     leaf_vertex = np.empty(len(wtree), dtype=np.int64)
-    for k, key in enumerate(zip(wtree.tolist(), wnode.tolist())):
-        j = index.get(key)
+    for k, node_key in enumerate(zip(wtree.tolist(), wnode.tolist())):
+        j = index.get(node_key)
         if j is None or mode[j] != LEAF:
             what = "does not exist" if j is None else f"is a {_MODE_NAMES[int(mode[j])]} node, not a LEAF"
-            raise a.fail(f"{prefix}_nodeids", f"entry {k}: node {key[1]} of tree {key[0]} {what}")
+            raise a.fail(f"{prefix}_nodeids", f"entry {k}: node {node_key[1]} of tree {node_key[0]} {what}")
         leaf_vertex[k] = j
     classes: tuple[Any, ...] | None = None
     if classifier:
@@ -722,7 +723,7 @@ def _outputs(r: _Reader, a: _Attrs, e: _Ensemble, raw_output: bool) -> _Out:
         if base.size not in (0, K):
             raise a.fail("base_values", f"has {base.size} entries for {K} targets (onnxruntime ignores them "
                                         "unless there is one per target)")
-        for c in np.flatnonzero(base != 0):
+        for c in np.flatnonzero(base != 0).tolist():
             if not _some_tree_scores_every_leaf(e, int(c), e.leaf_vertex):
                 raise UnsupportedModelError(f"{r.name}: base_values[{int(c)}] is added only on rows some leaf scores "
                                             f"target {int(c)} for, and no tree scores it on every leaf",
@@ -852,7 +853,7 @@ def _lower(r: _Reader, a: _Attrs, e: _Ensemble, inp: _Input, own: Schema | None,
     for f in np.unique(e.feature[set_like & ~is_code_col]):
         nodes = np.flatnonzero(inner & (e.feature == f))
         ok = bool(np.all(set_like[nodes]))
-        for v in nodes:
+        for v in nodes.tolist():
             vals = e.members.get(int(v)) if e.mode[v] == MEMBER else value[v:v + 1]
             ok = ok and vals is not None and _is_code(vals)
         cat_feature[int(f)] = ok

@@ -77,7 +77,7 @@ class _Digest:
             if a.dtype == object:
                 a = np.asarray([str(v) for v in a.reshape(-1)], dtype=str)
             self._sha.update(f"{a.dtype.str}{a.shape}".encode())
-            self._sha.update(memoryview(a.reshape(-1).view(np.uint8)) if a.size else b"")
+            self._sha.update(a.reshape(-1).view(np.uint8).data if a.size else b"")
 
     def hexdigest(self) -> str:
         return self._sha.hexdigest()

@@ -530,7 +530,7 @@ def _lower_tree(doc: _Doc, h: _Header, r: _RawTree) -> tuple[TreeArrays, npt.NDA
         if bad.any():
             raise fail("cat_values", bad, "node {i}: category list bounds run outside the stored categories")
         limit = MAX_CATEGORY[h.dtype]
-        for i in np.flatnonzero(is_cat):
+        for i in np.flatnonzero(is_cat).tolist():
             arr = np.unique(r.cat_values[r.cat_begin[i]:r.cat_end[i]])
             if arr.size and (arr[0] < 0 or arr[-1] > 2**32 - 1):
                 raise doc.fail(r.field("cat_values", int(i)), "categories must lie in [0, 2**32)", tree=t,

@@ -659,6 +659,6 @@ def _categories(doc: _Doc, tree: dict[str, Any], path: str, t: int, n: int,
     if np.any(cats < 0):
         raise doc.fail(f"{path}.categories", f"category {int(cats[cats < 0][0])} is negative", tree=t)
     out = {int(nd): np.unique(cats[s:s + z]) for nd, s, z in zip(nodes, segs, sizes)}
-    for i in np.flatnonzero(is_cat):
+    for i in np.flatnonzero(is_cat).tolist():
         out.setdefault(int(i), np.zeros(0, dtype=np.int64))
     return out
