@@ -13,13 +13,14 @@ import numpy.typing as npt
 from .graph import forest_to_networkx, node_depths
 from .interp import ZERO_THRESHOLD, forest_apply, forest_evaluate, prepare_input
 from .schema import Schema
-from .serialize import load_ir, save_ir
+from .serialize import ir_kind, load_ir, save_ir
 from .verify import verify_forest
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
 
+@ir_kind("forest")
 @dataclass(frozen=True, eq=False)
 class Forest:
     """Tree ensemble as parallel node arrays; tree ``t``'s nodes are

@@ -44,6 +44,7 @@ import numpy.typing as npt
 
 from .diagnostics import IRLocation, ValidationError
 from .schema import FeatureKind, Schema
+from .serialize import ir_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -60,6 +61,7 @@ INVALID_CODE = -1
 """The member of a category set that stands for invalid values (see the module docstring)."""
 
 
+@ir_kind("oblivious")
 @dataclass(frozen=True, eq=False)
 class ObliviousEnsemble:
     """Oblivious trees as parallel level arrays plus one flat value array.

@@ -41,6 +41,7 @@ import numpy.typing as npt
 
 from .diagnostics import IRLocation, ValidationError
 from .schema import Schema
+from .serialize import ir_kind
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -63,6 +64,7 @@ ENTRY_BUDGET = 1 << 22
 """Monomials x rows handled in one numpy step during evaluation (bounds temporaries to tens of MB)."""
 
 
+@ir_kind("polynomial")
 @dataclass(frozen=True, eq=False)
 class Polynomial:
     """``bias + sum_M weight[M] * prod_{c in M} c(x)`` with a sorted condition table.

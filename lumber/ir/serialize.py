@@ -8,12 +8,11 @@ per array. ``docs/ir.md`` documents it. Writes are atomic.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import io
 import json
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -23,25 +22,35 @@ from .schema import Schema
 
 FORMAT = "lumber-ir"
 VERSION = 1
-KINDS: dict[str, str] = {
-    "forest": "lumber.ir.forest:Forest",
-    "polynomial": "lumber.ir.polynomial:Polynomial",
-    "oblivious": "lumber.ir.oblivious:ObliviousEnsemble",
-}
+KINDS = ("forest", "polynomial", "oblivious")
+"""The IR types a file may hold. Each class registers itself where it is defined
+(``@ir_kind("forest")``), so this module imports none of them (no circle)."""
+_CLASSES: dict[str, type] = {}
+T = TypeVar("T", bound=type)
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 
 
+def ir_kind(kind: str) -> Callable[[T], T]:
+    """Class decorator: files of ``kind`` hold instances of this class."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown IR kind {kind!r}: add it to serialize.KINDS")
+
+    def register(cls: T) -> T:
+        _CLASSES[kind] = cls
+        return cls
+
+    return register
+
+
 def _kind_of(ir: Any) -> str:
-    for kind, target in KINDS.items():
-        mod, name = target.split(":")
-        if type(ir).__module__ == mod and type(ir).__name__ == name:
+    for kind, cls in _CLASSES.items():
+        if type(ir) is cls:
             return kind
     raise TypeError(f"cannot save objects of type {type(ir).__name__}")
 
 
 def _class_of(kind: str) -> Any:
-    mod, name = KINDS[kind].split(":")
-    return getattr(importlib.import_module(mod), name)
+    return _CLASSES[kind]
 
 
 def to_bytes(ir: Any) -> bytes:
