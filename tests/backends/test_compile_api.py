@@ -106,7 +106,7 @@ def test_onnx_artifact_reloads_and_detects_staleness(multiclass: Forest, tmp_pat
 
 @needs_cc
 def test_library_at_path_is_reused_only_when_fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lumber.compiler.targets.c as cbackend  # where the c target calls the compiler
+    import lumber.compiler.targets.library as cbackend  # where the c target calls the compiler
 
     f = CASES["numeric_nan"]()
     path = tmp_path / "m.so"

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lumber.backends.base import fingerprint
 from lumber.ir import CompileError, ObliviousEnsemble
 
 from ..predictors import Predictor
@@ -76,14 +77,8 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
     ir = tgt.lower(src)
     tgt = tgt.for_ir(ir)
     # a lowered form records the fingerprint of the IR it stands for, so load_compiled(path, model) checks
-    fp = None if ir is src else _fingerprint(src)
+    fp = None if ir is src else fingerprint(src)
     return tgt.compile(ir, tgt.options(options), path=path, threads=threads, fingerprint=fp)
-
-
-def _fingerprint(ir: Any) -> str:
-    from lumber.backends.base import fingerprint
-
-    return fingerprint(ir)
 
 
 def load_compiled(path: str | Path, model: Any = None, *, prefix: str = "lumber", threads: int = 1) -> Predictor:

@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from lumber.backends.base import fingerprint
 from lumber.ir import CompileError, ModelFormatError
 
 from ..predictors import Predictor
@@ -81,8 +82,6 @@ def load_artifact(path: str | Path, model: Any = None, *, prefix: str = "lumber"
     pred = target_for_path(p).load(p, threads=threads, prefix=prefix)
     pred.path = p
     if model is not None:
-        from lumber.backends.base import fingerprint
-
         expected = fingerprint(model_ir(model))
         if expected != pred.fingerprint:
             raise CompileError(

@@ -16,15 +16,14 @@ from typing import Any, ClassVar, Mapping
 
 from lumber.ir import CompileError, Forest, ObliviousEnsemble
 
+from ..deploy import deployable
+from ..frontends import load_any
 from ..predictors import Predictor
 
 
 def model_ir(model: Any) -> Forest | ObliviousEnsemble:
     """The IR a target compiles: a Forest or ObliviousEnsemble as is, a Polynomial (object or ``.lumber``
     file) as its exact oblivious tables, anything else through ``lumber.load``."""
-    from ..deploy import deployable
-    from ..frontends import load_any
-
     return deployable(load_any(model))
 
 

@@ -2,63 +2,32 @@
 
 The path of ``lumber.compile(model, target="c")``: :meth:`CLibraryTarget.compile`
 hashes the forest once, reuses a library already at ``path`` built from the same
-model, else :func:`lumber.backends.c.emit_source` prints the C,
-:func:`~lumber.backends.c.build_shared` compiles it and
-:class:`~lumber.backends.c.CLibrary` loads it under a :class:`CPredictor`.
+model, else :func:`lumber.backends.c.emit_source` prints the C and
+:func:`.library.build_library` compiles it (:func:`~lumber.backends.c.build_shared`) and
+loads it (:class:`~lumber.backends.c.CLibrary`) under a :class:`CPredictor`.
 An ObliviousEnsemble given to ``c`` is compiled by ``table-c`` (same ABI).
 """
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lumber.backends.base import Artifact
 from lumber.backends.base import fingerprint as ir_fingerprint
-from lumber.backends.c import BuildOptions, CLibrary, COptions, build_shared, emit_source
-from lumber.ir import Forest, ModelFormatError, ObliviousEnsemble, atomic_write_bytes
+from lumber.backends.c import BuildOptions, CLibrary, COptions, emit_source
+from lumber.ir import Forest, ModelFormatError, ObliviousEnsemble
 
 from ..predictors import CPredictor, CSourcePredictor, Predictor
 from .base import Target
-
-ELF, PE = b"\x7fELF", b"MZ"
-MACH_O = (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+from .library import CompilerOptions, build_library, is_shared_library, load_library
+from .table import TableCTarget
 
 
 @dataclass(frozen=True, kw_only=True)
-class CLibraryOptions(COptions):
+class CLibraryOptions(COptions, CompilerOptions):
     """C emission knobs plus how to call the compiler."""
-
-    march_native: bool = False
-    """Tune for this CPU (the library may then not run on older CPUs)."""
-    openmp: bool | None = None
-    """Use OpenMP threads; None: when the compiler supports -fopenmp."""
-    cc: str | None = None
-    """Compiler command; default: $CC, then cc, gcc, clang."""
-
-    def build(self) -> BuildOptions:
-        return BuildOptions(cc=self.cc, march_native=self.march_native, openmp=self.openmp)
-
-
-def build_library(art: Artifact, build: BuildOptions, *, prefix: str, path: str | Path | None,
-                  threads: int) -> CPredictor:
-    """Compile emitted C into a shared library (written atomically to ``path`` when given) and load it."""
-    with tempfile.TemporaryDirectory(prefix="lumber-build-") as tmp:
-        so = Path(tmp, "model.so")
-        build_shared(art.text(), so, build)
-        data = so.read_bytes()
-        lib = CLibrary(so, prefix=prefix)
-    pred = CPredictor(lib, data, threads=threads, source=art)
-    if path is not None:
-        atomic_write_bytes(path, data)
-        pred.path = Path(path)
-    return pred
-
-
-def is_shared_library(head: bytes) -> bool:
-    return head[:4] == ELF or head[:2] == PE or head[:4] in MACH_O
 
 
 class CLibraryTarget(Target):
@@ -72,9 +41,7 @@ class CLibraryTarget(Target):
 
     def for_ir(self, ir: Any) -> Target:
         if isinstance(ir, ObliviousEnsemble):
-            from . import get_target
-
-            return get_target("table-c")
+            return TableCTarget()
         return super().for_ir(ir)
 
     def compile(self, ir: Forest, options: CLibraryOptions, *, path: str | Path | None = None, threads: int = 1,
@@ -88,7 +55,7 @@ class CLibraryTarget(Target):
         return build_library(art, options.build(), prefix=options.prefix, path=path, threads=threads)
 
     def load(self, path: Path, *, threads: int = 1, prefix: str = "lumber") -> Predictor:
-        return CPredictor(CLibrary(path, prefix=prefix), path.read_bytes(), threads=threads)
+        return load_library(path, threads=threads, prefix=prefix)
 
     def recognizes(self, head: bytes, path: Path) -> bool:
         return is_shared_library(head)

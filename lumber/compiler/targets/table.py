@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from lumber.backends.base import fingerprint as ir_fingerprint
-from lumber.backends.c import BuildOptions
 from lumber.ir import Forest, ObliviousEnsemble
 
 from ..predictors import CPredictor, Predictor, TablePredictor
 from ..tables import to_tables
 from .base import Target
-from .c import build_library
+from .library import CompilerOptions, build_library, load_library
 
 MAGIC = b"LUMB"
 
@@ -51,15 +50,9 @@ class TableOptions(RecomposeOptions):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TableCOptions(RecomposeOptions):
+class TableCOptions(RecomposeOptions, CompilerOptions):
     name: str = "model"
     prefix: str = "lumber"
-    march_native: bool = False
-    openmp: bool | None = None
-    cc: str | None = None
-
-    def build(self) -> BuildOptions:
-        return BuildOptions(cc=self.cc, march_native=self.march_native, openmp=self.openmp)
 
 
 class TableTarget(Target):
@@ -117,9 +110,7 @@ class TableCTarget(Target):
         return pred
 
     def load(self, path: Path, *, threads: int = 1, prefix: str = "lumber") -> CPredictor:
-        from . import get_target
-
-        return get_target("c").load(path, threads=threads, prefix=prefix)  # type: ignore[return-value]
+        return load_library(path, threads=threads, prefix=prefix)
 
 
 __all__ = ["RecomposeOptions", "TableCOptions", "TableCTarget", "TableOptions", "TableTarget"]
