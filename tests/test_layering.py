@@ -68,16 +68,36 @@ def _type_checking_only(node: ast.If) -> bool:
         isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
 
 
-def _import_targets(path: Path, modules: set[str], top: Path = ROOT.parent) -> list[tuple[int, str]]:
+def lazy_api(top: Path = ROOT.parent) -> dict[str, str]:
+    """``lumber.NAME`` -> the module the lazy top level imports for it (``_API`` in lumber/__init__.py)."""
+    init = top / "lumber" / "__init__.py"
+    if not init.is_file():
+        return {}
+    for node in ast.walk(ast.parse(init.read_text())):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "_API":
+            api = ast.literal_eval(node.value) if node.value is not None else {}
+            return {k: v.split(":")[0] for k, v in api.items()}
+    return {}
+
+
+def _import_targets(path: Path, modules: set[str], top: Path = ROOT.parent,
+                    api: dict[str, str] | None = None) -> list[tuple[int, str]]:
     """Every module ``path`` imports, at module level or inside functions, with the line.
 
     ``importlib.import_module("x")`` and ``__import__("x")`` with a literal name count too; imports
     under ``if TYPE_CHECKING:`` do not (they never run). ``from pkg import name`` is an import of
     ``pkg.name`` when that is a module, else of ``pkg``. Bench scripts import each other by bare name.
+    A registry (a module that calls ``import_module`` with a computed name) imports every module its
+    string constants name (``"lumber.compiler.targets.c:CLibraryTarget"``); ``lumber.compile``
+    after ``import lumber`` imports what the lazy top level maps ``compile`` to (``api``).
     """
     me = _module_name(path, top)
     pkg = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
     found: list[tuple[int, str]] = []
+    tree = ast.parse(path.read_text(), filename=str(path))
+    registry = me != "lumber" and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "import_module"
+        and not (n.args and isinstance(n.args[0], ast.Constant)) for n in ast.walk(tree))
 
     def add(line: int, name: str) -> None:
         if name.split(".")[0] not in ("lumber", "bench") and f"bench.{name}" in modules and me.startswith("bench"):
@@ -104,10 +124,15 @@ def _import_targets(path: Path, modules: set[str], top: Path = ROOT.parent) -> l
             if (isinstance(f, ast.Name) and f.id == "__import__") or (
                     isinstance(f, ast.Attribute) and f.attr == "import_module"):
                 add(node.lineno, node.args[0].value)
+        elif registry and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            add(node.lineno, node.value.split(":")[0])
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "lumber" \
+                and api and node.attr in api:
+            add(node.lineno, api[node.attr])
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(path.read_text(), filename=str(path)))
+    visit(tree)
     return found
 
 
@@ -116,10 +141,11 @@ def import_graph(top: Path = ROOT.parent) -> Any:
     import networkx as nx
 
     files = {_module_name(p, top): p for d in ("lumber", "bench") for p in sorted((top / d).rglob("*.py"))}
+    api = lazy_api(top)
     g = nx.DiGraph()
     g.add_nodes_from(files)
     for mod, path in files.items():
-        for line, target in _import_targets(path, set(files), top):
+        for line, target in _import_targets(path, set(files), top, api):
             if not g.has_edge(mod, target):
                 g.add_edge(mod, target, where=f"{path.relative_to(top)}:{line}")
     return g
@@ -155,3 +181,21 @@ def test_the_circle_check_sees_function_level_and_dynamic_imports(tmp_path: Path
     (tmp_path / "bench" / "q.py").write_text("def h():\n    __import__('p')\n")
     found = circles(import_graph(tmp_path))
     assert len(found) == 2 and any("lumber/a.py:2" in c for c in found) and any("bench/q.py:2" in c for c in found)
+
+
+def test_the_circle_check_sees_registries_and_the_lazy_top_level(tmp_path: Path) -> None:
+    """A registry's entries and ``lumber.NAME`` through the lazy top level are edges too, so a target
+    that asks its own registry for another target (``from . import get_target``) is a circle."""
+    (tmp_path / "lumber" / "reg").mkdir(parents=True)
+    (tmp_path / "lumber" / "__init__.py").write_text('_API: dict[str, str] = {"go": "lumber.b:go"}\n')
+    (tmp_path / "lumber" / "reg" / "__init__.py").write_text(
+        'import importlib\nTABLE = {"a": "lumber.reg.a:A"}\n'
+        'def get(n):\n    return importlib.import_module(TABLE[n].split(":")[0])\n')
+    (tmp_path / "lumber" / "reg" / "a.py").write_text("def f():\n    from lumber.reg import get\n")
+    (tmp_path / "lumber" / "b.py").write_text("def go():\n    pass\n")
+    (tmp_path / "lumber" / "c.py").write_text("import lumber\ndef h():\n    return lumber.go()\n")
+    g = import_graph(tmp_path)
+    assert g.has_edge("lumber.reg", "lumber.reg.a") and g.has_edge("lumber.c", "lumber.b")
+    assert not g.has_edge("lumber", "lumber.b"), "the lazy top level imports nothing by itself"
+    found = circles(g)
+    assert len(found) == 1 and "lumber/reg/a.py:2" in found[0] and "lumber/reg/__init__.py:2" in found[0]
