@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, Any, Mapping, Sequence
 
-from lumber.ir import Forest, Polynomial
+from lumber.ir import Forest, ModelLike, Polynomial
 from lumber.passes.base import Instrument, Pass, PassContext, PassData
 from lumber.passes.manager import DumpInstrument, VerifyInstrument, format_timings, run_passes
 from lumber.passes.pipeline_text import build_passes
 
 
-def as_ir(ir_or_model: Any) -> Any:
+def as_ir(ir_or_model: ModelLike) -> Any:
     """An IR object as is; a ``.lumber`` file as the IR it holds; anything else through ``lumber.load``."""
     if isinstance(ir_or_model, (Forest, Polynomial)) or type(ir_or_model).__module__.startswith("lumber.ir"):
         return ir_or_model
@@ -44,7 +44,8 @@ def as_ir(ir_or_model: Any) -> Any:
     return load(ir_or_model)
 
 
-def run(ir_or_model: Any, pipeline_text: str | Sequence[Pass | str], data: Any = None, *,
+def run(ir_or_model: ModelLike, pipeline_text: str | Sequence[Pass | str],
+        data: PassData | Mapping[str, Any] | None = None, *,
         time_passes: bool = False, verify: bool = True, dump: str | Path | None = None,
         instruments: Sequence[Instrument] = (), context: PassContext | None = None,
         stream: IO[str] | None = None) -> Any:

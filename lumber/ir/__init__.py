@@ -3,7 +3,7 @@
 ``ir`` imports nothing else from the package; every other layer builds on it.
 """
 
-from .accepts import ArrayLike, CasesLike, ModelLike
+from .accepts import ArrayLike, CasesLike, ModelLike, TargetLike, WeightsLike
 from .atomic import OutputError, atomic_open, atomic_write_bytes, atomic_write_text
 from .constraints import (
     Bound, Constraints, Direction, Event, FeatureEvent, FeatureRule, Implication,
@@ -20,7 +20,7 @@ from .schema import CategoryRule, Feature, FeatureKind, PostTransform, Schema, T
 from .serialize import load_ir, save_ir
 
 __all__ = [
-    "ArrayLike", "CasesLike", "ModelLike",
+    "ArrayLike", "CasesLike", "ModelLike", "TargetLike", "WeightsLike",
     "Bound", "CategoryRule", "CompileError", "ConditionKind", "Constraints", "Diagnostic", "DiagnosticSink", "Direction",
     "Event", "Feature", "FeatureEvent", "FeatureKind", "FeatureRule", "Forest", "IRLocation", "Implication",
     "InputDataError", "LinearRelation", "LumberError", "Membership", "ModelFormatError", "Norm", "ObliviousEnsemble", "OneHotGroup",

@@ -10,11 +10,14 @@ also be a mapping feature name -> value.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping, Union
+from typing import TYPE_CHECKING, Any, Hashable, Mapping, Sequence, Union
 
 from numpy.typing import ArrayLike
 
 from .forest import Forest
+
+if TYPE_CHECKING:
+    from .constraints import Target
 
 ModelLike = Union[Forest, str, os.PathLike[str], Any]
 """A fitted model object (scikit-learn, LightGBM, XGBoost, CatBoost, treelite, raw boosters
@@ -23,4 +26,12 @@ included), a model file (any format ``lumber.load`` sniffs), or a :class:`~lumbe
 CasesLike = Union[ArrayLike, Mapping[str, Any]]
 """One case (1-D row, ``{feature: value}``, a Series) or several (2-D array, DataFrame)."""
 
-__all__ = ["ArrayLike", "CasesLike", "ModelLike"]
+TargetLike = Union["Target", Hashable, Sequence[Any], None]
+"""What an explanation aims at: a class label (or several labels), ``(lo, hi)`` for a regressor,
+a :class:`~lumber.ir.Target`, or None (any class but the current one)."""
+
+WeightsLike = Union[float, ArrayLike, Mapping[str, Union[float, tuple[float, float]]], tuple[ArrayLike, ArrayLike], None]
+"""Cost weights of moving each feature: one number, one per feature, ``{feature: w}`` or
+``{feature: (w_down, w_up)}``, or ``(w_down, w_up)`` arrays; None weighs every feature 1."""
+
+__all__ = ["ArrayLike", "CasesLike", "ModelLike", "TargetLike", "WeightsLike"]

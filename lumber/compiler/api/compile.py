@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lumber.backends.base import fingerprint
-from lumber.ir import CompileError, ObliviousEnsemble
+from lumber.ir import CompileError, ModelLike, ObliviousEnsemble
 
 from ..predictors import Predictor
 from ..speed import compile_fastest
@@ -25,7 +25,7 @@ TARGETS = known_targets()
 OPTIMIZE_GOALS = ("speed",)
 
 
-def compile(model: Any, target: str = "c", *, path: str | Path | None = None, threads: int = 1,
+def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = None, threads: int = 1,
             prefix: str = "lumber", unroll: bool | None = False, block: int | None = None, march_native: bool = False,
             openmp: bool | None = None, cc: str | None = None, opset: int = 5, input_dtype: str | None = None,
             base_score: str = "exact", exact: bool = True, name: str = "model", optimize: str | None = None,
@@ -81,7 +81,7 @@ def compile(model: Any, target: str = "c", *, path: str | Path | None = None, th
     return tgt.compile(ir, tgt.options(options), path=path, threads=threads, fingerprint=fp)
 
 
-def load_compiled(path: str | Path, model: Any = None, *, prefix: str = "lumber", threads: int = 1) -> Predictor:
+def load_compiled(path: str | Path, model: ModelLike | None = None, *, prefix: str = "lumber", threads: int = 1) -> Predictor:
     """A predictor for a saved artifact (``.so``, ``.onnx``, ``.table``, ...; see ``load_artifact``).
 
     With ``model``, the artifact's recorded fingerprint must match the model's,

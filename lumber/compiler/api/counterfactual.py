@@ -20,7 +20,10 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, explanation_request, source_predictor
-from lumber.ir import ArrayLike, CasesLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Task
+from lumber.compiler.explain.request import ScaleLike
+from lumber.ir import (
+    ArrayLike, CasesLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, TargetLike, Task, WeightsLike,
+)
 from lumber.ir.domains import Domains
 from lumber.passes.analyses.counterfactual import CounterfactualResult, isolation_threshold, solve_counterfactual
 from lumber.passes.targets import class_labels, resolve_target
@@ -33,11 +36,11 @@ ISOLATION_SAMPLES = 64
 prove optimality in seconds (bench/counterfactual.py, section iso); pass ``isolation_forest=`` for another."""
 
 
-def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: Any = None,
+def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: TargetLike = None,
                    constraints: ConstraintsLike = None,
-                   *, norm: str | Norm = "l1", scale: Any = None, reference: ArrayLike | None = None,
-                   weights: Any = None,
-                   features: Sequence[Feature] | None = None, isolation_forest: Any = None,
+                   *, norm: str | Norm = "l1", scale: ScaleLike = None, reference: ArrayLike | None = None,
+                   weights: WeightsLike = None,
+                   features: Sequence[Feature] | None = None, isolation_forest: ModelLike | None = None,
                    contamination: float | None = None, k: int = 1, time_limit: float = 60.0,
                    backend: str = "highs", presolve: bool | None = None, threads: int = 1, mip_gap: float = 1e-6,
                    clip_to_reference: bool = False, n_jobs: int = 1, seed: int = 0,
@@ -93,9 +96,10 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
     forest, cons, R, verifier, target = req.forest, req.constraints, req.reference, req.predictor, req.target
     X, single = _rows(x, forest)
     iso = _plausibility(forest, cons, isolation_forest, contamination, R, target, X, seed)
-    kw = dict(norm=req.norm_or(Norm.L1), scale=req.scale, weights=weights, reference=R, k=k,
-              time_limit=time_limit, backend=backend, presolve=presolve, threads=threads, mip_gap=mip_gap,
-              clip_to_reference=clip_to_reference, domains=domains if domains is not None else req.domains)
+    kw: dict[str, Any] = dict(
+        norm=req.norm_or(Norm.L1), scale=req.scale, weights=weights, reference=R, k=k,
+        time_limit=time_limit, backend=backend, presolve=presolve, threads=threads, mip_gap=mip_gap,
+        clip_to_reference=clip_to_reference, domains=domains if domains is not None else req.domains)
 
     done = progress or (lambda n: None)
 

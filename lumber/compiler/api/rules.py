@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, explanation_request, source_predictor
 from lumber.ir.domains import domains_for
-from lumber.ir import ArrayLike, CasesLike, Forest, InputDataError, ModelLike, UnsupportedModelError
+from lumber.ir import ArrayLike, CasesLike, Forest, InputDataError, ModelLike, TargetLike, UnsupportedModelError
 from lumber.passes.analyses.rules import (
     AnnealOptions, CounterfactualRule, CounterfactualSample, Region, RuleContext, RuleOptions, RuleSet,
     apply_regional, build_context, coverage, decisions, local_rules, regional_rules,
@@ -73,13 +73,13 @@ class Margins:
 
 def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLike,
                          x: CasesLike | Region | Sequence[Region | Mapping[str, Any]] | None = None,
-                         target: Any = None, *,
-                         constraints: ConstraintsLike = None, surrogate: Any = None, pi: float = 0.9,
+                         target: TargetLike = None, *,
+                         constraints: ConstraintsLike = None, surrogate: ModelLike | None = None, pi: float = 0.9,
                          pi_c: float = 0.9,
                          k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
                          strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
                          max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1,
-                         n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
+                         n_estimators: int = 20, max_depth: int | None = 10, isolation: ModelLike | None = None,
                          contamination: float | str = 0.1, anneal: AnnealOptions | None = None,
                          verify: bool = True, rows: Sequence[int] | None = None) -> CounterfactualRule | RuleSet:
     """Counterfactual rules for a case, a batch of cases, or a region of cases.
@@ -165,11 +165,12 @@ class RuleExplainer:
     """Everything fitted once per model and training set; explain many cases and regions with it."""
 
     def __init__(self, model: ModelLike | ExplanationRequest, X_train: ArrayLike, *,
-                 constraints: ConstraintsLike = None, surrogate: Any = None, pi: float = 0.9, pi_c: float = 0.9,
+                 constraints: ConstraintsLike = None, surrogate: ModelLike | None = None, pi: float = 0.9,
+                 pi_c: float = 0.9,
                  k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
                  strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
                  max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1,
-                 n_estimators: int = 20, max_depth: int | None = 10, isolation: Any = None,
+                 n_estimators: int = 20, max_depth: int | None = 10, isolation: ModelLike | None = None,
                  contamination: float | str = 0.1, anneal: AnnealOptions | None = None, verify: bool = True) -> None:
         self.request = explanation_request(model, constraints=constraints, verify=verify)
         self.forest: Forest = self.request.forest
@@ -239,7 +240,7 @@ class RuleExplainer:
 
     # -- queries ---------------------------------------------------------------------------
 
-    def local(self, X: CasesLike, target: Any = None, *, rows: Sequence[int] | None = None) -> RuleSet:
+    def local(self, X: CasesLike, target: TargetLike = None, *, rows: Sequence[int] | None = None) -> RuleSet:
         """Local rules (and samples) for every row of ``X``."""
         rs = local_rules(self.context, X, self._target(target), rows=rows)
         if self.verify:
@@ -249,7 +250,7 @@ class RuleExplainer:
         rs.info.update(self.describe())
         return rs
 
-    def regional(self, regions: Sequence[Region] | Region, target: Any = None) -> RuleSet:
+    def regional(self, regions: Sequence[Region] | Region, target: TargetLike = None) -> RuleSet:
         """Regional rules for each region."""
         regs = [regions] if isinstance(regions, Region) else list(regions)
         bad = [i for i, r in enumerate(regs) if not isinstance(r, Region)]

@@ -16,7 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request
-from lumber.ir import ArrayLike, InputDataError, ModelLike, Norm, Task
+from lumber.compiler.explain.request import ScaleLike
+from lumber.ir import ArrayLike, InputDataError, ModelLike, Norm, TargetLike, Task, WeightsLike
 from lumber.ir.display import Display
 from lumber.passes.analyses.metrics import build_metric
 from lumber.passes.analyses.sensitive_results import SensitiveResult
@@ -25,10 +26,10 @@ from lumber.passes.analyses.sensitive_tests import Goal
 
 
 def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constraints: ConstraintsLike = None,
-                    norm: str | Norm = "l2", scale: Any = None, reference: ArrayLike | None = None, *,
-                    weights: Any = None, frozen: Sequence[str] = (),
+                    norm: str | Norm = "l2", scale: ScaleLike = None, reference: ArrayLike | None = None, *,
+                    weights: WeightsLike = None, frozen: Sequence[str] = (),
                     increase_only: Sequence[str] = (), decrease_only: Sequence[str] = (),
-                    max_changes: int | None = None, target: Any = None, method: str = "auto",
+                    max_changes: int | None = None, target: TargetLike = None, method: str = "auto",
                     verify: bool = True, **search: Any) -> SensitiveResult:
     """Sensitive tests of every row of ``X``.
 

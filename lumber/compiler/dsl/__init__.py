@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from lumber.ir import Constraints, Feature, FeatureKind, Schema
+from lumber.ir import Constraints, Feature, FeatureKind, Forest, Schema
 
 from .check import CheckResult, check_program
 from .labels import lookup_code
@@ -66,7 +66,7 @@ def check_constraints(source: str | Path, schema: Any = None, *, base_dir: str |
     return check_program(program, _schema_of(schema), base_dir=base_dir)
 
 
-def parse_constraints(path_or_text: str | Path, schema: Any = None, *, base_dir: str | Path | None = None
+def parse_constraints(path_or_text: str | Path, schema: Schema | Forest | None = None, *, base_dir: str | Path | None = None
                       ) -> Constraints:
     """Compile a constraint file (a path) or constraint text against a model's schema.
 

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import ArrayLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Scale, Schema
+from lumber.ir import ArrayLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Scale, Schema, TargetLike
 from lumber.ir.domains import Domains, domains_for
 from lumber.passes.targets import TargetSet, resolve_target
 
@@ -99,7 +99,7 @@ class ExplanationRequest:
 
 
 def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: ConstraintsLike = None,
-                        target: Any = None,
+                        target: TargetLike = None,
                         norm: Norm | str | None = None, scale: ScaleLike = None, reference: ArrayLike | None = None,
                         features: Sequence[Feature] | None = None, verify: bool = True,
                         forest: Forest | None = None) -> ExplanationRequest:
