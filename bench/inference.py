@@ -473,9 +473,8 @@ def peer_timber(case: ModelCase, workdir: Path) -> Peer:
     return p
 
 
-def peer_lumber_c(case: ModelCase) -> Peer:
-    p = Peer("lumber C")
-    pred, p.compile_wall, p.compile_cpu = timed(lambda: lumber.compile(case.forest, target="c"))
+def _runs_library(p: Peer, pred: Any, case: ModelCase) -> Any:
+    """``p`` predicts with a lumber C library (either form: same ABI); returns the library."""
     K = case.forest.n_outputs
     p.predict = lambda X, k: pred.predict_raw(X, threads=k) if K == 1 else pred.predict_raw(X, threads=k)[:, -1]
     p.row = pred.predict_row
@@ -483,6 +482,13 @@ def peer_lumber_c(case: ModelCase) -> Peer:
     kind = "lumber_f" if lib.dtype == np.float32 else "lumber_d"
     p.c_entry = (kind, ctypes.cast(lib.raw_function, ctypes.c_void_p).value or 0)
     p.keep.append(pred)
+    return lib
+
+
+def peer_lumber_c(case: ModelCase) -> Peer:
+    p = Peer("lumber C")
+    pred, p.compile_wall, p.compile_cpu = timed(lambda: lumber.compile(case.forest, target="c"))
+    lib = _runs_library(p, pred, case)
     p.results["openmp"] = lib.has_openmp
     p.results["walk"] = lib.metadata.get("walk", "values")
     return p
@@ -508,13 +514,7 @@ def peer_lumber_oblivious(case: ModelCase, workdir: Path) -> Peer:
     stats: dict[str, Any] = {}
     pred, p.compile_wall, p.compile_cpu = timed(lambda: compile_oblivious_c(case.forest, stats=stats,
                                                                                 prefix="obl"))
-    K = case.forest.n_outputs
-    p.predict = lambda X, k: pred.predict_raw(X, threads=k) if K == 1 else pred.predict_raw(X, threads=k)[:, -1]
-    p.row = pred.predict_row
-    lib = pred.library
-    kind = "lumber_f" if lib.dtype == np.float32 else "lumber_d"
-    p.c_entry = (kind, ctypes.cast(lib.raw_function, ctypes.c_void_p).value or 0)
-    p.keep.append(pred)
+    _runs_library(p, pred, case)
     p.results["tables"] = {k: v for k, v in stats.items() if k != "recompose"}
     if "recompose" in stats:
         rc = stats["recompose"]
@@ -845,14 +845,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     res = run(args)
     res["command"] = "bench/inference.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    args.out.mkdir(parents=True, exist_ok=True)
-    from lumber.ir import atomic_write_text
-
-    atomic_write_text(args.out / f"{stem}.json", json.dumps(res, indent=1, default=float))
     md = markdown(res)
-    atomic_write_text(args.out / f"{stem}.md", md)
+    write_results(args.out, stem, res, md)
     print(md)
     return 0
+
+
+def write_results(out: Path, stem: str, res: dict[str, Any], md: str) -> None:
+    """``out/stem.json`` (every number) and ``out/stem.md`` (the tables), each written atomically."""
+    from lumber.ir import atomic_write_text
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / f"{stem}.json", json.dumps(res, indent=1, default=float))
+    atomic_write_text(out / f"{stem}.md", md)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ tables (test AUC loss, decision agreement, |margin change|). Writes
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -303,26 +302,20 @@ def main(argv: list[str] | None = None) -> int:
                         *([] if args.recompose else [args.out / f"inference-{stem}.md"])):
         return 0
     if args.recompose:
-        from lumber.ir import atomic_write_text
-
         res = recompose_run(args.quick, args.reps or 3, args.refit)
-        args.out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.out / f"{stem}.json", json.dumps(res, indent=1, default=float))
         md = recompose_markdown(res)
-        atomic_write_text(args.out / f"{stem}.md", md)
+        inf.write_results(args.out, stem, res, md)
         print(md)
         return 0
     ns = argparse.Namespace(quick=args.quick, reps=args.reps, models=args.models, peers=args.peers, out=args.out)
     res = inf.run(ns)
     summ = summary(res)
     res["oblivious_summary"] = summ
-    args.out.mkdir(parents=True, exist_ok=True)
+    md = markdown(res, summ)
+    inf.write_results(args.out, stem, res, md)
     from lumber.ir import atomic_write_text
 
-    atomic_write_text(args.out / f"{stem}.json", json.dumps(res, indent=1, default=float))
     atomic_write_text(args.out / f"inference-{stem}.md", inf.markdown(res))
-    md = markdown(res, summ)
-    atomic_write_text(args.out / f"{stem}.md", md)
     print(md)
     return 0
 
