@@ -278,17 +278,19 @@ class Constraints:
             lo[i], hi[i] = self.rule(n).bounds_for(float(x0[i]))
         return lo, hi
 
-    def costs(self, names: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """Per-feature (cost_down, cost_up) weights; 1 where unspecified."""
-        down = np.ones(len(names))
-        up = np.ones(len(names))
+    def costs(self, names: Sequence[str], down: npt.ArrayLike | None = None, up: npt.ArrayLike | None = None
+              ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Per-feature (cost_down, cost_up) weights: a rule's cost where it gives one, else ``down``/``up``
+        (default 1). The given arrays are copied, never written."""
+        d = np.ones(len(names)) if down is None else np.array(down, dtype=np.float64)
+        u = np.ones(len(names)) if up is None else np.array(up, dtype=np.float64)
         for i, n in enumerate(names):
             r = self.rule(n)
             if r.cost_down is not None:
-                down[i] = r.cost_down
+                d[i] = r.cost_down
             if r.cost_up is not None:
-                up[i] = r.cost_up
-        return down, up
+                u[i] = r.cost_up
+        return d, u
 
     def to_dict(self) -> dict[str, Any]:
         def clean(v: Any) -> Any:

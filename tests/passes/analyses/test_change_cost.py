@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumber.ir import CategoryRule, Forest, Norm
+from lumber.ir import CategoryRule, Constraints, FeatureRule, Forest, Norm
 from lumber.passes.analyses.change_cost import ChangeCost
 from lumber.passes.analyses.counterfactual import make_query
 from lumber.passes.analyses.metrics import build_metric
@@ -85,3 +85,13 @@ def test_sensitive_metric_and_counterfactual_price_a_move_alike(norm: str) -> No
     X = R[1:]
     assert np.array_equal(q.cost.total(X), metric.distance(x0[None, :], X))
     assert q.cost.cost.norm == metric.cost.norm == Norm.parse(norm)
+
+
+def test_constraint_costs_override_the_weights_without_writing_them() -> None:
+    """A rule's cost replaces the keyword weight of its feature; the caller's arrays stay as given
+    (the exact sensitive path hands the metric's own weight arrays to the solver)."""
+    down, up = np.full(3, 2.0), np.full(3, 3.0)
+    cons = Constraints(rules=(FeatureRule("x0", cost_up=5.0), FeatureRule("x1", cost_down=0.5)))
+    q = make_query(_forest(), np.array([0.0, 0.0, 1.0]), (-np.inf, np.inf), cons, weights=(down, up))[0]
+    assert q.cost.cost.w_up.tolist() == [5.0, 3.0, 3.0] and q.cost.cost.w_down.tolist() == [2.0, 0.5, 2.0]
+    assert down.tolist() == [2.0] * 3 and up.tolist() == [3.0] * 3

@@ -65,14 +65,7 @@ def _weights(weights: Any, cons: Constraints | None, names: Sequence[str]) -> tu
         up = down.copy()
     if down.shape[0] != n or up.shape[0] != n or np.any(~np.isfinite(down)) or np.any(down < 0) or np.any(up < 0):
         raise InputDataError(f"weights must be non-negative and hold one value per feature ({n})")
-    if cons is not None:
-        for i, nm in enumerate(names):
-            r = cons.rule(nm)
-            if r.cost_down is not None:
-                down[i] = r.cost_down
-            if r.cost_up is not None:
-                up[i] = r.cost_up
-    return down, up
+    return (down, up) if cons is None else cons.costs(names, down, up)
 
 
 def categorical_features(forests: Sequence[Forest]) -> npt.NDArray[np.bool_]:
