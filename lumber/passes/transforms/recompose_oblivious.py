@@ -174,15 +174,16 @@ class _Cover:
         if self.strategy != "pack":
             return self.new_tree(cs)
         own = _levels(cs, self.groups)
+        plain = not any(self.groups[c] >= 0 for c in cs)  # no category codes: a new condition is a level
         counts: Counter[int] = Counter()
         for c in cs:
             counts.update(self.index.get(c, ()))
         for t in range(max(0, len(self.sets) - self.cost.recent), len(self.sets)):
             counts.setdefault(t, 0)
         best: tuple[float, int, int] = (self.cost.tree(own), 1 << 62, -1)
-        for t in counts:
+        for t, shared in counts.items():
             size = self.levels[t]
-            grown = self.grown(t, cs - self.sets[t])
+            grown = size + own - shared if plain else self.grown(t, cs - self.sets[t])
             if grown > self.max_depth:
                 continue
             grow_bytes = (8 << grown) - (8 << size)
