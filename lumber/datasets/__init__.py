@@ -48,6 +48,51 @@ class Dataset:
 
         return train_test_split(self.X, self.y, test_size=test_size, random_state=seed, stratify=self.y)  # type: ignore[no-any-return]
 
+    def labelled(self) -> "Dataset":
+        """The same rows with every labelled categorical feature as a pandas ``Categorical`` of its labels.
+
+        A model trained on this frame records the labels (LightGBM's ``pandas_categorical``), so
+        explanations and reports name categories (``MaritalStatus = Never-married``, not ``5``).
+        The features' ``categories`` become the labels, in the Categorical's code order."""
+        X = self.X.copy()
+        feats = []
+        for f in self.features:
+            names = _label_map(self.name, f)
+            if names is None:
+                feats.append(f)
+                continue
+            X[f.name] = pd.Categorical(X[f.name].map(names), categories=list(names.values()))
+            feats.append(Feature(f.name, f.kind, tuple(names.values())))
+        return Dataset(self.name, X, self.y, tuple(feats), self.target)
+
+
+ADULT_LABELS: dict[str, dict[float, str]] = {
+    "MaritalStatus": {1: "Divorced", 2: "Married-AF-spouse", 3: "Married-civ-spouse", 4: "Married-spouse-absent",
+                      5: "Never-married", 6: "Separated", 7: "Widowed"},
+    "Occupation": {1: "Adm-clerical", 2: "Armed-Forces", 3: "Craft-repair", 4: "Exec-managerial",
+                   5: "Farming-fishing", 6: "Handlers-cleaners", 7: "Machine-op-inspct", 8: "Other-service",
+                   9: "Priv-house-serv", 10: "Prof-specialty", 11: "Protective-serv", 12: "Sales",
+                   13: "Tech-support", 14: "Transport-moving"},
+    "Relationship": {0: "Husband", 1: "Not-in-family", 2: "Other-relative", 3: "Own-child", 4: "Unmarried",
+                     5: "Wife"},
+    "WorkClass": {1: "Federal-gov", 2: "Local-gov", 3: "Private", 4: "Self-emp-inc", 5: "Self-emp-not-inc",
+                  6: "State-gov", 7: "Without-pay"},
+}
+"""UCI Adult's labels of the OCEAN file's integer codes: the labels in alphabetical order (how the file
+was encoded; see data/PROVENANCE.md). Every code's row count equals its label's count in UCI Adult's
+45,222 complete rows (tests/test_datasets.py checks them)."""
+
+
+def _label_map(name: str, f: Feature) -> dict[float, str] | None:
+    """``{code: label}`` of a categorical feature whose labels are known, else None."""
+    if f.kind != FeatureKind.CATEGORICAL:
+        return None
+    if name == "adult" and f.name in ADULT_LABELS:
+        return {float(k): v for k, v in ADULT_LABELS[f.name].items()}
+    if f.categories is not None and all(isinstance(c, str) for c in f.categories):
+        return {float(i): str(c) for i, c in enumerate(f.categories)}
+    return None
+
 
 @dataclass(frozen=True)
 class TypedTable:

@@ -218,7 +218,8 @@ def _sensitive(s: dict[str, Any]) -> list[Block]:
                     f"({s.get('method')}){ver}."))
     rows = []
     for t in s.get("tests", []):
-        test = (f"{t['feature']} not in {{{', '.join(map(str, t['categories']))}}}" if t.get("categories") is not None
+        cats = t.get("categories_text") or t.get("categories")
+        test = (f"{t['feature']} not in {{{', '.join(map(str, cats))}}}" if t.get("categories") is not None
                 else f"{t['feature']} {t['op']} {t.get('threshold_text') or num(t.get('threshold'), 6)}")
         rows.append((test, t.get("value_text") or num(t.get("value"), 6),
                      t.get("new_value_text") or num(t.get("new_value"), 6), num(t.get("margin"))))

@@ -162,7 +162,7 @@ def _sensitive(r: dict[str, Any], max_tests: int) -> dict[str, Any]:
             "exact": r.get("exact"), "method": r.get("method"), "verified": r.get("verified"),
             "message": r.get("message", ""), "n_tests": len(tests),
             "tests": [{k: t.get(k) for k in ("feature", "op", "threshold", "value", "new_value", "margin", "categories",
-                                             "threshold_text", "value_text", "new_value_text")
+                                             "categories_text", "threshold_text", "value_text", "new_value_text")
                        if k in t} for t in tests[:max_tests]]}
 
 

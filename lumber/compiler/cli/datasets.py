@@ -70,7 +70,7 @@ def export(name: str, out: Path, *, trees: int = 100, leaves: int = 31, train_ro
     existing = [n for n in names if (out / n).exists()]
     if existing and not force:
         raise OutputError(f"{out}: already holds {', '.join(existing)}", "pass --force to overwrite them")
-    ds = datasets.load(name)
+    ds = datasets.load(name).labelled()  # the model records category labels; the CSVs hold them as text
     Xtr, Xte, ytr, yte = ds.split(test_size=0.25, seed=seed)
     model = lgb.LGBMClassifier(n_estimators=trees, num_leaves=leaves, learning_rate=0.1, random_state=seed,
                                verbose=-1).fit(Xtr, ytr)

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     import lumber
     from lumber import datasets
 
-    ds = datasets.load("adult")
+    ds = datasets.load("adult").labelled()  # categories by label: the model records them, explanations name them
     Xtr, Xte, ytr, yte = ds.split(test_size=0.25, seed=args.seed)
     cats = [f.name for f in ds.features if f.kind.name == "CATEGORICAL"]
     from lumber.ir.atomic import prepare_output_dir
@@ -82,7 +82,7 @@ def _stages(args: argparse.Namespace, lgb: Any, lumber: Any, ds: Any, Xtr: Any, 
     def train() -> str:
         model = lgb.LGBMClassifier(n_estimators=args.trees, num_leaves=args.leaves, learning_rate=0.1,
                                    random_state=args.seed, verbose=-1)
-        model.fit(Xtr, ytr)  # category codes used as numbers, so every pass (polynomial, tables) applies
+        model.fit(Xtr, ytr)  # pandas categories: LightGBM splits by category sets and saves the labels
         path = workdir / "model.txt"
         model.booster_.save_model(str(path))
         state["model"] = model
@@ -101,7 +101,7 @@ def _stages(args: argparse.Namespace, lgb: Any, lumber: Any, ds: Any, Xtr: Any, 
 
     def verify() -> str:
         forest, model = state["forest"], state["model"]
-        X = Xte.to_numpy()
+        X = _codes(Xte)
         Xn = X.copy()
         Xn[::7, 0] = np.nan
         ours = forest.evaluate(Xn)
@@ -118,7 +118,7 @@ def _stages(args: argparse.Namespace, lgb: Any, lumber: Any, ds: Any, Xtr: Any, 
 
     def compile_c() -> str:
         forest, model = state["forest"], state["model"]
-        X = np.ascontiguousarray(Xte.to_numpy())
+        X = np.ascontiguousarray(_codes(Xte))
         theirs = model.booster_.predict(X, raw_score=True)
         onnx = lumber.compile(forest, target="onnx", path=workdir / "model.onnx")
         onnx_line = (f"model.onnx (ai.onnx.ml opset 5 on onnxruntime): margins bit-identical: "
@@ -142,7 +142,7 @@ def _stages(args: argparse.Namespace, lgb: Any, lumber: Any, ds: Any, Xtr: Any, 
         text = DEMO_CONSTRAINTS
         cons = lumber.parse_constraints(text, schema=forest.schema)
         st = lumber.sensitive_tests(model, case, reference=Xtr, scale="std")[0]
-        cf = lumber.counterfactual(model, case.iloc[0], target=1, constraints=cons, reference=Xtr,
+        cf = lumber.counterfactual(model, case, target=1, constraints=cons, reference=Xtr,
                                    features=ds.features, time_limit=60)
         if not st.verified or (cf.x is not None and not cf.verified):
             raise SystemExit(f"explanation not verified: {cf.status}")
@@ -161,7 +161,7 @@ def _stages(args: argparse.Namespace, lgb: Any, lumber: Any, ds: Any, Xtr: Any, 
     def polynomial() -> str:
         model = state["model"]
         poly = lumber.run(model, "polynomial")
-        X = Xte.to_numpy()
+        X = _codes(Xte)
         diff = float(np.max(np.abs(poly.evaluate(X) - model.booster_.predict(X, raw_score=True))))
         eq = lumber.equivalent(model, poly)
         att = lumber.attribution(model, Xtr.iloc[:2000])
@@ -178,6 +178,14 @@ def _stages(args: argparse.Namespace, lgb: Any, lumber: Any, ds: Any, Xtr: Any, 
 
     return [("train", train), ("load", load), ("verify", verify), ("compile", compile_c), ("explain", explain),
             ("polynomial", polynomial), ("report", report)]
+
+
+def _codes(frame: Any) -> Any:
+    """A frame as the float array the model reads: categorical columns by their codes."""
+    import pandas as pd
+
+    return np.column_stack([frame[c].cat.codes.to_numpy(np.float64) if isinstance(frame[c].dtype, pd.CategoricalDtype)
+                            else frame[c].to_numpy(np.float64) for c in frame.columns])
 
 
 def _best_of(fn: Callable[[], Any], repeat: int = 3) -> float:

@@ -8,6 +8,7 @@ Python objects until someone looks at them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Sequence, overload
 
@@ -49,6 +50,8 @@ class SensitiveTest:
     new_value_text: str = ""
     """For people (:class:`lumber.ir.display.Display`): the shortest decimals that mean the same to the
     model, category labels; empty when no display was attached (plain numbers are printed)."""
+    categories_text: tuple[str, ...] | None = None
+    """Categorical tests: the labels of ``categories`` (None: no display attached)."""
 
     def texts(self) -> tuple[str, str, str]:
         """``(threshold, value, new value)`` as printed."""
@@ -58,8 +61,8 @@ class SensitiveTest:
     def __str__(self) -> str:
         thr, a, b = self.texts()
         if self.categories is not None:
-            return (f"{self.feature} not in {{{', '.join(map(str, self.categories))}}} "
-                    f"({a} -> {b}, margin {self.margin:.4g})")
+            cats = self.categories_text if self.categories_text is not None else tuple(map(str, self.categories))
+            return f"{self.feature} not in {{{', '.join(cats)}}} ({a} -> {b}, margin {self.margin:.4g})"
         return f"{self.feature} {self.op} {thr} ({a} -> {b}, margin {self.margin:.4g})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,10 +70,12 @@ class SensitiveTest:
             "feature": self.feature, "op": self.op, "threshold": self.threshold, "direction": self.direction,
             "value": _plain(self.value), "new_value": _plain(self.new_value), "margin": _plain(self.margin),
         }
-        if self.threshold_text:
+        if self.threshold_text or self.value_text or self.new_value_text:
             d["threshold_text"], d["value_text"], d["new_value_text"] = self.texts()
         if self.categories is not None:
             d["categories"] = list(self.categories)
+            if self.categories_text is not None:
+                d["categories_text"] = list(self.categories_text)
         if self.tree >= 0:
             d["tree"], d["node"] = self.tree, self.node
         return d
@@ -203,9 +208,30 @@ class SensitiveResult(Sequence[CaseSensitivity]):
         d = self.display
         if d is None:
             return tests
-        return tuple(replace(t, threshold_text="" if t.threshold is None else d.threshold(t.index, t.threshold),
-                             value_text=d.value(t.index, t.value),
-                             new_value_text=d.value(t.index, t.new_value, t.value)) for t in tests)
+        shown = tuple(replace(t, threshold_text="" if t.threshold is None else d.threshold(t.index, t.threshold),
+                              value_text=d.value(t.index, t.value),
+                              new_value_text=d.value(t.index, t.new_value, t.value),
+                              categories_text=None if t.categories is None else tuple(
+                                  d.value(t.index, float(c)) for c in t.categories),
+                              margin=self._domain_margin(t)) for t in tests)
+        return tuple(sorted(shown, key=lambda t: (-t.margin, t.index)))
+
+    def _domain_margin(self, t: SensitiveTest) -> float:
+        """The cost of the smallest change in the feature's domain that crosses ``t`` (one dollar past
+        ``CapitalGain <= 1e-35`` for a whole-dollar feature, not the distance to ``1e-35``)."""
+        doms = getattr(self.display, "domains", None)
+        if doms is None or t.categories is not None or t.threshold is None or t.op not in ("<=", ">"):
+            return t.margin
+        dom = doms[t.index]
+        step = dom.resolution
+        if step <= 0 or not (math.isfinite(t.value) and math.isfinite(t.threshold)):
+            return t.margin
+        o = dom.origin(t.value)
+        k = math.floor((t.threshold - o) / step)
+        nearest = o + (k + 1) * step if t.op == "<=" else o + k * step  # first domain value past the test
+        up = t.op == "<="
+        w = float(self.metric.up[t.index] if up else self.metric.down[t.index])
+        return abs(nearest - t.value) * w
 
     def _case(self, i: int) -> CaseSensitivity:
         ok = bool(self.target_group[i] >= 0)
