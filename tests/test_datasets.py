@@ -39,3 +39,34 @@ def test_unknown_dataset_and_bad_csv() -> None:
 
 def test_provenance_is_shipped() -> None:
     assert "49b64f7dfacc360bfb3362e202551855b30b04d0" in datasets.provenance()
+
+
+# UCI Adult's 45,222 complete rows: the count of each label (adult.names / the standard tabulations)
+UCI_ADULT_COUNTS = {
+    "MaritalStatus": {"Married-civ-spouse": 21055, "Never-married": 14598, "Divorced": 6297, "Separated": 1411,
+                      "Widowed": 1277, "Married-spouse-absent": 552, "Married-AF-spouse": 32},
+    "Relationship": {"Husband": 18666, "Not-in-family": 11702, "Own-child": 6626, "Unmarried": 4788,
+                     "Wife": 2091, "Other-relative": 1349},
+    "WorkClass": {"Private": 33307, "Self-emp-not-inc": 3796, "Local-gov": 3100, "State-gov": 1946,
+                  "Self-emp-inc": 1646, "Federal-gov": 1406, "Without-pay": 21},
+}
+
+
+def test_adult_labels_match_uci_counts() -> None:
+    """The OCEAN file's codes are UCI's labels in alphabetical order: every label keeps its UCI row count."""
+    d = datasets.load("adult").labelled()
+    for col, counts in UCI_ADULT_COUNTS.items():
+        assert d.X[col].value_counts().to_dict() == counts
+    occ = d.X["Occupation"].value_counts()
+    assert occ["Prof-specialty"] == 6008 and occ["Armed-Forces"] == 14
+    feat = {f.name: f for f in d.features}
+    assert feat["MaritalStatus"].categories[:2] == ("Divorced", "Married-AF-spouse")
+
+
+def test_labelled_keeps_rows_and_codes_in_order() -> None:
+    for name in datasets.NAMES:
+        plain, lab = datasets.load(name), datasets.load(name).labelled()
+        assert lab.X.shape == plain.X.shape and not lab.X.isna().any().any()
+        for f in lab.features:
+            if f.kind == FeatureKind.CATEGORICAL and f.categories is not None:
+                assert list(lab.X[f.name].cat.categories) == list(f.categories)

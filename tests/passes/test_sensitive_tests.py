@@ -498,3 +498,26 @@ def test_cli_explain_sensitive(tmp_path, capsys) -> None:
     cons.write_text("immutable Glucose, Pedigree, Age, BMI, BloodPressure\n")
     rc = main(["explain", str(model), str(tmp_path / "cases.csv"), "--sensitive", "--constraints", str(cons)])
     assert rc == 0 and UNREACHABLE in capsys.readouterr().out
+
+
+def test_margin_is_the_smallest_domain_change_and_labels_print() -> None:
+    """LightGBM's split at 1e-35 on whole dollars: the margin is one dollar's cost, not 1e-35's; the test and
+    its values print as people read them (text, JSON); a categorical test names its labels."""
+    from lumber.ir import Feature, FeatureKind, PostTransform
+
+    feats = [Feature("CapitalGain"), Feature("Job", FeatureKind.CATEGORICAL, ("clerk", "nurse", "pilot"))]
+    f = make_forest([("CapitalGain", 1e-35, ("Job", {2}, 2.0, -1.0), 3.0)], feats, task=Task.BINARY,
+                    post_transform=PostTransform.SIGMOID)
+    ref = np.array([[0.0, 0.0], [5000.0, 1.0], [120.0, 2.0], [7.0, 0.0]])
+    res = lumber.sensitive_tests(f, np.array([[0.0, 0.0]]), norm="l1", reference=ref, weights={"Job": 5.0})
+    (t,) = res[0].tests
+    assert t.margin == 1.0 and t.threshold == 1e-35
+    assert str(t) == "CapitalGain <= 0.5 (0 -> 1, margin 1)"
+    d = t.to_dict()
+    assert d["threshold"] == 1e-35 and d["threshold_text"] == "0.5" and d["new_value_text"] == "1"
+    assert d["margin"] == 1.0 and d["new_value"] >= 1.0
+    res = lumber.sensitive_tests(f, np.array([[0.0, 2.0]]), norm="l1", reference=ref, weights={"Job": 5.0})
+    (t,) = res[0].tests
+    assert t.categories is not None and t.margin == 5.0
+    assert t.to_dict()["categories_text"] == [feats[1].categories[c] for c in t.categories]
+    assert str(t).startswith("Job not in {") and "pilot -> " in str(t) and "clerk" in str(t) or "nurse" in str(t)

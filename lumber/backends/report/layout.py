@@ -269,7 +269,8 @@ def _local_rule(r: dict[str, Any]) -> list[Block]:
                         "training rows; every other feature unchanged"))
     smp = r.get("sample")
     if smp:
-        ch = ", ".join(f"{c['feature']} {num(c.get('before'), 6)} → {num(c.get('after'), 6)}"
+        ch = ", ".join(f"{c['feature']} {c.get('before_text') or num(c.get('before'), 6)} → "
+                       f"{c.get('after_text') or num(c.get('after'), 6)}"
                        for c in smp.get("changes", [])) or "no change"
         out.append(Para(f"Sample from the rule: {ch} → {num(smp.get('prediction'))} "
                         f"({'verified' if smp.get('verified') else 'NOT verified'}, isolation score "

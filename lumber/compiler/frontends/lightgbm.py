@@ -172,6 +172,9 @@ def _features(m: LightGBMText, categorical_used: npt.NDArray[np.bool_],
         names = list(m.feature_names)
     infos = m.feature_infos or ["none"] * n
     is_cat = categorical_used.copy()
+    for j in m.categorical_feature:  # trained as categorical, even if no split uses it (labels then match)
+        if j < n:
+            is_cat[j] = True
     for j, info in enumerate(infos):
         if info != "none" and not info.startswith("[") and all(p.lstrip("-").isdigit() for p in info.split(":")):
             is_cat[j] = True

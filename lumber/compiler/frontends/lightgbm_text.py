@@ -66,6 +66,8 @@ class LightGBMText:
     cat_threshold: npt.NDArray[np.int64]
     """Every such tree's 32-bit bitset words, concatenated."""
     cat_word_offset: npt.NDArray[np.int64]
+    categorical_feature: tuple[int, ...] = ()
+    """Columns trained as categorical (the parameters' ``[categorical_feature: ...]``), used in a split or not."""
     """``cat_threshold[cat_word_offset[c]:cat_word_offset[c + 1]]`` are the words of tree ``cat_trees[c]``."""
 
     @property
@@ -350,7 +352,18 @@ def parse_lightgbm_text(data: bytes | str, name: str) -> LightGBMText:
         decision_type=arrays["decision_type"], left_child=arrays["left_child"], right_child=arrays["right_child"],
         leaf_value=leaf_value, internal_count=internal_count, leaf_count=leaf_count, num_cat=num_cat,
         cat_trees=cat_tree_ids, cat_boundaries=bounds, cat_threshold=words, cat_word_offset=word_offset,
+        categorical_feature=_categorical_feature(text, end_mark),
     )
+
+
+def _categorical_feature(text: str, end_mark: int) -> tuple[int, ...]:
+    """Column indices of the parameters' ``[categorical_feature: 7,9,22]`` line (empty when absent)."""
+    pos = text.find("\n[categorical_feature: ", end_mark)
+    if pos < 0:
+        return ()
+    line = text[pos + len("\n[categorical_feature: "):].split("\n", 1)[0].rstrip("]").strip()
+    parts = [p.strip() for p in line.split(",") if p.strip()]
+    return tuple(int(p) for p in parts) if parts and all(p.isdigit() for p in parts) else ()
 
 
 def _check_bitsets(name: str, trees: npt.NDArray[np.int64], n_bound: npt.NDArray[np.int64],

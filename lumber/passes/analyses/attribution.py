@@ -82,6 +82,25 @@ def output_names(poly: Polynomial) -> tuple[str, ...]:
     return tuple(f"output{k}" for k in range(s.n_outputs)) if s.n_outputs > 1 else ("output",)
 
 
+def condition_texts(poly: Polynomial, rows: npt.NDArray[np.float64]) -> tuple[str, ...]:
+    """Each condition for people: thresholds as the shortest decimal splitting the rows' domains alike
+    (``EducationNumber > 8.5``, not ``8.500000000000002``); other conditions as the polynomial says."""
+    from lumber.ir.display import Display
+    from lumber.ir.domains import infer_domains
+    from lumber.ir.polynomial import ConditionKind
+
+    shown = Display(poly, infer_domains(poly.schema, None, rows if rows.shape[0] else None))  # type: ignore[arg-type]
+    out = []
+    for c in range(poly.n_conditions):
+        if poly.cond_kind[c] != ConditionKind.GREATER:
+            out.append(poly.describe_condition(c))
+            continue
+        i = int(poly.cond_feature[c])
+        text = f"{poly.schema.features[i].name} > {shown.threshold(i, float(poly.cond_threshold[c]))}"
+        out.append(text + " or missing" if poly.cond_nan_true[c] else text)
+    return tuple(out)
+
+
 def attribution(poly: Polynomial, X: Any) -> AttributionResult:
     """nu per feature and condition over the rows ``X`` (array or DataFrame)."""
     Xp = poly.prepare_input(X)
@@ -95,7 +114,7 @@ def attribution(poly: Polynomial, X: Any) -> AttributionResult:
                    for k in range(K)], axis=1).astype(np.float64)
     return AttributionResult(
         feature_names=tuple(poly.schema.feature_names), output_names=output_names(poly), nu=nu,
-        condition_nu=cond_nu, conditions=tuple(poly.describe_condition(c) for c in range(poly.n_conditions)),
+        condition_nu=cond_nu, conditions=condition_texts(poly, Xp),
         condition_feature=poly.cond_feature.copy(), expected_margin=poly.bias + contrib.sum(axis=0),
         n_rows=int(Xp.shape[0]),
     )

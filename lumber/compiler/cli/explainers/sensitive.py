@@ -23,8 +23,10 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     args = ctx.args
     scale = None if args.metric in (None, "none") else args.metric
     reference, ref_name = None, None
-    if scale is not None:
-        reference, ref_name = (ctx.train_X, "train") if ctx.train_X is not None else (ctx.X, "data")
+    if ctx.train_X is not None:  # training rows give the domains (whole numbers, bounds) even unscaled
+        reference, ref_name = ctx.train_X, "train"
+    elif scale is not None:
+        reference, ref_name = ctx.X, "data"
     if args.norm == "l0":
         raise InputDataError("--norm l0 is not supported by sensitive tests", "use l1, l2 or linf")
     target = parse_target(args.target, ctx.forest.schema.task)
@@ -40,7 +42,7 @@ def format_text(result: SensitiveResult, reference: str | None) -> str:
     m = result.metric
     head = (f"sensitive tests ({result.method}{'' if result.exact else ', upper bound'}; norm "
             f"{m.norm.name.lower()}, scale {'none' if m.scale is None else m.scale.name.lower()}"
-            + (f" from {reference} rows" if reference else "") + ")")
+            + (f" from {reference} rows" if reference and m.scale is not None else "") + ")")
     return "\n".join([head] + [_case_text(c) for c in result])
 
 

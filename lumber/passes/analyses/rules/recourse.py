@@ -21,6 +21,7 @@ from .context import RuleContext
 from .results import Change, CounterfactualSample, Rule
 from .sampling import Evaluate, SampleJob, anneal, value_pool
 from .targets import RuleTarget, describe_decision
+from .text import value_text
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -187,7 +188,9 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
 
 def _sample(ctx: RuleContext, x0: FloatArray, x: FloatArray, score: float, valid: bool, rule: int,
             names: Sequence[str]) -> CounterfactualSample:
-    changes = tuple(Change(names[j], float(x0[j]), float(x[j])) for j in range(x.shape[0])
+    feats = ctx.model.schema.features
+    changes = tuple(Change(names[j], float(x0[j]), float(x[j]), value_text(feats[j], float(x0[j])),
+                           value_text(feats[j], float(x[j]))) for j in range(x.shape[0])
                     if not (x[j] == x0[j] or (np.isnan(x[j]) and np.isnan(x0[j]))))
     dec = ctx.decide(x[None, :])[0]
     viol: tuple[str, ...] = ()

@@ -112,9 +112,15 @@ class Change:
     feature: str
     before: float
     after: float
+    before_text: str = ""
+    after_text: str = ""
+    """The values for people (category labels); empty: print the numbers."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"feature": self.feature, "before": _num(self.before), "after": _num(self.after)}
+        d = {"feature": self.feature, "before": _num(self.before), "after": _num(self.after)}
+        if self.before_text or self.after_text:
+            d["before_text"], d["after_text"] = self.before_text, self.after_text
+        return d
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def value_text(feature: Feature, v: float) -> str:
         return "NaN"
     if feature.kind == FeatureKind.CATEGORICAL and feature.categories is not None and v == int(v):
         return _label(feature.categories, int(v))
-    return f"{v:.6g}"
+    return num(v)  # sample values are training values: print them exactly (".6g" rounded 123456789)
 
 
 __all__ = ["condition", "num", "value_text"]
