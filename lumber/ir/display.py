@@ -12,7 +12,10 @@ A model stores ``Age <= 20.500000000000004`` and a solver returns
 - a value ``v`` (moved from a case's ``x0``) as the shortest decimal in the
   same model cell as ``v`` (every split of the model routes it alike), in the
   feature's domain, and no farther from ``x0`` -- so it is still a valid,
-  no costlier explanation;
+  no costlier explanation; when there is none (a continuous feature without a
+  step, ``v`` the first float past a split: ``5036.500000000001``), the shortest
+  decimal of the same cell at most ``PAST`` (1e-4) of the change farther
+  (``5037``): the same prediction, a cost higher by at most 0.01%;
 - a category code as its label wherever one is known.
 
 JSON output keeps the exact numbers beside these texts. Every explainer and
@@ -34,6 +37,9 @@ if TYPE_CHECKING:
     from .forest import Forest
 
 FloatArray = npt.NDArray[np.float64]
+
+PAST = 1e-4
+"""How far past a continuous value (relative to its change) a printed decimal may lie, in the same cell."""
 
 
 def number_text(v: float) -> str:
@@ -136,13 +142,16 @@ class Display:
         dom = self.domains[i] if self.domains is not None else None
         cell = self.cell(i, v)
         far = abs(v - x0) if math.isfinite(x0) else math.inf
+        # a continuous value may print a hair past itself (at most PAST of the change) when nothing shorter lies
+        # between the case and it in its cell (the first float past a split)
+        tol = PAST * (far if math.isfinite(far) else abs(v)) if dom is None or dom.resolution == 0 else 0.0
         for p in range(1, 17):
             for c in _rounded(v, p):
                 if c == v:
                     return number_text(v)  # v is already this short
                 if self.cell(i, c) != cell:
                     continue
-                if math.isfinite(x0) and (abs(c - x0) > far or (c - x0) * (v - x0) <= 0):
+                if math.isfinite(x0) and ((c - x0) * (v - x0) <= 0 or (abs(c - x0) > far and abs(c - v) > tol)):
                     continue
                 if dom is not None and not dom.contains(c, x0):
                     continue

@@ -54,12 +54,14 @@ def test_thresholds_without_domains_keep_the_models_own_number() -> None:
 
 def test_moved_values_shortest_in_the_same_cell_and_no_farther() -> None:
     d = Display(_forest())
-    # the solver's 5036.500000000001 is the first float64 above the split 5036.5: nothing shorter is in its cell
-    assert d.value(1, 5036.500000000001, 0.0) == "5036.500000000001"
+    # the solver's 5036.500000000001 is the first float64 above the split 5036.5: nothing shorter lies between
+    # the case and it, so the shortest decimal of its cell at most 1e-4 of the change past it is printed
+    assert d.value(1, 5036.500000000001, 0.0) == "5037"
+    assert d.value(0, 20.500000000000007, 0.0) == "20.501"             # 0.001 past: 5e-5 of the change
     # inside a wide cell (5036.5, inf) a shorter value nearer the case exists
     assert d.value(1, 6000.123456, 0.0) == "6000"
     assert d.value(3, 7.250000000000001, 8.0) == "7.3"                 # (7.25, inf): 7.3 is nearer 8
-    assert d.value(3, 7.250000000000001, 0.0) == "7.250000000000001"   # from 0: 7.25 itself is in the other cell
+    assert d.value(3, 7.250000000000001, 0.0) == "7.2501"              # from 0: 7.25 is in the other cell
     assert d.value(3, 7.2499999, 8.0) == "7.25"                        # x <= 7.25 holds at 7.25 itself
     assert d.value(3, 0.61234, 0.2) == "0.6"                           # (0.546, 7.25]: 0.6 is nearer 0.2
     assert d.value(1, 0.3, 0.0) == "0.3"                               # already as short as can be
