@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import _outputs
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -34,9 +36,13 @@ def main() -> None:
     ap.add_argument("--limit", type=float, default=2.0)
     ap.add_argument("--queries", type=int, default=10)
     ap.add_argument("--quick", action="store_true", help="40 trees, 3 queries: checks the script, not the claim")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args()
     if args.quick:
         args.trees, args.queries = 40, 3
+    stem = _outputs.stem("deadline", args.quick)
+    if _outputs.dry_run(args, RESULTS / f"{stem}.json", RESULTS / f"{stem}.md"):
+        return
     import numpy as np
     from sklearn.ensemble import RandomForestClassifier
 
@@ -70,7 +76,6 @@ def main() -> None:
            "load_before": load0, "load_after": load1, "cpus": os.cpu_count(), "python": platform.python_version(),
            "quick": args.quick, "summary": summary, "rows": rows}
     RESULTS.mkdir(exist_ok=True)
-    stem = "deadline-quick" if args.quick else "deadline"
     (RESULTS / f"{stem}.json").write_text(json.dumps(doc, indent=1, default=float) + "\n")
     md = ["# time_limit bounds the whole counterfactual query", "",
           f"credit, RandomForest {args.trees} trees x depth {args.depth}, time_limit={args.limit:g} s, "

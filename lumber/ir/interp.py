@@ -125,6 +125,8 @@ def prepare_input(schema: Schema, X: Any) -> npt.NDArray[np.float64]:
     pandas DataFrame (columns bound by feature name, strictly; see ``binding``).
     Errors name the problem and what is accepted.
     """
+    if hasattr(X, "iloc") and not hasattr(X, "columns") and getattr(X, "ndim", 0) == 1 and hasattr(X, "to_frame"):
+        X = X.to_frame().T  # one case as a pandas Series (``frame.iloc[0]``): a one-row frame, bound by name
     if hasattr(X, "iloc") and hasattr(X, "columns"):
         arr = _frame_to_array(schema, X)
     else:
