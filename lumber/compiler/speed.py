@@ -50,11 +50,12 @@ def _cpu_seconds(pred: Predictor, X: npt.NDArray[np.float64]) -> float:
 
 
 def compile_fastest(forest: Forest, options: Mapping[str, Any], *, path: str | Path | None = None,
-                    threads: int = 1, sample: Any = None) -> Predictor:
+                    threads: int = 1, sample: Any = None, built: dict[str, Predictor] | None = None) -> Predictor:
     """The faster of ``forest``'s ``c`` and ``table-c`` libraries on ``sample`` (default: rows spread
     over the model's split cells); ``options`` are the targets' keyword options.
 
-    ``predictor.report`` holds both forms' CPU seconds on the sample and the choice.
+    ``predictor.report`` holds both forms' CPU seconds on the sample and the choice; ``built`` (when
+    given) receives every form built, by name (the tolerance search reuses the forest library).
     """
     from lumber.backends.base import fingerprint
 
@@ -109,6 +110,8 @@ def compile_fastest(forest: Forest, options: Mapping[str, Any], *, path: str | P
     for k, ts in times.items():
         report["forms"][k]["cpu_seconds"] = float(np.median(ts))
         report["forms"][k]["ns_per_row"] = float(np.median(ts)) / max(X.shape[0], 1) * 1e9
+    if built is not None:
+        built.update(candidates)
     chosen = min(times, key=lambda k: float(np.median(times[k])))
     report["chosen"] = chosen
     pred = candidates[chosen]

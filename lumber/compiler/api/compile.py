@@ -30,7 +30,8 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
             openmp: bool | None = None, cc: str | None = None, opset: int = 5, input_dtype: str | None = None,
             base_score: str = "exact", exact: bool = True, name: str = "model", optimize: str | None = None,
             max_depth: int | str = "auto", strategy: str = "pack", time_passes: bool = False,
-            sample: Any = None, walk: str = "auto") -> Predictor:
+            sample: Any = None, walk: str = "auto", tolerance: float | None = None, data: Any = None,
+            metric: str = "auto", fit: Any = None) -> Predictor:
     """Compile ``model`` (anything :func:`lumber.load` accepts, or an IR object) for ``target``.
 
     Every IR compiles (:mod:`lumber.compiler.deploy`): a Polynomial (pruned or not, object or
@@ -57,11 +58,23 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
         forms, time them
         on ``sample`` (default: rows spread over the model's splits), keep the faster; both are
         reported in ``predictor.report``.
+    tolerance, data, metric : with ``optimize="speed"``, also try lossy forms (a formula-5 oblivious fit on
+        ``data["train"]`` behind the exact forest for rows near the decision) and keep the fastest form whose
+        loss on ``data["valid"]`` (rows the fit never read) is at most ``tolerance``: AUC drop for binary
+        classifiers (``metric="accuracy"``: accuracy drop), relative RMSE rise for regressors
+        (:mod:`lumber.compiler.tolerance`). Without ``tolerance`` nothing lossy ever happens.
+        ``fit``: a :class:`~lumber.passes.transforms.oblivious_fit.FitOptions` (or a dict of its fields).
     """
     tgt = get_target(target)
     options = {"prefix": prefix, "unroll": unroll, "block": block, "march_native": march_native, "openmp": openmp,
                "cc": cc, "opset": opset, "input_dtype": input_dtype, "base_score": base_score, "exact": exact,
                "name": name, "max_depth": max_depth, "strategy": strategy, "time_passes": time_passes, "walk": walk}
+    if tolerance is not None and optimize is None:
+        raise CompileError("tolerance applies to optimize='speed' (the fastest form within the tolerance)",
+                           "pass optimize='speed' as well")
+    if (data is not None or fit is not None) and tolerance is None:
+        raise CompileError("data and fit are read only with a tolerance: without one nothing is fitted",
+                           "pass tolerance=... (e.g. 0.0005) or drop data")
     if optimize is not None:
         if optimize not in OPTIMIZE_GOALS:
             raise CompileError(f"unknown optimize goal {optimize!r}", f"accepted: {', '.join(map(repr, OPTIMIZE_GOALS))}")
@@ -72,6 +85,11 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
         if isinstance(ir, ObliviousEnsemble):
             raise CompileError("optimize='speed' compares the forest and oblivious forms of a forest model",
                                "pass the model (or its Forest), not an ObliviousEnsemble")
+        if tolerance is not None:
+            from ..tolerance import compile_within
+
+            return compile_within(ir, options, tolerance=tolerance, data=data, path=path, threads=threads,
+                                  metric=metric, fit=fit)
         return compile_fastest(ir, options, path=path, threads=threads, sample=sample)
     src = model_ir(model)
     ir = tgt.lower(src)

@@ -166,7 +166,8 @@ def compile_targets(st: State) -> None:
     cfg = inp.config
     for target in inp.targets:
         key = digest("compile", target, st.ir_fingerprint, cfg.compile.name, cfg.compile.threads, st.data_hashes(),
-                     cfg.data.max_cases)
+                     cfg.data.max_cases, *((cfg.compile.tolerance, cfg.data.label, cfg.seed)
+                                           if tolerant(st, target) else ()))
         fname = cfg.compile.name + get_target(target).suffix
         entry = st.step(f"compile-{target}", key, lambda files, t=target, f=fname: _compile_one(st, t, files, f))
         st.targets.append(entry.result)
@@ -174,13 +175,24 @@ def compile_targets(st: State) -> None:
             st.artifacts.append((p.relative_to(entry.folder / "files").as_posix(), p))
 
 
+def tolerant(st: State, target: str) -> bool:
+    """``[compile] tolerance`` applies to this target (``c``): it may be a lossy form."""
+    return target == "c" and st.inp.config.compile.tolerance is not None
+
+
 def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, Any]:
     import lumber
 
     inp = st.inp
     t0 = time.perf_counter()
+    lossy: dict[str, Any] = {}
+    if tolerant(st, target):
+        train, valid = inp.table("train"), inp.table("validation")
+        assert train is not None and valid is not None  # inputs.prepare checked
+        lossy = {"optimize": "speed", "tolerance": inp.config.compile.tolerance,
+                 "data": {"train": (train.X, train.y), "valid": (valid.X, valid.y)}}
     pred = lumber.compile(st.ir, target=target, path=files / fname, threads=inp.config.compile.threads,
-                          name=inp.config.compile.name)
+                          name=inp.config.compile.name, **lossy)
     build_seconds = time.perf_counter() - t0
     X = _all_rows(inp)
     exact = compare(st.ir.evaluate(X), pred.predict_raw(X), st.ir.schema)
@@ -188,6 +200,8 @@ def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, A
                               "compiled_from": st.compiled_from, "exact": exact,
                               "bytes": sum(p.stat().st_size for p in files.rglob("*") if p.is_file()),
                               "build_seconds": build_seconds}
+    if lossy:
+        result["tolerance"] = _validation_loss(st, pred)
     if st.ir is not inp.forest:
         result["vs_model"] = compare(inp.forest.evaluate(X), pred.predict_raw(X), inp.forest.schema)
     Xs = _speed_rows(inp)
@@ -197,6 +211,29 @@ def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, A
         result["speed"] = {"rows": int(len(Xs)), "reference_seconds": ref, "seconds": got,
                            "speedup": ref / got if got > 0 else None, "threads": inp.config.compile.threads}
     return result
+
+
+def _validation_loss(st: State, pred: Any) -> dict[str, Any]:
+    """The artifact's loss on the validation rows, recomputed from its own margins (what the gate checks)."""
+    from lumber.passes.quality import make_metric
+
+    valid = st.inp.table("validation")
+    assert valid is not None
+    schema = st.inp.forest.schema
+    metric = make_metric("auto", schema, valid.y)
+    ref, got = st.inp.forest.evaluate(valid.X), np.asarray(pred.predict_raw(valid.X)).reshape(-1)
+    before, after = metric(ref), metric(got)
+    loss = before - after if metric.higher_is_better else ((after - before) / before if before else after - before)
+    rep = pred.report.get("tolerance", {})
+    chosen = rep.get("chosen", pred.report.get("chosen"))
+    form = rep.get("forms", {}).get(chosen, {})
+    agree = float(np.mean(schema.class_index(ref) == schema.class_index(got))) \
+        if schema.task.name == "BINARY" else None
+    return {"tolerance": st.inp.config.compile.tolerance, "metric": metric.name, "before": before, "after": after,
+            "loss": loss, "agreement": agree, "rows": int(valid.X.shape[0]), "form": chosen,
+            "exact_share": form.get("exact_share"), "trees": form.get("trees"),
+            "max_abs_margin_change": float(np.abs(got - ref).max(initial=0.0)),
+            "mean_abs_margin_change": float(np.abs(got - ref).mean()) if got.size else 0.0}
 
 
 def check_equivalence(st: State) -> None:
@@ -246,4 +283,4 @@ def _plain(v: Any) -> Any:
     return v
 
 
-__all__ = ["State", "check_equivalence", "compare", "compile_targets", "run_passes"]
+__all__ = ["State", "check_equivalence", "compare", "compile_targets", "run_passes", "tolerant"]

@@ -56,6 +56,8 @@ def exactness(st: State) -> list[Check]:
     lossy = bool(lossy_passes(st))
     for t in st.targets:
         e, vm = t["exact"], t.get("vs_model")
+        if "tolerance" in t:  # a lossy form by request: the tolerance gate bounds it
+            continue
         if vm is None:
             msg = _exact_message(t["target"], e, "the model")
             out.append(Check(f"exact[{t['target']}]", bool(e["exact"]), gate, msg, e))
@@ -131,6 +133,26 @@ def pruning(st: State) -> list[Check]:
     return out
 
 
+def tolerance(st: State) -> list[Check]:
+    """``[compile] tolerance``: the artifact's validation loss (recomputed from its margins) within the tolerance."""
+    out = []
+    for t in st.targets:
+        r = t.get("tolerance")
+        if r is None:
+            continue
+        tol = float(r["tolerance"])
+        ok = r["loss"] <= tol + 1e-12
+        rel = " (relative)" if r["metric"] == "rmse" else ""
+        agree = f", decisions agree on {100 * r['agreement']:.2f}%" if r.get("agreement") is not None else ""
+        share = f", {100 * r['exact_share']:.1f}% of rows on the exact path" if r.get("exact_share") is not None else ""
+        msg = (f"{t['target']} ({r['form']}): validation {r['metric']} {r['before']:.6f} -> {r['after']:.6f} on "
+               f"{_rows(r['rows'])}: loss {r['loss']:.3g}{rel} {'within' if ok else 'EXCEEDS'} tolerance {tol:g}"
+               f"{agree}{share}; |margin change| max {r['max_abs_margin_change']:.3g}, "
+               f"mean {r['mean_abs_margin_change']:.3g}")
+        out.append(Check(f"tolerance[{t['target']}]", ok, True, msg, r))
+    return out
+
+
 ANALYSIS_WORDS = {"sensitive": "sensitive tests", "counterfactual": "counterfactuals", "rules": "rules"}
 
 
@@ -197,8 +219,8 @@ def explanations(st: State) -> list[Check]:
 
 
 def all_checks(st: State) -> list[Check]:
-    return exactness(st) + equivalence(st) + pruning(st) + analysis_failures(st) + explanations(st)
+    return exactness(st) + equivalence(st) + pruning(st) + tolerance(st) + analysis_failures(st) + explanations(st)
 
 
 __all__ = ["Check", "all_checks", "analysis_failures", "equivalence", "exactness", "explanations", "lossy_passes",
-           "pruning"]
+           "pruning", "tolerance"]

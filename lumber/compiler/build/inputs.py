@@ -186,6 +186,17 @@ def _check_goal(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
 
 def _check_settings(cfg: BuildConfig, err: _Errors) -> None:
     ex, data = cfg.explain, cfg.data
+    if cfg.compile.tolerance is not None:
+        for name, value in (("train", data.train), ("validation", data.validation), ("label", data.label)):
+            if value is None:
+                err.add(f"[compile] tolerance needs [data] {name}: the lossy form is fitted on train and checked on "
+                        "validation rows against their labels", "compile", "tolerance", f"set [data] {name}")
+        if "c" not in cfg.compile.targets:
+            err.add("[compile] tolerance applies to the c target, which [compile] targets does not list", "compile",
+                    "tolerance", "add \"c\" to [compile] targets")
+        if cfg.compile.passes:
+            err.add("[compile] tolerance compiles from the model; it cannot follow a pass pipeline", "compile",
+                    "tolerance", "drop [compile] passes or tolerance")
     for a in cfg.check.require:
         if a not in ex.analyses:
             err.add(f"[check] require names '{a}', which [explain] analyses does not run", "check", "require",

@@ -98,6 +98,9 @@ class CompileSpec:
     targets: tuple[str, ...] = key("targets", "artifacts: c, c-source, onnx, table, numpy", ("c",))
     name: str = key("str", "base name of the artifact files", "model")
     threads: int = key("int", "threads for the speed measurement of compiled artifacts", 1, minimum=1)
+    tolerance: float | None = key(
+        "float", "target c: the fastest form whose validation loss (AUC drop, relative RMSE rise) is at most this; "
+                 "lossy forms only with it (needs [data] train, validation, label)", minimum=0.0)
 
 
 @dataclass(frozen=True)

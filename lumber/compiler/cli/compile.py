@@ -67,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--strategy", default="pack", choices=STRATEGIES,
                    help="how re-composition covers the polynomial with trees (default: pack)")
     g.add_argument("--sample", metavar="CSV", help="rows to time the forms on (default: rows spread over the splits)")
+    g.add_argument("--tolerance", type=float, metavar="LOSS",
+                   help="with --optimize speed: also try lossy forms fitted on --train and keep the fastest whose "
+                        "loss on --valid (AUC drop, relative RMSE rise) is at most LOSS; needs --label")
 
 
 def _data(args: argparse.Namespace, forest: Any) -> dict[str, Any] | None:
@@ -129,6 +132,16 @@ def run(args: argparse.Namespace) -> int:
                            "use --emit lumber to save it, or a pipeline that ends in a Forest")
     max_depth = _max_depth(args.max_depth)
     sample = None
+    lossy: dict[str, Any] = {}
+    if args.tolerance is not None:
+        if args.passes:
+            raise CompileError("--tolerance compiles from the model; it cannot follow --passes")
+        if args.train is None or args.valid is None:
+            raise CompileError("--tolerance needs --train (rows the lossy form is fitted on) and --valid (rows its "
+                               "loss is checked on)", "pass --train CSV --valid CSV --label COLUMN")
+        if args.label is None:
+            raise CompileError("--tolerance needs --label: the loss is measured against the label column")
+        lossy = {"tolerance": args.tolerance, "data": _data(args, ir)}
     if args.sample:
         from lumber.compiler.data import read_rows
 
@@ -137,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
                          march_native=args.march_native, openmp=False if args.no_openmp else None, cc=args.cc,
                          opset=args.opset, input_dtype=args.input_dtype, exact=not args.inexact, name=output.stem,
                          optimize=args.optimize, max_depth=max_depth, strategy=args.strategy, sample=sample,
-                         time_passes=args.time_passes)
+                         time_passes=args.time_passes, **lossy)
     took = f"in {time.perf_counter() - t0:.2f} s"
     if emit == "table":
         st = pred.report["tables"]
@@ -147,7 +160,11 @@ def run(args: argparse.Namespace) -> int:
     elif tables:
         form = pred.report.get("chosen", "oblivious")
         print(f"wrote {output} (C shared library, {form} form, fingerprint {pred.fingerprint[:16]}) {took}")
-        if "forms" in pred.report:
+        if "tolerance" in pred.report:
+            from lumber.compiler.tolerance import describe_tolerance
+
+            print(describe_tolerance(pred.report))
+        elif "forms" in pred.report:
             print(describe_choice(pred.report))
     else:
         extra = f", header {output.with_suffix('.h')}" if emit == "c-source" else ""

@@ -1,0 +1,225 @@
+"""``optimize="speed", tolerance=...``: the fastest form whose validation loss stays within the tolerance.
+
+Without a tolerance nothing lossy ever happens (:mod:`lumber.compiler.speed`
+picks among exact forms). With one, the exact forms are measured beside
+*tolerance forms*: prefixes of a formula-5 fit
+(:mod:`lumber.passes.transforms.oblivious_fit`, fitted on the training rows
+only), each behind the exact forest for rows near the decision
+(:mod:`lumber.compiler.cascade`). Every form is scored on the validation rows,
+which the fit never read:
+
+* loss: AUC drop for binary classifiers (``metric="accuracy"``: accuracy drop),
+  relative RMSE rise for regressors (``lumber.passes.quality``);
+* decision agreement with the source, share of rows on the exact path,
+  max / mean |margin change|;
+* CPU time on the validation rows, all forms interleaved.
+
+The chosen form is the fastest one within the tolerance; ``predictor.report``
+lists every form tried. The cascade's decisions equal the source's on every
+validation row by construction of its band.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import CompileError, Forest, InputDataError, Task
+from lumber.ir.interp import prepare_input
+
+from lumber.passes.transforms.oblivious_fit import FitOptions
+
+from .cascade import CascadeSpec, build_cascade, cascade_margins, decision_band
+from .predictors import Predictor
+from .speed import REPEATS, compile_fastest
+from .targets import get_target
+
+TREE_FRACTIONS = (0.25, 0.5, 1.0)
+"""Prefixes of the fitted sequence offered as tolerance forms (fractions of its formula-5 optimum)."""
+
+
+DEFAULT_FIT = FitOptions()
+
+
+@dataclass(frozen=True)
+class Split:
+    X: npt.NDArray[np.float64]
+    y: npt.NDArray[Any]
+
+
+def _split(forest: Forest, data: Mapping[str, Any], key: str) -> Split:
+    if key not in data or data[key] is None:
+        raise CompileError(f"tolerance needs data[{key!r}]: (X, y) rows the translation "
+                           f"{'is fitted on' if key == 'train' else 'is checked on (never fitted)'}",
+                           'pass data={"train": (X, y), "valid": (Xv, yv)} (CLI: --train, --valid, --label)')
+    item = data[key]
+    if not isinstance(item, (tuple, list)) or len(item) != 2:
+        raise CompileError(f"data[{key!r}] must be a pair (X, y)")
+    X, y = item
+    if y is None:
+        raise CompileError(f"data[{key!r}] has no labels: the tolerance is a loss against labels",
+                           "name the label column (CLI: --label COLUMN)")
+    Xp = prepare_input(forest.schema, X)
+    yv = np.asarray(y).reshape(-1)
+    if yv.shape[0] != Xp.shape[0]:
+        raise InputDataError(f"data[{key!r}]: {Xp.shape[0]} rows but {yv.shape[0]} labels")
+    if Xp.shape[0] < 20:
+        raise CompileError(f"data[{key!r}] has {Xp.shape[0]} rows; the tolerance check needs at least 20")
+    return Split(Xp, yv)
+
+
+def _cpu(fn: Any, X: npt.NDArray[Any]) -> float:
+    t0 = time.process_time()
+    fn(X)
+    return time.process_time() - t0
+
+
+def timed(runners: Mapping[str, Any], X: npt.NDArray[Any]) -> dict[str, float]:
+    """Median process CPU seconds of each runner on ``X``, the runners interleaved."""
+    times: dict[str, list[float]] = {k: [] for k in runners}
+    for _ in range(REPEATS):
+        for k, fn in runners.items():
+            times[k].append(_cpu(fn, X))
+    return {k: float(np.median(ts)) for k, ts in times.items()}
+
+
+def _loss(metric: Any, ref: float, value: float) -> float:
+    """Positive = worse: an absolute drop (AUC, accuracy) or a relative rise (RMSE)."""
+    return ref - value if metric.higher_is_better else (value / ref - 1.0 if ref else value - ref)
+
+
+def compile_within(forest: Forest, options: Mapping[str, Any], *, tolerance: float, data: Mapping[str, Any],
+                   path: str | Path | None = None, threads: int = 1, metric: str = "auto",
+                   fit: Any = None) -> Predictor:
+    """The fastest of the exact forms and the tolerance forms whose validation loss is at most ``tolerance``."""
+    from lumber.backends.base import fingerprint
+    from lumber.backends.table_c import TableRuntime
+    from lumber.passes.quality import make_metric
+    from lumber.passes.transforms.oblivious_fit import fit_oblivious
+    from lumber.passes.transforms.quantize import quantize_ensemble
+
+    try:
+        tol = float(tolerance)
+    except (TypeError, ValueError):
+        raise CompileError(f"tolerance must be a number, got {tolerance!r}") from None
+    if not np.isfinite(tol) or tol < 0:
+        raise CompileError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+    schema = forest.schema
+    if schema.n_outputs != 1 or schema.task not in (Task.BINARY, Task.REGRESSION):
+        raise CompileError(f"tolerance forms cover binary classifiers and regressors; this model is "
+                           f"{schema.task.name.lower()} with {schema.n_outputs} outputs",
+                           "compile without tolerance (exact forms only)")
+    if not isinstance(data, Mapping):
+        raise CompileError("tolerance needs data={'train': (X, y), 'valid': (Xv, yv)}: the lossy form is fitted "
+                           "on data['train'] and its loss checked on data['valid']",
+                           "CLI: --train CSV --valid CSV --label COLUMN")
+    if isinstance(fit, Mapping):
+        try:
+            fit = FitOptions(**fit)
+        except TypeError as exc:
+            raise CompileError(f"fit options: {exc}", f"known: {', '.join(FitOptions.__dataclass_fields__)}") from None
+    if fit is not None and not isinstance(fit, FitOptions):
+        raise CompileError("fit must be a FitOptions or a dict of its fields")
+    train, valid = _split(forest, data, "train"), _split(forest, data, "valid")
+    qm = make_metric(metric, schema, valid.y)
+    classifier = schema.task == Task.BINARY
+    ge = schema.decision == "margin_ge"
+    fp = fingerprint(forest)
+    t0 = time.perf_counter()
+    forms: dict[str, Predictor] = {}
+    exact = compile_fastest(forest, options, threads=threads, sample=valid.X, built=forms)
+    exact_seconds = time.perf_counter() - t0
+    fc = get_target("c")
+    forest_lib = forms.get("forest") or fc.compile(forest, fc.options(options), threads=1, fingerprint=fp)
+    ev = np.asarray(forest_lib.predict_raw(valid.X)).reshape(-1)
+    ref = qm(ev)
+    t0 = time.perf_counter()
+    fr = fit_oblivious(forest, train.X, fit or DEFAULT_FIT, margins=lambda R: forest_lib.predict_raw(R))
+    fit_seconds = time.perf_counter() - t0
+    report: dict[str, Any] = {"tolerance": tol, "metric": qm.name, "validation_rows": int(valid.X.shape[0]),
+                              "training_rows": int(train.X.shape[0]), "source_quality": ref, "fit": fr.report,
+                              "exact": exact.report, "forms": {}}
+    runners: dict[str, Any] = {f"exact {exact.report.get('chosen', 'forest')}": lambda X: exact.predict_raw(X)}
+    report["forms"][next(iter(runners))] = {"kind": "exact", "loss": 0.0, "agreement": 1.0, "exact_share": 1.0,
+                                            "max_abs_margin_change": 0.0, "mean_abs_margin_change": 0.0,
+                                            "within": True, "build_seconds": exact_seconds}
+    built: dict[str, tuple[Any, CascadeSpec]] = {}
+    sizes = sorted({max(1, int(round(f * fr.best_trees))) for f in TREE_FRACTIONS}) if fr.best_trees else []
+    for T in sizes:
+        ens = fr.ensemble(T)
+        q = quantize_ensemble(ens)
+        rt = TableRuntime(q)
+        av = rt.predict_raw(np.ascontiguousarray(valid.X, dtype=rt.dtype))[:, 0]
+        band = decision_band(av, ev, ge=ge) if classifier else None
+        got, share = cascade_margins(av, lambda R: forest_lib.predict_raw(R), valid.X, band) if band is not None \
+            else (av, 0.0)
+        diff = np.abs(got - ev)
+        loss = _loss(qm, ref, qm(got))
+        agree = float(np.mean(schema.class_index(got) == schema.class_index(ev))) if classifier else None
+        name = f"{'cascade' if classifier else 'tables'} {T} trees"
+        report["forms"][name] = {
+            "kind": "tolerance", "trees": ens.n_trees, "depth": fr.report["depth"], "band": band,
+            "exact_share": share, "loss": loss, "agreement": agree, "within": bool(loss <= tol + 1e-15),
+            "max_abs_margin_change": float(diff.max(initial=0.0)), "mean_abs_margin_change": float(diff.mean()),
+            "table_bytes": int(ens.value.shape[0] * 8)}
+        quality = {k: report["forms"][name][k] for k in ("loss", "agreement", "exact_share", "max_abs_margin_change",
+                                                           "mean_abs_margin_change")}
+        quality.update(metric=qm.name, tolerance=tol, validation_rows=int(valid.X.shape[0]))
+        built[name] = (q, CascadeSpec(band=band, fast_trees=ens.n_trees, exact_trees=forest.n_trees,
+                                      quality=quality))
+
+        def run(X: npt.NDArray[Any], rt: Any = rt, band: float | None = band) -> None:
+            a = rt.predict_raw(np.ascontiguousarray(X, dtype=rt.dtype))[:, 0]
+            if band is not None:
+                inside = np.abs(a) <= band
+                if inside.any():
+                    forest_lib.predict_raw(X[inside])
+        runners[name] = run
+    for k, sec in timed(runners, valid.X).items():
+        report["forms"][k]["cpu_seconds"] = sec
+        report["forms"][k]["ns_per_row"] = sec / valid.X.shape[0] * 1e9
+    eligible = [k for k, f in report["forms"].items() if f["within"]]
+    chosen = min(eligible, key=lambda k: report["forms"][k]["cpu_seconds"])
+    report["chosen"] = chosen
+    if report["forms"][chosen]["kind"] == "exact":
+        pred = exact
+        if path is not None:
+            pred.save(path)
+            pred.path = Path(path)
+        exact_report = pred.report
+        pred.report = {**exact_report, "tolerance": report}
+        return pred
+    q, spec = built[chosen]
+    c_opts = fc.options(options)
+    t0 = time.perf_counter()
+    pred = build_cascade(forest, q, spec, fp=fp, path=path, prefix=c_opts.prefix, build=c_opts.build(),
+                         threads=threads)
+    report["forms"][chosen]["build_seconds"] = fit_seconds + time.perf_counter() - t0
+    got = np.asarray(pred.predict_raw(valid.X)).reshape(-1)
+    if classifier and not np.array_equal(schema.class_index(got), schema.class_index(ev)):
+        raise CompileError("the compiled cascade decides differently from the source on validation rows (a bug)")
+    pred.report = {"tolerance": report, "chosen": chosen}
+    return pred
+
+
+def describe_tolerance(report: Mapping[str, Any]) -> str:
+    """One line per form tried, as ``lumber compile --tolerance`` prints them."""
+    t = report.get("tolerance", report)
+    lines = [f"  tolerance {t['tolerance']:g} on {t['metric']} over {t['validation_rows']:,} validation rows "
+             f"(source {t['metric']} {t['source_quality']:.5f}); fit: {t['fit']['trees_grown']} trees grown "
+             f"in {t['fit']['seconds']:.1f} s, stop: {t['fit']['stop']}"]
+    for k, f in t["forms"].items():
+        agree = f"{100 * f['agreement']:.2f}% agree" if f.get("agreement") is not None else "no decisions"
+        mark = "  <- chosen" if t.get("chosen") == k else ("" if f["within"] else "  (over tolerance)")
+        lines.append(f"  {k:<22} {f['ns_per_row']:9,.0f} ns/row  loss {f['loss']:+.5f}  {agree}  "
+                     f"exact path {100 * f['exact_share']:5.1f}%  |margin change| max {f['max_abs_margin_change']:.3g} "
+                     f"mean {f['mean_abs_margin_change']:.3g}{mark}")
+    return "\n".join(lines)
+
+
+__all__ = ["DEFAULT_FIT", "TREE_FRACTIONS", "compile_within", "describe_tolerance", "timed"]

@@ -1,0 +1,204 @@
+"""``lumber.compile(..., optimize="speed", tolerance=...)``: the cascade library, the forms report, the tolerance
+never exceeded on validation rows, and clear errors for bad inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from c_tools import needs_cc
+
+import lumber
+from lumber.compiler import tolerance as tolerance_mod
+from lumber.compiler.cascade import cascade_margins, decision_band
+from lumber.ir import CompileError, InputDataError
+from lumber.passes.transforms.oblivious_fit import FitOptions
+
+pytestmark = needs_cc
+FIT = FitOptions(depth=6, max_trees=60, patience=20, time_budget=30.0)
+
+
+@pytest.fixture(scope="module")
+def adult() -> dict:
+    """LightGBM 40 x 8 on 6000 Adult rows with its native categorical splits; train / valid / test."""
+    import lightgbm as lgb
+
+    d = lumber.datasets.load("adult")
+    cats = [i for i, f in enumerate(d.features) if f.kind.name == "CATEGORICAL"]
+    rng = np.random.default_rng(0)
+    idx = rng.permutation(len(d.y))[:6000]
+    X, y = d.X.to_numpy(dtype=np.float64)[idx], np.asarray(d.y)[idx]
+    X[rng.random(X.shape) < 0.02] = np.nan  # missing values on every path
+    bst = lgb.train({"objective": "binary", "num_leaves": 8, "learning_rate": 0.2, "verbose": -1, "num_threads": 1,
+                     "seed": 0, "max_cat_to_onehot": 1, "min_data_per_group": 5},
+                    lgb.Dataset(X[:3000], y[:3000], categorical_feature=cats), 40)
+    return {"bst": bst, "forest": lumber.load(bst), "train": (X[:3000], y[:3000]), "valid": (X[3000:4500], y[3000:4500]),
+            "test": (X[4500:], y[4500:])}
+
+
+def _slow_exact(real):  # type: ignore[no-untyped-def]
+    """``timed`` with the exact forms 10 s slower: forces a tolerance form (timings are not evidence in tests)."""
+    return lambda runners, X: {k: v + (10.0 if k.startswith("exact") else 0.0) for k, v in real(runners, X).items()}
+
+
+def _forest_only(forest, options, *, threads=1, sample=None, built=None, path=None):  # type: ignore[no-untyped-def]
+    """``compile_fastest`` cut to the forest library (each C build costs seconds; the full search runs in
+    the slow test below)."""
+    from lumber.compiler.targets import get_target
+
+    c = get_target("c")
+    p = c.compile(forest, c.options(options), threads=threads)
+    p.report = {"chosen": "forest", "forms": {}}
+    if built is not None:
+        built["forest"] = p
+    return p
+
+
+@pytest.fixture(scope="module")
+def cascade(adult: dict, tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """``lumber.compile`` with a tolerance where a cascade is chosen; (predictor, path, tolerance)."""
+    tol = 0.002
+    path = tmp_path_factory.mktemp("cascade") / "c.so"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tolerance_mod, "timed", _slow_exact(tolerance_mod.timed))
+        mp.setattr(tolerance_mod, "compile_fastest", _forest_only)
+        pred = lumber.compile(adult["forest"], target="c", optimize="speed", tolerance=tol, path=path,
+                              data={"train": adult["train"], "valid": adult["valid"]}, fit=FIT)
+    return pred, path, tol
+
+
+def _forms_ok(report: dict, tol: float) -> None:
+    for name, f in report["forms"].items():
+        for k in ("loss", "exact_share", "max_abs_margin_change", "mean_abs_margin_change", "ns_per_row", "within"):
+            assert k in f, (name, k)
+        assert f["within"] == (f["loss"] <= tol + 1e-15)
+    assert report["forms"][report["chosen"]]["within"]
+
+
+def test_the_report_lists_every_form_and_the_chosen_one_is_within(adult: dict, cascade: tuple) -> None:
+    """Exact forms (forest, tables) and several tolerance forms are scored on validation rows: loss,
+    agreement, exact-path share, |margin change|, speed; the chosen form is within the tolerance."""
+    pred, _, tol = cascade
+    rep = pred.report["tolerance"]
+    assert any(f["kind"] == "exact" for f in rep["forms"].values())
+    assert sum(f["kind"] == "tolerance" for f in rep["forms"].values()) >= 2
+    assert rep["chosen"].startswith("cascade")
+    _forms_ok(rep, tol)
+    assert rep["fit"]["trees_grown"] >= 1 and rep["metric"] == "auc"
+
+
+def test_the_cascade_library_decides_as_the_source_on_validation_rows(adult: dict, cascade: tuple) -> None:
+    """The written library (tables + exact forest + wrapper in one .so) loads against the model; its
+    decisions equal the source's on every validation row; rows whose margin differs lie outside the band
+    (inside it the forest answers exactly); single-row, transformed and batch entry points agree; the
+    validation loss recomputed from the library is within the tolerance."""
+    from lumber.passes.quality import auc
+
+    _, path, tol = cascade
+    lib = lumber.load_compiled(path, adult["forest"])
+    meta = lib.library.metadata
+    assert meta["form"] == "cascade"
+    band = meta["cascade"]["band"]
+    Xv, yv = adult["valid"]
+    ev = adult["forest"].evaluate(Xv)
+    got = lib.predict_raw(Xv)
+    assert np.array_equal(lib.predict(Xv), adult["forest"].predict(Xv))
+    moved = np.abs(got - ev) > 1e-12 * (1 + np.abs(ev))
+    assert moved.any() and (np.abs(got[moved]) > band).all()
+    assert auc(yv == 1, ev) - auc(yv == 1, got) <= tol
+    np.testing.assert_allclose(lib.library.predict_transformed(np.ascontiguousarray(Xv))[:, 0],
+                               1 / (1 + np.exp(-got)), rtol=1e-12)
+    rows = np.concatenate([np.flatnonzero(moved)[:20], np.flatnonzero(~moved)[:20]])
+    for i in rows:
+        np.testing.assert_array_equal(lib.predict_row(Xv[i]), [got[i]])
+    f = meta["cascade"]["quality"]
+    assert f["agreement"] == 1.0 and f["loss"] <= tol
+    assert np.isclose(f["max_abs_margin_change"], np.abs(got - ev).max())
+    Xt = adult["test"][0]  # rows neither fitted nor used for the band: near-equal decisions
+    assert np.mean(lib.predict(Xt) == adult["forest"].predict(Xt)) > 0.99
+
+
+def test_decision_band_covers_every_disagreement() -> None:
+    a = np.array([-2.0, -0.3, 0.1, 0.2, 1.0, 3.0])
+    e = np.array([-1.5, 0.2, -0.1, 0.4, 0.9, 2.0])
+    b = decision_band(a, e)
+    assert b >= 0.3  # rows 1 and 2 disagree (widest |a| = 0.3); the band is 1.25x that
+    got, share = cascade_margins(a, lambda R: e[np.abs(a) <= b], np.arange(6), b)
+    assert np.array_equal(got > 0, e > 0) and share == pytest.approx(3 / 6)
+    assert decision_band(e, e) < 1e-9  # no disagreement: nothing needs the forest
+
+
+def test_regressor_tolerance_is_a_relative_rmse_rise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A regressor's tolerance forms are tables alone (no decision to protect); the chosen one's RMSE on the
+    validation rows rises by at most the tolerance."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2400, 5))
+    y = X[:, 0] * X[:, 1] + np.sin(2 * X[:, 2]) + 0.1 * rng.normal(size=2400)
+    m = GradientBoostingRegressor(n_estimators=40, max_depth=3, random_state=0).fit(X[:1200], y[:1200])
+    monkeypatch.setattr(tolerance_mod, "timed", _slow_exact(tolerance_mod.timed))
+
+    monkeypatch.setattr(tolerance_mod, "compile_fastest", _forest_only)
+    tol = 0.05
+    pred = lumber.compile(m, target="c", optimize="speed", tolerance=tol, fit=FIT,
+                          data={"train": (X[:1200], y[:1200]), "valid": (X[1200:1800], y[1200:1800])})
+    rep = pred.report["tolerance"]
+    assert rep["metric"] == "rmse" and rep["chosen"].startswith("tables")
+    f = rep["forms"][rep["chosen"]]
+    assert f["band"] is None and f["exact_share"] == 0.0 and f["agreement"] is None
+    assert pred.library.metadata["form"] == "tolerance-tables"
+    Xv, yv = X[1200:1800], y[1200:1800]
+    rmse = lambda p: float(np.sqrt(np.mean((p - yv) ** 2)))  # noqa: E731
+    assert rmse(pred.predict_raw(Xv)) <= rmse(m.predict(Xv)) * (1 + tol) + 1e-12
+
+
+@pytest.mark.slow
+def test_the_full_search_keeps_a_form_within_the_tolerance(adult: dict, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The real search (forest, value walk and exact tables beside the tolerance forms, timed): whatever
+    wins, its validation loss recomputed from the written file is within the tolerance."""
+    from lumber.passes.quality import auc
+
+    tol = 0.002
+    path = tmp_path / "m.so"
+    pred = lumber.compile(adult["bst"], target="c", optimize="speed", tolerance=tol, path=path,
+                          data={"train": adult["train"], "valid": adult["valid"]}, fit=FIT)
+    rep = pred.report["tolerance"]
+    assert {"forest", "oblivious"} <= set(rep["exact"]["forms"])
+    _forms_ok(rep, tol)
+    Xv, yv = adult["valid"]
+    ev = adult["bst"].predict(Xv, raw_score=True)
+    got = lumber.load_compiled(path, adult["bst"]).predict_raw(Xv)
+    assert auc(yv == 1, ev) - auc(yv == 1, got) <= tol
+    assert np.array_equal(got > 0, ev > 0)
+
+
+def test_bad_tolerance_inputs_give_clear_errors(adult: dict) -> None:
+    bst, train, valid = adult["bst"], adult["train"], adult["valid"]
+    with pytest.raises(CompileError, match=r"data\['train'\]"):
+        lumber.compile(bst, optimize="speed", tolerance=0.001)
+    with pytest.raises(CompileError, match=r"data\['valid'\]"):
+        lumber.compile(bst, optimize="speed", tolerance=0.001, data={"train": train})
+    with pytest.raises(CompileError, match="no labels"):
+        lumber.compile(bst, optimize="speed", tolerance=0.001, data={"train": train, "valid": (valid[0], None)})
+    with pytest.raises(InputDataError, match="labels"):
+        lumber.compile(bst, optimize="speed", tolerance=0.001, data={"train": train, "valid": (valid[0], valid[1][:9])})
+    with pytest.raises(CompileError, match="optimize='speed'"):
+        lumber.compile(bst, tolerance=0.001, data={"train": train, "valid": valid})
+    with pytest.raises(CompileError, match="only with a tolerance"):
+        lumber.compile(bst, optimize="speed", data={"train": train, "valid": valid})
+    with pytest.raises(CompileError, match=">= 0"):
+        lumber.compile(bst, optimize="speed", tolerance=-1.0, data={"train": train, "valid": valid})
+    with pytest.raises(CompileError, match="fit options"):
+        lumber.compile(bst, optimize="speed", tolerance=0.01, data={"train": train, "valid": valid},
+                       fit={"trees": 3})
+
+
+def test_multiclass_models_are_refused_with_tolerance() -> None:
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = rng.integers(0, 3, 300)
+    m = GradientBoostingClassifier(n_estimators=3, max_depth=2).fit(X, y)
+    with pytest.raises(CompileError, match="binary classifiers and regressors"):
+        lumber.compile(m, optimize="speed", tolerance=0.01, data={"train": (X, y), "valid": (X, y)})

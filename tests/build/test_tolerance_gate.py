@@ -1,0 +1,89 @@
+"""``[compile] tolerance``: target c becomes the fastest form within the tolerance, and a gate fails the build
+when the artifact's validation loss (recomputed from its own margins) exceeds it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from buildproject import set_key
+from lumber.compiler import tolerance as tolerance_mod
+from lumber.compiler.build import build
+from lumber.compiler.build.validate import BuildFileError
+from lumber.compiler.cli import main
+from lumber.passes.transforms.oblivious_fit import FitOptions
+
+
+def _forest_only(forest, options, *, threads=1, sample=None, built=None, path=None):  # type: ignore[no-untyped-def]
+    """The exact search cut to the forest library (C builds cost seconds; tests/backends runs the full one)."""
+    from lumber.compiler.targets import get_target
+
+    c = get_target("c")
+    p = c.compile(forest, c.options(options), threads=threads)
+    p.report = {"chosen": "forest", "forms": {}}
+    if built is not None:
+        built["forest"] = p
+    return p
+
+
+@pytest.fixture
+def tolerant(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    toml = project / "lumber.toml"
+    set_key(toml, "compile", 'passes = ""')
+    set_key(toml, "compile", 'targets = ["c"]')
+    set_key(toml, "compile", "tolerance = 0.002")
+    set_key(toml, "explain", "analyses = []")
+    set_key(toml, "explain", 'regions = "none"')
+    monkeypatch.setattr(tolerance_mod, "DEFAULT_FIT", FitOptions(depth=5, max_trees=30, patience=10))
+    monkeypatch.setattr(tolerance_mod, "compile_fastest", _forest_only)
+    return toml
+
+
+def test_tolerance_build_passes_its_gate(tolerant: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["build", str(tolerant), "-q", "--check"])
+    err = capsys.readouterr().err
+    assert code == 0 and err == ""
+    m = json.loads((tolerant.parent / "build" / "manifest.json").read_text())
+    checks = {c["name"]: c for c in m["checks"]}
+    c = checks["tolerance[c]"]
+    assert c["passed"] is True and c["gate"] is True
+    assert "within tolerance 0.002" in c["message"] and "validation auc" in c["message"]
+    assert c["details"]["loss"] <= 0.002
+    assert "exact[c]" not in checks  # a lossy form by request: bounded by the tolerance gate instead
+
+
+def test_the_gate_fails_when_the_artifact_exceeds_the_tolerance(
+        tolerant: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search that returned a form worse than it claimed (simulated: margins negated) is caught by the gate,
+    which recomputes the loss from the artifact."""
+    real = tolerance_mod.compile_within
+
+    def wrong(*args: Any, **kwargs: Any) -> Any:
+        pred = real(*args, **kwargs)
+        honest = pred.predict_raw
+        pred.predict_raw = lambda X, *a, **k: -honest(X, *a, **k)
+        return pred
+
+    monkeypatch.setattr(tolerance_mod, "compile_within", wrong)
+    code = main(["build", str(tolerant), "-q", "--check"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "build check failed: tolerance[c]" in err and "EXCEEDS tolerance 0.002" in err
+
+
+@pytest.mark.parametrize("key, line, message", [
+    ("data", 'validation = ""', "needs [data] validation"),
+    ("compile", 'targets = ["onnx"]', "applies to the c target"),
+    ("compile", 'passes = "polynomial"', "cannot follow a pass pipeline"),
+])
+def test_tolerance_settings_are_checked_before_building(tolerant: Path, key: str, line: str, message: str) -> None:
+    text = tolerant.read_text()
+    if line == 'validation = ""':
+        tolerant.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("validation")) + "\n")
+    else:
+        set_key(tolerant, key, line)
+    with pytest.raises(BuildFileError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        build(tolerant)
