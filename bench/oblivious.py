@@ -26,6 +26,17 @@ tables (test AUC loss, decision agreement, |margin change|). Writes
 
     .venv/bin/python bench/oblivious.py --recompose --refit --reps 5   # the idle-machine run (~10 min)
     .venv/bin/python bench/oblivious.py --recompose --quick            # 100 x 15 models, ~1 min
+
+``--tolerance`` (issue 18, item 4) measures the quality-bounded translation on the same models:
+one formula-5 fit per model (``lumber/passes/transforms/oblivious_fit.py``, training rows only), three
+prefixes of it each built as a cascade library (tables, and the exact forest for rows near the
+decision, in one .so; tables alone for the regressor) beside lumber's forest C: trees, table bytes,
+build seconds, ns/row/tree (1 thread, CPU time), and on test rows the AUC loss (relative RMSE rise),
+decision agreement, exact-path share and |margin change|. Writes
+``bench/results/oblivious-tolerance{,-quick}.{json,md}``:
+
+    .venv/bin/python bench/oblivious.py --tolerance --reps 5   # the idle-machine run (~6 min)
+    .venv/bin/python bench/oblivious.py --tolerance --quick    # 100 x 15 models, ~2 min
 """
 
 from __future__ import annotations
@@ -285,6 +296,134 @@ def recompose_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# -- quality-bounded translation: the formula-5 fit behind the exact forest (issue 18, item 4) ---------
+
+TOLERANCE = 0.0005
+"""Test AUC loss (relative RMSE rise for the regressor) the tolerance forms are built for."""
+
+
+def tolerance_run(quick: bool, reps: int) -> dict[str, Any]:
+    """Every model: lumber forest C and the tolerance forms (a formula-5 fit on the training rows, prefixes of
+    it as cascades built into one .so each), timed interleaved on test rows; quality on test rows."""
+    import lumber
+    from lumber.backends.base import fingerprint
+    from lumber.compiler.cascade import CascadeSpec, build_cascade, cascade_margins, decision_band
+    from lumber.compiler.tolerance import TREE_FRACTIONS
+    from lumber.passes.quality import auc
+    from lumber.passes.transforms.oblivious_fit import FitOptions, fit_oblivious
+    from lumber.passes.transforms.quantize import quantize_ensemble
+
+    load0 = os.getloadavg()
+    res: dict[str, Any] = {"mode": "quick" if quick else "full", "tolerance": TOLERANCE, "models": {}}
+    n_rows = 20_000 if quick else 100_000
+    for m in recompose_models(quick):
+        bst = m["booster"]
+        forest = lumber.load(bst)
+        classifier = forest.schema.task.name == "BINARY"
+        rng = np.random.default_rng(0)
+        (Xtr, _), (Xva, yva), (Xte, yte) = m["train"], m["valid"], m["test"]
+        Xb = np.ascontiguousarray(Xte[rng.integers(0, len(Xte), n_rows)])
+        entry: dict[str, Any] = {"notes": m["notes"], "trees": forest.n_trees, "forms": {}}
+        t0 = time.perf_counter()
+        pc = lumber.compile(forest, target="c")
+        runners: dict[str, Any] = {"forest C": lambda X, p=pc: p.predict_raw(X)}
+        entry["forms"]["forest C"] = {"build_seconds": time.perf_counter() - t0, "trees": forest.n_trees}
+        ev, et = pc.predict_raw(Xva), pc.predict_raw(Xte)
+
+        def quality(got: np.ndarray, ref: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+            diff = np.abs(got - ref)
+            if classifier:
+                return {"loss": auc(y == 1, ref) - auc(y == 1, got), "agreement": float(np.mean((got > 0) == (ref > 0))),
+                        "max_abs_margin_change": float(diff.max()), "mean_abs_margin_change": float(diff.mean())}
+            rmse = lambda p: float(np.sqrt(np.mean((p - y) ** 2)))  # noqa: E731
+            return {"loss": rmse(got) / rmse(ref) - 1.0, "agreement": None,
+                    "max_abs_margin_change": float(diff.max()), "mean_abs_margin_change": float(diff.mean())}
+
+        t0 = time.perf_counter()
+        fr = fit_oblivious(forest, Xtr, FitOptions(), margins=lambda R, p=pc: p.predict_raw(R))
+        fit_s = time.perf_counter() - t0
+        entry["fit"] = fr.report
+        fp = fingerprint(forest)
+        for frac in TREE_FRACTIONS:
+            T = max(1, int(round(frac * fr.best_trees)))
+            label = f"{'cascade' if classifier else 'tables'} {T} trees"
+            ens = fr.ensemble(T)
+            t1 = time.perf_counter()
+            q = quantize_ensemble(ens)
+            av = ens.evaluate(Xva)
+            band = decision_band(av, ev) if classifier else None
+            vgot, vshare = cascade_margins(av, pc.predict_raw, Xva, band) if band is not None else (av, 0.0)
+            spec = CascadeSpec(band=band, fast_trees=ens.n_trees, exact_trees=forest.n_trees,
+                               quality=quality(vgot, ev, yva))
+            lib = build_cascade(forest, q, spec, fp=fp)
+            build = fit_s + time.perf_counter() - t1
+            got = lib.predict_raw(Xte)
+            share = float(np.mean(np.abs(ens.evaluate(Xte)) <= band)) if band is not None else 0.0
+            entry["forms"][label] = {"build_seconds": build, "fit_seconds": fit_s, "trees": ens.n_trees,
+                                     "table_bytes": int(ens.value.shape[0] * 8), "band": band,
+                                     "exact_share_test": share, "exact_share_valid": vshare,
+                                     "valid": spec.quality, **quality(got, et, yte)}
+            entry["forms"][label]["within"] = bool(spec.quality["loss"] <= TOLERANCE)
+            runners[label] = lambda X, p=lib: p.predict_raw(X)
+        times: dict[str, list[float]] = {k: [] for k in runners}
+        for _ in range(reps):  # interleaved
+            for k, fn in runners.items():
+                times[k].append(_cpu(fn, Xb))
+        for k, ts in times.items():
+            med = float(np.median(ts))
+            f = entry["forms"][k]
+            f.update(cpu_s=med, spread_pct=100 * (max(ts) - min(ts)) / med if med else 0.0,
+                     ns_row_tree=1e9 * med / n_rows / f["trees"], ns_row=1e9 * med / n_rows)
+        base = entry["forms"]["forest C"]["cpu_s"]
+        for f in entry["forms"].values():
+            f["speedup_vs_forest_c"] = base / f["cpu_s"] if f["cpu_s"] else None
+        res["models"][m["name"]] = entry
+        print(f"[tolerance] {m['name']}: " + ", ".join(
+            f"{k} {v['speedup_vs_forest_c']:.2f}x loss {v.get('loss', 0):+.5f}" for k, v in entry["forms"].items()),
+            flush=True)
+    load1 = os.getloadavg()
+    res["machine"] = {"cpus": os.cpu_count(), "loadavg_start": load0, "loadavg_end": load1, "rows": n_rows,
+                      "reps": reps, "python": sys.version.split()[0]}
+    return res
+
+
+def tolerance_markdown(res: dict[str, Any]) -> str:
+    mach = res["machine"]
+    busy = max(mach["loadavg_start"][0], mach["loadavg_end"][0]) > (mach["cpus"] or 1)
+    lines = ["# Quality-bounded translation (formula 5) behind the exact forest", "",
+             f"Mode {res['mode']}; {mach['rows']:,} test rows, 1 thread, process CPU time, median of {mach['reps']} "
+             f"interleaved repetitions. Load average {mach['loadavg_start'][0]:.2f} at start and "
+             f"{mach['loadavg_end'][0]:.2f} at end on {mach['cpus']} CPUs"
+             + (" (**above the core count: the machine was shared, ratios are not evidence**)." if busy else "."),
+             "Each tolerance form is a prefix of one formula-5 fit (oblivious depth-8 tables boosted on the "
+             "source's margins over the training rows plus jittered copies); a cascade sends rows whose table "
+             "margin lies inside the band (1.25 x the widest disagreement on validation rows) to the exact "
+             "forest, in the same .so. Build seconds = fit + C build. Loss, agreement, |margin change| and "
+             f"exact-path share are on test rows (used neither by the fit nor by the band); `within` = "
+             f"validation loss <= {res['tolerance']} (test AUC loss, relative RMSE rise for the regressor).", ""]
+    for name, e in res["models"].items():
+        fit = e.get("fit", {})
+        lines += [f"## {name}", "", f"{e['notes']}. Fit: {fit.get('trees_grown')} trees grown, formula-5 optimum "
+                  f"{fit.get('best_trees')}, stop: {fit.get('stop')}, {fit.get('seconds', 0):.1f} s "
+                  f"({fit.get('rows', 0):,} training rows + {fit.get('jittered_rows', 0):,} jittered).", "",
+                  "| form | trees | table MiB | build s | ns/row/tree | ns/row | spread | vs forest C | test loss "
+                  "| agreement | exact path | max / mean abs margin change | within |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for k, f in e["forms"].items():
+            tab = f"{f['table_bytes'] / 2**20:.2f}" if "table_bytes" in f else "–"
+            agree = f"{100 * f['agreement']:.2f}%" if f.get("agreement") is not None else "–"
+            share = f"{100 * f['exact_share_test']:.1f}%" if "exact_share_test" in f else "100%"
+            loss = f"{f['loss']:+.5f}" if "loss" in f else "0 (exact)"
+            change = (f"{f['max_abs_margin_change']:.3g} / {f['mean_abs_margin_change']:.3g}"
+                      if "max_abs_margin_change" in f else "0")
+            within = ("yes" if f["within"] else "no") if "within" in f else "exact"
+            lines.append(f"| {k} | {f['trees']:,} | {tab} | {f['build_seconds']:.1f} | {f['ns_row_tree']:.2f} | "
+                         f"{f['ns_row']:.0f} | {f['spread_pct']:.0f}% | {f['speedup_vs_forest_c']:.2f}x | {loss} | "
+                         f"{agree} | {share} | {change} | {within} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -295,11 +434,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=inf.RESULTS)
     ap.add_argument("--recompose", action="store_true", help="exact re-composition of LightGBM 500 x 63 (issue 18)")
     ap.add_argument("--refit", action="store_true", help="with --recompose: prune-refit and its tables too")
+    ap.add_argument("--tolerance", action="store_true",
+                    help="quality-bounded translation (formula 5) and its cascade on LightGBM 500 x 63 (issue 18)")
     _outputs.add_dry_run(ap)
     args = ap.parse_args(argv)
-    stem = _outputs.stem("oblivious-recompose" if args.recompose else "oblivious", args.quick)
+    kind = "oblivious-tolerance" if args.tolerance else "oblivious-recompose" if args.recompose else "oblivious"
+    stem = _outputs.stem(kind, args.quick)
     if _outputs.dry_run(args, args.out / f"{stem}.json", args.out / f"{stem}.md",
-                        *([] if args.recompose else [args.out / f"inference-{stem}.md"])):
+                        *([] if args.recompose or args.tolerance else [args.out / f"inference-{stem}.md"])):
+        return 0
+    if args.tolerance:
+        from lumber.ir import atomic_write_text
+
+        res = tolerance_run(args.quick, args.reps or 3)
+        args.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out / f"{stem}.json", json.dumps(res, indent=1, default=float))
+        md = tolerance_markdown(res)
+        atomic_write_text(args.out / f"{stem}.md", md)
+        print(md)
         return 0
     if args.recompose:
         res = recompose_run(args.quick, args.reps or 3, args.refit)

@@ -50,12 +50,14 @@ def _cpu_seconds(pred: Predictor, X: npt.NDArray[np.float64]) -> float:
 
 
 def compile_fastest(forest: Forest, options: Mapping[str, Any], *, path: str | Path | None = None,
-                    threads: int = 1, sample: Any = None, built: dict[str, Predictor] | None = None) -> Predictor:
+                    threads: int = 1, sample: Any = None, built: dict[str, Predictor] | None = None,
+                    skip_tables: str | None = None) -> Predictor:
     """The faster of ``forest``'s ``c`` and ``table-c`` libraries on ``sample`` (default: rows spread
     over the model's split cells); ``options`` are the targets' keyword options.
 
     ``predictor.report`` holds both forms' CPU seconds on the sample and the choice; ``built`` (when
-    given) receives every form built, by name (the tolerance search reuses the forest library).
+    given) receives every form built, by name (the tolerance search reuses the forest library);
+    ``skip_tables`` (a reason) leaves the oblivious form out, reported as not tried.
     """
     from lumber.backends.base import fingerprint
 
@@ -75,13 +77,16 @@ def compile_fastest(forest: Forest, options: Mapping[str, Any], *, path: str | P
             forest, forms["forest"].options({**options, "walk": "values"}), threads=threads, fingerprint=fp)
         report["forms"]["forest-values"] = {"compile_seconds": time.perf_counter() - t0, "walk": "values"}
     try:
+        if skip_tables is not None:
+            raise LumberError(skip_tables)
         t0 = time.perf_counter()
         tables = forms["oblivious"]
         candidates["oblivious"] = tables.compile(forest, tables.options(options), threads=threads, fingerprint=fp)
         report["forms"]["oblivious"] = {"compile_seconds": time.perf_counter() - t0,
                                         "tables": candidates["oblivious"].report["tables"]}
     except LumberError as exc:
-        report["forms"]["oblivious"] = {"status": f"not available: {exc.diagnostics[0].message}"}
+        what = "not tried" if skip_tables is not None else "not available"
+        report["forms"]["oblivious"] = {"status": f"{what}: {exc.diagnostics[0].message}"}
     exact = bool(options.get("exact", True))
     if sample is None:
         X = sample_rows(forest)

@@ -39,6 +39,10 @@ from .predictors import Predictor
 from .speed import REPEATS, compile_fastest
 from .targets import get_target
 
+EXACT_TABLES_MAX_LEAVES = 8_000
+"""The exact oblivious form is tried only up to this many source leaves: beyond, re-composition takes
+minutes and yields more tables than the forest has trees (``lumber compile --optimize speed`` without a
+tolerance still tries it)."""
 TREE_FRACTIONS = (0.25, 0.5, 1.0)
 """Prefixes of the fitted sequence offered as tolerance forms (fractions of its formula-5 optimum)."""
 
@@ -132,7 +136,10 @@ def compile_within(forest: Forest, options: Mapping[str, Any], *, tolerance: flo
     fp = fingerprint(forest)
     t0 = time.perf_counter()
     forms: dict[str, Predictor] = {}
-    exact = compile_fastest(forest, options, threads=threads, sample=valid.X, built=forms)
+    leaves = int((forest.left < 0).sum())
+    skip = (f"{leaves:,} source leaves (more than {EXACT_TABLES_MAX_LEAVES:,}): exact re-composition is not "
+            "tried in a tolerance search") if leaves > EXACT_TABLES_MAX_LEAVES else None
+    exact = compile_fastest(forest, options, threads=threads, sample=valid.X, built=forms, skip_tables=skip)
     exact_seconds = time.perf_counter() - t0
     fc = get_target("c")
     forest_lib = forms.get("forest") or fc.compile(forest, fc.options(options), threads=1, fingerprint=fp)
@@ -222,4 +229,4 @@ def describe_tolerance(report: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DEFAULT_FIT", "TREE_FRACTIONS", "compile_within", "describe_tolerance", "timed"]
+__all__ = ["DEFAULT_FIT", "EXACT_TABLES_MAX_LEAVES", "TREE_FRACTIONS", "compile_within", "describe_tolerance", "timed"]

@@ -40,7 +40,7 @@ def _slow_exact(real):  # type: ignore[no-untyped-def]
     return lambda runners, X: {k: v + (10.0 if k.startswith("exact") else 0.0) for k, v in real(runners, X).items()}
 
 
-def _forest_only(forest, options, *, threads=1, sample=None, built=None, path=None):  # type: ignore[no-untyped-def]
+def _forest_only(forest, options, *, threads=1, sample=None, built=None, path=None, skip_tables=None):  # type: ignore[no-untyped-def]
     """``compile_fastest`` cut to the forest library (each C build costs seconds; the full search runs in
     the slow test below)."""
     from lumber.compiler.targets import get_target
@@ -202,3 +202,20 @@ def test_multiclass_models_are_refused_with_tolerance() -> None:
     m = GradientBoostingClassifier(n_estimators=3, max_depth=2).fit(X, y)
     with pytest.raises(CompileError, match="binary classifiers and regressors"):
         lumber.compile(m, optimize="speed", tolerance=0.01, data={"train": (X, y), "valid": (X, y)})
+
+
+def test_the_exact_tables_can_be_left_out_of_the_speed_search() -> None:
+    """``skip_tables`` (the tolerance search sets it past EXACT_TABLES_MAX_LEAVES source leaves): the
+    oblivious form is reported as not tried, with the reason, and the forest form is kept."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from lumber.compiler.speed import compile_fastest
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 3))
+    forest = lumber.load(GradientBoostingRegressor(n_estimators=3, max_depth=2).fit(X, X[:, 0]))
+    pred = compile_fastest(forest, {"walk": "values"}, skip_tables="too many leaves here", sample=X)
+    assert pred.report["forms"]["oblivious"]["status"] == "not tried: too many leaves here"
+    assert pred.report["chosen"] == "forest"
+    np.testing.assert_allclose(pred.predict_raw(X), forest.evaluate(X), rtol=1e-12)
+    assert tolerance_mod.EXACT_TABLES_MAX_LEAVES > 0

@@ -17,7 +17,7 @@ from lumber.compiler.cli import main
 from lumber.passes.transforms.oblivious_fit import FitOptions
 
 
-def _forest_only(forest, options, *, threads=1, sample=None, built=None, path=None):  # type: ignore[no-untyped-def]
+def _forest_only(forest, options, *, threads=1, sample=None, built=None, path=None, skip_tables=None):  # type: ignore[no-untyped-def]
     """The exact search cut to the forest library (C builds cost seconds; tests/backends runs the full one)."""
     from lumber.compiler.targets import get_target
 

@@ -76,6 +76,11 @@ def test_fit_approximates_a_lightgbm_model_with_categories(adult_split: tuple) -
     assert np.mean(err ** 2) < 0.05 * np.var(ref)
     assert np.mean((ens.evaluate(Xva) > 0) == (ref > 0)) > 0.97
     assert any(np.isnan(ens.level_threshold))  # category levels are used
+    capped = fit_oblivious(forest, Xtr, FitOptions(depth=6, max_trees=30, patience=30, max_set_columns=3))
+    e3 = capped.ensemble(30)
+    cat = np.flatnonzero(np.isnan(e3.level_threshold))
+    columns = {(int(e3.level_feature[i]), tuple(e3.level_set(i).tolist()), bool(e3.level_nan_true[i])) for i in cat}
+    assert 1 <= len(columns) <= 3 and capped.report["set_columns"] == len(columns)
 
 
 def test_formula_5_price_truncates_the_sequence() -> None:

@@ -62,12 +62,17 @@ class FitOptions:
     rows_per_tree: int = 40_000
     """Rows the split search of one tree reads (a random subset; leaf values use every row)."""
     holdout: float = 0.1
+    max_set_columns: int = 16
+    """Distinct (feature, category set, NaN bit) levels the ensemble may use: each is a set column the table
+    runtime binarizes for every row (a membership test), so past this cap the fit reuses the sets it has."""
     time_budget: float = 90.0
     seed: int = 0
 
     def check(self) -> None:
         if not 1 <= self.depth <= 12:
             raise CompileError(f"fit depth must be 1..12, got {self.depth}")
+        if self.max_set_columns < 0:
+            raise CompileError(f"fit max_set_columns must be >= 0, got {self.max_set_columns}")
         if self.max_trees < 1 or self.learning_rate <= 0 or self.l2 < 0 or self.tree_price < 0:
             raise CompileError("fit options: max_trees >= 1, learning_rate > 0, l2 >= 0, tree_price >= 0")
 
@@ -248,8 +253,10 @@ class FitResult:
 
 
 def _split_gains(G: npt.NDArray[np.float64], N: npt.NDArray[np.float64], cand: Candidates, l2: float,
-                 has_nan: bool) -> tuple[float, tuple[int, int, bool]]:
-    """Best level for the partition histograms ``G`` (residual sums) and ``N`` (counts), ``(P, total_bins)``."""
+                 has_nan: bool, allowed: dict[int, npt.NDArray[np.bool_]] | None = None
+                 ) -> tuple[float, tuple[int, int, bool]]:
+    """Best level for the partition histograms ``G`` (residual sums) and ``N`` (counts), ``(P, total_bins)``;
+    ``allowed`` (categorical feature -> ``(2, n_sets)`` by NaN bit) restricts the category sets."""
     best = (-np.inf, (-1, -1, False))
     Gt, Nt = G.sum(axis=1, keepdims=True), N.sum(axis=1, keepdims=True)
     base = float((Gt ** 2 / (Nt + l2)).sum())
@@ -283,6 +290,8 @@ def _split_gains(G: npt.NDArray[np.float64], N: npt.NDArray[np.float64], cand: C
                 rg, rn = ig + (nan_g if nt else 0.0), inn + (nan_n if nt else 0.0)
                 Lg, Ln = Gt - rg, Nt - rn
                 gain = (rg ** 2 / (rn + l2) + Lg ** 2 / (Ln + l2)).sum(axis=0) - base
+                if allowed is not None:
+                    gain = np.where(allowed[f][int(nt)], gain, -np.inf)
                 j = int(np.argmax(gain))
                 if gain[j] > best[0]:
                     best = (float(gain[j]), (f, j, nt))
@@ -342,6 +351,9 @@ def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
     hmse = [float(np.mean((target[hold_idx] - pred[hold_idx]) ** 2))]
     col_of = {f: j for j, f in enumerate(cand.features)}
     best_obj, best_T, stale = hmse[0] / var, 0, 0
+    used_sets: set[tuple[int, int, bool]] = set()
+    allowed: dict[int, npt.NDArray[np.bool_]] | None = None if opt.max_set_columns > 0 else {
+        g: np.zeros((2, m.shape[0]), dtype=bool) for g, m in cand.sets.items()}
     stop = "max_trees"
     if not cand.features:
         stop = "no conditions"
@@ -361,10 +373,16 @@ def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
             G = np.asarray(np.bincount(idx, weights=np.repeat(r, Bs.shape[1]), minlength=Pd * total),
                            dtype=np.float64).reshape(Pd, total)
             N = np.asarray(np.bincount(idx, minlength=Pd * total), dtype=np.float64).reshape(Pd, total)
-            gain, (f, j, nt) = _split_gains(G, N, cand, opt.l2, has_nan)
+            gain, (f, j, nt) = _split_gains(G, N, cand, opt.l2, has_nan, allowed)
             if f < 0 or gain <= 1e-12:
                 break
             lv.append((f, j, nt))
+            if f in cand.sets and (f, j, nt) not in used_sets:
+                used_sets.add((f, j, nt))
+                if len(used_sets) >= opt.max_set_columns:
+                    allowed = {g: np.zeros((2, m.shape[0]), dtype=bool) for g, m in cand.sets.items()}
+                    for uf, uj, un in used_sets:
+                        allowed[uf][int(un), uj] = True
             part |= _level_bit(cand, Bs, col_of[f], f, j, nt).astype(np.int64) << depth
         if not lv:
             stop = "no gain"
@@ -374,9 +392,9 @@ def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
             leaf |= _level_bit(cand, B, col_of[f], f, j, nt).astype(np.int64) << d
         Pl = 1 << len(lv)
         res = target[fit_idx] - pred[fit_idx]
-        g = np.bincount(leaf[fit_idx], weights=res, minlength=Pl)
-        c = np.bincount(leaf[fit_idx], minlength=Pl)
-        table = opt.learning_rate * g / (c + opt.l2)
+        gsum = np.bincount(leaf[fit_idx], weights=res, minlength=Pl)
+        cnt = np.bincount(leaf[fit_idx], minlength=Pl)
+        table = np.asarray(opt.learning_rate * gsum / (cnt + opt.l2), dtype=np.float64)
         pred += table[leaf]
         levels.append(lv)
         tables.append(table)
@@ -395,7 +413,7 @@ def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
     report = {"rows": int(Xp.shape[0]), "jittered_rows": int(Xj.shape[0]), "holdout_rows": int(hold_idx.shape[0]),
               "candidate_thresholds": int(sum(t.shape[0] for t in cand.thresholds.values())),
               "candidate_sets": int(sum(s.shape[0] for s in cand.sets.values())),
-              "trees_grown": len(levels), "best_trees": best_T, "stop": stop, "depth": opt.depth,
+              "set_columns": len(used_sets), "trees_grown": len(levels), "best_trees": best_T, "stop": stop, "depth": opt.depth,
               "tree_price": opt.tree_price, "label_seconds": t_label, "seconds": seconds,
               "holdout_rmse": float(np.sqrt(hmse[best_T])), "margin_std": float(np.sqrt(var))}
     return FitResult(forest, cand, levels, tables, const, hmse,
