@@ -444,13 +444,9 @@ def main(argv: list[str] | None = None) -> int:
                         *([] if args.recompose or args.tolerance else [args.out / f"inference-{stem}.md"])):
         return 0
     if args.tolerance:
-        from lumber.ir import atomic_write_text
-
         res = tolerance_run(args.quick, args.reps or 3)
-        args.out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.out / f"{stem}.json", json.dumps(res, indent=1, default=float))
         md = tolerance_markdown(res)
-        atomic_write_text(args.out / f"{stem}.md", md)
+        inf.write_results(args.out, stem, res, md)
         print(md)
         return 0
     if args.recompose:
