@@ -7,6 +7,7 @@ import io
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -78,3 +79,15 @@ def test_explain_report_batch_show_progress_on_a_terminal(files: Path, monkeypat
 def test_no_progress_when_stderr_is_not_a_terminal(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(files / "m.lumber"), str(files / "cases.csv"), "--counterfactual"]) == 0
     assert "4/4" not in capsys.readouterr().err
+
+
+def test_multi_row_rules_show_progress_on_a_terminal(files: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(0)
+    train = pd.DataFrame({"a": rng.uniform(0, 2, 200), "c": rng.choice(["x", "y", "z"], 200)})
+    train.to_csv(files / "train.csv", index=False)
+    explain = ["explain", str(files / "m.lumber"), str(files / "cases.csv"), "--rules", "--train",
+               str(files / "train.csv"), "--rows", "0,1"]
+    out, err = _run(explain, monkeypatch, capsys)
+    assert "rules" in err and "2/2" in err and "row 1:" in out and "row 1:" not in err
+    assert _run(explain + ["--quiet"], monkeypatch, capsys)[1] == ""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -240,9 +240,10 @@ class RuleExplainer:
 
     # -- queries ---------------------------------------------------------------------------
 
-    def local(self, X: CasesLike, target: TargetLike = None, *, rows: Sequence[int] | None = None) -> RuleSet:
-        """Local rules (and samples) for every row of ``X``."""
-        rs = local_rules(self.context, X, self._target(target), rows=rows)
+    def local(self, X: CasesLike, target: TargetLike = None, *, rows: Sequence[int] | None = None,
+              progress: Callable[[int], None] | None = None) -> RuleSet:
+        """Local rules (and samples) for every row of ``X``; ``progress(1)`` as each case's search ends."""
+        rs = local_rules(self.context, X, self._target(target), rows=rows, progress=progress)
         if self.verify:
             checked = self._verify_many([(r, r.samples) for r in rs])
             for r, s in zip(rs, checked):

@@ -34,7 +34,11 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
                               fallback=str(getattr(args, "fallback", "max_cdp")),
                               min_cell_rows=int(getattr(args, "min_cell_rows", 1)),
                               contamination=_contamination(str(getattr(args, "contamination", "0.1"))))
-    result = explainer.local(ctx.X[ctx.rows], target, rows=[int(r) for r in ctx.rows])
+    from lumber.compiler.progress import Progress, enabled
+
+    rows = [int(r) for r in ctx.rows]
+    with Progress(len(rows), 0, enabled(args.quiet) and len(rows) > 1, "rules") as bar:
+        result = explainer.local(ctx.X[ctx.rows], target, rows=rows, progress=bar.update)
     return result.to_dict(), result.to_text()
 
 

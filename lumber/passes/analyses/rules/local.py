@@ -8,7 +8,7 @@ what the model sees.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -23,12 +23,14 @@ from .targets import decisions, describe_decision, resolve_target
 FloatArray = npt.NDArray[np.float64]
 
 
-def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[int] | None = None) -> RuleSet:
+def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[int] | None = None,
+                progress: Callable[[int], None] | None = None) -> RuleSet:
     """Local rules (and samples, ``options.n_samples`` per case) for every row of ``X``.
 
     ``target``: a class label, several labels, ``(a, b)`` for a regressor, or
     ``None`` for "any other class". ``rows`` names the cases in the output (and
-    keys each case's random stream); default ``0..n-1``.
+    keys each case's random stream); default ``0..n-1``. ``progress(1)`` is called as each
+    case's rule search ends (the CLI's progress bar); samples are drawn for all cases after.
     """
     Xm = ctx.model.prepare_input(X)
     Xr = ctx.table.forest.prepare_input(X)
@@ -47,6 +49,8 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
         if tgt.hit(dec[i:i + 1])[0]:
             results.append(CounterfactualRule(ALREADY_TARGET, f"the model already predicts {common['prediction']}",
                                               features=(), cdp=1.0, **common))
+            if progress is not None:
+                progress(1)
             continue
         act = action_space(ctx.constraints, names, Xm[i], Xm[i])
         def query(k: Any, i: int = i, act: Any = act) -> Any:
@@ -56,6 +60,8 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
         if out.status == FOUND:
             more[i] = gen
         results.append(_result(out, names, common))
+        if progress is not None:
+            progress(1)
     found = [k for k, r in enumerate(results) if r.found]
     if opt.n_samples > 0 and found:
         samples = sample_cases(ctx, Xm[found], [results[k].rules for k in found], [results[k].target for k in found],
