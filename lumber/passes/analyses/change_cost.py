@@ -18,12 +18,14 @@ fold the scale into the weights (``w = weight / spread``, ``s = 1``); the exact
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import CategoryRule, Norm
+from lumber.ir import CategoryRule, InputDataError, Norm, Scale
 from lumber.ir.interp import category_codes
 
 FloatArray = npt.NDArray[np.float64]
@@ -127,4 +129,25 @@ class ChangeCost:
         return np.nan_to_num(lo, nan=-np.inf), np.nan_to_num(hi, nan=np.inf)
 
 
-__all__ = ["ChangeCost"]
+def reference_spread(scale: Scale, reference: npt.NDArray[np.float64], names: Sequence[str],
+                     used: npt.NDArray[np.bool_], categorical: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    """Per-feature spreads (standard deviation or range) of the reference rows, the one rule every explainer
+    scales by: categorical features and constant ones no model reads get 1; a feature a model splits on whose
+    spread is zero (or NaN) cannot be scaled, an error naming it (never a silent raw unit)."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = np.nanmin(reference, axis=0), np.nanmax(reference, axis=0)
+        spread = np.nanstd(reference, axis=0) if scale == Scale.STD else hi - lo
+    # one value (or none) is constant even where the standard deviation rounds to 5e-17
+    flat = ~(hi > lo) | ~(spread > 0)
+    bad = np.flatnonzero(used & ~categorical & flat)
+    if bad.size:
+        shown = ", ".join(f"'{names[i]}'" for i in bad[:5])
+        what = "standard deviation" if scale == Scale.STD else "range"
+        raise InputDataError(
+            f"feature {shown} has zero {what} in the reference data, so it cannot be scaled",
+            "pass more reference rows, explicit scale={name: spread}, or freeze the feature")
+    return np.where(categorical | flat, 1.0, spread)
+
+
+__all__ = ["reference_spread", "ChangeCost"]

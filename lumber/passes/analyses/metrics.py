@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import difflib
 import enum
-import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
@@ -37,7 +36,7 @@ from lumber.ir import (
 
 from lumber.ir.domains import DomainKind, Domains
 
-from .change_cost import ChangeCost
+from .change_cost import ChangeCost, reference_spread
 from .realizable import above, below
 
 
@@ -227,24 +226,6 @@ def _resolve_scale(value: Any, names: Sequence[str]) -> tuple[Scale | None, npt.
     return None, spreads
 
 
-def _reference_spread(scale: Scale, reference: npt.NDArray[np.float64], names: Sequence[str],
-                      used: npt.NDArray[np.bool_], categorical: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        if scale == Scale.STD:
-            spread = np.nanstd(reference, axis=0)
-        else:
-            spread = np.nanmax(reference, axis=0) - np.nanmin(reference, axis=0)
-    bad = np.flatnonzero(used & ~categorical & ~(spread > 0))
-    if bad.size:
-        shown = ", ".join(f"'{names[i]}'" for i in bad[:5])
-        what = "standard deviation" if scale == Scale.STD else "range"
-        raise InputDataError(
-            f"feature {shown} has zero {what} in the reference data, so it cannot be scaled",
-            "pass more reference rows, explicit scale={name: spread}, or freeze the feature")
-    return np.where(used & ~categorical, spread, 1.0)
-
-
 def _weights(weights: Any, names: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """User weights: scalar, array, or mapping name -> w or (w_down, w_up)."""
     d = len(names)
@@ -368,7 +349,7 @@ def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", s
         ref = forest.prepare_input(reference)
         if ref.shape[0] < 2:
             raise InputDataError("reference data needs at least 2 rows to estimate a scale")
-        spread = _reference_spread(scale_kind, ref, names, used, categorical)
+        spread = reference_spread(scale_kind, ref, names, used, categorical)
     elif spreads is not None:
         spread = np.where(categorical, 1.0, spreads)
     else:

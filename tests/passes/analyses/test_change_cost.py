@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lumber.ir import CategoryRule, Constraints, FeatureRule, Forest, Norm
+from lumber.ir import CategoryRule, Constraints, FeatureRule, Forest, InputDataError, Norm
 from lumber.passes.analyses.change_cost import ChangeCost
 from lumber.passes.analyses.counterfactual import make_query
 from lumber.passes.analyses.metrics import build_metric
@@ -95,3 +95,19 @@ def test_constraint_costs_override_the_weights_without_writing_them() -> None:
     q = make_query(_forest(), np.array([0.0, 0.0, 1.0]), (-np.inf, np.inf), cons, weights=(down, up))[0]
     assert q.cost.cost.w_up.tolist() == [5.0, 3.0, 3.0] and q.cost.cost.w_down.tolist() == [2.0, 0.5, 2.0]
     assert down.tolist() == [2.0] * 3 and up.tolist() == [3.0] * 3
+
+
+@pytest.mark.parametrize("scale", ["std", "minmax"])
+def test_one_spread_rule_for_every_explainer(scale: str) -> None:
+    # 'a' is split on and constant in the reference rows: neither explainer may price it in raw units
+    f = make_forest([("a", 0.5, -1.0, 1.0), ("b", 0.5, -0.5, 0.5)], ["a", "b", "c"])
+    ref = np.column_stack([np.full(20, 0.3), np.linspace(0, 1, 20), np.zeros(20)])
+    with pytest.raises(InputDataError, match="'a' has zero"):
+        build_metric(f, norm="l1", scale=scale, reference=ref)
+    with pytest.raises(InputDataError, match="'a' has zero"):
+        make_query(f, np.array([0.3, 0.2, 0.0]), target=(0.5, np.inf), norm="l1", scale=scale, reference=ref)
+    # 'c' is constant too but no tree reads it: no error, and it is priced by 1
+    ref[:, 0] = np.linspace(0, 1, 20)
+    build_metric(f, norm="l1", scale=scale, reference=ref)
+    q = make_query(f, np.array([0.3, 0.2, 0.0]), target=(0.5, np.inf), norm="l1", scale=scale, reference=ref)[0]
+    assert q.cost.cost.scale[2] == 1.0 and q.cost.cost.scale[0] > 0

@@ -15,13 +15,14 @@ square root.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import InputDataError, Norm, Scale
 
-from ..change_cost import ChangeCost
+from ..change_cost import ChangeCost, reference_spread
 from .domain import CategoricalDomain, Domain, FixedDomain, NumericDomain
 from .model import LinExpr, MilpModel
 
@@ -117,9 +118,11 @@ class CaseCost:
         return self.cost.change_cost(i)
 
 
-def feature_scales(scale: Scale | str | None | FloatArray, reference: FloatArray | None, n: int,
-                   categorical: npt.NDArray[np.bool_]) -> FloatArray:
-    """Per-feature divisors: ``None`` (1), ``"std"``, ``"minmax"`` from reference rows, or given numbers."""
+def feature_scales(scale: Scale | str | None | FloatArray, reference: FloatArray | None, names: Sequence[str],
+                   categorical: npt.NDArray[np.bool_], used: npt.NDArray[np.bool_]) -> FloatArray:
+    """Per-feature divisors: ``None`` (1), ``"std"``, ``"minmax"`` from reference rows (by the one rule of
+    :func:`..change_cost.reference_spread`), or given numbers."""
+    n = len(names)
     kind = Scale.parse(scale) if isinstance(scale, (str, Scale)) else None
     if scale is None or kind == Scale.NONE:
         s = np.ones(n)
@@ -127,9 +130,7 @@ def feature_scales(scale: Scale | str | None | FloatArray, reference: FloatArray
         if reference is None or len(reference) == 0:
             raise InputDataError(f"scale={kind.word!r} needs reference data (the training rows) to compute it",
                                  "pass reference=X_train, or scale=None, or explicit per-feature scales")
-        R = np.asarray(reference, dtype=np.float64)
-        s = np.nanstd(R, axis=0) if kind == Scale.STD else np.nanmax(R, axis=0) - np.nanmin(R, axis=0)
-        s = np.where(np.isfinite(s) & (s > 0), s, 1.0)
+        s = reference_spread(kind, np.asarray(reference, dtype=np.float64), names, used, categorical)
     else:
         s = np.asarray(scale, dtype=np.float64).reshape(-1)
         if s.shape[0] != n or not np.all(np.isfinite(s) & (s > 0)):

@@ -129,7 +129,8 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
     cat = categorical_features(forests)
     names = schema.feature_names
     down, up = _weights(weights, cons, names)
-    cost = CaseCost(ChangeCost(Norm.parse(norm), down, up, feature_scales(scale, R, len(names), cat), cat), x0)
+    scales = feature_scales(scale, R, names, cat, _used(forests))
+    cost = CaseCost(ChangeCost(Norm.parse(norm), down, up, scales, cat), x0)
     if cons is not None:
         lo, hi = cons.bounds(names, x0)
     else:
@@ -359,3 +360,11 @@ def _diverse(q: Query, first: CounterfactualResult, n: int, opts: SolverOptions,
         out.append(res)
         patterns.append(change_pattern(q, res.x))  # type: ignore[arg-type]
     return out
+
+
+def _used(forests: Sequence[Forest]) -> npt.NDArray[np.bool_]:
+    """Features some forest splits on (the explained model or the isolation forest)."""
+    used = np.zeros(forests[0].n_features, dtype=bool)
+    for f in forests:
+        used[f.feature[f.feature >= 0]] = True
+    return used
