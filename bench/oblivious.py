@@ -264,14 +264,19 @@ def recompose_run(quick: bool, reps: int, refit: bool) -> dict[str, Any]:
     return res
 
 
-def recompose_markdown(res: dict[str, Any]) -> str:
+def _run_line(res: dict[str, Any]) -> str:
+    """The conditions of a --recompose or --tolerance run: rows, repetitions, load (flagged above the core count)."""
     mach = res["machine"]
     busy = max(mach["loadavg_start"][0], mach["loadavg_end"][0]) > (mach["cpus"] or 1)
+    return (f"Mode {res['mode']}; {mach['rows']:,} test rows, 1 thread, process CPU time, median of {mach['reps']} "
+            f"interleaved repetitions. Load average {mach['loadavg_start'][0]:.2f} at start and "
+            f"{mach['loadavg_end'][0]:.2f} at end on {mach['cpus']} CPUs"
+            + (" (**above the core count: the machine was shared, ratios are not evidence**)." if busy else "."))
+
+
+def recompose_markdown(res: dict[str, Any]) -> str:
     lines = ["# Exact oblivious re-composition on production-size models", "",
-             f"Mode {res['mode']}; {mach['rows']:,} test rows, 1 thread, process CPU time, median of {mach['reps']} "
-             f"interleaved repetitions. Load average {mach['loadavg_start'][0]:.2f} at start and "
-             f"{mach['loadavg_end'][0]:.2f} at end on {mach['cpus']} CPUs"
-             + (" (**above the core count: the machine was shared, ratios are not evidence**)." if busy else "."),
+             _run_line(res),
              "Build seconds include the polynomial expansion (and the refit). `lower bound` = monomials / 2^depth "
              "(every table full), which the data rarely allows (see docs/passes.md).", ""]
     for name, e in res["models"].items():
@@ -388,13 +393,8 @@ def tolerance_run(quick: bool, reps: int) -> dict[str, Any]:
 
 
 def tolerance_markdown(res: dict[str, Any]) -> str:
-    mach = res["machine"]
-    busy = max(mach["loadavg_start"][0], mach["loadavg_end"][0]) > (mach["cpus"] or 1)
     lines = ["# Quality-bounded translation (formula 5) behind the exact forest", "",
-             f"Mode {res['mode']}; {mach['rows']:,} test rows, 1 thread, process CPU time, median of {mach['reps']} "
-             f"interleaved repetitions. Load average {mach['loadavg_start'][0]:.2f} at start and "
-             f"{mach['loadavg_end'][0]:.2f} at end on {mach['cpus']} CPUs"
-             + (" (**above the core count: the machine was shared, ratios are not evidence**)." if busy else "."),
+             _run_line(res),
              "Each tolerance form is a prefix of one formula-5 fit (oblivious depth-8 tables boosted on the "
              "source's margins over the training rows plus jittered copies); a cascade sends rows whose table "
              "margin lies inside the band (1.25 x the widest disagreement on validation rows) to the exact "

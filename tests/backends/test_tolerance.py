@@ -12,6 +12,7 @@ from lumber.compiler import tolerance as tolerance_mod
 from lumber.compiler.cascade import cascade_margins, decision_band
 from lumber.ir import CompileError, InputDataError
 from lumber.passes.transforms.oblivious_fit import FitOptions
+from tests.tolerance_helpers import forest_only
 
 pytestmark = needs_cc
 FIT = FitOptions(depth=6, max_trees=60, patience=20, time_budget=30.0)
@@ -40,19 +41,6 @@ def _slow_exact(real):  # type: ignore[no-untyped-def]
     return lambda runners, X: {k: v + (10.0 if k.startswith("exact") else 0.0) for k, v in real(runners, X).items()}
 
 
-def _forest_only(forest, options, *, threads=1, sample=None, built=None, path=None, skip_tables=None):  # type: ignore[no-untyped-def]
-    """``compile_fastest`` cut to the forest library (each C build costs seconds; the full search runs in
-    the slow test below)."""
-    from lumber.compiler.targets import get_target
-
-    c = get_target("c")
-    p = c.compile(forest, c.options(options), threads=threads)
-    p.report = {"chosen": "forest", "forms": {}}
-    if built is not None:
-        built["forest"] = p
-    return p
-
-
 @pytest.fixture(scope="module")
 def cascade(adult: dict, tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """``lumber.compile`` with a tolerance where a cascade is chosen; (predictor, path, tolerance)."""
@@ -60,7 +48,7 @@ def cascade(adult: dict, tmp_path_factory: pytest.TempPathFactory) -> tuple:
     path = tmp_path_factory.mktemp("cascade") / "c.so"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tolerance_mod, "timed", _slow_exact(tolerance_mod.timed))
-        mp.setattr(tolerance_mod, "compile_fastest", _forest_only)
+        mp.setattr(tolerance_mod, "compile_fastest", forest_only)
         pred = lumber.compile(adult["forest"], target="c", optimize="speed", tolerance=tol, path=path,
                               data={"train": adult["train"], "valid": adult["valid"]}, fit=FIT)
     return pred, path, tol
@@ -138,7 +126,7 @@ def test_regressor_tolerance_is_a_relative_rmse_rise(monkeypatch: pytest.MonkeyP
     m = GradientBoostingRegressor(n_estimators=40, max_depth=3, random_state=0).fit(X[:1200], y[:1200])
     monkeypatch.setattr(tolerance_mod, "timed", _slow_exact(tolerance_mod.timed))
 
-    monkeypatch.setattr(tolerance_mod, "compile_fastest", _forest_only)
+    monkeypatch.setattr(tolerance_mod, "compile_fastest", forest_only)
     tol = 0.05
     pred = lumber.compile(m, target="c", optimize="speed", tolerance=tol, fit=FIT,
                           data={"train": (X[:1200], y[:1200]), "valid": (X[1200:1800], y[1200:1800])})

@@ -15,18 +15,7 @@ from lumber.compiler.build import build
 from lumber.compiler.build.validate import BuildFileError
 from lumber.compiler.cli import main
 from lumber.passes.transforms.oblivious_fit import FitOptions
-
-
-def _forest_only(forest, options, *, threads=1, sample=None, built=None, path=None, skip_tables=None):  # type: ignore[no-untyped-def]
-    """The exact search cut to the forest library (C builds cost seconds; tests/backends runs the full one)."""
-    from lumber.compiler.targets import get_target
-
-    c = get_target("c")
-    p = c.compile(forest, c.options(options), threads=threads)
-    p.report = {"chosen": "forest", "forms": {}}
-    if built is not None:
-        built["forest"] = p
-    return p
+from tests.tolerance_helpers import forest_only
 
 
 @pytest.fixture
@@ -38,7 +27,7 @@ def tolerant(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     set_key(toml, "explain", "analyses = []")
     set_key(toml, "explain", 'regions = "none"')
     monkeypatch.setattr(tolerance_mod, "DEFAULT_FIT", FitOptions(depth=5, max_trees=30, patience=10))
-    monkeypatch.setattr(tolerance_mod, "compile_fastest", _forest_only)
+    monkeypatch.setattr(tolerance_mod, "compile_fastest", forest_only)
     return toml
 
 

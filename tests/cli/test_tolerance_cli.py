@@ -12,18 +12,7 @@ import pytest
 from lumber.compiler import tolerance as tolerance_mod
 from lumber.compiler.cli import main
 from lumber.passes.transforms.oblivious_fit import FitOptions
-
-
-def _forest_only(forest, options, *, threads=1, sample=None, built=None, path=None, skip_tables=None):  # type: ignore[no-untyped-def]
-    """The exact search cut to the forest library (C builds cost seconds; tests/backends runs the full one)."""
-    from lumber.compiler.targets import get_target
-
-    c = get_target("c")
-    p = c.compile(forest, c.options(options), threads=threads)
-    p.report = {"chosen": "forest", "forms": {}}
-    if built is not None:
-        built["forest"] = p
-    return p
+from tests.tolerance_helpers import forest_only
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +36,7 @@ def test_compile_with_tolerance_writes_a_library_and_prints_every_form(
     import lumber
 
     monkeypatch.setattr(tolerance_mod, "DEFAULT_FIT", FitOptions(depth=5, max_trees=30, patience=10))
-    monkeypatch.setattr(tolerance_mod, "compile_fastest", _forest_only)
+    monkeypatch.setattr(tolerance_mod, "compile_fastest", forest_only)
     out = tmp_path / "m.so"
     argv = ["compile", str(files / "model.txt"), "--emit", "c", "--optimize", "speed", "--tolerance", "0.002",
             "--train", str(files / "train.csv"), "--valid", str(files / "valid.csv"), "--label", "label",
