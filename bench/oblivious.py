@@ -243,18 +243,7 @@ def recompose_run(quick: bool, reps: int, refit: bool) -> dict[str, Any]:
                 "max_abs_margin_change": float(np.abs(got - ref).max()),
                 "mean_abs_margin_change": float(np.abs(got - ref).mean())}
             runners["prune-refit + tables pack d8"] = lambda X, r=rt: r.predict_raw(X)
-        times: dict[str, list[float]] = {k: [] for k in runners}
-        for _ in range(reps):  # interleaved
-            for k, fn in runners.items():
-                times[k].append(_cpu(fn, Xb))
-        for k, ts in times.items():
-            med = float(np.median(ts))
-            f = entry["forms"][k]
-            f.update(cpu_s=med, spread_pct=100 * (max(ts) - min(ts)) / med if med else 0.0,
-                     ns_row_tree=1e9 * med / n_rows / f["trees"], ns_row=1e9 * med / n_rows)
-        base = entry["forms"]["forest C"]["cpu_s"]
-        for f in entry["forms"].values():
-            f["speedup_vs_forest_c"] = base / f["cpu_s"] if f["cpu_s"] else None
+        _time_forms(entry["forms"], runners, Xb, reps, n_rows)
         res["models"][m["name"]] = entry
         print(f"[recompose] {m['name']}: " + ", ".join(f"{k} {v['trees']} trees {v['speedup_vs_forest_c']:.2f}x"
                                                      for k, v in entry["forms"].items()), flush=True)
@@ -262,6 +251,22 @@ def recompose_run(quick: bool, reps: int, refit: bool) -> dict[str, Any]:
     res["machine"] = {"cpus": os.cpu_count(), "loadavg_start": load0, "loadavg_end": load1, "rows": n_rows,
                       "reps": reps, "python": sys.version.split()[0]}
     return res
+
+
+def _time_forms(forms: dict[str, Any], runners: dict[str, Any], Xb: Any, reps: int, n_rows: int) -> None:
+    """Time every runner interleaved (CPU time, median of ``reps``) into its form, with the speed-up over forest C."""
+    times: dict[str, list[float]] = {k: [] for k in runners}
+    for _ in range(reps):  # interleaved
+        for k, fn in runners.items():
+            times[k].append(_cpu(fn, Xb))
+    for k, ts in times.items():
+        med = float(np.median(ts))
+        f = forms[k]
+        f.update(cpu_s=med, spread_pct=100 * (max(ts) - min(ts)) / med if med else 0.0,
+                 ns_row_tree=1e9 * med / n_rows / f["trees"], ns_row=1e9 * med / n_rows)
+    base = forms["forest C"]["cpu_s"]
+    for f in forms.values():
+        f["speedup_vs_forest_c"] = base / f["cpu_s"] if f["cpu_s"] else None
 
 
 def _run_line(res: dict[str, Any]) -> str:
@@ -370,18 +375,7 @@ def tolerance_run(quick: bool, reps: int) -> dict[str, Any]:
                                      "valid": spec.quality, **quality(got, et, yte)}
             entry["forms"][label]["within"] = bool(spec.quality["loss"] <= TOLERANCE)
             runners[label] = lambda X, p=lib: p.predict_raw(X)
-        times: dict[str, list[float]] = {k: [] for k in runners}
-        for _ in range(reps):  # interleaved
-            for k, fn in runners.items():
-                times[k].append(_cpu(fn, Xb))
-        for k, ts in times.items():
-            med = float(np.median(ts))
-            f = entry["forms"][k]
-            f.update(cpu_s=med, spread_pct=100 * (max(ts) - min(ts)) / med if med else 0.0,
-                     ns_row_tree=1e9 * med / n_rows / f["trees"], ns_row=1e9 * med / n_rows)
-        base = entry["forms"]["forest C"]["cpu_s"]
-        for f in entry["forms"].values():
-            f["speedup_vs_forest_c"] = base / f["cpu_s"] if f["cpu_s"] else None
+        _time_forms(entry["forms"], runners, Xb, reps, n_rows)
         res["models"][m["name"]] = entry
         print(f"[tolerance] {m['name']}: " + ", ".join(
             f"{k} {v['speedup_vs_forest_c']:.2f}x loss {v.get('loss', 0):+.5f}" for k, v in entry["forms"].items()),
