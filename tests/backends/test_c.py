@@ -80,6 +80,22 @@ def test_portable_binned_step_matches_reference(tmp_path: Path) -> None:
         assert_same(CLibrary(tmp_path / "p.so", prefix=p), f, corpus(f))
 
 
+@needs_cc
+def test_binned_blocks_of_any_size_match_reference(tmp_path: Path) -> None:
+    """Blocks that are not whole groups of ten rows: the last group walks padding rows, and nothing it
+    stores reaches a margin or a leaf (blocks of 8, 13 and 64 rows; corpora of any length)."""
+    cases = [(name, mk()) for name, mk in sorted(CASES.items())]
+    cases = [(name, f) for name, f in cases if _binnable(f)][:6]
+    built = [(f"b{block}_{name}", f, block) for name, f in cases for block in (8, 13, 64)]
+    sources = [emit_source(f, COptions(prefix=p, walk="binned", block=block)).text() for p, f, block in built]
+    build_shared(sources, tmp_path / "b.so", BuildOptions(warnings_as_errors=True, extra_flags=("-O1",)))
+    assert len(cases) >= 5
+    for p, f, _ in built:
+        X = corpus(f)
+        for n in (len(X), len(X) - 1, 7):
+            assert_same(CLibrary(tmp_path / "b.so", prefix=p), f, X[:n])
+
+
 def _random_forests(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest], opt: str) -> None:
     variants: list[bool | str] = ["binned", "values", True]
     libs = build_many([(f"m{i}", f, variants[i % 3] if variants[i % 3] != "binned" or _binnable(f) else "auto")
