@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -133,3 +135,36 @@ def test_auto_alpha_is_a_locally_largest_threshold(tol: float, grid: int, monkey
         assert k == max(good)
     first_bad = next((i for i in range(len(alphas)) if i not in good), len(alphas))
     assert k >= first_bad - 1  # never short of the last cut before the metric first leaves tol
+
+
+@pytest.mark.parametrize("grid", [2, 16])
+def test_auto_alpha_with_few_training_rows_searches_distinct_values(grid: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Five training rows leave most monomials at eta 0 (one long run of ties): the search still ends after a
+    few grid levels (a grid over the monomial count stalled in the run) and finds the brute-force threshold."""
+    from sklearn.datasets import load_diabetes
+
+    from lumber.passes.transforms import prune_monomials
+    from lumber.passes.transforms.prune_monomials import choose_alpha
+
+    monkeypatch.setattr(prune_monomials, "GRID", grid)
+    lgb = pytest.importorskip("lightgbm")
+    X, y = load_diabetes(return_X_y=True)
+    m = lgb.LGBMRegressor(n_estimators=25, num_leaves=6, verbose=-1, n_jobs=1).fit(X[:300], y[:300])
+    p = lumber.run(m, "polynomial")
+    eta = monomial_eta(p, X[:5])
+    assert (eta == 0).mean() > 0.5
+    metric = make_metric("rmse", p.schema, y[300:])
+    calls = 0
+
+    def counted(margin: np.ndarray) -> float:
+        nonlocal calls
+        calls += 1
+        return metric(margin)
+
+    alpha, before, after = choose_alpha(p, eta, p.prepare_input(X[300:]), dataclasses.replace(metric, fn=counted), 0.01)
+    alphas, vals = _cut_values(p, eta, X[300:], metric)
+    k = int(np.flatnonzero(alphas == alpha)[0])
+    assert after == pytest.approx(vals[k]) and metric.within(vals[k], vals[0], 0.01)
+    if k + 1 < len(alphas):
+        assert not metric.within(vals[k + 1], vals[0], 0.01)
+    assert calls <= 1 + grid * int(np.ceil(np.log(len(alphas)) / np.log(grid)) + 2)

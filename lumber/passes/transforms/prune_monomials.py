@@ -5,11 +5,12 @@ training rows (``|w_M|^2`` sums the outputs). Monomials with ``eta < alpha``
 go. ``alpha=auto`` picks the largest alpha whose validation metric stays
 within ``tol`` of the unpruned model's (see :mod:`lumber.passes.quality`):
 monomials are sorted by eta, the metric is priced at cut points (a grid of
-``GRID`` cuts over the count, then finer grids between the largest good cut and
-the next, down to single distinct eta values), each cut costing only the
+``GRID`` cuts over the distinct eta values, then finer grids between the largest
+good cut and the next, down to adjacent values), each cut costing only the
 monomials it removes. Cuts never split monomials of equal eta, so the answer is
 a threshold: the chosen cut is within ``tol`` and the next distinct eta value
-is not (or every monomial goes). The result is no longer exact: the pass
+is not (or every monomial goes). Ties cost nothing (50 training rows leave
+most monomials at eta 0: one value; a grid over the count stalled there). The result is no longer exact: the pass
 reports monomials kept and dropped and the metric before and after.
 
 ``method=refit`` (:mod:`.prune_refit`, also registered as ``prune-refit``) cuts along the same eta order in steps
@@ -148,18 +149,16 @@ def choose_alpha(poly: Polynomial, eta: npt.NDArray[np.float64], Xv: npt.NDArray
     n = poly.n_monomials
     order = np.argsort(eta, kind="stable")
     es = eta[order]
-
-    def snap(j: int) -> int:  # a cut may not split monomials of equal eta
-        return n if j >= n else int(np.searchsorted(es, es[j], side="left"))
-
+    # cut k removes order[:starts[k]]: the cut points are the starts of runs of equal eta (and n), so a cut never
+    # splits ties and the search runs over distinct values (50 training rows give most monomials eta 0: one run)
+    starts = np.append(np.flatnonzero(np.r_[True, es[1:] != es[:-1]]) if n else np.zeros(0, np.int64), n)
     full = before = None
     best_j, best_val = 0, 0.0
-    lo, hi = 0, n
-    removed = np.zeros((Xv.shape[0], poly.n_outputs))  # summed contribution of order[:lo]
-    while True:
-        cuts = sorted({snap(int(round(lo + (hi - lo) * i / GRID))) for i in range(1, GRID + 1)})
-        cuts = [c for c in cuts if lo < c <= hi]
-        bounds = [lo] + cuts
+    lo, hi = 0, starts.shape[0] - 1  # positions in starts; lo's cut is within tol
+    removed = np.zeros((Xv.shape[0], poly.n_outputs))  # summed contribution of order[:starts[lo]]
+    while hi > lo:
+        cuts = sorted({int(round(lo + (hi - lo) * i / GRID)) for i in range(1, GRID + 1)} - {lo})
+        bounds = [int(starts[lo])] + [int(starts[c]) for c in cuts]
         segs = poly.partial_sums(Xv, [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])], prepared=True)
         if full is None:  # level 0 covers every monomial
             full = poly.bias[None, :] + sum(segs, np.zeros_like(removed))
@@ -171,14 +170,12 @@ def choose_alpha(poly: Polynomial, eta: npt.NDArray[np.float64], Xv: npt.NDArray
             val = metric(_shape(full - acc, poly))
             assert before is not None
             if metric.within(val, before, tol):
-                best_j, best_val = c, val
+                best_j, best_val = int(starts[c]), val
                 good_lo, good_removed = c, acc
         later = [c for c in cuts if c > good_lo]
-        if not later:
+        if not later or later[0] == good_lo + 1:  # the next distinct eta value is out of tol (or none): done
             break
         lo, removed, hi = good_lo, good_removed, later[0]
-        if int(np.searchsorted(es, es[lo], side="right")) >= hi:  # hi is the next distinct eta: done
-            break
     if before is None:  # no monomials
         before = best_val = metric(_shape(np.broadcast_to(poly.bias, removed.shape), poly))
     alpha = float(es[best_j]) if best_j < n else float(np.nextafter(es[-1], np.inf)) if n else 0.0
