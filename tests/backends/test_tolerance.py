@@ -58,8 +58,32 @@ def _forms_ok(report: dict, tol: float) -> None:
     for name, f in report["forms"].items():
         for k in ("loss", "exact_share", "max_abs_margin_change", "mean_abs_margin_change", "ns_per_row", "within"):
             assert k in f, (name, k)
-        assert f["within"] == (f["loss"] <= tol + 1e-15)
+        need = report.get("agreement_target", 1.0)
+        assert f["within"] == (f["loss"] <= tol + 1e-15 and (f["agreement"] is None or f["agreement"] >= need))
     assert report["forms"][report["chosen"]]["within"]
+
+
+def test_an_agreement_below_one_narrows_the_band_and_holds_on_validation_rows(adult: dict, cascade: tuple) -> None:
+    """``agreement=0.99``: every cascade's band is at most the band that keeps every validation decision, fewer
+    rows take the exact path, and the written library decides as the source on at least 99% of validation rows."""
+    full = cascade[0].report["tolerance"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tolerance_mod, "timed", _slow_exact(tolerance_mod.timed))
+        mp.setattr(tolerance_mod, "compile_fastest", forest_only)
+        pred = lumber.compile(adult["forest"], target="c", optimize="speed", tolerance=cascade[2], agreement=0.99,
+                              data={"train": adult["train"], "valid": adult["valid"]}, fit=FIT)
+    rep = pred.report["tolerance"]
+    assert rep["agreement_target"] == 0.99
+    _forms_ok(rep, cascade[2])
+    for name, f in rep["forms"].items():
+        if f["kind"] == "tolerance":
+            assert f["band"] <= full["forms"][name]["band"] and f["exact_share"] <= full["forms"][name]["exact_share"]
+            assert f["agreement"] >= 0.99
+    assert any(f["exact_share"] < full["forms"][k]["exact_share"] for k, f in rep["forms"].items()
+               if f["kind"] == "tolerance")
+    Xv = adult["valid"][0]
+    assert np.mean(pred.predict(Xv) == adult["forest"].predict(Xv)) >= 0.99
+    assert "agreement >= 0.99" in tolerance_mod.describe_tolerance(pred.report)
 
 
 def test_the_report_lists_every_form_and_the_chosen_one_is_within(adult: dict, cascade: tuple) -> None:
@@ -113,6 +137,21 @@ def test_decision_band_covers_every_disagreement() -> None:
     got, share = cascade_margins(a, lambda R: e[np.abs(a) <= b], np.arange(6), b)
     assert np.array_equal(got > 0, e > 0) and share == pytest.approx(3 / 6)
     assert decision_band(e, e) < 1e-9  # no disagreement: nothing needs the forest
+
+
+def test_decision_band_with_an_agreement_below_one_leaves_the_farthest_disagreements_out() -> None:
+    rng = np.random.default_rng(0)
+    e = rng.normal(0, 3, 2000)
+    a = e + rng.normal(0, 0.3, 2000)
+    a[:2] = -np.sign(e[:2]) * 5.0  # two rows far on the wrong side
+    full = decision_band(a, e)
+    assert full == pytest.approx(5.0 * 1.25, rel=1e-9)
+    for agreement in (0.999, 0.995):
+        b = decision_band(a, e, agreement=agreement)
+        got, share = cascade_margins(a, lambda R: e[np.abs(a) <= b], np.arange(2000), b)
+        assert np.mean((got > 0) == (e > 0)) >= agreement
+        assert b < full / 3 and share < 0.5
+    assert decision_band(a, e, agreement=0.9994) == full  # 1.2 rows may differ: one, so the other sets the band
 
 
 def test_regressor_tolerance_is_a_relative_rmse_rise(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -176,6 +215,11 @@ def test_bad_tolerance_inputs_give_clear_errors(adult: dict) -> None:
         lumber.compile(bst, optimize="speed", data={"train": train, "valid": valid})
     with pytest.raises(CompileError, match=">= 0"):
         lumber.compile(bst, optimize="speed", tolerance=-1.0, data={"train": train, "valid": valid})
+    for bad in (0.0, 1.5, "most"):
+        with pytest.raises(CompileError, match="agreement must be"):
+            lumber.compile(bst, optimize="speed", tolerance=0.01, agreement=bad, data={"train": train, "valid": valid})
+    with pytest.raises(CompileError, match="only with a tolerance"):
+        lumber.compile(bst, optimize="speed", agreement=0.99)
     with pytest.raises(CompileError, match="fit options"):
         lumber.compile(bst, optimize="speed", tolerance=0.01, data={"train": train, "valid": valid},
                        fit={"trees": 3})

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from buildproject import set_key
@@ -63,7 +64,36 @@ def test_the_gate_fails_when_the_artifact_exceeds_the_tolerance(
     assert "build check failed: tolerance[c]" in err and "EXCEEDS tolerance 0.002" in err
 
 
+def test_the_gate_fails_when_decisions_agree_on_fewer_rows_than_required(
+        tolerant: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``[compile] agreement``: an artifact whose decisions differ on more validation rows than allowed
+    (simulated: the margins of rows nearest the decision flipped) fails the build, named by the gate."""
+    set_key(tolerant, "compile", "agreement = 0.999")
+    real = tolerance_mod.compile_within
+    seen: dict[str, Any] = {}
+
+    def flipping(*args: Any, **kwargs: Any) -> Any:
+        seen.update(kwargs)
+        pred = real(*args, **kwargs)
+        honest = pred.predict_raw
+
+        def raw(X: Any, *a: Any, **k: Any) -> Any:
+            m = np.array(honest(X, *a, **k), dtype=np.float64)
+            near = np.argsort(np.abs(m.reshape(-1)))[: max(2, len(m) // 50)]
+            m.reshape(-1)[near] *= -1.0
+            return m
+        pred.predict_raw = raw
+        return pred
+
+    monkeypatch.setattr(tolerance_mod, "compile_within", flipping)
+    code = main(["build", str(tolerant), "-q", "--check"])
+    err = capsys.readouterr().err
+    assert seen["agreement"] == 0.999
+    assert code == 1 and "build check failed: tolerance[c]" in err and "BELOW the required 99.90%" in err
+
+
 @pytest.mark.parametrize("key, line, message", [
+    ("compile", "agreement = 1.5", "agreement must be a share of rows"),
     ("data", 'validation = ""', "needs [data] validation"),
     ("compile", 'targets = ["onnx"]', "applies to the c target"),
     ("compile", 'passes = "polynomial"', "cannot follow a pass pipeline"),
@@ -76,3 +106,10 @@ def test_tolerance_settings_are_checked_before_building(tolerant: Path, key: str
         set_key(tolerant, key, line)
     with pytest.raises(BuildFileError, match=message.replace("[", r"\[").replace("]", r"\]")):
         build(tolerant)
+
+
+def test_agreement_without_a_tolerance_is_an_error(project: Path) -> None:
+    toml = project / "lumber.toml"
+    set_key(toml, "compile", "agreement = 0.99")
+    with pytest.raises(BuildFileError, match=r"agreement applies with \[compile\] tolerance"):
+        build(toml)

@@ -40,7 +40,7 @@ def test_compile_with_tolerance_writes_a_library_and_prints_every_form(
     out = tmp_path / "m.so"
     argv = ["compile", str(files / "model.txt"), "--emit", "c", "--optimize", "speed", "--tolerance", "0.002",
             "--train", str(files / "train.csv"), "--valid", str(files / "valid.csv"), "--label", "label",
-            "-o", str(out)]
+            "--agreement", "1", "-o", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "tolerance 0.002 on auc" in printed and "<- chosen" in printed and "cascade" in printed
@@ -65,6 +65,15 @@ def test_tolerance_bad_inputs(files: Path, tmp_path: Path, capsys: pytest.Captur
     assert main(argv) != 0
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+    assert not (tmp_path / "x.so").exists()
+
+
+def test_agreement_needs_a_tolerance(files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["compile", str(files / "model.txt"), "--emit", "c", "--optimize", "speed", "--agreement", "0.99",
+            "-o", str(tmp_path / "x.so")]
+    assert main(argv) != 0
+    err = capsys.readouterr().err
+    assert "--agreement applies with --tolerance" in err and "Traceback" not in err
     assert not (tmp_path / "x.so").exists()
 
 

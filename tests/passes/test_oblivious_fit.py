@@ -111,3 +111,25 @@ def test_bad_fit_inputs_are_refused() -> None:
         fit_oblivious(multi, X, SMALL)
     with pytest.raises(CompileError, match="depth"):
         FitOptions(depth=0).check()
+    with pytest.raises(CompileError, match="boundary >= 0"):
+        FitOptions(boundary=-1.0).check()
+
+
+def test_boundary_weighting_fits_rows_near_the_decision_closer() -> None:
+    """``boundary=s`` weighs rows by ``1 / (1 + (m / s)^2)``: the error on validation rows whose source margin is
+    near the decision falls (decisions and the cascade band live there) while far rows may fit worse."""
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(6000, 5))
+    y = (2 * X[:, 0] + X[:, 1] * X[:, 2] + np.sin(3 * X[:, 3]) + 0.3 * rng.normal(size=6000) > 0).astype(int)
+    bst = lgb.train({"objective": "binary", "num_leaves": 15, "verbose": -1, "num_threads": 1, "seed": 0},
+                    lgb.Dataset(X[:3000], y[:3000]), 60)
+    forest = lumber.load(bst)
+    opts = dict(depth=5, max_trees=40, patience=40, time_budget=60.0)
+    plain = fit_oblivious(forest, X[:3000], FitOptions(**opts)).ensemble(40)
+    near = fit_oblivious(forest, X[:3000], FitOptions(boundary=0.5, **opts)).ensemble(40)
+    ref = bst.predict(X[3000:], raw_score=True)
+    close = np.abs(ref) < 0.5
+    err = lambda e: float(np.mean(np.abs(e.evaluate(X[3000:]) - ref)[close]))  # noqa: E731
+    assert close.sum() > 100 and err(near) < 0.8 * err(plain)

@@ -31,7 +31,7 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
             base_score: str = "exact", exact: bool = True, name: str = "model", optimize: str | None = None,
             max_depth: int | str = "auto", strategy: str = "pack", time_passes: bool = False,
             sample: Any = None, walk: str = "auto", tolerance: float | None = None, data: Any = None,
-            metric: str = "auto", fit: Any = None) -> Predictor:
+            metric: str = "auto", fit: Any = None, agreement: float = 1.0) -> Predictor:
     """Compile ``model`` (anything :func:`lumber.load` accepts, or an IR object) for ``target``.
 
     Every IR compiles (:mod:`lumber.compiler.deploy`): a Polynomial (pruned or not, object or
@@ -64,6 +64,8 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
         classifiers (``metric="accuracy"``: accuracy drop), relative RMSE rise for regressors
         (:mod:`lumber.compiler.tolerance`). Without ``tolerance`` nothing lossy ever happens.
         ``fit``: a :class:`~lumber.passes.transforms.oblivious_fit.FitOptions` (or a dict of its fields).
+        ``agreement`` (binary classifiers): the share of validation rows whose decision must stay the source's
+        (default 1: every one); 0.999 lets the few disagreements farthest from the decision stay on the fast path.
     """
     tgt = get_target(target)
     options = {"prefix": prefix, "unroll": unroll, "block": block, "march_native": march_native, "openmp": openmp,
@@ -72,8 +74,8 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
     if tolerance is not None and optimize is None:
         raise CompileError("tolerance applies to optimize='speed' (the fastest form within the tolerance)",
                            "pass optimize='speed' as well")
-    if (data is not None or fit is not None) and tolerance is None:
-        raise CompileError("data and fit are read only with a tolerance: without one nothing is fitted",
+    if (data is not None or fit is not None or agreement != 1.0) and tolerance is None:
+        raise CompileError("data, fit and agreement are read only with a tolerance: without one nothing is fitted",
                            "pass tolerance=... (e.g. 0.0005) or drop data")
     if optimize is not None:
         if optimize not in OPTIMIZE_GOALS:
@@ -89,7 +91,7 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
             from ..tolerance import compile_within
 
             return compile_within(ir, options, tolerance=tolerance, data=data, path=path, threads=threads,
-                                  metric=metric, fit=fit)
+                                  metric=metric, fit=fit, agreement=agreement)
         return compile_fastest(ir, options, path=path, threads=threads, sample=sample)
     src = model_ir(model)
     ir = tgt.lower(src)

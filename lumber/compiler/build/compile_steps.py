@@ -166,7 +166,7 @@ def compile_targets(st: State) -> None:
     cfg = inp.config
     for target in inp.targets:
         key = digest("compile", target, st.ir_fingerprint, cfg.compile.name, cfg.compile.threads, st.data_hashes(),
-                     cfg.data.max_cases, *((cfg.compile.tolerance, cfg.data.label, cfg.seed)
+                     cfg.data.max_cases, *((cfg.compile.tolerance, cfg.compile.agreement, cfg.data.label, cfg.seed)
                                            if tolerant(st, target) else ()))
         fname = cfg.compile.name + get_target(target).suffix
         entry = st.step(f"compile-{target}", key, lambda files, t=target, f=fname: _compile_one(st, t, files, f))
@@ -189,7 +189,7 @@ def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, A
     if tolerant(st, target):
         train, valid = inp.table("train"), inp.table("validation")
         assert train is not None and valid is not None  # inputs.prepare checked
-        lossy = {"optimize": "speed", "tolerance": inp.config.compile.tolerance,
+        lossy = {"optimize": "speed", "tolerance": inp.config.compile.tolerance, "agreement": inp.config.compile.agreement,
                  "data": {"train": (train.X, train.y), "valid": (valid.X, valid.y)}}
     pred = lumber.compile(st.ir, target=target, path=files / fname, threads=inp.config.compile.threads,
                           name=inp.config.compile.name, **lossy)
@@ -229,7 +229,8 @@ def _validation_loss(st: State, pred: Any) -> dict[str, Any]:
     form = rep.get("forms", {}).get(chosen, {})
     agree = float(np.mean(schema.class_index(ref) == schema.class_index(got))) \
         if schema.task.name == "BINARY" else None
-    return {"tolerance": st.inp.config.compile.tolerance, "metric": metric.name, "before": before, "after": after,
+    return {"tolerance": st.inp.config.compile.tolerance, "agreement_target": st.inp.config.compile.agreement,
+            "metric": metric.name, "before": before, "after": after,
             "loss": loss, "agreement": agree, "rows": int(valid.X.shape[0]), "form": chosen,
             "exact_share": form.get("exact_share"), "trees": form.get("trees"),
             "max_abs_margin_change": float(np.abs(got - ref).max(initial=0.0)),

@@ -134,19 +134,23 @@ def pruning(st: State) -> list[Check]:
 
 
 def tolerance(st: State) -> list[Check]:
-    """``[compile] tolerance``: the artifact's validation loss (recomputed from its margins) within the tolerance."""
+    """``[compile] tolerance``: the artifact's validation loss (recomputed from its margins) within the tolerance,
+    and its decisions the model's on at least ``[compile] agreement`` of the validation rows."""
     out = []
     for t in st.targets:
         r = t.get("tolerance")
         if r is None:
             continue
         tol = float(r["tolerance"])
-        ok = r["loss"] <= tol + 1e-12
+        need = float(r.get("agreement_target", 1.0))
+        agree_ok = r.get("agreement") is None or r["agreement"] >= need
+        ok = r["loss"] <= tol + 1e-12 and agree_ok
         rel = " (relative)" if r["metric"] == "rmse" else ""
-        agree = f", decisions agree on {100 * r['agreement']:.2f}%" if r.get("agreement") is not None else ""
+        agree = (f", decisions agree on {100 * r['agreement']:.2f}%"
+                 + ("" if agree_ok else f" (BELOW the required {100 * need:.2f}%)")) if r.get("agreement") is not None else ""
         share = f", {100 * r['exact_share']:.1f}% of rows on the exact path" if r.get("exact_share") is not None else ""
         msg = (f"{t['target']} ({r['form']}): validation {r['metric']} {r['before']:.6f} -> {r['after']:.6f} on "
-               f"{_rows(r['rows'])}: loss {r['loss']:.3g}{rel} {'within' if ok else 'EXCEEDS'} tolerance {tol:g}"
+               f"{_rows(r['rows'])}: loss {r['loss']:.3g}{rel} {'within' if r['loss'] <= tol + 1e-12 else 'EXCEEDS'} tolerance {tol:g}"
                f"{agree}{share}; |margin change| max {r['max_abs_margin_change']:.3g}, "
                f"mean {r['mean_abs_margin_change']:.3g}")
         out.append(Check(f"tolerance[{t['target']}]", ok, True, msg, r))

@@ -186,6 +186,12 @@ def _check_goal(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
 
 def _check_settings(cfg: BuildConfig, err: _Errors) -> None:
     ex, data = cfg.explain, cfg.data
+    if not 0.0 < cfg.compile.agreement <= 1.0:
+        err.add(f"[compile] agreement must be a share of rows in (0, 1], got {cfg.compile.agreement:g}", "compile",
+                "agreement", "e.g. 0.999: at least 99.9% of validation rows decide as the model")
+    elif cfg.compile.agreement != 1.0 and cfg.compile.tolerance is None:
+        err.add("[compile] agreement applies with [compile] tolerance (the lossy forms' decision agreement)",
+                "compile", "agreement", "set [compile] tolerance or drop agreement")
     if cfg.compile.tolerance is not None:
         for name, value in (("train", data.train), ("validation", data.validation), ("label", data.label)):
             if value is None:

@@ -101,6 +101,9 @@ class CompileSpec:
     tolerance: float | None = key(
         "float", "target c: the fastest form whose validation loss (AUC drop, relative RMSE rise) is at most this; "
                  "lossy forms only with it (needs [data] train, validation, label)", minimum=0.0)
+    agreement: float = key(
+        "float", "with tolerance, binary classifiers: the share of validation rows whose decision must stay the "
+                 "model's (1: every one; e.g. 0.999)", 1.0, minimum=0.0)
 
 
 @dataclass(frozen=True)

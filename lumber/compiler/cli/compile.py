@@ -70,6 +70,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tolerance", type=float, metavar="LOSS",
                    help="with --optimize speed: also try lossy forms fitted on --train and keep the fastest whose "
                         "loss on --valid (AUC drop, relative RMSE rise) is at most LOSS; needs --label")
+    g.add_argument("--agreement", type=float, metavar="SHARE",
+                   help="with --tolerance (binary classifiers): the share of --valid rows whose decision must stay "
+                        "the model's (default 1: every one; e.g. 0.999)")
 
 
 def _data(args: argparse.Namespace, forest: Any) -> dict[str, Any] | None:
@@ -142,6 +145,10 @@ def run(args: argparse.Namespace) -> int:
         if args.label is None:
             raise CompileError("--tolerance needs --label: the loss is measured against the label column")
         lossy = {"tolerance": args.tolerance, "data": _data(args, ir)}
+        if args.agreement is not None:
+            lossy["agreement"] = args.agreement
+    elif args.agreement is not None:
+        raise CompileError("--agreement applies with --tolerance (the lossy forms' decision agreement)")
     if args.sample:
         from lumber.compiler.data import read_rows
 

@@ -35,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import CompileError, Forest, ObliviousEnsemble
+from lumber.ir import CompileError, Forest, ObliviousEnsemble, Task
 from lumber.ir.interp import category_codes, prepare_input
 from lumber.ir.oblivious import INVALID_CODE
 
@@ -65,6 +65,9 @@ class FitOptions:
     max_set_columns: int = 16
     """Distinct (feature, category set, NaN bit) levels the ensemble may use: each is a set column the table
     runtime binarizes for every row (a membership test), so past this cap the fit reuses the sets it has."""
+    boundary: float = 0.0
+    """Binary classifiers: weight rows ``1 / (1 + (m / boundary)^2)`` by their source margin ``m`` (0: every row
+    weighs 1). Decisions and the cascade band depend on the error near ``m = 0``; far rows matter less."""
     time_budget: float = 90.0
     seed: int = 0
 
@@ -73,8 +76,9 @@ class FitOptions:
             raise CompileError(f"fit depth must be 1..12, got {self.depth}")
         if self.max_set_columns < 0:
             raise CompileError(f"fit max_set_columns must be >= 0, got {self.max_set_columns}")
-        if self.max_trees < 1 or self.learning_rate <= 0 or self.l2 < 0 or self.tree_price < 0:
-            raise CompileError("fit options: max_trees >= 1, learning_rate > 0, l2 >= 0, tree_price >= 0")
+        if self.max_trees < 1 or self.learning_rate <= 0 or self.l2 < 0 or self.tree_price < 0 or self.boundary < 0:
+            raise CompileError("fit options: max_trees >= 1, learning_rate > 0, l2 >= 0, tree_price >= 0, "
+                               "boundary >= 0")
 
 
 @dataclass
@@ -98,6 +102,13 @@ class Candidates:
     @property
     def features(self) -> list[int]:
         return sorted(self.offset)
+
+    def set_matrix(self, f: int) -> npt.NDArray[np.float64]:
+        """``sets[f].T`` as contiguous floats, for histogram products (cached)."""
+        cache = self.__dict__.setdefault("_set_matrix", {})
+        if f not in cache:
+            cache[f] = np.ascontiguousarray(self.sets[f].T, dtype=np.float64)
+        return cache[f]
 
 
 def forest_candidates(forest: Forest) -> Candidates:
@@ -281,11 +292,11 @@ def _split_gains(G: npt.NDArray[np.float64], N: npt.NDArray[np.float64], cand: C
                 if gain[j] > best[0]:
                     best = (float(gain[j]), (f, j, nt))
         else:
-            mat = cand.sets[f].astype(np.float64)  # (S, w - 1)
-            hg, hn = G[:, o:o + w - 1], N[:, o:o + w - 1]
+            mat = cand.set_matrix(f)  # (w - 1, S)
+            hg, hn = np.ascontiguousarray(G[:, o:o + w - 1]), np.ascontiguousarray(N[:, o:o + w - 1])
             nan_g, nan_n = G[:, o + w - 1:o + w], N[:, o + w - 1:o + w]
             options = (False, True) if has_nan and bool((nan_n > 0).any()) else (False,)
-            ig, inn = hg @ mat.T, hn @ mat.T  # (P, S): in the set
+            ig, inn = hg @ mat, hn @ mat  # (P, S): in the set
             for nt in options:
                 rg, rn = ig + (nan_g if nt else 0.0), inn + (nan_n if nt else 0.0)
                 Lg, Ln = Gt - rg, Nt - rn
@@ -319,8 +330,17 @@ def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
     ``margins`` computes the source's raw margins of prepared rows (default: the
     reference evaluator; pass a compiled library for speed).
     """
+    from threadpoolctl import threadpool_limits
+
     opt = options or FitOptions()
     opt.check()
+    # the split search multiplies small histograms: BLAS threads cost 50x their work on a busy machine
+    with threadpool_limits(1, user_api="blas"):
+        return _fit(forest, X, opt, margins, log)
+
+
+def _fit(forest: Forest, X: Any, opt: FitOptions, margins: Callable[[npt.NDArray[np.float64]],
+         npt.NDArray[np.float64]] | None, log: Callable[[str], None] | None) -> FitResult:
     if forest.schema.n_outputs != 1:
         raise CompileError(f"quality-bounded translation supports one-output models (binary classifiers, "
                            f"regressors); this model has {forest.schema.n_outputs} outputs")
@@ -339,16 +359,20 @@ def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
     target = np.asarray(evaluate(Xall), dtype=np.float64).reshape(-1) - float(forest.schema.base_score[0])
     t_label = time.perf_counter() - t_start
     n = Xall.shape[0]
+    raw = target + float(forest.schema.base_score[0])
+    weight = (1.0 / (1.0 + (raw / opt.boundary) ** 2) if opt.boundary > 0 and forest.schema.task == Task.BINARY
+              else np.ones(n))
     hold = rng.random(n) < opt.holdout
     fit_idx, hold_idx = np.flatnonzero(~hold), np.flatnonzero(hold)
-    const = float(target[fit_idx].mean())
+    const = float(np.average(target[fit_idx], weights=weight[fit_idx]))
     pred = np.full(n, const)
-    var = float(target[hold_idx].var()) or 1.0
+    wh = weight[hold_idx] / weight[hold_idx].sum()
+    var = float(np.sum(wh * (target[hold_idx] - np.sum(wh * target[hold_idx])) ** 2)) or 1.0
     has_nan = bool(np.isnan(Xall).any())
     total = cand.total
     levels: list[list[tuple[int, int, bool]]] = []
     tables: list[npt.NDArray[np.float64]] = []
-    hmse = [float(np.mean((target[hold_idx] - pred[hold_idx]) ** 2))]
+    hmse = [float(np.sum(wh * (target[hold_idx] - pred[hold_idx]) ** 2))]
     col_of = {f: j for j, f in enumerate(cand.features)}
     best_obj, best_T, stale = hmse[0] / var, 0, 0
     used_sets: set[tuple[int, int, bool]] = set()
@@ -363,7 +387,8 @@ def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
             break
         sub = fit_idx if fit_idx.shape[0] <= opt.rows_per_tree else rng.choice(fit_idx, opt.rows_per_tree,
                                                                                 replace=False)
-        r = target[sub] - pred[sub]
+        ws = weight[sub]
+        r = (target[sub] - pred[sub]) * ws
         Bs = B[sub]
         part = np.zeros(sub.shape[0], dtype=np.int64)
         lv: list[tuple[int, int, bool]] = []
@@ -372,7 +397,8 @@ def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
             idx = (part[:, None] * total + Bs).reshape(-1)
             G = np.asarray(np.bincount(idx, weights=np.repeat(r, Bs.shape[1]), minlength=Pd * total),
                            dtype=np.float64).reshape(Pd, total)
-            N = np.asarray(np.bincount(idx, minlength=Pd * total), dtype=np.float64).reshape(Pd, total)
+            N = np.asarray(np.bincount(idx, weights=np.repeat(ws, Bs.shape[1]), minlength=Pd * total),
+                           dtype=np.float64).reshape(Pd, total)
             gain, (f, j, nt) = _split_gains(G, N, cand, opt.l2, has_nan, allowed)
             if f < 0 or gain <= 1e-12:
                 break
@@ -391,14 +417,14 @@ def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
         for d, (f, j, nt) in enumerate(lv):
             leaf |= _level_bit(cand, B, col_of[f], f, j, nt).astype(np.int64) << d
         Pl = 1 << len(lv)
-        res = target[fit_idx] - pred[fit_idx]
+        res = (target[fit_idx] - pred[fit_idx]) * weight[fit_idx]
         gsum = np.bincount(leaf[fit_idx], weights=res, minlength=Pl)
-        cnt = np.bincount(leaf[fit_idx], minlength=Pl)
+        cnt = np.bincount(leaf[fit_idx], weights=weight[fit_idx], minlength=Pl)
         table = np.asarray(opt.learning_rate * gsum / (cnt + opt.l2), dtype=np.float64)
         pred += table[leaf]
         levels.append(lv)
         tables.append(table)
-        hmse.append(float(np.mean((target[hold_idx] - pred[hold_idx]) ** 2)))
+        hmse.append(float(np.sum(wh * (target[hold_idx] - pred[hold_idx]) ** 2)))
         obj = hmse[-1] / var + opt.tree_price * len(levels)
         if obj < best_obj:
             best_obj, best_T, stale = obj, len(levels), 0
