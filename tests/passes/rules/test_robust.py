@@ -63,3 +63,40 @@ def test_robustness_is_reported_in_json_and_text(step: dict[str, Any]) -> None:
     d = s.to_dict()
     assert [r["sigma2"] for r in d["robustness"]] == list(ROBUSTNESS_SIGMA2)
     assert "keeps the target under noise sigma^2 0.01/0.025/0.05" in s.to_text(ex.forest.schema.features)
+
+
+@pytest.fixture(scope="module")
+def corner() -> dict[str, Any]:
+    """Class 1 iff x0 > 0.5 and x1 > 0.3, both spread evenly over [0, 1]."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.random((600, 2))
+    y = ((X[:, 0] > 0.5) & (X[:, 1] > 0.3)).astype(int)
+    rf = RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0, n_jobs=1).fit(X, y)
+    return {"model": rf, "X": X}
+
+
+def test_a_feature_already_inside_its_interval_may_stay(corner: dict[str, Any]) -> None:
+    """A rule x0 > 0.5 AND 0.3 < x1 <= 0.6 for the case (0.1, 0.45): x1 already satisfies it. Its pool
+    holds the case's value (a quarter of the draws), x0's does not, the hit rate's pools hold training
+    values only; and the robust sample keeps x1: moved anywhere in (0.3, 0.6] it would be perturbed
+    (noise sd 0.158) and fall below 0.3 in some copies, unchanged it is not perturbed at all."""
+    from lumber.passes.analyses.rules import Interval, Rule, sample_cases
+    from lumber.passes.analyses.rules.recourse import STAY_SHARE, _job
+
+    ex = RuleExplainer(corner["model"], corner["X"], seed=0)
+    ctx = ex.context
+    feats = ex.forest.schema.features
+    x = np.array([0.1, 0.45])
+    rule = Rule((Interval(feats[0], 0, 0.5, np.inf), Interval(feats[1], 1, 0.3, 0.6)), 1.0, 0.3, 0.3)
+    job = _job(ctx, x, rule, 0)
+    assert job is not None
+    stay0, stay1 = (float(np.mean(p == v)) for p, v in zip(job.pools, x))
+    assert stay0 == 0.0 and stay1 == pytest.approx(STAY_SHARE, abs=0.01)
+    plain = _job(ctx, x, rule, 0, stay=False)
+    assert plain is not None and not np.isin(x[1], plain.pools[1])
+    tgt = ex.local(x[None, :], target=1)[0].target
+    [[s]] = sample_cases(ctx, x[None, :], [[rule]], [tgt], [0], 1)
+    assert s.verified and [c.feature for c in s.changes] == [feats[0].name]
+    assert s.x[1] == 0.45 and s.robustness[0][1] >= 0.95

@@ -65,17 +65,34 @@ def robustness_report(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: 
     return [tuple((s2, float(sh[i])) for s2, sh in zip(ROBUSTNESS_SIGMA2, shares)) for i in range(X.shape[0])]
 
 
-def _job(ctx: RuleContext, x: FloatArray, rule: Rule, key: int) -> SampleJob | None:
-    """The chain of one (case, rule); None when some feature's interval holds no domain value."""
+STAY_SHARE = 0.25
+"""Share of a sampling pool taken by the case's own value when it already lies in the rule's interval."""
+
+
+def _job(ctx: RuleContext, x: FloatArray, rule: Rule, key: int, stay: bool = True) -> SampleJob | None:
+    """The chain of one (case, rule); None when some feature's interval holds no domain value.
+
+    With ``stay``, a feature of the rule whose case value already lies in its interval may keep it
+    (a ``STAY_SHARE`` of its pool): the sample still follows the rule and changes fewer features,
+    so it has fewer values to get wrong (the noisy-response experiment perturbs the changed ones).
+    The box never holds the case's whole point, so some feature always changes."""
     S = np.array([iv.index for iv in rule.intervals], dtype=np.int64)
     dom = ctx.domains
-    pools = tuple(value_pool(ctx.X_raw[:, iv.index], ctx.table.X[:, iv.index], iv.lo, iv.hi,
-                             allowed_values(ctx.constraints, iv.feature.name),
-                             None if dom is None else dom[iv.index], float(x[iv.index]))
-                  for iv in rule.intervals)
+    x = np.asarray(x, dtype=np.float64)
+    ruled = ctx.table.forest.prepare_input(x[None, :])[0] if stay else x  # x as the rule forest reads it
+    pools = []
+    for iv in rule.intervals:
+        j = iv.index
+        pool = value_pool(ctx.X_raw[:, j], ctx.table.X[:, j], iv.lo, iv.hi, allowed_values(ctx.constraints,
+                          iv.feature.name), None if dom is None else dom[j], float(x[j]))
+        if stay and pool.size and iv.lo < ruled[j] <= iv.hi:
+            allowed = allowed_values(ctx.constraints, iv.feature.name)
+            if allowed is None or np.isin(x[j], allowed):
+                pool = np.concatenate([pool, np.full(max(1, round(pool.size * STAY_SHARE / (1 - STAY_SHARE))), x[j])])
+        pools.append(pool)
     if any(p.size == 0 for p in pools):
         return None
-    return SampleJob(np.asarray(x, dtype=np.float64), S, pools, key)
+    return SampleJob(x, S, tuple(pools), key)
 
 
 def _evaluator(ctx: RuleContext, jobs: Sequence[SampleJob], targets: Sequence[RuleTarget]) -> Evaluate:
@@ -209,7 +226,7 @@ def rule_hit_rate(ctx: RuleContext, x: FloatArray, rule: Rule, target: RuleTarge
 
     This measures the rule itself on the explained model, without the annealing's selection.
     """
-    job = _job(ctx, x, rule, 0)
+    job = _job(ctx, x, rule, 0, stay=False)
     if job is None:  # no domain value in the box: no case can follow the rule
         return 0.0
     rng = np.random.default_rng(seed)
