@@ -1,6 +1,7 @@
 """The speed paths of rule construction give the same numbers as the plain ones: compiled margins
 (isolation forest and explained model) against the interpreter, cached estimates against
-``CellIndex.estimate``, and a whole query with and without them."""
+``CellIndex.estimate``, the C bitset counts against numpy's, the blocked box test against a plain
+comparison, and whole local and regional queries with and without them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from lumber.compiler.api.rules import Margins, RuleExplainer
+from lumber.compiler.api.rules import CellCounts, Margins, RuleExplainer
 from lumber.passes.analyses.rules.core import make_query, subset_routes
 
 
@@ -20,11 +21,16 @@ def test_compiled_margins_equal_the_interpreter(compas_model: dict[str, Any]) ->
     X += rng.normal(size=X.shape) * 0.5  # off the training grid too
     X[::9, 1] = np.nan
     for forest in (ex.forest, ex.isolation[0]):
-        fast = Margins(forest, after=0)
+        fast = Margins(forest, after=0, background=False)
         got = fast(X)
         assert fast.native is not None or fast.failed
         assert np.array_equal(got, forest.evaluate(X))
         assert fast(X[:0]).shape == forest.evaluate(X[:0]).shape
+        later = Margins(forest, after=0)  # compiled in the background, used once ready
+        assert np.array_equal(later(X), forest.evaluate(X))
+        later.wait()
+        assert later.native is not None or later.failed
+        assert np.array_equal(later(X), forest.evaluate(X))
 
 
 def test_cached_estimates_equal_the_estimator(compas_model: dict[str, Any]) -> None:
@@ -47,21 +53,130 @@ def test_cached_estimates_equal_the_estimator(compas_model: dict[str, Any]) -> N
     assert np.array_equal(ctx.estimate(routes[:4], other), ctx.cells.estimate(routes[:4], ctx.hit_bits(other))[0])
 
 
+def _fast_and_slow(ex: RuleExplainer) -> tuple[Any, Any]:
+    """The explainer's context with every fast path forced on, and with none (numpy counts, the
+    interpreter); the isolation forest's margins are switched by the caller."""
+    ctx = ex.context
+    fast_ctx = replace(ctx, margins=Margins(ex.forest, after=0, background=False), _estimates={}, _hit_bits={},
+                       cells=replace(ctx.cells, counter=CellCounts(after=0, background=False)))
+    slow_ctx = replace(ctx, margins=None, _estimates={}, _hit_bits={}, cells=replace(ctx.cells, counter=None))
+    return fast_ctx, slow_ctx
+
+
+def _same_rules(fast: Any, slow: Any) -> None:
+    for a, b in zip(fast, slow, strict=True):
+        assert a.status == b.status and a.features == b.features and a.cdp == b.cdp and a.message == b.message
+        assert [r.intervals for r in a.rules] == [r.intervals for r in b.rules]
+        assert [(r.probability, r.plausibility, r.support, r.inliers) for r in a.rules] == \
+            [(r.probability, r.plausibility, r.support, r.inliers) for r in b.rules]
+        assert [s.x.tolist() for s in a.samples] == [s.x.tolist() for s in b.samples]
+        assert a.extra == b.extra
+
+
 def test_rules_do_not_depend_on_the_fast_paths(compas_model: dict[str, Any]) -> None:
     ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=1)
-    ex._iso_margins = Margins(ex.isolation[0], after=0)
-    fast_ctx = replace(ex.context, margins=Margins(ex.forest, after=0), _estimates={}, _hit_bits={})
-    slow_ctx = replace(ex.context, margins=None, _estimates={}, _hit_bits={})
+    fast_ctx, slow_ctx = _fast_and_slow(ex)
+    assert fast_ctx.cells.counter.native is None  # type: ignore[union-attr]
     from lumber.passes.analyses.rules import local_rules
 
     cases = compas_model["Xte"].iloc[:4]
+    ex._iso_margins = Margins(ex.isolation[0], after=0, background=False)
     fast = local_rules(fast_ctx, cases)
+    assert fast_ctx.cells.counter.native is not None or fast_ctx.cells.counter._native.failed  # type: ignore
     ex._iso_margins = Margins(ex.isolation[0], after=10 ** 12)
     slow = local_rules(slow_ctx, cases)
-    for a, b in zip(fast, slow):
-        assert a.status == b.status and a.features == b.features
-        assert [r.intervals for r in a.rules] == [r.intervals for r in b.rules]
-        assert [s.x.tolist() for s in a.samples] == [s.x.tolist() for s in b.samples]
+    _same_rules(fast, slow)
+
+
+def test_regional_rules_do_not_depend_on_the_fast_paths(compas_model: dict[str, Any]) -> None:
+    from lumber.passes.analyses.rules import Region, regional_rules
+
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0, widen=2)
+    fast_ctx, slow_ctx = _fast_and_slow(ex)
+    schema = ex.forest.schema
+    regions = [Region.from_bounds(schema, {"PriorsCount": (3, None)}, "many priors"),
+               Region.from_bounds(schema, {"AgeGroup": (None, 1), "Sex": (0, 0)}, "young men")]
+    ex._iso_margins = Margins(ex.isolation[0], after=0, background=False)
+    fast = regional_rules(fast_ctx, regions)
+    ex._iso_margins = Margins(ex.isolation[0], after=10 ** 12)
+    slow = regional_rules(slow_ctx, regions)
+    assert any(r.found for r in slow)
+    _same_rules(fast, slow)
+
+
+def test_bitset_counts_in_c_equal_numpy() -> None:
+    from lumber.backends.c.bitsets import BitsetCounts
+    from lumber.ir import CompileError
+    from lumber.passes.analyses.rules.cells import and_counts, and_rows, popcount
+
+    try:
+        kernel = BitsetCounts()
+    except CompileError:
+        import pytest
+
+        pytest.skip("no C compiler")
+    rng = np.random.default_rng(5)
+    for words in (1, 2, 63, 64, 65, 130, 531):
+        bits = rng.integers(0, 1 << 62, size=(40, words), dtype=np.uint64) * np.uint64(3)
+        bits[-1] = ~np.uint64(0)  # every row
+        hit = rng.integers(0, 1 << 62, size=words, dtype=np.uint64) << np.uint64(rng.integers(0, 3))
+        sizes = rng.integers(0, 6, size=200)
+        sizes[:3] = 0  # empty groups: every row
+        start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        keys = rng.integers(0, 40, size=int(start[-1])).astype(np.int64)
+        want = np.array([np.bitwise_and.reduce(bits[keys[a:b]], axis=0) if b > a else bits[-1]
+                         for a, b in zip(start[:-1], start[1:])])
+        assert np.array_equal(and_rows(bits, keys, start), want)
+        W, H = and_counts(bits, keys, start, hit)
+        assert np.array_equal(W, popcount(want)) and np.array_equal(H, popcount(want & hit))
+        W2, H2 = kernel(bits, keys, start, hit)
+        assert np.array_equal(W, W2) and np.array_equal(H, H2)
+    W, H = kernel(bits, keys[:0], np.zeros(1, dtype=np.int64), hit)
+    assert W.shape == H.shape == (0,)
+    import pytest
+
+    with pytest.raises(ValueError, match="out of range"):
+        kernel(bits, np.array([40]), np.array([0, 1]), hit)
+    with pytest.raises(ValueError, match="start"):
+        kernel(bits, np.array([1, 2]), np.array([0, 1]), hit)
+
+
+def test_estimates_with_the_c_counts_equal_numpy(compas_model: dict[str, Any]) -> None:
+    from lumber.passes.analyses.rules.cells import build_cells
+
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0)
+    ctx = ex.context
+    X = ctx.table.X
+    rng = np.random.default_rng(2)
+    hit = ctx.cells.hit_bits(rng.random(X.shape[0]) < 0.4)
+    P = ctx.cells.point_routes(X[rng.integers(0, X.shape[0], 40)])
+    lo = np.where(rng.random((40, X.shape[1])) < 0.5, rng.normal(size=(40, X.shape[1])) * 2, -np.inf)
+    B = ctx.cells.interval_routes(lo, lo + 3)
+    free = rng.random(P.shape) < 0.3
+    routes = np.concatenate([P, B, np.where(free, 3, P).astype(np.int8)])
+    for min_rows in (1, 5, 200):
+        plain = build_cells(ctx.cells.forest, X, min_rows=min_rows)
+        fast = replace(plain, counter=CellCounts(after=0, background=False))
+        for a, b in zip(plain.estimate(routes, hit), fast.estimate(routes, hit)):
+            assert np.array_equal(a, b)
+        assert np.array_equal(plain.weights(routes[3]), fast.weights(routes[3]))
+
+
+def test_in_boxes_equals_plain_comparisons() -> None:
+    from lumber.passes.analyses.rules import boxes
+
+    rng = np.random.default_rng(4)
+    for n, b, d in [(0, 3, 2), (5, 0, 2), (7, 3, 0), (3000, 200, 3), (70_000, 9, 2)]:
+        V = rng.integers(0, 5, size=(n, d)).astype(np.float64)
+        if n and d:
+            V[::3, 0] = np.nan
+        lo = rng.integers(-1, 4, size=(b, d)).astype(np.float64)
+        hi = lo + rng.integers(0, 4, size=(b, d))
+        if b and d:
+            lo[0, 0], hi[-1, -1] = -np.inf, np.inf
+        with np.errstate(invalid="ignore"):
+            want = np.all((V[None, :, :] > lo[:, None, :]) & (V[None, :, :] <= hi[:, None, :]), axis=2)
+        assert np.array_equal(boxes.in_boxes(V, lo, hi), want)
 
 
 def test_unique_rows_is_numpy_unique() -> None:

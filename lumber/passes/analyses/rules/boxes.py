@@ -70,13 +70,28 @@ def candidate_boxes(tab: LeafTable, S: IntArray, weights: FloatArray, hit: npt.N
     return both[:, :S.size].copy(), both[:, S.size:].copy()
 
 
+BLOCK_CELLS = 1 << 18
+"""(box, row) pairs tested at once by :func:`in_boxes`: the block's temporaries stay in the L2 cache
+(all boxes at once streamed every comparison through memory, 7x slower on Adult's 24k values)."""
+
+
 def in_boxes(values: FloatArray, lo: FloatArray, hi: FloatArray) -> BoolArray:
     """``(b, r)``: row ``values[r]`` (over S) lies in box b."""
-    out = np.ones((lo.shape[0], values.shape[0]), dtype=bool)
+    b, n = lo.shape[0], values.shape[0]
+    out = np.empty((b, n), dtype=bool)
+    cols = [np.ascontiguousarray(values[:, k]) for k in range(lo.shape[1])]
+    step = max(1, BLOCK_CELLS // max(n, 1))
+    tmp = np.empty((min(step, b), n), dtype=bool)
     with np.errstate(invalid="ignore"):
-        for k in range(lo.shape[1]):
-            col = values[:, k][None, :]
-            out &= (col > lo[:, k][:, None]) & (col <= hi[:, k][:, None])
+        for s in range(0, b, step):
+            e = min(b, s + step)
+            o, t = out[s:e], tmp[:e - s]
+            o[:] = True
+            for k, col in enumerate(cols):
+                np.greater(col, lo[s:e, k][:, None], out=t)
+                o &= t
+                np.less_equal(col, hi[s:e, k][:, None], out=t)
+                o &= t
     return out
 
 

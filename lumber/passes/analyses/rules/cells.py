@@ -28,6 +28,7 @@ Everything is vectorized over queries; no Python loop over nodes or rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -75,6 +76,54 @@ def unpack_rows(bits: Bits, n: int) -> BoolArray:
     return b[..., :n].astype(bool)  # type: ignore[no-any-return]
 
 
+CellCounts = Callable[[Bits, IntArray, IntArray, Bits], tuple[IntArray, IntArray]]
+"""``(bits, keys, start, hit) -> (W, H)``, as :func:`and_counts`."""
+
+
+def _group_blocks(start: IntArray, words: int) -> Iterator[tuple[int, int]]:
+    """Ranges of groups whose bitsets (gathered and AND-ed) stay under ``CHUNK_WORDS`` words."""
+    G = start.size - 1
+    per = max(1, CHUNK_WORDS // max(words, 1))
+    g0 = 0
+    while g0 < G:
+        g1 = min(G, g0 + per, max(g0 + 1, int(np.searchsorted(start, start[g0] + per, side="right")) - 1))
+        yield g0, g1
+        g0 = g1
+
+
+def _and_block(bits: Bits, keys: IntArray, start: IntArray, g0: int, g1: int) -> Bits:
+    out = np.empty((g1 - g0, bits.shape[1]), dtype=np.uint64)
+    out[:] = bits[-1]  # an empty group: every row
+    a, b = int(start[g0]), int(start[g1])
+    if b > a:
+        first = start[g0:g1]
+        full = np.diff(start[g0:g1 + 1]) > 0
+        out[full] = np.bitwise_and.reduceat(bits[keys[a:b]], first[full] - a, axis=0)
+    return out
+
+
+def and_rows(bits: Bits, keys: IntArray, start: IntArray) -> Bits:
+    """``(G, words)``: for each group g the AND of ``bits[keys[start[g]:start[g + 1]]]``; an empty
+    group is ``bits[-1]`` (every row)."""
+    out = np.empty((start.size - 1, bits.shape[1]), dtype=np.uint64)
+    for g0, g1 in _group_blocks(start, bits.shape[1]):
+        out[g0:g1] = _and_block(bits, keys, start, g0, g1)
+    return out
+
+
+def and_counts(bits: Bits, keys: IntArray, start: IntArray, hit: Bits) -> tuple[IntArray, IntArray]:
+    """Set bits of each group's AND (:func:`and_rows`) and of the AND with ``hit``: the rows of each
+    cell and its target rows (numpy; ``lumber.backends.c.bitsets`` streams the same in C)."""
+    G = start.size - 1
+    W = np.empty(G, dtype=np.int64)
+    H = np.empty(G, dtype=np.int64)
+    for g0, g1 in _group_blocks(start, bits.shape[1]):
+        cell = _and_block(bits, keys, start, g0, g1)
+        W[g0:g1] = popcount(cell)
+        H[g0:g1] = popcount(cell & hit[None, :])
+    return W, H
+
+
 @dataclass(frozen=True, eq=False)
 class CellIndex:
     """Per rule forest and training rows: node routing bitsets and the segment layout.
@@ -114,6 +163,9 @@ class CellIndex:
     from the root and stop before the level that would (Bénard's projected trees do not split nodes
     below ``min_node_size``; the paper's code uses 5). 1 (default): every determined split applies,
     the paper's text ("the observations that fall in the intersection of the leaves")."""
+    counter: CellCounts | None = None
+    """Counts the ANDs of row bitsets (:func:`and_counts`'s contract); None: :func:`and_counts`
+    (numpy). The API passes a compiled kernel giving the same integers."""
 
     @property
     def n_keys(self) -> int:
@@ -134,18 +186,21 @@ class CellIndex:
         left = go_left(self.forest, nodes, vals.reshape(-1)).reshape(q, V)
         return np.where(left, LEFT, RIGHT).astype(np.int8)  # type: ignore[no-any-return]
 
-    def interval_routes(self, lo: FloatArray, hi: FloatArray) -> Routes:
-        """``(q, V)``: routes of the boxes ``lo[q] < x <= hi[q]`` (every feature an interval).
+    def interval_routes(self, lo: FloatArray, hi: FloatArray, nodes: IntArray | None = None) -> Routes:
+        """``(q, V)``: routes of the boxes ``lo[q] < x <= hi[q]`` (every feature an interval); with
+        ``nodes`` (internal indices) only those columns, ``(q, len(nodes))``.
 
         Left is possible when some value of the interval goes left (``lo < t``, or
         the zero band for a zero-as-missing split going left), right likewise; an
         interval that is the whole line also allows the missing value's way.
         """
         lo2, hi2 = np.atleast_2d(lo), np.atleast_2d(hi)
-        a, b = lo2[:, self.feature], hi2[:, self.feature]
-        t = self.threshold[None, :]
-        mz = self.missing_zero[None, :]
-        ml = self.missing_left[None, :]
+        sel = slice(None) if nodes is None else nodes
+        feat = self.feature[sel]
+        a, b = lo2[:, feat], hi2[:, feat]
+        t = self.threshold[None, sel]
+        mz = self.missing_zero[None, sel]
+        ml = self.missing_left[None, sel]
         z = ZERO_THRESHOLD
         with np.errstate(invalid="ignore"):
             c = np.minimum(b, t)  # (a, c]: the values going left by the threshold
@@ -166,6 +221,25 @@ class CellIndex:
 
     def cells(self, routes: Routes) -> tuple[Bits, BoolArray]:
         """``(q, T, words)`` cell bitsets and ``(q, T)`` "the query reaches a leaf" for each route row."""
+        bl, br, level, alive = self._plan(routes, None)
+        keys, start = self._entries(bl, br, level)
+        return and_rows(self.bits, keys, start).reshape(routes.shape[0], self.n_trees, -1), alive
+
+    def counts(self, routes: Routes, hit: Bits) -> tuple[IntArray, IntArray, BoolArray]:
+        """``(q, T)`` rows of each cell, of those the ``hit`` rows, and "the query reaches a leaf"."""
+        bl, br, level, alive = self._plan(routes, hit)
+        keys, start = self._entries(bl, br, level)
+        W, H = self._count(keys, start, hit)
+        q = routes.shape[0]
+        return W.reshape(q, self.n_trees), H.reshape(q, self.n_trees), alive
+
+    def _count(self, keys: IntArray, start: IntArray, hit: Bits) -> tuple[IntArray, IntArray]:
+        return (self.counter or and_counts)(self.bits, keys, start, hit)
+
+    def _plan(self, routes: Routes, hit: Bits | None) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
+        """Each query's reached leaves and, per segment, its tightest determined left and right split
+        (``(q, S, D)`` ranks, by depth when ``min_rows`` > 1), with the level of splits each tree's cell
+        keeps (``(q, T)``; -1: none, every row)."""
         q = routes.shape[0]
         n_nodes = self.forest.n_nodes
         reached = np.zeros((q, n_nodes), dtype=bool)
@@ -180,9 +254,8 @@ class CellIndex:
         lt = self.leaf_tree[lidx]
         alive = np.logical_or.reduceat(reached[:, lidx], np.searchsorted(lt, np.arange(self.n_trees)), axis=1)
         if self.seg_start.size <= 1:
-            out = np.empty((q, self.n_trees, self.bits.shape[1]), dtype=np.uint64)
-            out[:] = self.bits[-1]
-            return out, alive
+            none = np.zeros((q, 0, 1), dtype=np.int64)
+            return none, none, np.full((q, self.n_trees), -1, dtype=np.int64), alive
         rin = reached[:, self.inner]
         cl = rin & (routes == LEFT)
         cr = rin & (routes == RIGHT)
@@ -191,7 +264,7 @@ class CellIndex:
         if self.min_rows <= 1:
             bl = np.minimum.reduceat(np.where(cl, rank, BIG), ss, axis=1)[:, :, None]
             br = np.maximum.reduceat(np.where(cr, rank, -1), ss, axis=1)[:, :, None]
-            return self._and(bl, br, np.zeros((q, self.n_trees), dtype=np.int64)), alive
+            return bl, br, np.zeros((q, self.n_trees), dtype=np.int64), alive
         # the tightest split per segment among the determined splits at depth <= d, for every d
         D = len(self.levels)
         bl = np.empty((q, ss.size, D), dtype=np.int64)
@@ -203,10 +276,10 @@ class CellIndex:
         np.minimum.accumulate(bl, axis=2, out=bl)
         np.maximum.accumulate(br, axis=2, out=br)
         full = np.full((q, self.n_trees), D - 1, dtype=np.int64)
-        out = self._and(bl, br, full)
-        small = popcount(out) < self.min_rows
+        ones = self.bits[-1] if hit is None else hit  # only the cell sizes matter here
+        small = self._count(*self._entries(bl, br, full), ones)[0].reshape(q, self.n_trees) < self.min_rows
         if not small.any():
-            return out, alive
+            return bl, br, full, alive
         # a cell may not shrink below min_rows: keep the splits of the deepest level that leaves that
         # many rows (levels apply top-down; -1 = no split, every row). Binary search, all pairs at once.
         lo = np.full((q, self.n_trees), -1, dtype=np.int64)
@@ -216,15 +289,22 @@ class CellIndex:
             if not open_.any():
                 break
             mid = np.where(open_, (lo + hi) // 2, full)
-            ok = popcount(self._and(bl, br, mid)) >= self.min_rows
+            ok = self._count(*self._entries(bl, br, mid), ones)[0].reshape(q, self.n_trees) >= self.min_rows
             lo = np.where(open_ & ok, mid, lo)
             hi = np.where(open_ & ~ok, mid, hi)
-        return self._and(bl, br, np.where(small, lo, full)), alive
+        return bl, br, np.where(small, lo, full), alive
 
-    def _and(self, bl: IntArray, br: IntArray, level: IntArray) -> Bits:
-        """``(q, T, words)``: AND of each segment's tightest left and right split at the tree's ``level``
-        (``bl``/``br``: ``(q, S, D)`` ranks; level -1: no split)."""
-        q = bl.shape[0]
+    def _entries(self, bl: IntArray, br: IntArray, level: IntArray) -> tuple[IntArray, IntArray]:
+        """The bitsets whose AND is each (query, tree)'s cell: each segment's tightest left and right
+        split at the tree's ``level`` (``bl``/``br``: ``(q, S, D)`` ranks; level -1: no split). Returns
+        the keys (rows of ``bits``) grouped by ``query * T + tree`` and the groups' offsets (``q * T + 1``);
+        a tree without a determined split has an empty group (every row).
+
+        Only the bitsets of determined splits are listed (regional queries leave most segments free)."""
+        q = level.shape[0]
+        T = self.n_trees
+        if bl.shape[1] == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(q * T + 1, dtype=np.int64)
         lv = level[:, self.seg_tree]  # (q, S)
         take = np.maximum(lv, 0)[:, :, None]
         L = np.take_along_axis(bl, np.minimum(take, bl.shape[2] - 1), axis=2)[:, :, 0]
@@ -237,26 +317,10 @@ class CellIndex:
         idx = np.empty((q, 2 * kl.shape[1]), dtype=np.int64)
         idx[:, 0::2] = kl
         idx[:, 1::2] = kr
-        words = self.bits.shape[1]
-        T = self.n_trees
-        out = np.empty((q * T, words), dtype=np.uint64)
-        out[:] = self.bits[-1]  # no determined split in the tree: every row
-        entry_tree = np.repeat(self.seg_tree, 2)
-        # only the bitsets of determined splits are gathered (regional queries leave most segments free);
-        # entries are grouped by (query, tree) because segments are sorted by tree
-        # query blocks whose gathered bitsets stay under CHUNK_WORDS
-        per_q = np.cumsum((idx != ones).sum(axis=1) * words)
-        s = 0
-        while s < q:
-            base = per_q[s - 1] if s else 0
-            e = max(s + 1, int(np.searchsorted(per_q, base + CHUNK_WORDS, side="right")))
-            qq, jj = np.nonzero(idx[s:e] != ones)
-            if qq.size:
-                grp = (qq + s) * T + entry_tree[jj]
-                starts = np.flatnonzero(np.concatenate([[True], grp[1:] != grp[:-1]]))
-                out[grp[starts]] = np.bitwise_and.reduceat(self.bits[idx[qq + s, jj]], starts, axis=0)
-            s = e
-        return out.reshape(q, T, words)
+        # entries come out grouped by (query, tree) because segments are sorted by tree
+        qq, jj = np.nonzero(idx != ones)
+        grp = qq * T + np.repeat(self.seg_tree, 2)[jj]
+        return idx[qq, jj], np.searchsorted(grp, np.arange(q * T + 1)).astype(np.int64)
 
     def estimate(self, routes: Routes, hit: Bits) -> tuple[FloatArray, IntArray]:
         """Mean over trees of the target share of each query's cell, and the trees that count
@@ -267,9 +331,9 @@ class CellIndex:
         words = self.bits.shape[1]
         step = max(1, min(256, CHUNK_WORDS // max(self.n_trees * words, 1)))
         for s in range(0, q, step):
-            cell, alive = self.cells(routes[s:s + step])
-            W = popcount(cell) * alive
-            H = popcount(cell & hit[None, None, :]) * alive
+            W, H, alive = self.counts(routes[s:s + step], hit)
+            W = W * alive
+            H = H * alive
             valid = W > 0
             ratio = np.divide(H, W, out=np.zeros(W.shape), where=valid)
             nv = valid.sum(axis=1)
@@ -292,7 +356,7 @@ class CellIndex:
         return pack_rows(np.asarray(hit, dtype=bool))
 
 
-def build_cells(forest: Forest, X: FloatArray, min_rows: int = 1) -> CellIndex:
+def build_cells(forest: Forest, X: FloatArray, min_rows: int = 1, counter: CellCounts | None = None) -> CellIndex:
     """Routing bitsets of the training rows ``X`` (as the forest reads them) at every split."""
     inner_all = np.flatnonzero(forest.left >= 0).astype(np.int64)
     if forest.is_categorical[inner_all].any():
@@ -355,7 +419,8 @@ def build_cells(forest: Forest, X: FloatArray, min_rows: int = 1) -> CellIndex:
     return CellIndex(forest=forest, n_rows=n, inner=inner, feature=feat, threshold=thr, missing_left=ml,
                      missing_zero=mz, seg_start=seg_start, seg_tree_start=seg_tree_start, rank=rank,
                      seg_key=seg_key, bits=bits, levels=tuple(levels), leaf_tree=tree, seg_tree=seg_tree,
-                     depth=depth.astype(np.int64), min_rows=int(min_rows))
+                     depth=depth.astype(np.int64), min_rows=int(min_rows), counter=counter)
 
 
-__all__ = ["BOTH", "CellIndex", "LEFT", "NONE", "RIGHT", "build_cells", "pack_rows", "popcount", "unpack_rows"]
+__all__ = ["BOTH", "CellCounts", "CellIndex", "LEFT", "NONE", "RIGHT", "and_counts", "and_rows", "build_cells",
+           "pack_rows", "popcount", "unpack_rows"]

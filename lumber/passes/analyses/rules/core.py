@@ -8,8 +8,8 @@ after that is shared.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -70,6 +70,10 @@ class Query:
     the explained model reads them: rules then prefer boxes holding plausible counterfactual points
     (a case with S set to a training row's values)."""
 
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Per (context, feature set): weights, weighted values and plausible values (:func:`set_values`,
+    :func:`plausible_set`): the search, rule building and pruning ask for the same sets again."""
+
     @property
     def regional(self) -> bool:
         return self.point is not None and np.ndim(self.point) == 2
@@ -108,6 +112,48 @@ def set_weights(ctx: RuleContext, q: Query, S: IntArray) -> FloatArray:
     return ctx.cells.weights(subset_routes(ctx, q, np.array([mask], dtype=np.uint64))[0])
 
 
+MEMO_SETS = 256
+"""Feature sets remembered per query (``Query.memo`` is cleared when it would grow past this)."""
+
+
+def _memo(q: Query, key: Any, make: Callable[[], Any]) -> Any:
+    if key not in q.memo:
+        if len(q.memo) >= MEMO_SETS:
+            q.memo.clear()
+        got = make()
+        for a in got if isinstance(got, tuple) else (got,):
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False  # shared by every caller
+        q.memo[key] = got
+    return q.memo[key]
+
+
+def set_values(ctx: RuleContext, q: Query, S: IntArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Projected Forest weights of the training rows when S is resampled (:func:`set_weights`), and
+    the distinct values over S (as the rule forest reads them) of the weighted rows with their
+    summed weights (:func:`boxes.compress`); cached per query and set."""
+    w = query_weights(ctx, q, S)
+
+    def make() -> tuple[FloatArray, FloatArray]:
+        rows = np.flatnonzero(w > 0)
+        return compress(ctx.table.X[np.ix_(rows, S)], w[rows])
+    vals, wr = _memo(q, (ctx, "values", tuple(S.tolist())), make)
+    return w, vals, wr
+
+
+def query_weights(ctx: RuleContext, q: Query, S: IntArray) -> FloatArray:
+    """:func:`set_weights`, cached per query and set."""
+    return _memo(q, (ctx, "weights", tuple(S.tolist())), lambda: set_weights(ctx, q, S))  # type: ignore[no-any-return]
+
+
+def plausible_set(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray,
+                  w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+    """:func:`plausible_values` of S with its weights ``w`` (those of :func:`set_values`), cached per
+    query, target and set."""
+    return _memo(q, (ctx, "plausible", target.key, tuple(S.tolist())),  # type: ignore[no-any-return]
+                 lambda: plausible_values(ctx, q, target, S, w))
+
+
 def box_routes(ctx: RuleContext, q: Query, S: IntArray, lo: FloatArray, hi: FloatArray) -> Routes:
     """``(b, V)``: routes with S in the box ``lo[b] < x_S <= hi[b]`` and the rest fixed."""
     d = ctx.table.n_features
@@ -115,8 +161,10 @@ def box_routes(ctx: RuleContext, q: Query, S: IntArray, lo: FloatArray, hi: Floa
     H = np.full((lo.shape[0], d), np.inf)
     L[:, S] = lo
     H[:, S] = hi
-    on = np.isin(ctx.cells.feature, S)
-    return np.where(on[None, :], ctx.cells.interval_routes(L, H), q.route_fixed[None, :]).astype(np.int8)  # type: ignore
+    on = np.flatnonzero(np.isin(ctx.cells.feature, S))  # only the splits on S move
+    out = np.repeat(q.route_fixed[None, :], lo.shape[0], axis=0)
+    out[:, on] = ctx.cells.interval_routes(L, H, nodes=on)
+    return out
 
 
 def box_crp(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, lo: FloatArray,
@@ -250,7 +298,7 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, S: IntArray,
     opt = ctx.options
     tab = ctx.table
     act = q.action
-    w = set_weights(ctx, q, S)
+    w = query_weights(ctx, q, S)
     lo, hi = candidate_boxes(tab, S, w, ctx.hit(target), act.lo, act.hi, max_rows=opt.max_candidates)
     allowed = _allowed(act.lo[S], act.hi[S], None if exclude is None else exclude[S])
     if lo.shape[0]:
@@ -263,11 +311,10 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, S: IntArray,
     ok = crp >= opt.pi_c
     if not ok.any():
         return [], best
-    rows = np.flatnonzero(w > 0)
-    vals, wr = compress(tab.X[np.ix_(rows, S)], w[rows])
+    _, vals, wr = set_values(ctx, q, S)
     lo, hi, crp = lo[ok], hi[ok], crp[ok]
     plaus = weighted_share(vals, wr, lo, hi)
-    good = plausible_values(ctx, q, target, S, w)
+    good = plausible_set(ctx, q, target, S, w)
     prefer = (plausible_rank(q, weighted_share(good[0], good[1], lo, hi), plaus) if good is not None
               else np.zeros(lo.shape[0]))
     if lo.shape[0] > opt.max_candidates:
@@ -418,13 +465,11 @@ def _prune(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, box: Sco
         c = float(box_crp(ctx, q, target, S[trial], box.lo[None, trial], box.hi[None, trial])[0])
         if c < ctx.options.pi_c:
             continue
-        w = set_weights(ctx, q, S[trial])
-        rows = np.flatnonzero(w > 0)
-        vals, wr = compress(ctx.table.X[np.ix_(rows, S[trial])], w[rows])
+        w, vals, wr = set_values(ctx, q, S[trial])
         plaus_t = float(weighted_share(vals, wr, box.lo[None, trial], box.hi[None, trial])[0])
         inl_t = rank_t = None
         if good is not None:
-            g = plausible_values(ctx, q, target, S[trial], w)
+            g = plausible_set(ctx, q, target, S[trial], w)
             assert g is not None
             inl_t = float(weighted_share(g[0], g[1], box.lo[None, trial], box.hi[None, trial])[0])
             rank_t = float(plausible_rank(q, np.array([inl_t]), np.array([plaus_t]))[0])
@@ -462,6 +507,6 @@ def plausible_alternatives(more: Iterator[Outcome], limit: int) -> Iterator[Outc
 
 
 __all__ = ["MAX_CASES", "MAX_PAIRS", "MAX_POINTS", "Outcome", "Query", "box_crp", "box_routes", "case_share",
-           "find_rules", "make_query", "set_weights", "subset_cdp", "subset_routes",
-           "plausible_alternatives",
-           "plausible_pairs", "plausible_rank", "plausible_values", "rule_outcomes", "scored_cases", "search_rules"]
+           "find_rules", "make_query", "plausible_alternatives", "plausible_pairs", "plausible_rank", "plausible_set",
+           "plausible_values", "query_weights", "rule_outcomes", "scored_cases", "search_rules", "set_values",
+           "set_weights", "subset_cdp", "subset_routes"]
