@@ -387,8 +387,12 @@ def section_dice(args: argparse.Namespace, out: dict[str, Any]) -> None:
 
 
 def markdown(out: dict[str, Any]) -> str:
+    # one header for the whole file: a run of some sections keeps the others' results, so the load average
+    # and the settings belong to each section's own run line (meta), never to the file
+    versions = ", ".join(f"{k} {v}" for k, v in out.get("versions", {}).items())
     L = ["# Optimal counterfactuals (OCEAN protocol, HiGHS)", "",
-         f"Machine: {out['machine']}; load average at start {out['load']}. {out['note']}", ""]
+         f"Machine: {out['machine']}{'; ' + versions if versions else ''}. Each section gives its own run: "
+         "when, the load average at its start (and end), and its settings.", ""]
     def meta(sec: str) -> list[str]:
         m = out.get("section_meta", {}).get(sec)
         if not m:
@@ -556,8 +560,12 @@ def main() -> None:
                 out[sec] = old[sec]
                 out.setdefault("section_meta", {})[sec] = meta.get(sec, {"run": "earlier run", "note": old.get("note", "")})
     for sec in args.sections.split(","):
+        note = out["note"] if sec != "table4" else (
+            f"{args.origins} origins per data set, time limit {args.if_time_limit:g} s per query; seconds include "
+            "the warm-start heuristic, model building, solving and verification.")
         out.setdefault("section_meta", {})[sec] = {
-            "run": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": out["load"], "note": out["note"]}
+            "run": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "load": " ".join(f"{v:.1f}" for v in os.getloadavg()), "note": note}
         globals()[f"section_{sec}"](args, out)
         out["section_meta"][sec]["load_end"] = " ".join(f"{v:.1f}" for v in os.getloadavg())
         RESULTS.mkdir(parents=True, exist_ok=True)

@@ -53,3 +53,23 @@ def test_run_all_passes_quick_to_every_script(capsys: pytest.CaptureFixture[str]
     assert mod.main(["--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(SCRIPTS) and all(line.endswith(" --quick") for line in lines), lines
+
+
+def test_counterfactual_header_does_not_take_a_partial_runs_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of some sections merges into the file: the header names the machine only, and each section
+    keeps its own run line (a table4-only run at load 9 must not relabel the other sections)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    spec = importlib.util.spec_from_file_location("bench_cf_header", BENCH / "counterfactual.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = {"machine": "x86_64, 2 cores", "versions": {"highspy": "1.0"}, "load": "9.0 9.0 9.0",
+           "note": "1 origin, time limit 60 s", "table4": {"protocol": dict(mod.OCEAN_IF)},
+           "dice": {"adult": {"validity": 1.0, "R": 1.5, "median_s": 2.0}},
+           "section_meta": {"table4": {"run": "today", "load": "9.0 9.0 9.0", "note": "time limit 30 s per query"},
+                            "dice": {"run": "last week", "load": "1.0 1.0 1.0", "note": "20 origins"}}}
+    text = mod.markdown(out)
+    header = text.splitlines()[2]
+    assert header.startswith("Machine: x86_64, 2 cores; highspy 1.0.") and "9.0" not in header and "60 s" not in header
+    assert "Run today, load average 9.0 9.0 9.0. time limit 30 s per query" in text
+    assert "Run last week, load average 1.0 1.0 1.0. 20 origins" in text

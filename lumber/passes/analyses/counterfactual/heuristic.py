@@ -263,15 +263,20 @@ WINDOW: int | None = None
 None: every cell (measured best on credit: windows of 8 or 32 cells walked to 1.3x-2.7x dearer points)."""
 
 
-def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = None) -> FloatArray | None:
+def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = None,
+           start: FloatArray | None = None) -> FloatArray | None:
     """Cross one split at a time, best target gain per unit cost; keep the cheapest feasible point seen.
 
     The walk does not stop at the first move that reaches the target (often one expensive
     jump): it goes on along the best gain-per-cost moves while they stay cheaper than the
     best point found, so chains of cheap moves can win.
+
+    From a ``start`` (a plausible point, under an isolation forest) it only steps to points
+    that stay plausible: the walk then looks for the target inside the plausible region.
     """
     q = cands.q
-    x = q.x0.copy()
+    x = q.x0.copy() if start is None else np.array(start, dtype=np.float64)
+    inside = start is not None and q.isolation is not None
     moves: list[tuple[int, FloatArray]] = []
     for i in range(q.x0.shape[0]):
         if not np.isfinite(q.x0[i]) or q.lo[i] == q.hi[i]:
@@ -303,6 +308,12 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
         if not keep.any():
             break
         X, c = X[keep], c[keep]
+        if inside:
+            assert q.isolation is not None
+            plausible = fast_margins(q.isolation[0], X).reshape(-1) >= q.isolation[1]
+            X, c = X[plausible], c[plausible]
+            if not c.size:
+                break
         m = _margins_by(q.forest, X, deadline)
         if m is None:
             break
@@ -332,12 +343,23 @@ them in 2 of 10 queries, while 8 rows instead of 2 gave bounds up to 30% lower (
 
 
 def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: FloatArray | None,
-               n_refine: int = 2, nogoods: Sequence[FloatArray] = (), deadline: Deadline | None = None
-               ) -> FloatArray | None:
-    """The cheapest feasible point the heuristics find (checked exactly) by ``deadline``, or None."""
+               n_refine: int = 2, nogoods: Sequence[FloatArray] = (), deadline: Deadline | None = None,
+               starts: Sequence[FloatArray] = ()) -> FloatArray | None:
+    """The cheapest feasible point the heuristics find (checked exactly) by ``deadline``, or None.
+
+    ``starts``: plausible points (the optimum without the explained model, see
+    ``solve._plausible_relaxation``) from which a walk inside the plausible region looks for the target."""
     cands = Candidates(q, meets, nogoods)
     deadline = deadline or Deadline.never()
     pool: list[FloatArray] = []
+    for s in starts:
+        if deadline.expired():
+            break
+        if cands.feasible(s[None, :])[0]:
+            pool.append(s)
+        g = greedy(cands, max_steps=60, deadline=deadline, start=s)
+        if g is not None:
+            pool.append(g)
     if q.isolation is not None:
         n_refine = max(n_refine, PLAUSIBLE_REFINE)
     if reference is not None and len(reference):

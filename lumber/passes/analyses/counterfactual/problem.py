@@ -27,6 +27,7 @@ from .domain import CategoricalDomain, Domain, FixedDomain, Grid, NumericDomain,
 from .model import LinExpr, MilpModel
 from .leafcuts import add_leaf_cuts, prune_reach
 from .objective import CaseCost
+from .plausibility import collapse_uniform
 from .targets import TargetSpec, add_target_rows
 from .trees import ForestEncoding, NodeChoices, classify, encode, path_assignment, reachable, register_cuts
 
@@ -57,6 +58,11 @@ class Query:
     """An isolation forest (lowered, averaged path lengths) and the minimum mean path length."""
     domains: Domains | None = None
     """What values a person could give each feature (integer levels, resolutions, one-hot groups)."""
+
+    @cached_property
+    def isolation_encoded(self) -> Forest | None:
+        """The isolation forest as the MILP encodes it: uniform subtrees collapsed (same scores, fewer splits)."""
+        return None if self.isolation is None else collapse_uniform(self.isolation[0])
 
     @property
     def names(self) -> list[str]:
@@ -246,7 +252,8 @@ def _projection(d: Domain) -> FixedDomain:
 
 
 def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: float | None = None,
-          nogoods: Sequence[FloatArray] = (), leaf_cuts: bool = True, deadline: Deadline | None = None) -> Problem:
+          nogoods: Sequence[FloatArray] = (), leaf_cuts: bool = True, deadline: Deadline | None = None,
+          explained: bool = True) -> Problem:
     """The MILP of ``q``; see the module docstring for ``cost_bound`` and ``nogoods``.
 
     Past ``deadline`` (checked between stages) it stops and returns a Problem marked ``expired``."""
@@ -259,7 +266,7 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
     doms, why = build_domains(q, lo, hi)
     if why:
         return Problem(q, model, doms, [], infeasible=why)
-    forests = [q.forest] + ([q.isolation[0]] if q.isolation is not None else [])
+    forests = ([q.forest] if explained else []) + ([q.isolation_encoded] if q.isolation_encoded is not None else [])
     choices: list[tuple[NodeChoices, npt.NDArray[np.bool_]]] = []
     used = np.zeros(len(doms), dtype=bool)
     for f in forests:
@@ -305,8 +312,8 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
             dom.finalize(model)
     if expired():
         return Problem(q, model, doms, [], expired=True)
-    encs = [encode(f, ch, reach, doms, model, name="y" if k == 0 else "y-iso")
-            for k, (f, (ch, reach)) in enumerate(zip(forests, choices))]
+    encs = [encode(f, ch, reach, doms, model, name="y" if f is q.forest else "y-iso")
+            for f, (ch, reach) in zip(forests, choices)]
     prob = Problem(q, model, doms, encs)
     if expired():
         prob.expired = True
@@ -324,9 +331,10 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
     if leaf_cuts:
         for f, (ch, _), enc in zip(forests, choices, encs):
             add_leaf_cuts(f, ch, enc, doms, q.cost, prob.zcols, model)
-    add_target_rows(encs[0], q.spec, model, eps, tie_eps)
+    if explained:
+        add_target_rows(encs[0], q.spec, model, eps, tie_eps)
     if q.isolation is not None:
-        _isolation_row(encs[1], q.isolation[1], model)
+        _isolation_row(encs[-1], q.isolation[1], model)
     if q.constraints is not None:
         n_before = model.n_cols
         actionability.add_rows(q.constraints, names, q.x0, doms, model)
