@@ -320,7 +320,7 @@ def tolerance_run(quick: bool, reps: int) -> dict[str, Any]:
     it as cascades built into one .so each), timed interleaved on test rows; quality on test rows."""
     import lumber
     from lumber.backends.base import fingerprint
-    from lumber.compiler.cascade import CascadeSpec, build_cascade, cascade_margins, decision_band
+    from lumber.compiler.cascade import CascadeSpec, build_cascade, cascade_margins, decision_band, inside_band
     from lumber.compiler.tolerance import TREE_FRACTIONS
     from lumber.passes.quality import auc
     from lumber.passes.transforms.oblivious_fit import FitOptions, fit_oblivious
@@ -372,9 +372,10 @@ def tolerance_run(quick: bool, reps: int) -> dict[str, Any]:
             lib = build_cascade(forest, q, spec, fp=fp)
             build = fit_s + time.perf_counter() - t1
             got = lib.predict_raw(Xte)
-            share = float(np.mean(np.abs(ens.evaluate(Xte)) <= band)) if band is not None else 0.0
+            share = float(np.mean(inside_band(ens.evaluate(Xte), band))) if band is not None else 0.0
             entry["forms"][label] = {"build_seconds": build, "fit_seconds": fit_s, "trees": ens.n_trees,
-                                     "table_bytes": int(ens.value.shape[0] * 8), "band": band,
+                                     "table_bytes": int(ens.value.shape[0] * 8),
+                                     "band": None if band is None else list(band),
                                      "exact_share_test": share, "exact_share_valid": vshare,
                                      "valid": spec.quality, **quality(got, et, yte)}
             entry["forms"][label]["within"] = bool(spec.quality["loss"] <= TOLERANCE
@@ -396,7 +397,7 @@ def tolerance_markdown(res: dict[str, Any]) -> str:
              _run_line(res),
              "Each tolerance form is a prefix of one formula-5 fit (oblivious depth-8 tables boosted on the "
              "source's margins over the training rows plus jittered copies); a cascade sends rows whose table "
-             "margin lies inside the band (1.25 x the widest validation disagreement left once the "
+             "margin lies inside the band (on each side of the decision, 1.25 x the widest validation disagreement left once the "
              f"{100 * (1 - res.get('agreement', 1.0)):.1f}% farthest from the decision may differ: `agreement` "
              f"{res.get('agreement', 1.0):g}) to the exact forest, in the same .so. Build seconds = fit + C build. "
              "Loss, agreement, |margin change| and exact-path share are on test rows (used neither by the fit nor "

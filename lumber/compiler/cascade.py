@@ -3,9 +3,9 @@
 A fitted oblivious ensemble (:mod:`lumber.passes.transforms.oblivious_fit`)
 approximates the source's margins. Its decisions can differ only where the
 approximate margin ``a`` is close to the decision threshold 0: the *band*
-``b`` is the largest ``|a|`` among validation rows whose decision differs
-(times a safety factor), and every row with ``|a| <= b`` is recomputed by the
-exact forest. So on the validation rows the cascade decides exactly as the
+``[lo, hi]`` reaches the farthest validation rows whose decision differs on
+each side of 0 (times a safety factor), and every row with ``lo <= a <= hi`` is
+recomputed by the exact forest. So on the validation rows the cascade decides exactly as the
 source does, and most rows never touch the forest. A stated ``agreement`` below
 1 leaves the few disagreements farthest from the decision outside the band
 (the widest one alone set the band for every row: 57% of Adult's rows).
@@ -41,28 +41,50 @@ BAND_SAFETY = 1.25
 """The band is this much wider than the widest disagreement seen on validation rows."""
 
 
-def decision_band(approx: npt.NDArray[np.float64], exact: npt.NDArray[np.float64], *, ge: bool = False,
-                  agreement: float = 1.0) -> float:
-    """Smallest band (times :data:`BAND_SAFETY`) outside which ``approx`` decides as ``exact`` on these rows
-    but for at most ``floor((1 - agreement) * n)`` of them.
+Band = tuple[float, float]
+"""``(lo, hi)`` with ``lo <= 0 <= hi``: rows whose approximate margin lies in ``[lo, hi]`` take the exact forest."""
 
-    A row decides class 1 when its margin is > 0 (``margin_ge``: >= 0); rows with ``|approx| <= band``
-    go to the exact forest, so every listed row whose decision differs falls inside, except the allowed
-    few with the largest ``|approx|`` (one stray row far from the decision no longer sets the band for all).
+
+def decision_band(approx: npt.NDArray[np.float64], exact: npt.NDArray[np.float64], *, ge: bool = False,
+                  agreement: float = 1.0) -> Band:
+    """Narrowest band (each side times :data:`BAND_SAFETY`) outside which ``approx`` decides as ``exact`` on
+    these rows but for at most ``floor((1 - agreement) * n)`` of them.
+
+    A row decides class 1 when its margin is > 0 (``margin_ge``: >= 0); rows inside the band go to the
+    exact forest, so every listed row whose decision differs falls inside, except the allowed few far from
+    the decision (one stray row then no longer sets the band for all). The two sides are set apart
+    (errors are not symmetric around the decision); the spare rows go to the side where they narrow
+    the band most, counted in rows inside.
     """
     a, e = np.asarray(approx).reshape(-1), np.asarray(exact).reshape(-1)
     differ = ((a >= 0) != (e >= 0)) if ge else ((a > 0) != (e > 0))
     spare = int(np.floor((1.0 - agreement) * a.shape[0] + 1e-9))
-    far = np.sort(np.abs(a[differ]))[::-1]
-    worst = float(far[spare]) if spare < far.shape[0] else 0.0
-    return worst * BAND_SAFETY + 1e-12 * (1.0 + float(np.abs(e).max(initial=0.0)))
+    up = np.sort(a[differ & (a > 0)])[::-1] * BAND_SAFETY  # decided 1, should be 0: hi must reach them
+    down = np.sort(-a[differ & (a <= 0)])[::-1] * BAND_SAFETY
+    side = lambda s, k: float(s[k]) if k < s.shape[0] else 0.0  # noqa: E731
+    order = np.sort(a)
+    best: tuple[int, float, float] | None = None
+    for k_up in range(min(spare, up.shape[0]) + 1):
+        hi, lo = side(up, k_up), -side(down, spare - k_up)
+        inside = int(np.searchsorted(order, hi, side="right") - np.searchsorted(order, lo, side="left"))
+        if best is None or inside < best[0]:
+            best = (inside, lo, hi)
+    assert best is not None
+    eps = 1e-12 * (1.0 + float(np.abs(e).max(initial=0.0)))
+    return best[1] - eps, best[2] + eps
+
+
+def inside_band(approx: npt.NDArray[np.float64], band: Band) -> npt.NDArray[np.bool_]:
+    """Rows whose approximate margin lies in the band (they take the exact forest)."""
+    a = np.asarray(approx, dtype=np.float64).reshape(-1)
+    return (a >= band[0]) & (a <= band[1])
 
 
 def cascade_margins(approx: npt.NDArray[np.float64], exact_of: Any, X: npt.NDArray[Any],
-                    band: float) -> tuple[npt.NDArray[np.float64], float]:
+                    band: Band) -> tuple[npt.NDArray[np.float64], float]:
     """The cascade's margins (``exact_of(rows)`` for rows inside the band) and the share of rows sent there."""
     a = np.asarray(approx, dtype=np.float64).reshape(-1).copy()
-    inside = np.abs(a) <= band
+    inside = inside_band(a, band)
     if inside.any():
         a[inside] = np.asarray(exact_of(X[inside])).reshape(-1)
     return a, float(inside.mean()) if a.size else 0.0
@@ -72,7 +94,7 @@ def cascade_margins(approx: npt.NDArray[np.float64], exact_of: Any, X: npt.NDArr
 class CascadeSpec:
     """What the library records about itself (``metadata["cascade"]``)."""
 
-    band: float | None
+    band: Band | None
     """None: tables only (regressors)."""
     fast_trees: int
     exact_trees: int
@@ -92,7 +114,8 @@ int32_t @P@_fast_apply(const lc_in_t *rows, int64_t n, int32_t *out);
 int32_t @P@_exact_predict_raw(const lc_in_t *rows, int64_t n, double *out, int32_t threads);
 void @P@_exact_predict_row(const lc_in_t *row, double *out);
 #endif
-static const double LC_BAND = @BAND@;
+static const double LC_LO = @LO@, LC_HI = @HI@;
+#define LC_INSIDE(m) ((m) >= LC_LO && (m) <= LC_HI)
 static const char LC_FINGERPRINT[] = @FP@;
 static const char LC_METADATA[] = @META@;
 
@@ -112,7 +135,7 @@ static int32_t lc_run(const lc_in_t *rows, int64_t n, double *out, int32_t threa
     if (@P@_fast_predict_raw(rows, n, out, threads)) return 1;
 #if LC_HAS_EXACT
     int64_t m = 0;
-    for (int64_t i = 0; i < n; ++i) m += fabs(out[i]) <= LC_BAND;
+    for (int64_t i = 0; i < n; ++i) m += LC_INSIDE(out[i]);
     if (m) {
         const int64_t F = @F@;
         int64_t *idx = (int64_t *)malloc((size_t)m * sizeof(int64_t));
@@ -121,7 +144,7 @@ static int32_t lc_run(const lc_in_t *rows, int64_t n, double *out, int32_t threa
         if (!idx || !buf || !res) { free(idx); free(buf); free(res); return 1; }
         int64_t j = 0;
         for (int64_t i = 0; i < n; ++i)
-            if (fabs(out[i]) <= LC_BAND) {
+            if (LC_INSIDE(out[i])) {
                 idx[j] = i;
                 memcpy(buf + j * F, rows + i * F, (size_t)F * sizeof(lc_in_t));
                 ++j;
@@ -145,7 +168,7 @@ void @P@_predict_row(const lc_in_t *row, double *out)
 {
     @P@_fast_predict_row(row, out);
 #if LC_HAS_EXACT
-    if (fabs(out[0]) <= LC_BAND) @P@_exact_predict_row(row, out);
+    if (LC_INSIDE(out[0])) @P@_exact_predict_row(row, out);
 #endif
 }
 /* leaves of the fast tables */
@@ -181,11 +204,11 @@ def wrapper_source(forest: Forest, tables: ObliviousEnsemble, spec: CascadeSpec,
     meta = {"generator": "lumber", "abi_version": ABI_VERSION, "fingerprint": fp, "prefix": prefix,
             "input_dtype": schema.input_dtype, "n_trees": tables.n_trees, "schema": schema.to_dict(),
             "form": "cascade" if spec.band is not None else "tolerance-tables", "lumber_version": __version__,
-            "cascade": {"band": spec.band, "fast_trees": spec.fast_trees, "exact_trees": spec.exact_trees,
+            "cascade": {"band": None if spec.band is None else list(spec.band), "fast_trees": spec.fast_trees, "exact_trees": spec.exact_trees,
                         "quality": spec.quality}}
-    band = c_reals(np.array([spec.band if spec.band is not None else -1.0]), False)[0]
+    lo, hi = c_reals(np.array(spec.band if spec.band is not None else (1.0, -1.0)), False)
     text = (_WRAPPER.replace("@IN_T@", "float" if single else "double").replace("@P@", prefix)
-            .replace("@BAND@", band).replace("@FP@", c_string(fp))
+            .replace("@LO@", lo).replace("@HI@", hi).replace("@FP@", c_string(fp))
             .replace("@META@", c_string(json.dumps(meta, sort_keys=True, default=float)))
             .replace("@ALPHA@", c_reals(np.array([schema.sigmoid_alpha]), False)[0])
             .replace("@F@", str(schema.n_features)).replace("@T@", str(tables.n_trees))
@@ -222,4 +245,5 @@ def build_cascade(forest: Forest, tables: ObliviousEnsemble, spec: CascadeSpec, 
     return pred
 
 
-__all__ = ["BAND_SAFETY", "CascadeSpec", "build_cascade", "cascade_margins", "decision_band", "wrapper_source"]
+__all__ = ["BAND_SAFETY", "Band", "CascadeSpec", "build_cascade", "cascade_margins", "decision_band", "inside_band",
+           "wrapper_source"]

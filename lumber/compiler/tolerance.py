@@ -37,7 +37,7 @@ from lumber.ir.interp import prepare_input
 
 from lumber.passes.transforms.oblivious_fit import FitOptions
 
-from .cascade import CascadeSpec, build_cascade, cascade_margins, decision_band
+from .cascade import Band, CascadeSpec, build_cascade, cascade_margins, decision_band, inside_band
 from .predictors import Predictor
 from .speed import REPEATS, compile_fastest
 from .targets import get_target
@@ -186,7 +186,8 @@ def compile_within(forest: Forest, options: Mapping[str, Any], *, tolerance: flo
         agree = float(np.mean(schema.class_index(got) == schema.class_index(ev))) if classifier else None
         name = f"{'cascade' if classifier else 'tables'} {T} trees"
         report["forms"][name] = {
-            "kind": "tolerance", "trees": ens.n_trees, "depth": fr.report["depth"], "band": band,
+            "kind": "tolerance", "trees": ens.n_trees, "depth": fr.report["depth"],
+            "band": None if band is None else list(band),
             "exact_share": share, "loss": loss, "agreement": agree, "within": bool(loss <= tol + 1e-15 and (agree is None or agree >= need)),
             "max_abs_margin_change": float(diff.max(initial=0.0)), "mean_abs_margin_change": float(diff.mean()),
             "table_bytes": int(ens.value.shape[0] * 8)}
@@ -196,10 +197,10 @@ def compile_within(forest: Forest, options: Mapping[str, Any], *, tolerance: flo
         built[name] = (q, CascadeSpec(band=band, fast_trees=ens.n_trees, exact_trees=forest.n_trees,
                                       quality=quality))
 
-        def run(X: npt.NDArray[Any], rt: Any = rt, band: float | None = band) -> None:
+        def run(X: npt.NDArray[Any], rt: Any = rt, band: Band | None = band) -> None:
             a = rt.predict_raw(np.ascontiguousarray(X, dtype=rt.dtype))[:, 0]
             if band is not None:
-                inside = np.abs(a) <= band
+                inside = inside_band(a, band)
                 if inside.any():
                     forest_lib.predict_raw(X[inside])
         runners[name] = run

@@ -20,6 +20,7 @@ PASSES: dict[str, str] = {
     "attribution": "lumber.passes.analyses.attribution:Attribution",
     "oblivious": "lumber.passes.transforms.recompose_oblivious:RecomposeOblivious",
     "quantize": "lumber.passes.transforms.quantize:Quantize",
+    "fit-oblivious": "lumber.passes.transforms.oblivious_fit:FitOblivious",
 }
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from c_tools import needs_cc
 
 import lumber
 from lumber.compiler import tolerance as tolerance_mod
-from lumber.compiler.cascade import cascade_margins, decision_band
+from lumber.compiler.cascade import cascade_margins, decision_band, inside_band
 from lumber.ir import CompileError, InputDataError
 from lumber.passes.transforms.oblivious_fit import FitOptions
 from tests.tolerance_helpers import forest_only
@@ -77,7 +79,8 @@ def test_an_agreement_below_one_narrows_the_band_and_holds_on_validation_rows(ad
     _forms_ok(rep, cascade[2])
     for name, f in rep["forms"].items():
         if f["kind"] == "tolerance":
-            assert f["band"] <= full["forms"][name]["band"] and f["exact_share"] <= full["forms"][name]["exact_share"]
+            (lo, hi), (full_lo, full_hi) = f["band"], full["forms"][name]["band"]
+            assert full_lo <= lo <= 0.0 <= hi <= full_hi and f["exact_share"] <= full["forms"][name]["exact_share"]
             assert f["agreement"] >= 0.99
     assert any(f["exact_share"] < full["forms"][k]["exact_share"] for k, f in rep["forms"].items()
                if f["kind"] == "tolerance")
@@ -109,13 +112,13 @@ def test_the_cascade_library_decides_as_the_source_on_validation_rows(adult: dic
     lib = lumber.load_compiled(path, adult["forest"])
     meta = lib.library.metadata
     assert meta["form"] == "cascade"
-    band = meta["cascade"]["band"]
+    lo, hi = meta["cascade"]["band"]
     Xv, yv = adult["valid"]
     ev = adult["forest"].evaluate(Xv)
     got = lib.predict_raw(Xv)
     assert np.array_equal(lib.predict(Xv), adult["forest"].predict(Xv))
     moved = np.abs(got - ev) > 1e-12 * (1 + np.abs(ev))
-    assert moved.any() and (np.abs(got[moved]) > band).all()
+    assert moved.any() and ((got[moved] < lo) | (got[moved] > hi)).all()
     assert auc(yv == 1, ev) - auc(yv == 1, got) <= tol
     np.testing.assert_allclose(lib.library.predict_transformed(np.ascontiguousarray(Xv))[:, 0],
                                1 / (1 + np.exp(-got)), rtol=1e-12)
@@ -132,26 +135,52 @@ def test_the_cascade_library_decides_as_the_source_on_validation_rows(adult: dic
 def test_decision_band_covers_every_disagreement() -> None:
     a = np.array([-2.0, -0.3, 0.1, 0.2, 1.0, 3.0])
     e = np.array([-1.5, 0.2, -0.1, 0.4, 0.9, 2.0])
-    b = decision_band(a, e)
-    assert b >= 0.3  # rows 1 and 2 disagree (widest |a| = 0.3); the band is 1.25x that
-    got, share = cascade_margins(a, lambda R: e[np.abs(a) <= b], np.arange(6), b)
-    assert np.array_equal(got > 0, e > 0) and share == pytest.approx(3 / 6)
-    assert decision_band(e, e) < 1e-9  # no disagreement: nothing needs the forest
+    lo, hi = decision_band(a, e)
+    # row 1 (a = -0.3) and row 2 (a = 0.1) disagree: each side reaches its own farthest one, 1.25x
+    assert lo == pytest.approx(-0.375) and hi == pytest.approx(0.125)
+    got, share = cascade_margins(a, lambda R: e[inside_band(a, (lo, hi))], np.arange(6), (lo, hi))
+    assert np.array_equal(got > 0, e > 0) and share == pytest.approx(2 / 6)
+    assert max(-decision_band(e, e)[0], decision_band(e, e)[1]) < 1e-9  # no disagreement: nothing needs the forest
 
 
 def test_decision_band_with_an_agreement_below_one_leaves_the_farthest_disagreements_out() -> None:
     rng = np.random.default_rng(0)
     e = rng.normal(0, 3, 2000)
     a = e + rng.normal(0, 0.3, 2000)
-    a[:2] = -np.sign(e[:2]) * 5.0  # two rows far on the wrong side
+    a[:2] = 5.0 * np.where(e[:2] > 0, -1.0, 1.0)  # two rows far on the wrong side
     full = decision_band(a, e)
-    assert full == pytest.approx(5.0 * 1.25, rel=1e-9)
+    assert max(-full[0], full[1]) == pytest.approx(5.0 * 1.25, rel=1e-9)
+    width = lambda b: b[1] - b[0]  # noqa: E731
     for agreement in (0.999, 0.995):
         b = decision_band(a, e, agreement=agreement)
-        got, share = cascade_margins(a, lambda R: e[np.abs(a) <= b], np.arange(2000), b)
+        got, share = cascade_margins(a, lambda R: e[inside_band(a, b)], np.arange(2000), b)
         assert np.mean((got > 0) == (e > 0)) >= agreement
-        assert b < full / 3 and share < 0.5
-    assert decision_band(a, e, agreement=0.9994) == full  # 1.2 rows may differ: one, so the other sets the band
+        assert full[0] <= b[0] <= 0 <= b[1] <= full[1] and width(b) < width(full) / 2 and share < 0.5
+    assert decision_band(a, e, agreement=0.9994) != decision_band(a, e, agreement=0.999)  # 1.2 rows: one spare
+
+
+@given(st.integers(0, 10_000), st.sampled_from([1.0, 0.999, 0.99, 0.95]), st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_decision_band_is_the_narrowest_keeping_the_agreement(seed: int, agreement: float, ge: bool) -> None:
+    """Brute force over every split of the spare rows between the two sides: no band that keeps the
+    agreement holds fewer rows; inside it the forest answers, so agreement >= the stated share."""
+    from lumber.compiler.cascade import BAND_SAFETY
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 400))
+    e = rng.normal(0, 2, n)
+    a = e + rng.standard_t(3, n) * rng.uniform(0.05, 1.0)
+    lo, hi = decision_band(a, e, ge=ge, agreement=agreement)
+    got = np.where(inside_band(a, (lo, hi)), e, a)
+    decide = (lambda m: m >= 0) if ge else (lambda m: m > 0)
+    assert np.mean(decide(got) == decide(e)) >= agreement
+    differ = decide(a) != decide(e)
+    ups, downs = np.sort(a[differ & (a > 0)])[::-1], np.sort(-a[differ & (a <= 0)])[::-1]
+    spare = int(np.floor((1 - agreement) * n + 1e-9))
+    fewest = min(int(np.sum((a >= -BAND_SAFETY * (downs[spare - k] if spare - k < len(downs) else 0.0))
+                            & (a <= BAND_SAFETY * (ups[k] if k < len(ups) else 0.0))))
+                 for k in range(spare + 1))
+    assert int(inside_band(a, (lo, hi)).sum()) == fewest
 
 
 def test_regressor_tolerance_is_a_relative_rmse_rise(monkeypatch: pytest.MonkeyPatch) -> None:

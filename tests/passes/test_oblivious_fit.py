@@ -133,3 +133,33 @@ def test_boundary_weighting_fits_rows_near_the_decision_closer() -> None:
     close = np.abs(ref) < 0.5
     err = lambda e: float(np.mean(np.abs(e.evaluate(X[3000:]) - ref)[close]))  # noqa: E731
     assert close.sum() > 100 and err(near) < 0.8 * err(plain)
+
+
+def test_fit_oblivious_is_a_pass_whose_result_deploys() -> None:
+    """``fit-oblivious{...}`` in a pipeline: the options are FitOptions fields (kebab-case), the report states the
+    fit and, with validation rows, |margin change| and agreement there; the ObliviousEnsemble compiles to tables
+    that give its own margins. Without training rows the pass says what it needs."""
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    from lumber.passes.base import PassContext
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(1200, 4))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    m = GradientBoostingClassifier(n_estimators=20, max_depth=3, random_state=0).fit(X[:600], y[:600])
+    ctx = PassContext()
+    ens = lumber.run(m, "fit-oblivious{depth=4,max-trees=15,boundary=1.0}",
+                     data={"train": (X[:600], y[:600]), "valid": (X[600:], y[600:])}, context=ctx)
+    assert type(ens).__name__ == "ObliviousEnsemble" and 1 < ens.n_trees <= 16
+    rep = ctx.reports[-1]
+    assert rep.pass_name == "fit-oblivious" and "LOSSY" in rep.summary and "decisions agree on" in rep.summary
+    ref = m.decision_function(X[600:])
+    got = ens.evaluate(X[600:]).reshape(-1)
+    assert rep.metrics["max_abs_margin_change"] == pytest.approx(np.abs(got - ref).max(), rel=1e-9)
+    assert rep.metrics["agreement"] == pytest.approx(np.mean((got > 0) == (ref > 0)))
+    table = lumber.compile(ens, target="table")
+    np.testing.assert_allclose(table.predict_raw(X[600:]).reshape(-1), got, rtol=1e-12, atol=1e-12)
+    with pytest.raises(CompileError, match="needs X_train"):
+        lumber.run(m, "fit-oblivious")
+    with pytest.raises(CompileError, match="depth"):
+        lumber.run(m, "fit-oblivious{depth=40}", data={"train": (X[:600], y[:600])})

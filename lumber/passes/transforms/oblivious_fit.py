@@ -23,14 +23,17 @@ symmetric trees on the residual ``source margin - current margin``.
   than their price, at ``max_trees`` or after ``time_budget`` seconds.
 
 The result is lossy by construction. Callers state a tolerance and check it on
-validation rows the fit never saw (:mod:`lumber.compiler.tolerance`).
+validation rows the fit never saw (:mod:`lumber.compiler.tolerance`). As a pass,
+``fit-oblivious{...}`` (options: the :class:`FitOptions` fields) turns a Forest
+into the fitted ObliviousEnsemble and reports the fit and, given validation rows,
+its |margin change| and decision agreement there.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +42,7 @@ from lumber.ir import CompileError, Forest, ObliviousEnsemble, Task
 from lumber.ir.interp import category_codes, prepare_input
 from lumber.ir.oblivious import INVALID_CODE
 
+from ..base import PassContext, PassReport, Transform
 from .polynomial.to_polynomial import canonical_thresholds
 
 
@@ -446,5 +450,41 @@ def _fit(forest: Forest, X: Any, opt: FitOptions, margins: Callable[[npt.NDArray
                      best_T, report)
 
 
-__all__ = ["Candidates", "FitOptions", "FitResult", "bin_rows", "fit_oblivious", "forest_candidates",
+@dataclass(frozen=True)
+class FitOblivious(FitOptions, Transform[Forest, ObliviousEnsemble]):
+    """``fit-oblivious``: the formula-5 fit on the training rows, as an ObliviousEnsemble (lossy by request)."""
+
+    name: ClassVar[str] = "fit-oblivious"
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def run(self, ir: Forest, ctx: PassContext) -> ObliviousEnsemble:
+        data = ctx.require(self.pipeline_text(), "X_train", why="the fit reads the source's margins on training rows")
+        opts = FitOptions(**{f: getattr(self, f) for f in FitOptions.__dataclass_fields__})
+        fr = fit_oblivious(ir, data.X_train, opts)
+        ens = fr.ensemble()
+        r = fr.report
+        text = (f"{ir.n_trees:,} trees -> {ens.n_trees - 1:,} fitted oblivious trees of depth <= {r['depth']} "
+                f"({r['trees_grown']} grown, stop: {r['stop']}) on {r['rows']:,} training rows + "
+                f"{r['jittered_rows']:,} jittered; holdout rmse {r['holdout_rmse']:.4g} (margin std "
+                f"{r['margin_std']:.4g}); LOSSY")
+        metrics = dict(r)
+        if data.X_valid is not None:
+            ref = ir.evaluate(data.X_valid).reshape(-1)
+            got = ens.evaluate(data.X_valid).reshape(-1)
+            diff = np.abs(got - ref)
+            metrics.update(validation_rows=int(ref.shape[0]), max_abs_margin_change=float(diff.max(initial=0.0)),
+                           mean_abs_margin_change=float(diff.mean()) if diff.size else 0.0)
+            text += (f"; on {ref.shape[0]:,} validation rows |margin change| max {metrics['max_abs_margin_change']:.3g}"
+                     f" mean {metrics['mean_abs_margin_change']:.3g}")
+            if ir.schema.task == Task.BINARY:
+                agree = float(np.mean(ir.schema.class_index(got) == ir.schema.class_index(ref)))
+                metrics["agreement"] = agree
+                text += f", decisions agree on {100 * agree:.2f}%"
+        ctx.report(PassReport(self.name, text, metrics))
+        return ens
+
+
+__all__ = ["Candidates", "FitOblivious", "FitOptions", "FitResult", "bin_rows", "fit_oblivious", "forest_candidates",
            "jittered_rows"]
