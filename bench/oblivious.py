@@ -310,9 +310,9 @@ def recompose_markdown(res: dict[str, Any]) -> str:
 
 TOLERANCE = 0.0005
 """Test AUC loss (relative RMSE rise for the regressor) the tolerance forms are built for."""
-AGREEMENT = 0.999
+AGREEMENT = 0.998
 """Share of validation decisions each cascade's band keeps (``lumber.compile(..., agreement=)``); the issue's
-target is 99.5% on test rows."""
+target is 99.5% on test rows (0.998 on validation gave 99.77-99.97% on test rows for Adult and credit)."""
 
 
 def tolerance_run(quick: bool, reps: int) -> dict[str, Any]:

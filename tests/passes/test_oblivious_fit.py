@@ -127,7 +127,7 @@ def test_boundary_weighting_fits_rows_near_the_decision_closer() -> None:
                     lgb.Dataset(X[:3000], y[:3000]), 60)
     forest = lumber.load(bst)
     opts = dict(depth=5, max_trees=40, patience=40, time_budget=60.0)
-    plain = fit_oblivious(forest, X[:3000], FitOptions(**opts)).ensemble(40)
+    plain = fit_oblivious(forest, X[:3000], FitOptions(boundary=0.0, **opts)).ensemble(40)
     near = fit_oblivious(forest, X[:3000], FitOptions(boundary=0.5, **opts)).ensemble(40)
     ref = bst.predict(X[3000:], raw_score=True)
     close = np.abs(ref) < 0.5
