@@ -315,7 +315,7 @@ AGREEMENT = 0.998
 target is 99.5% on test rows (0.998 on validation gave 99.77-99.97% on test rows for Adult and credit)."""
 
 
-def tolerance_run(quick: bool, reps: int) -> dict[str, Any]:
+def tolerance_run(quick: bool, reps: int, models: list[str] | None = None) -> dict[str, Any]:
     """Every model: lumber forest C and the tolerance forms (a formula-5 fit on the training rows, prefixes of
     it as cascades built into one .so each), timed interleaved on test rows; quality on test rows."""
     import lumber
@@ -331,6 +331,8 @@ def tolerance_run(quick: bool, reps: int) -> dict[str, Any]:
                            "models": {}}
     n_rows = 20_000 if quick else 100_000
     for m in recompose_models(quick):
+        if models and m["name"] not in models:
+            continue
         bst = m["booster"]
         forest = lumber.load(bst)
         classifier = forest.schema.task.name == "BINARY"
@@ -431,8 +433,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--peers", nargs="*", default=["library", "tl2cgen", "lleaves", "lumber-c", "lumber-oblivious"])
-    ap.add_argument("--models", nargs="*", default=["lightgbm-synthetic", "lightgbm-shallow", "catboost-d6",
-                                                     "catboost-d8", "catboost-d4"])
+    ap.add_argument("--models", nargs="*", default=None,
+                    help="models to run (default: lightgbm-synthetic lightgbm-shallow catboost-d6 catboost-d8 "
+                         "catboost-d4; with --tolerance: lightgbm-adult lightgbm-credit lightgbm-synthetic)")
     ap.add_argument("--out", type=Path, default=inf.RESULTS)
     ap.add_argument("--recompose", action="store_true", help="exact re-composition of LightGBM 500 x 63 (issue 18)")
     ap.add_argument("--refit", action="store_true", help="with --recompose: prune-refit and its tables too")
@@ -446,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
                         *([] if args.recompose or args.tolerance else [args.out / f"inference-{stem}.md"])):
         return 0
     if args.tolerance:
-        res = tolerance_run(args.quick, args.reps or 3)
+        res = tolerance_run(args.quick, args.reps or 3, args.models)
         md = tolerance_markdown(res)
         inf.write_results(args.out, stem, res, md)
         print(md)
@@ -457,7 +460,8 @@ def main(argv: list[str] | None = None) -> int:
         inf.write_results(args.out, stem, res, md)
         print(md)
         return 0
-    ns = argparse.Namespace(quick=args.quick, reps=args.reps, models=args.models, peers=args.peers, out=args.out)
+    models = args.models or ["lightgbm-synthetic", "lightgbm-shallow", "catboost-d6", "catboost-d8", "catboost-d4"]
+    ns = argparse.Namespace(quick=args.quick, reps=args.reps, models=models, peers=args.peers, out=args.out)
     res = inf.run(ns)
     summ = summary(res)
     res["oblivious_summary"] = summ
