@@ -28,7 +28,7 @@ from lumber.passes.analyses.rules import (
     AnnealOptions, CounterfactualRule, CounterfactualSample, Region, RuleContext, RuleOptions, RuleSet,
     apply_regional, build_context, coverage, decisions, local_rules, regional_rules,
 )
-from lumber.passes.analyses.rules.cells import and_counts
+from lumber.passes.analyses.rules.cells import CellIndex
 from lumber.passes.analyses.rules.targets import is_classifier
 
 FloatArray = npt.NDArray[np.float64]
@@ -147,14 +147,15 @@ class Margins:
 
 
 class CellCounts:
-    """The rule estimators' bitset counts (``cells.and_counts``): numpy first; once ``after`` bitset
+    """The rule estimators' cell counts (``cells.CellCounter``): numpy first; once ``after`` bitset
     words were AND-ed, the C kernel (``lumber.backends.c.bitsets``, the same integers), built in
     the background (:class:`NativeLater`).
 
     The Projected Forest counts every query's cell in every tree over all training rows; on
     Adult (34k rows) regional rules AND ~10 GB of bitsets, which numpy gathers into temporaries
-    and counts in separate passes (~40M words/s); the kernel streams them (~800M words/s) and
-    builds in ~0.5 s, which small queries never pay. Without a working C compiler numpy stays.
+    and counts in separate passes (~40M words/s), after walking every node of every tree for
+    each query; the kernel walks only the reached nodes and streams the bitsets (~800M words/s).
+    It builds in ~0.5 s, which small queries never pay. Without a working C compiler numpy stays.
     """
 
     def __init__(self, after: int = COUNT_AFTER, background: bool = True) -> None:
@@ -164,14 +165,24 @@ class CellCounts:
     def native(self) -> Any:
         return self._native.native
 
+    @property
+    def failed(self) -> bool:
+        return self._native.failed
+
     def wait(self) -> Any:
         return self._native.wait()
 
-    def __call__(self, bits: Any, keys: Any, start: Any, hit: Any) -> tuple[Any, Any]:
+    def and_counts(self, bits: Any, keys: Any, start: Any, hit: Any) -> tuple[Any, Any] | None:
         native = self._native.get(int(keys.shape[0]) * int(bits.shape[1]))
-        if native is None:
-            return and_counts(bits, keys, start, hit)
-        return native(bits, keys, start, hit)  # type: ignore[no-any-return]
+        return None if native is None else native.and_counts(bits, keys, start, hit)  # type: ignore[no-any-return]
+
+    def route_counts(self, cells: CellIndex, routes: Any, hit: Any) -> tuple[Any, Any, Any] | None:
+        native = self._native.get(int(routes.shape[0]) * cells.n_trees * int(cells.bits.shape[1]))
+        if native is None or cells.node_inner is None or cells.inner_seg is None:
+            return None
+        f = cells.forest
+        return native.route_counts(routes, cells.node_inner, f.left, f.right, f.roots,  # type: ignore[no-any-return]
+                                   cells.inner_seg, cells.rank, cells.seg_key, cells.n_keys, cells.bits, hit)
 
 
 def _bitset_counts() -> Any:

@@ -129,19 +129,23 @@ def test_bitset_counts_in_c_equal_numpy() -> None:
         assert np.array_equal(and_rows(bits, keys, start), want)
         W, H = and_counts(bits, keys, start, hit)
         assert np.array_equal(W, popcount(want)) and np.array_equal(H, popcount(want & hit))
-        W2, H2 = kernel(bits, keys, start, hit)
+        W2, H2 = kernel.and_counts(bits, keys, start, hit)
         assert np.array_equal(W, W2) and np.array_equal(H, H2)
-    W, H = kernel(bits, keys[:0], np.zeros(1, dtype=np.int64), hit)
+    W, H = kernel.and_counts(bits, keys[:0], np.zeros(1, dtype=np.int64), hit)
     assert W.shape == H.shape == (0,)
     import pytest
 
     with pytest.raises(ValueError, match="out of range"):
-        kernel(bits, np.array([40]), np.array([0, 1]), hit)
+        kernel.and_counts(bits, np.array([40]), np.array([0, 1]), hit)
     with pytest.raises(ValueError, match="start"):
-        kernel(bits, np.array([1, 2]), np.array([0, 1]), hit)
+        kernel.and_counts(bits, np.array([1, 2]), np.array([0, 1]), hit)
 
 
 def test_estimates_with_the_c_counts_equal_numpy(compas_model: dict[str, Any]) -> None:
+    """Point, box, partly free and empty-interval routes: the kernel's walk over the reached nodes
+    (min_rows 1) and its AND counts (min_rows > 1: numpy's level search) give numpy's integers."""
+    import pytest
+
     from lumber.passes.analyses.rules.cells import build_cells
 
     ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0)
@@ -151,15 +155,34 @@ def test_estimates_with_the_c_counts_equal_numpy(compas_model: dict[str, Any]) -
     hit = ctx.cells.hit_bits(rng.random(X.shape[0]) < 0.4)
     P = ctx.cells.point_routes(X[rng.integers(0, X.shape[0], 40)])
     lo = np.where(rng.random((40, X.shape[1])) < 0.5, rng.normal(size=(40, X.shape[1])) * 2, -np.inf)
-    B = ctx.cells.interval_routes(lo, lo + 3)
+    B = ctx.cells.interval_routes(lo, lo + rng.choice([-1.0, 0.5, 3.0], size=lo.shape))  # some empty: NONE
     free = rng.random(P.shape) < 0.3
-    routes = np.concatenate([P, B, np.where(free, 3, P).astype(np.int8)])
+    routes = np.concatenate([P, B, np.where(free, 3, P).astype(np.int8), np.full_like(P[:2], 3)])
+    assert (B == 0).any()
     for min_rows in (1, 5, 200):
         plain = build_cells(ctx.cells.forest, X, min_rows=min_rows)
-        fast = replace(plain, counter=CellCounts(after=0, background=False))
+        counter = CellCounts(after=0, background=False)
+        fast = replace(plain, counter=counter)
         for a, b in zip(plain.estimate(routes, hit), fast.estimate(routes, hit)):
             assert np.array_equal(a, b)
+        for a, b in zip(plain.counts(routes, hit), fast.counts(routes, hit)):
+            assert np.array_equal(a, b)
         assert np.array_equal(plain.weights(routes[3]), fast.weights(routes[3]))
+        if counter.failed:
+            pytest.skip("no C compiler")
+        if min_rows == 1:
+            direct = counter.route_counts(plain, routes, hit)
+            assert direct is not None
+            for a, b in zip(plain.counts(routes, hit), direct):
+                assert np.array_equal(a, b)
+            f = plain.forest
+            with pytest.raises(ValueError, match="out of range"):
+                counter.native.route_counts(routes, plain.node_inner, f.left, f.right, f.roots + f.n_nodes,
+                                            plain.inner_seg, plain.rank, plain.seg_key, plain.n_keys, plain.bits,
+                                            hit)
+            with pytest.raises(ValueError, match="shapes"):
+                counter.native.route_counts(routes, plain.node_inner, f.left, f.right, f.roots, plain.inner_seg,
+                                            plain.rank, plain.seg_key, plain.n_keys, plain.bits[:-1], hit)
 
 
 def test_in_boxes_equals_plain_comparisons() -> None:
@@ -196,3 +219,29 @@ def test_unique_rows_is_numpy_unique() -> None:
     assert np.array_equal(uniq[inv], V, equal_nan=True)
     assert uniq.shape[0] == len({(a, str(b)) for a, b in V.tolist()})
     assert unique_rows(V[:0])[0].shape == (0, 2)
+
+
+def test_route_counts_with_missing_values_equal_numpy() -> None:
+    """A random forest trained with NaN (learned missing directions), NaN in the queries."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    import lumber
+    from lumber.passes.analyses.rules.cells import build_cells
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(700, 5)).round(1)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 3]) > 0).astype(int)
+    forest = lumber.load(RandomForestClassifier(n_estimators=9, max_depth=7, random_state=0, n_jobs=1).fit(X, y))
+    Xp = forest.prepare_input(X)
+    plain = build_cells(forest, Xp)
+    counter = CellCounts(after=0, background=False)
+    fast = replace(plain, counter=counter)
+    hit = plain.hit_bits(y == 1)
+    Q = Xp[rng.integers(0, 700, 50)].copy()
+    Q[::4, 1] = np.nan
+    P = plain.point_routes(Q)
+    routes = np.concatenate([P, np.where(rng.random(P.shape) < 0.4, 3, P).astype(np.int8)])
+    for a, b in zip(plain.counts(routes, hit), fast.counts(routes, hit)):
+        assert np.array_equal(a, b)
+    assert counter.native is not None or counter.failed

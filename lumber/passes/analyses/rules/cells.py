@@ -28,7 +28,7 @@ Everything is vectorized over queries; no Python loop over nodes or rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Iterator, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -76,8 +76,18 @@ def unpack_rows(bits: Bits, n: int) -> BoolArray:
     return b[..., :n].astype(bool)  # type: ignore[no-any-return]
 
 
-CellCounts = Callable[[Bits, IntArray, IntArray, Bits], tuple[IntArray, IntArray]]
-"""``(bits, keys, start, hit) -> (W, H)``, as :func:`and_counts`."""
+class CellCounter(Protocol):
+    """Faster counts of the Projected Forest's cells giving numpy's integers (the API passes a C
+    kernel, ``lumber.backends.c.bitsets``); either method may return None (not available, e.g. not
+    built yet): numpy then does the work."""
+
+    def and_counts(self, bits: Bits, keys: IntArray, start: IntArray,
+                   hit: Bits) -> tuple[IntArray, IntArray] | None:
+        """As :func:`and_counts`."""
+
+    def route_counts(self, cells: "CellIndex", routes: Routes,
+                     hit: Bits) -> tuple[IntArray, IntArray, BoolArray] | None:
+        """As :meth:`CellIndex.counts` with ``min_rows`` 1: from the routes to the counts."""
 
 
 def _group_blocks(start: IntArray, words: int) -> Iterator[tuple[int, int]]:
@@ -163,9 +173,12 @@ class CellIndex:
     from the root and stop before the level that would (Bénard's projected trees do not split nodes
     below ``min_node_size``; the paper's code uses 5). 1 (default): every determined split applies,
     the paper's text ("the observations that fall in the intersection of the leaves")."""
-    counter: CellCounts | None = None
-    """Counts the ANDs of row bitsets (:func:`and_counts`'s contract); None: :func:`and_counts`
-    (numpy). The API passes a compiled kernel giving the same integers."""
+    node_inner: IntArray | None = None
+    """Internal index of each global node (-1: a leaf)."""
+    inner_seg: IntArray | None = None
+    """Segment of each internal node."""
+    counter: CellCounter | None = None
+    """Counts cells faster with the same integers (:class:`CellCounter`); None: numpy."""
 
     @property
     def n_keys(self) -> int:
@@ -227,6 +240,10 @@ class CellIndex:
 
     def counts(self, routes: Routes, hit: Bits) -> tuple[IntArray, IntArray, BoolArray]:
         """``(q, T)`` rows of each cell, of those the ``hit`` rows, and "the query reaches a leaf"."""
+        if self.counter is not None and self.min_rows <= 1:
+            got = self.counter.route_counts(self, routes, hit)
+            if got is not None:
+                return got
         bl, br, level, alive = self._plan(routes, hit)
         keys, start = self._entries(bl, br, level)
         W, H = self._count(keys, start, hit)
@@ -234,7 +251,8 @@ class CellIndex:
         return W.reshape(q, self.n_trees), H.reshape(q, self.n_trees), alive
 
     def _count(self, keys: IntArray, start: IntArray, hit: Bits) -> tuple[IntArray, IntArray]:
-        return (self.counter or and_counts)(self.bits, keys, start, hit)
+        got = None if self.counter is None else self.counter.and_counts(self.bits, keys, start, hit)
+        return and_counts(self.bits, keys, start, hit) if got is None else got
 
     def _plan(self, routes: Routes, hit: Bits | None) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
         """Each query's reached leaves and, per segment, its tightest determined left and right split
@@ -356,7 +374,7 @@ class CellIndex:
         return pack_rows(np.asarray(hit, dtype=bool))
 
 
-def build_cells(forest: Forest, X: FloatArray, min_rows: int = 1, counter: CellCounts | None = None) -> CellIndex:
+def build_cells(forest: Forest, X: FloatArray, min_rows: int = 1, counter: CellCounter | None = None) -> CellIndex:
     """Routing bitsets of the training rows ``X`` (as the forest reads them) at every split."""
     inner_all = np.flatnonzero(forest.left >= 0).astype(np.int64)
     if forest.is_categorical[inner_all].any():
@@ -419,8 +437,10 @@ def build_cells(forest: Forest, X: FloatArray, min_rows: int = 1, counter: CellC
     return CellIndex(forest=forest, n_rows=n, inner=inner, feature=feat, threshold=thr, missing_left=ml,
                      missing_zero=mz, seg_start=seg_start, seg_tree_start=seg_tree_start, rank=rank,
                      seg_key=seg_key, bits=bits, levels=tuple(levels), leaf_tree=tree, seg_tree=seg_tree,
-                     depth=depth.astype(np.int64), min_rows=int(min_rows), counter=counter)
+                     depth=depth.astype(np.int64), min_rows=int(min_rows), node_inner=pos,
+                     inner_seg=np.repeat(np.arange(seg_start.size - 1, dtype=np.int64), np.diff(seg_start)),
+                     counter=counter)
 
 
-__all__ = ["BOTH", "CellCounts", "CellIndex", "LEFT", "NONE", "RIGHT", "and_counts", "and_rows", "build_cells",
+__all__ = ["BOTH", "CellCounter", "CellIndex", "LEFT", "NONE", "RIGHT", "and_counts", "and_rows", "build_cells",
            "pack_rows", "popcount", "unpack_rows"]

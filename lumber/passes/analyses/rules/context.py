@@ -19,7 +19,7 @@ import numpy.typing as npt
 from lumber.ir import Constraints, Forest, InputDataError
 from lumber.ir.domains import Domains
 
-from .cells import Bits, CellCounts, CellIndex, Routes, build_cells
+from .cells import Bits, CellCounter, CellIndex, Routes, build_cells
 from .divergent import FALLBACKS
 from .sampling import AnnealOptions
 from .table import LeafTable, build_leaf_table
@@ -185,7 +185,7 @@ class RuleContext:
 def build_context(model: Forest, rule_forest: Forest, X_train: Any, *, constraints: Constraints | None = None,
                   score: Scorer | None = None, options: RuleOptions | None = None,
                   margins: Scorer | None = None, domains: Domains | None = None,
-                  cell_counts: CellCounts | None = None) -> RuleContext:
+                  cell_counts: CellCounter | None = None) -> RuleContext:
     """Prepare the training rows for both forests and record the explained model's decisions
     (``cell_counts``: a faster counter of the estimators' bitsets, ``cells.CellIndex.counter``)."""
     opts = (options or RuleOptions()).check()
