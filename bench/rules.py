@@ -73,6 +73,16 @@ Writes ``bench/results/rules.json`` and ``bench/results/rules.md`` (``rules_quic
 ``--quick``, ``rules_k20.*`` with ``--k 20``, ``NAME.*`` with ``--stem NAME``). A full run is split
 into one command per data set (each writes its own stem); ``--merge`` joins their JSON into one
 table, each part's command, wall time and load average listed.
+
+Speed (``--speed``; issue 16's targets: 8 Adult regions <= 10 s, local rules <= 2 s per case at
+K = 10): regional rules for the 8 regions above and local rules for ``--cases`` (default 10) test
+cases per class, each on a fresh explainer, the shipped fast paths (C cell counts, compiled margins)
+interleaved with the plain ones (numpy counts, interpreted margins), regional ``--repeats`` times;
+the table says whether both paths gave the same rules, numbers and samples. One command per data set
+(a few minutes each on an idle 2-core machine; ``--quick``: 3 cases, one repeat)::
+
+    bench/rules.py --speed --datasets adult --stem rules_speed_adult
+    bench/rules.py --speed --datasets bcw --stem rules_speed_bcw
 """
 
 from __future__ import annotations
@@ -893,6 +903,113 @@ def cdp_check(n_cases: int, seed: int) -> dict[str, Any]:
     return doc
 
 
+# -- speed: regional and local rules, the fast paths against the plain ones -----------------------
+
+def _explainer(name: str, seed: int, Xtr: Any, model: Any, iso: Any, plain: bool) -> Any:
+    """The headline explainer (K = 10, one sample, IF 10%); ``plain``: the C cell counts off and the
+    margins interpreted (the paths the fast ones must agree with)."""
+    from lumber.compiler.api.rules import Margins, RuleExplainer
+
+    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=10, isolation=iso)
+    if plain:
+        ctx = ex.context
+        ex.context = replace(ctx, margins=None, cells=replace(ctx.cells, counter=None), _estimates={}, _hit_bits={})
+        ex._iso_margins = Margins(ex.isolation[0], after=1 << 62)
+    return ex
+
+
+def _rule_key(rs: Any) -> list[Any]:
+    """Everything a rule result reports that the fast paths must not change."""
+    out = []
+    for r in rs:
+        out.append((r.status, r.features, r.cdp, r.message,
+                    [(tuple((iv.index, iv.lo, iv.hi) for iv in ru.intervals), ru.probability, ru.plausibility,
+                      ru.support, ru.inliers) for ru in r.rules],
+                    [(s.x.tolist(), s.verified, s.inlier) for s in r.samples]))
+    return out
+
+
+def speed(datasets: list[str], n_cases: int, repeats: int, seed: int) -> dict[str, Any]:
+    """Wall time of regional rules (8 regions: the leaves of a decision tree fitted to the model's
+    decisions, as in the main run) and of local rules (``n_cases`` test cases per predicted class), each
+    on a fresh explainer (no cache carried over), fast and plain paths interleaved; regional
+    ``repeats`` times, local once per path. Answers are compared between the paths."""
+    import os
+
+    from sklearn.ensemble import IsolationForest
+    from sklearn.tree import DecisionTreeClassifier
+
+    import lumber
+    from lumber.passes.analyses.rules import Region
+
+    out: dict[str, Any] = {}
+    for name in datasets:
+        Xtr, Xte, _, _, model = fit_model(name, seed)
+        iso = IsolationForest(contamination=0.1, random_state=seed).fit(Xtr.to_numpy(dtype=np.float64))
+        tree = DecisionTreeClassifier(max_leaf_nodes=8, min_samples_leaf=max(10, len(Xtr) // 100),
+                                      random_state=seed).fit(Xtr, model.predict(Xtr))
+        tf = lumber.load(tree)
+        regions = [Region.from_leaf(tf, int(n)) for n in np.flatnonzero(tf.left < 0)]
+        times: dict[str, list[float]] = {"fast": [], "plain": []}
+        keys: dict[str, Any] = {}
+        loads = []
+        for r in range(repeats):
+            for path in ("fast", "plain"):
+                ex = _explainer(name, seed, Xtr, model, iso, path == "plain")
+                loads.append(os.getloadavg()[0])
+                t = time.perf_counter()
+                rs = ex.regional(regions)
+                times[path].append(time.perf_counter() - t)
+                keys.setdefault(path, _rule_key(rs))
+                print(f"{name} regional {path} #{r}: {times[path][-1]:.1f} s", file=sys.stderr)
+        local: dict[str, Any] = {}
+        same_local = True
+        for label, idx, tgt in case_groups(name, model, Xte, n_cases):
+            cases = Xte.iloc[idx]
+            got = {}
+            for path in ("fast", "plain"):
+                ex = _explainer(name, seed, Xtr, model, iso, path == "plain")
+                loads.append(os.getloadavg()[0])
+                t = time.perf_counter()
+                rs = ex.local(cases, target=tgt, rows=[int(i) for i in idx])
+                local.setdefault(label, {})[path] = (time.perf_counter() - t) / max(len(idx), 1)
+                got[path] = _rule_key(rs)
+                print(f"{name} local {label} {path}: {local[label][path]:.2f} s/case", file=sys.stderr)
+            local[label]["cases"] = len(idx)
+            same_local &= got["fast"] == got["plain"]
+        out[name] = {"regions": len(regions), "train_rows": len(Xtr), "regional_seconds": times,
+                     "same_regional": keys["fast"] == keys["plain"], "local_seconds_per_case": local,
+                     "same_local": same_local, "load_during": [min(loads), max(loads)]}
+    return out
+
+
+def speed_markdown(doc: dict[str, Any]) -> str:
+    lines = ["# Counterfactual rules: speed", "",
+             f"`{doc['command']}` -- {doc['machine']}, {doc['cpus']} CPUs, load average at the end "
+             f"{doc['load'][0]:.2f}; {doc['seconds']:.0f} s in all. Targets (issue 16): regional rules for 8 "
+             "Adult regions <= 10 s, local rules <= 2 s per case at K = 10 (adult, bcw).", "",
+             "Fast: the explainer as shipped (C cell counts, compiled margins, both built in the background "
+             "once the work passes a threshold); plain: the same explainer with numpy cell counts and "
+             "interpreted margins. Each timing on a fresh explainer, the two paths interleaved; 'same' says "
+             "whether every rule, number and sample agreed.", "",
+             "| data | train rows | regional (8 regions): fast median [min, max] | plain median | ratio | same | "
+             "local s/case fast (pos / neg) | plain | same | load during |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, d in doc["speed"].items():
+        f, p = d["regional_seconds"]["fast"], d["regional_seconds"]["plain"]
+        loc = d["local_seconds_per_case"]
+        lf = " / ".join(f"{loc[k]['fast']:.2f}" for k in loc)
+        lp = " / ".join(f"{loc[k]['plain']:.2f}" for k in loc)
+        nc = " / ".join(str(loc[k]["cases"]) for k in loc)
+        lines.append(f"| {name} | {d['train_rows']} | {np.median(f):.1f} [{min(f):.1f}, {max(f):.1f}] | "
+                     f"{np.median(p):.1f} | {np.median(p) / np.median(f):.1f}x | {'yes' if d['same_regional'] else 'NO'} | "
+                     f"{lf} ({nc} cases) | "
+                     f"{lp} | {'yes' if d['same_local'] else 'NO'} | {d['load_during'][0]:.1f}-{d['load_during'][1]:.1f} |")
+    lines += ["", "Ratios taken at a load above the CPU count are not evidence.", ""]
+    return "\n".join(lines)
+
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="20 cases per class, no MILP on adult")
@@ -910,12 +1027,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cdp-check", action="store_true",
                     help="only the CDP Monte Carlo check and the per-case divergent-set report (rules_cdp.*, "
                          "quick: rules_cdp-quick.*)")
+    ap.add_argument("--speed", action="store_true",
+                    help="only the timings: regional rules (8 regions) and local rules (--cases per class, default "
+                         "10), fast paths against the plain ones (rules_speed.*, quick: rules_speed-quick.*)")
+    ap.add_argument("--repeats", type=int, default=3, help="regional timings per path with --speed")
     _outputs.add_dry_run(ap)
     args = ap.parse_args(argv)
     n = args.cases or (20 if args.quick else 100)
     suffix = ("_quick" if args.quick else "") + (f"_k{args.k}" if args.k != 10 else "")
     name = (_outputs.stem("rules_cdp", args.quick) if args.cdp_check else (args.stem or "rules") if args.merge
-            else args.stem or f"rules{suffix}")
+            else (args.stem or _outputs.stem("rules_speed", args.quick)) if args.speed else args.stem or f"rules{suffix}")
     js, mdp = RESULTS / f"{name}.json", RESULTS / f"{name}.md"
     if _outputs.dry_run(args, js, mdp):
         return 0
@@ -927,6 +1048,20 @@ def main(argv: list[str] | None = None) -> int:
         RESULTS.mkdir(exist_ok=True)
         atomic_write_text(js, json.dumps(doc, indent=2, sort_keys=True, default=float) + "\n")
         md = markdown(doc)
+        atomic_write_text(mdp, md)
+        print(md)
+        return 0
+    if args.speed:
+        import os
+
+        t0 = time.perf_counter()
+        sp = speed([d for d in args.datasets.split(",") if d], args.cases or (3 if args.quick else 10),
+                   1 if args.quick else args.repeats, args.seed)
+        sd = {"command": cmd, "machine": f"{platform.machine()}, Python {platform.python_version()}", "speed": sp,
+              "load": list(os.getloadavg()), "cpus": os.cpu_count(), "seconds": time.perf_counter() - t0}
+        RESULTS.mkdir(exist_ok=True)
+        atomic_write_text(js, json.dumps(sd, indent=2, sort_keys=True, default=float) + "\n")
+        md = speed_markdown(sd)
         atomic_write_text(mdp, md)
         print(md)
         return 0
