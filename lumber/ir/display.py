@@ -7,8 +7,13 @@ A model stores ``Age <= 20.500000000000004`` and a solver returns
 - a split threshold ``t`` as the shortest decimal ``d`` that splits the
   feature's domain exactly as ``t`` does (no domain value between them):
   ``Age <= 20.5`` for a whole-number age, ``CapitalGain <= 0.5`` for LightGBM's
-  ``1e-35``; a continuous float64 feature keeps ``t`` itself when nothing
-  shorter splits the same values;
+  ``1e-35``. A continuous feature (no step; with or without a domain) has no
+  domain values to split, only the model's cells: ``t`` prints as itself when
+  it is short (at most ``SHORT_DIGITS`` significant digits), else as the
+  shortest decimal of ``t``'s own model cell at most ``NEAR`` (1e-4, relative)
+  below ``t`` and nearer ``t`` than half-way to the cut below (``a <= 0.4982``
+  for ``0.4982340186834336``, ``20.5`` for ``20.500000000000004``);
+  LightGBM's zero band ``1e-35`` (the model's "is zero" test) prints as ``0``;
 - a value ``v`` (moved from a case's ``x0``) as the shortest decimal in the
   same model cell as ``v`` (every split of the model routes it alike), in the
   feature's domain, and no farther from ``x0`` -- so it is still a valid,
@@ -40,6 +45,15 @@ FloatArray = npt.NDArray[np.float64]
 
 PAST = 1e-4
 """How far past a continuous value (relative to its change) a printed decimal may lie, in the same cell."""
+
+NEAR = 1e-4
+"""How far (relative to itself) a printed continuous threshold may lie from the model's own."""
+
+SHORT_DIGITS = 6
+"""A continuous threshold with at most this many significant digits prints as itself."""
+
+ZERO_BAND = 1e-30
+"""Positive thresholds at most this small whose lower cell holds 0 are LightGBM's zero test: print 0."""
 
 
 def number_text(v: float) -> str:
@@ -97,6 +111,13 @@ class Display:
         """Sorted thresholds of numeric splits on feature ``i`` (with LightGBM's zero band)."""
         if i not in self._cuts:
             f = self.forest
+            if not hasattr(f, "feature"):  # a Polynomial: its ``x > t`` conditions are the cuts
+                from .polynomial import ConditionKind
+
+                sel = (f.cond_feature == i) & (f.cond_kind == ConditionKind.GREATER)
+                t = f.cond_threshold[sel]
+                self._cuts[i] = np.unique(t[np.isfinite(t)])
+                return self._cuts[i]
             sel = (f.feature == i) & ~f.is_categorical & (f.left >= 0)
             t = f.threshold[sel]
             if f.missing_zero[sel].any():
@@ -179,11 +200,41 @@ class Display:
                 np.nextafter(np.float32(t), np.float32(-np.inf)))
             nxt = float(np.nextafter(np.float32(t32), np.float32(np.inf)))
             c = shortest_in(t32, nxt, closed_low=True)
-            return number_text(c if c is not None else t32)
-        c = shortest_in(t, float(np.nextafter(t, np.inf)), closed_low=False)
-        if c is not None and len(number_text(c)) < len(number_text(t)):
-            return number_text(c)
-        return number_text(t)
+            exact = c if c is not None else t32
+        else:
+            c = shortest_in(t, float(np.nextafter(t, np.inf)), closed_low=False)
+            exact = c if c is not None and len(number_text(c)) < len(number_text(t)) else t
+        return number_text(self._near(i, t, exact))
+
+    def _near(self, i: int, t: float, exact: float) -> float:
+        """A continuous threshold: ``exact`` (the shortest decimal meaning exactly ``t`` to the model) when it
+        is short, else the shortest decimal ``d`` in ``[t - NEAR * |t|, t]`` nearer ``t`` than half-way to the
+        cut below. ``d`` lies in ``t``'s own cell (``x <= t`` holds at ``d``), so every value past ``t`` is
+        also past ``d``: a witness just across the split never prints on the wrong side of the test."""
+        cuts = self.cuts(i)
+        k = int(np.searchsorted(cuts, t))
+        lower = float(cuts[k - 1]) if k > 0 else -math.inf
+        upper_k = k + 1 if k < cuts.size and cuts[k] == t else k
+        upper = float(cuts[upper_k]) if upper_k < cuts.size else math.inf
+        if 0 < t <= ZERO_BAND and lower < 0:
+            return 0.0  # LightGBM's "is zero" split: x <= 1e-35 holds for 0 and the zero band
+        if digits(exact) <= SHORT_DIGITS:
+            return exact
+        tol = NEAR * abs(t)
+        a = max(t - tol, lower + (t - lower) / 2) if math.isfinite(lower) else t - tol
+        for p in range(1, digits(exact)):
+            cands = [c for c in _rounded(t, p) if a < c <= t]
+            if cands:
+                return max(cands)  # the nearest t
+        return exact
 
 
-__all__ = ["Display", "number_text", "shortest_in"]
+def digits(v: float) -> int:
+    """Significant digits of ``v``'s shortest round-trip text."""
+    if v == 0 or not math.isfinite(v):
+        return 1
+    mant = repr(abs(float(v))).split("e")[0].replace(".", "").lstrip("0").rstrip("0")
+    return max(1, len(mant))
+
+
+__all__ = ["Display", "digits", "number_text", "shortest_in"]

@@ -5,7 +5,9 @@ Each data set is exported as the README tour does (``lumber datasets export``, a
 ``explain`` (counterfactual, sensitive, rules, attribution; text and JSON), ``report`` (Markdown, HTML,
 JSON) and ``batch`` run on a few rows, and every value they show is checked against the domains lumber
 infers from the training rows: whole numbers stay whole, categories print as labels, a change is at
-least one resolution step, thresholds are the short decimals between domain values.
+least one resolution step, thresholds are the short decimals between domain values, a continuous
+feature's thresholds short decimals of their model cell (with or without training rows), and a
+categorical condition a set of labels, never an order on codes.
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ def _domains(out: Path) -> tuple[Domains, Any]:
 
 
 class Checker:
-    def __init__(self, doms: Domains, forest: Any) -> None:
+    def __init__(self, doms: Domains, forest: Any, values: bool = True) -> None:
+        self.values = values
+        """False: check thresholds and categorical conditions only (without domains a value just past
+        LightGBM's zero band, 1e-35, is the model's true nearest point, not junk)."""
         self.doms = doms
         self.names = doms.names
         self.labels = {i: f.categories for i, f in enumerate(forest.schema.features) if f.categories is not None}
@@ -78,6 +83,8 @@ class Checker:
         return v
 
     def change(self, feature: str, a: Any, b: Any, where: str) -> None:
+        if not self.values:
+            return
         va, vb = self.value(feature, a, where), self.value(feature, b, where)
         i = self.index(feature)
         if i is None or va is None or vb is None:
@@ -90,13 +97,20 @@ class Checker:
 
     def threshold(self, feature: str, text: str, where: str) -> None:
         i = self.index(feature)
-        if i is None or not re.fullmatch(NUMBER, text):
+        if i is None:
             return
         d = self.doms[i]
+        if d.kind == DomainKind.CATEGORICAL:
+            self.problems.append(f"{where}: categorical {feature} compared by order with {text!r}")
+            return
+        if not re.fullmatch(NUMBER, text):
+            return
         t = float(text)
         if d.kind in (DomainKind.INTEGER, DomainKind.BINARY) and d.resolution == 1.0 and math.isfinite(t):
             if not re.fullmatch(r"-?\d+(\.5)?", text):
                 self.problems.append(f"{where}: {feature} threshold {text} is not a whole or half number")
+        elif d.resolution == 0 and _digits(text) > SHORT:
+            self.problems.append(f"{where}: {feature} threshold {text} is no short decimal ({_digits(text)} digits)")
 
     # -- scanners ---------------------------------------------------------------------------------
 
@@ -104,8 +118,16 @@ class Checker:
         feats = "|".join(re.escape(n) for n in sorted(self.names, key=len, reverse=True))
         for m in re.finditer(rf"(?<![\w-])({feats}):? ({NUMBER}|[\w.\-]+) (?:->|→) ({NUMBER}|[\w.\-]+)", text):
             self.change(m.group(1), m.group(2), m.group(3), where)
-        for m in re.finditer(rf"(?<![\w-])({feats}) (?:<=|>|≤) ({NUMBER})", text):
+        for m in re.finditer(rf"(?<![\w-])({feats}) (?:<=|>=|<|>|≤|≥) ({NUMBER}|[\w.\-]+)", text):
             self.threshold(m.group(1), m.group(2), where)
+        for m in re.finditer(rf"({NUMBER}) (?:<=|<|≤) ({feats})(?![\w-])", text):
+            self.threshold(m.group(2), m.group(1), where)
+        for m in re.finditer(rf"(?<![\w-])({feats}) in ([\w.\-]+)\.\.", text):
+            i = self.index(m.group(1))
+            if i is not None and self.doms[i].kind == DomainKind.CATEGORICAL:
+                self.problems.append(f"{where}: categorical {m.group(1)} shown as a range from {m.group(2)}")
+        if not self.values:
+            return
         for m in re.finditer(rf"(?<![\w-])({feats}) = ([\w.\-]+)", text):
             self.value(m.group(1), m.group(2), where)
         for m in re.finditer(r"\d(?:\.\d+)?e-(?:3\d|[4-9]\d|\d{3})", text):
@@ -124,12 +146,21 @@ class Checker:
                 self.change(f, d["before"], d["after"], where + " (exact)")
             if "new_value_text" in d:
                 self.change(f, d["value_text"], d["new_value_text"], where + " (test)")
-                if d.get("threshold_text"):
+                if d.get("threshold_text") and d.get("categories") is None:
                     self.threshold(f, d["threshold_text"], where + " (test)")
-                if isinstance(d.get("margin"), float) and d["margin"] < 1e-12:
+                if self.values and isinstance(d.get("margin"), float) and d["margin"] < 1e-12:
                     self.problems.append(f"{where}: {f} test margin {d['margin']!r} below any resolution")
             if isinstance(d.get("text"), str):
                 self.text(d["text"], where + " (rule)")
+
+
+SHORT = 8
+"""Significant digits a continuous threshold may show (float noise like 0.4982340186834336 has 16)."""
+
+
+def _digits(text: str) -> int:
+    mant = text.lower().lstrip("-").split("e")[0].replace(".", "").lstrip("0").rstrip("0")
+    return max(1, len(mant))
 
 
 def _dicts(doc: Any) -> Iterator[dict[str, Any]]:
@@ -167,4 +198,28 @@ def test_every_shown_value_is_in_its_domain(exported: tuple[str, Path], capsys: 
         capsys.readouterr()
         for line in path.read_text().splitlines():
             check.json(json.loads(line), f"{name}: batch {analysis}")
+    assert not check.problems, "\n".join(check.problems[:30])
+
+
+def test_without_domains_thresholds_are_short_decimals(exported: tuple[str, Path],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """No training rows, no constraint file: the model's own schema is all lumber knows. Sensitive tests
+    (text, JSON, Markdown, HTML) still print every threshold as a short decimal of its model cell, never the
+    float noise of the model file (``12.500000000000002``, ``1.0000000180025095e-35``)."""
+    name, out = exported
+    forest = lumber.load(out / "model.txt")
+    check = Checker(domains_for(forest), forest, values=False)
+    model, cases = str(out / "model.txt"), str(out / "cases.csv")
+    capsys.readouterr()
+    assert main(["explain", model, cases, "--rows", "0:2", "--sensitive", "-o", str(out / "bare.json")]) == 0
+    check.text(capsys.readouterr().out, f"{name}: explain (no domains)")
+    check.json(json.loads((out / "bare.json").read_text()), f"{name}: explain.json (no domains)")
+    assert main(["report", model, cases, "--analyses", "sensitive", "--max-cases", "2", "-q",
+                 "-o", str(out / "bare")]) == 0
+    capsys.readouterr()
+    rep = out / "bare"
+    check.text((rep / "report.md").read_text(), f"{name}: report.md (no domains)")
+    check.text(html.unescape(re.sub(r"<[^>]+>", " ", (rep / "report.html").read_text())),
+               f"{name}: report.html (no domains)")
+    check.json(json.loads((rep / "report.json").read_text()), f"{name}: report.json (no domains)")
     assert not check.problems, "\n".join(check.problems[:30])

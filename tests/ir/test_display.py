@@ -43,13 +43,41 @@ def test_thresholds_on_whole_number_features() -> None:
     assert d.threshold(0, 20.500000000000004) == "20.5"
     assert d.threshold(1, 1e-35) == "0.5"
     assert d.threshold(1, 5036.5) == "5036.5"
-    assert d.threshold(3, 0.5460000000000002) == "0.5460000000000002"  # continuous: t itself, nothing shorter
+    assert d.threshold(3, 0.5460000000000002) == "0.546"  # continuous: the shortest decimal of the same cells
 
 
-def test_thresholds_without_domains_keep_the_models_own_number() -> None:
+def test_thresholds_without_domains_print_the_shortest_decimal_of_the_same_cells() -> None:
+    """No reference rows, no constraint file: a float threshold prints as the shortest decimal within 1e-4
+    of it that stays between the neighbouring cuts; LightGBM's zero band as 0; short thresholds as they are."""
     d = Display(_forest())
-    assert d.threshold(0, 20.500000000000004) == "20.500000000000004"
-    assert d.threshold(1, 1e-35) == "1e-35"
+    assert d.threshold(0, 20.500000000000004) == "20.5"
+    assert d.threshold(1, 1e-35) == "0"                 # LightGBM's "is zero" split, not 1.0000000180025095e-35
+    assert d.threshold(1, 5036.5) == "5036.5"           # already short: kept
+    assert d.threshold(3, 7.25) == "7.25"
+    assert d.threshold(3, 0.5460000000000002) == "0.546"
+
+
+def test_a_shortened_threshold_never_reaches_the_neighbouring_cuts() -> None:
+    feats = [Feature("a")]
+    t, near = 0.4982340186834336, 0.49823403
+    f = make_forest([("a", t, ("a", near, 0.0, 1.0), 2.0)], feats, task=Task.BINARY,
+                    post_transform=PostTransform.SIGMOID)
+    d = Display(f)
+    mid = t + (near - t) / 2
+    c_t, c_near = float(d.threshold(0, t)), float(d.threshold(0, near))
+    # each printed number splits the model's cuts as its threshold does, nearer it than half-way to the other
+    assert abs(c_t - t) <= 1e-4 * t and c_t < mid
+    assert abs(c_near - near) <= 1e-4 * near and c_near > mid
+    assert len(d.threshold(0, t)) < len(repr(t))
+    assert Display(make_forest([("a", t, 0.0, 1.0)], feats, task=Task.BINARY,
+                               post_transform=PostTransform.SIGMOID)).threshold(0, t) == "0.4982"
+
+
+def test_float32_thresholds_shorten_too() -> None:
+    t = float(np.float32(0.4982340186834336))
+    f = make_forest([("a", t, 0.0, 1.0)], [Feature("a")], task=Task.BINARY, post_transform=PostTransform.SIGMOID,
+                    input_dtype="float32")
+    assert Display(f).threshold(0, t) == "0.4982"
 
 
 def test_moved_values_shortest_in_the_same_cell_and_no_farther() -> None:

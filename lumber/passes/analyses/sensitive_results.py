@@ -81,6 +81,19 @@ class SensitiveTest:
         return d
 
 
+def _across(t: SensitiveTest) -> SensitiveTest:
+    """A witness moved to ``x <= threshold`` prints no higher than the printed threshold (which lies in the
+    threshold's own cell, so it routes as the witness does): ``a > 0.4982 (0.6 -> 0.4982)``, never
+    ``(0.6 -> 0.49823)``."""
+    if t.op != ">" or t.threshold is None or t.categories is not None or not (t.new_value <= t.threshold):
+        return t
+    try:
+        shown_thr, shown_new = float(t.threshold_text), float(t.new_value_text)
+    except ValueError:
+        return t
+    return replace(t, new_value_text=t.threshold_text) if shown_new > shown_thr else t
+
+
 @dataclass(frozen=True)
 class ClassChange:
     """The nearest point of one other class (multiclass models)."""
@@ -214,7 +227,7 @@ class SensitiveResult(Sequence[CaseSensitivity]):
                               categories_text=None if t.categories is None else tuple(
                                   d.value(t.index, float(c)) for c in t.categories),
                               margin=self._domain_margin(t)) for t in tests)
-        return tuple(sorted(shown, key=lambda t: (-t.margin, t.index)))
+        return tuple(sorted(map(_across, shown), key=lambda t: (-t.margin, t.index)))
 
     def _domain_margin(self, t: SensitiveTest) -> float:
         """The cost of the smallest change in the feature's domain that crosses ``t`` (one dollar past

@@ -9,6 +9,7 @@ model").
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -17,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Constraints, Forest, InputDataError
-from lumber.ir.domains import Domains
+from lumber.ir.display import Display
+from lumber.ir.domains import Domains, infer_domains
 
 from .cells import Bits, CellCounter, CellIndex, Routes, build_cells
 from .divergent import FALLBACKS
@@ -170,6 +172,12 @@ class RuleContext:
     @property
     def names(self) -> list[str]:
         return self.model.schema.feature_names
+
+    @functools.cached_property
+    def display(self) -> Display:
+        """How rule conditions print: the rule forest's cells (its thresholds bound the boxes), the
+        explained model's labels, the request's domains."""
+        return Display(self.table.forest, self.domains if self.domains is not None else infer_domains(self.model.schema))
 
     def hit(self, target: RuleTarget) -> npt.NDArray[np.bool_]:
         return target.hit(self.train_decision)

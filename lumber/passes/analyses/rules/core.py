@@ -330,7 +330,7 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, S: IntArray,
         keep, crp_m, plaus_m, inl = _prune(ctx, q, target, S, m, act.lo[S], act.hi[S], good)
         Sk = S[keep]
         support = float(in_boxes(tab.X[:, Sk], m.lo[None, keep], m.hi[None, keep])[0].mean())
-        ivs = tuple(Interval(feats[j], int(j), float(m.lo[k]), float(m.hi[k]))
+        ivs = tuple(Interval(feats[j], int(j), float(m.lo[k]), float(m.hi[k]), ctx.display)
                     for k, j in zip(np.flatnonzero(keep), Sk))
         rules.append(Rule(ivs, crp_m, plaus_m, support, inl))
     if good is not None:  # rules holding plausible points first (stable: most plausible first otherwise)

@@ -52,8 +52,8 @@ class Region:
         bounded = ~(np.isneginf(self.lo) & np.isposinf(self.hi))
         return np.all(ok | ~bounded[None, :], axis=1)  # type: ignore[no-any-return]
 
-    def intervals(self, schema: Schema) -> tuple[Interval, ...]:
-        return tuple(Interval(schema.features[j], j, float(self.lo[j]), float(self.hi[j]))
+    def intervals(self, schema: Schema, shown: Any = None) -> tuple[Interval, ...]:
+        return tuple(Interval(schema.features[j], j, float(self.lo[j]), float(self.hi[j]), shown)
                      for j in range(schema.n_features) if np.isfinite(self.lo[j]) or np.isfinite(self.hi[j]))
 
     @staticmethod
@@ -104,7 +104,7 @@ def regional_rules(ctx: RuleContext, regions: Sequence[Region], target: Any = No
             raise InputDataError(f"region {r} has {reg.lo.shape[0]} bounds for {tab.n_features} features")
         inside = reg.contains(tab.X)
         n_in = int(inside.sum())
-        ivs = reg.intervals(ctx.model.schema)
+        ivs = reg.intervals(ctx.model.schema, ctx.display)
         cur = _majority(ctx, inside)
         tgt = resolve_target(ctx.model, target, cur) if (cur is not None or target is not None) else _no_target(ctx)
         common: dict[str, Any] = dict(target=tgt, pi=opt.pi, pi_c=opt.pi_c, schema_features=feats, region=ivs,

@@ -51,13 +51,15 @@ class Interval:
     index: int
     lo: float
     hi: float
+    shown: Any = field(default=None, compare=False, repr=False)
+    """The request's :class:`lumber.ir.display.Display` (thresholds and labels for people), or None."""
 
     def contains(self, v: FloatArray) -> npt.NDArray[np.bool_]:
         with np.errstate(invalid="ignore"):
             return (np.asarray(v) > self.lo) & (np.asarray(v) <= self.hi)  # type: ignore[no-any-return]
 
     def to_text(self) -> str:
-        return condition(self.feature, self.lo, self.hi)
+        return condition(self.feature, self.lo, self.hi, self.shown, self.index)
 
     def to_dict(self) -> dict[str, Any]:
         return {"feature": self.feature.name, "lo": _num(self.lo), "hi": _num(self.hi),
