@@ -114,8 +114,9 @@ class Display:
             if not hasattr(f, "feature"):  # a Polynomial: its ``x > t`` conditions are the cuts
                 from .polynomial import ConditionKind
 
-                sel = (f.cond_feature == i) & (f.cond_kind == ConditionKind.GREATER)
-                t = f.cond_threshold[sel]
+                p: Any = f
+                sel = (p.cond_feature == i) & (p.cond_kind == ConditionKind.GREATER)
+                t = p.cond_threshold[sel]
                 self._cuts[i] = np.unique(t[np.isfinite(t)])
                 return self._cuts[i]
             sel = (f.feature == i) & ~f.is_categorical & (f.left >= 0)
@@ -214,8 +215,6 @@ class Display:
         cuts = self.cuts(i)
         k = int(np.searchsorted(cuts, t))
         lower = float(cuts[k - 1]) if k > 0 else -math.inf
-        upper_k = k + 1 if k < cuts.size and cuts[k] == t else k
-        upper = float(cuts[upper_k]) if upper_k < cuts.size else math.inf
         if 0 < t <= ZERO_BAND and lower < 0:
             return 0.0  # LightGBM's "is zero" split: x <= 1e-35 holds for 0 and the zero band
         if digits(exact) <= SHORT_DIGITS:

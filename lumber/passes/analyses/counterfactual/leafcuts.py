@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from lumber.ir import Forest
 
+from .deadline import Deadline
 from .domain import CategoricalDomain, Domain, NumericDomain
 from .model import LinExpr, MilpModel
 from .objective import CaseCost
@@ -109,10 +110,13 @@ def leaf_costs(forest: Forest, ch: NodeChoices, reach: npt.NDArray[np.bool_], do
 
 
 def add_leaf_cuts(forest: Forest, ch: NodeChoices, enc: ForestEncoding, domains: list[Domain], cost: CaseCost,
-                  zcols: dict[int, tuple[int, LinExpr]], model: MilpModel) -> int:
-    """Rows ``z_i >= sum_l c_i(l) y_l`` per tree and feature; returns how many were added."""
+                  zcols: dict[int, tuple[int, LinExpr]], model: MilpModel, deadline: Deadline | None = None) -> int:
+    """Rows ``z_i >= sum_l c_i(l) y_l`` per tree and feature; returns how many were added.
+
+    Past ``deadline`` it stops adding (checked before the leaf costs and before each feature's rows): the
+    cuts only tighten the relaxation, so the rows already added leave a valid model."""
     features = sorted(zcols)
-    if not features:
+    if not features or (deadline is not None and deadline.expired()):
         return 0
     leaves, C = leaf_costs(forest, ch, enc.reach, domains, cost, features)
     tree = forest.node_tree[leaves].astype(np.int64)
@@ -120,6 +124,8 @@ def add_leaf_cuts(forest: Forest, ch: NodeChoices, enc: ForestEncoding, domains:
     fixed = ycol < 0
     added = 0
     for k, f in enumerate(features):
+        if deadline is not None and deadline.expired():
+            break
         z = zcols[f][0]
         c = C[:, k]
         if fixed.any():  # decided trees: the leaf's cost is a plain lower bound

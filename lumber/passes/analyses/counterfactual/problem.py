@@ -330,7 +330,10 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
             model.add_rows(np.zeros(nz.shape[0], dtype=np.int64), nz, c[nz], np.array([-np.inf]), np.array([limit]))
     if leaf_cuts:
         for f, (ch, _), enc in zip(forests, choices, encs):
-            add_leaf_cuts(f, ch, enc, doms, q.cost, prob.zcols, model)
+            add_leaf_cuts(f, ch, enc, doms, q.cost, prob.zcols, model, deadline)
+        if expired():  # no time left to solve (the cuts added so far are valid, the model is not finished)
+            prob.expired = True
+            return prob
     if explained:
         add_target_rows(encs[0], q.spec, model, eps, tie_eps)
     if q.isolation is not None:

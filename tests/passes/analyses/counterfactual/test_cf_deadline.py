@@ -139,3 +139,40 @@ def test_build_stops_at_the_deadline(rf_case) -> None:
     clock.now = 2.0
     prob = build(q, deadline=d)
     assert prob.expired and not prob.encodings
+
+
+def test_leaf_cuts_stop_at_the_deadline(rf_case, monkeypatch) -> None:
+    """The leaf-cost cuts are the last costly stage of building: once the deadline passes inside it, no
+    further rows are added and the problem comes back expired (the caller returns its best point)."""
+    from lumber.passes.analyses.counterfactual import leafcuts
+
+    f, X, x = rf_case
+    q = make_query(f, x, target=1)[0]
+    full = build(q)
+    assert not full.expired
+    clock = FakeClock()
+    real = leafcuts.leaf_costs
+
+    def slow_leaf_costs(*a, **kw):
+        out = real(*a, **kw)
+        clock.now += 100.0  # computing the leaf costs ran past the deadline
+        return out
+
+    monkeypatch.setattr(leafcuts, "leaf_costs", slow_leaf_costs)
+    prob = build(q, deadline=Deadline.after(2.0, clock))
+    assert prob.expired
+    assert prob.model.n_rows < full.model.n_rows  # not one leaf cut was added after the deadline
+    # already past the deadline when the stage starts: the leaf costs are not even computed
+    calls = []
+    monkeypatch.setattr(leafcuts, "leaf_costs", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    n = leafcuts.add_leaf_cuts(f, *_leaf_cut_args(q), deadline=Deadline.after(0.0, FakeClock()))
+    assert n == 0 and not calls
+
+
+def _leaf_cut_args(q):
+    """(choices, encoding, domains, cost, zcols, model) of a freshly built problem of ``q``."""
+    from lumber.passes.analyses.counterfactual.trees import classify
+
+    prob = build(q, leaf_cuts=False)
+    enc = prob.encodings[0]
+    return classify(q.forest, prob.domains), enc, prob.domains, q.cost, prob.zcols, prob.model
