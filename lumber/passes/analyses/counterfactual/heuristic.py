@@ -62,6 +62,61 @@ def fast_margins(forest: Forest, X: FloatArray) -> FloatArray:
     return m[:, 0] if s.n_outputs == 1 else m
 
 
+def _plain(forest: Forest) -> bool:
+    return not forest.is_categorical.any() and not forest.missing_zero.any()
+
+
+def _path_features(forest: Forest, x: FloatArray) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """``x``'s leaf in every tree and which features its path tests (``[n_trees, n_features]``)."""
+    T = forest.n_trees
+    node = forest.tree_offset[:-1].astype(np.int64).copy()
+    tested = np.zeros((T, forest.n_features), dtype=bool)
+    trees = np.arange(T)
+    for _ in range(int(forest.depth.max()) + 1 if forest.n_nodes else 0):
+        inner = forest.left[node] >= 0
+        if not inner.any():
+            break
+        f = forest.feature[node[inner]].astype(np.int64)
+        tested[trees[inner], f] = True
+        go = x[f] <= forest.threshold[node[inner]]
+        node[inner] = np.where(go, forest.left[node[inner]], forest.right[node[inner]])
+    return node, tested
+
+
+def _moved_margins(forest: Forest, x: FloatArray, cols: npt.NDArray[np.int64], X: FloatArray,
+                   deadline: Deadline) -> FloatArray | None:
+    """:func:`fast_margins` of rows that differ from ``x`` in one column each (``cols``): only the trees
+    whose path for ``x`` tests that column can change leaf, so only they are walked (the greedy walk's
+    moves; a few times fewer node visits than walking every tree). None once ``deadline`` has passed."""
+    if not _plain(forest) or np.isnan(X).any() or np.isnan(x).any():
+        return _margins_by(forest, X, deadline)
+    leaf0, tested = _path_features(forest, x)
+    base = forest.value[leaf0].sum(axis=0)
+    raw = np.broadcast_to(base, (X.shape[0],) + base.shape).copy()
+    for i in np.unique(cols):
+        if deadline.expired():
+            return None
+        rows = np.flatnonzero(cols == i)
+        trees = np.flatnonzero(tested[:, i])
+        if trees.size == 0:
+            continue
+        sub = X[rows]
+        node = np.broadcast_to(forest.tree_offset[trees].astype(np.int64), (rows.size, trees.size)).copy()
+        r = np.arange(rows.size)[:, None]
+        for _ in range(int(forest.depth.max()) + 1):
+            inner = forest.left[node] >= 0
+            if not inner.any():
+                break
+            go = sub[r, forest.feature[node]] <= forest.threshold[node]
+            node = np.where(inner, np.where(go, forest.left[node], forest.right[node]), node)
+        raw[rows] += (forest.value[node] - forest.value[leaf0[trees]][None]).sum(axis=1)
+    s = forest.schema
+    m = raw + np.asarray(s.base_score)[None, :]
+    if s.average:
+        m = m / np.maximum(trees_per_output(forest), 1.0)[None, :]
+    return m[:, 0] if s.n_outputs == 1 else m
+
+
 def _margins_by(forest: Forest, X: FloatArray, deadline: Deadline, block: int = 512) -> FloatArray | None:
     """:func:`fast_margins` in blocks of rows; None once ``deadline`` has passed."""
     parts = []
@@ -269,7 +324,8 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
 
     The walk does not stop at the first move that reaches the target (often one expensive
     jump): it goes on along the best gain-per-cost moves while they stay cheaper than the
-    best point found, so chains of cheap moves can win.
+    best point found, so chains of cheap moves can win. Each step scores every move by
+    :func:`_moved_margins` (only the trees whose path tests the moved feature).
 
     From a ``start`` (a plausible point, under an isolation forest) it only steps to points
     that stay plausible: the walk then looks for the target inside the plausible region.
@@ -307,14 +363,14 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
         keep = (c < best_cost) & (vv != x[cc])
         if not keep.any():
             break
-        X, c = X[keep], c[keep]
+        X, c, moved = X[keep], c[keep], cc[keep]
         if inside:
             assert q.isolation is not None
             plausible = fast_margins(q.isolation[0], X).reshape(-1) >= q.isolation[1]
-            X, c = X[plausible], c[plausible]
+            X, c, moved = X[plausible], c[plausible], moved[plausible]
             if not c.size:
                 break
-        m = _margins_by(q.forest, X, deadline)
+        m = _moved_margins(q.forest, x, moved, X, deadline)
         if m is None:
             break
         hit = cands.meets_margins(X, m)

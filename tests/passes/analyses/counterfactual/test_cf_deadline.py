@@ -109,8 +109,9 @@ def test_warm_start_gets_half_and_stops_at_it(rf_case, monkeypatch) -> None:
     q = make_query(f, x, target=1)[0]
     meets = lambda Z: solve_mod.forest_meets(q.forest, q.spec, Z)  # noqa: E731
     calls = []
-    real = heuristic.fast_margins
+    real, real_moved = heuristic.fast_margins, heuristic._moved_margins
     monkeypatch.setattr(heuristic, "fast_margins", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(heuristic, "_moved_margins", lambda *a: calls.append(1) or real_moved(*a))
     heuristic.warm_start(q, meets, None)
     free = len(calls)
     assert free > 3

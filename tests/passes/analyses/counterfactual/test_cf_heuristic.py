@@ -1,0 +1,53 @@
+"""The warm start's greedy walk scores its one-feature moves by walking only the trees whose path for the
+current point tests the moved feature (heuristic._moved_margins); the margins must be those of walking
+every tree (heuristic.fast_margins), on plain forests and on the forests it hands back to the full walk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lumber
+from lumber.passes.analyses.counterfactual import heuristic
+from lumber.passes.analyses.counterfactual.deadline import Deadline
+
+
+def _moves(X: np.ndarray, x: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    cols = rng.integers(0, X.shape[1], n)
+    Z = np.tile(x, (n, 1))
+    Z[np.arange(n), cols] = X[rng.integers(0, X.shape[0], n), cols]
+    return cols, Z
+
+
+@pytest.mark.parametrize("kind", ["rf", "gbm-multiclass"])
+def test_moved_margins_are_the_full_walks(kind: str) -> None:
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 7)).round(2)
+    if kind == "rf":
+        y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+        m = RandomForestClassifier(n_estimators=30, max_depth=6, random_state=0).fit(X, y)
+    else:
+        y = np.digitize(X[:, 0] + X[:, 3], [-0.5, 0.5])
+        m = GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0).fit(X, y)
+    f = lumber.load(m)
+    for r in range(5):
+        cols, Z = _moves(X, X[r], 300, r)
+        got = heuristic._moved_margins(f, X[r], cols, Z, Deadline.never())
+        assert got is not None
+        np.testing.assert_allclose(got, heuristic.fast_margins(f, Z), rtol=0, atol=1e-12)
+
+
+def test_moved_margins_fall_back_on_nan_and_stop_at_the_deadline() -> None:
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 4))
+    f = lumber.load(RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0).fit(X, X[:, 0] > 0))
+    cols, Z = _moves(X, X[0], 50, 0)
+    Z[3, cols[3]] = np.nan
+    got = heuristic._moved_margins(f, X[0], cols, Z, Deadline.never())
+    assert got is not None and np.allclose(got, heuristic.fast_margins(f, Z))
+    assert heuristic._moved_margins(f, X[0], cols[:10], Z[:10] * 0 + X[0], Deadline(0.0, lambda: 1.0)) is None
