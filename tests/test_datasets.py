@@ -63,6 +63,22 @@ def test_adult_labels_match_uci_counts() -> None:
     assert feat["MaritalStatus"].categories[:2] == ("Divorced", "Married-AF-spouse")
 
 
+def test_binary_labels_match_their_sources_counts() -> None:
+    """Adult's 0/1 columns: UCI Adult's 30,527 men and 41,292 United-States rows of its 45,222 complete rows.
+    compas: ProPublica's two-year set (6,172 rows: 3,175 African-American, 2,103 Caucasian defendants, 1,175
+    women, 2,202 misdemeanour charges) restricted to those two races; 0 cannot be Female (4,247 > 1,175) and
+    1 cannot be Misdemeanor (3,440 > 2,202)."""
+    a = datasets.load("adult").labelled().X
+    assert a["Sex"].value_counts().to_dict() == {"Male": 30527, "Female": 14695}
+    assert a["NativeCountry"].value_counts()["United-States"] == 41292
+    c = datasets.load("compas").labelled().X
+    assert c["Race"].value_counts().to_dict() == {"African-American": 3175, "Caucasian": 2103}
+    assert c["Sex"].value_counts()["Male"] > 1175 and c["ChargeDegree"].value_counts()["Felony"] > 2202
+    feat = {f.name: f for f in datasets.load("compas").labelled().features}
+    assert feat["Race"].kind == FeatureKind.CATEGORICAL and feat["Race"].categories == ("African-American",
+                                                                                         "Caucasian")
+
+
 def test_labelled_keeps_rows_and_codes_in_order() -> None:
     for name in datasets.NAMES:
         plain, lab = datasets.load(name), datasets.load(name).labelled()

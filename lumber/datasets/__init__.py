@@ -49,11 +49,14 @@ class Dataset:
         return train_test_split(self.X, self.y, test_size=test_size, random_state=seed, stratify=self.y)  # type: ignore[no-any-return]
 
     def labelled(self) -> "Dataset":
-        """The same rows with every labelled categorical feature as a pandas ``Categorical`` of its labels.
+        """The same rows with every labelled categorical or binary feature as a pandas ``Categorical`` of
+        its labels.
 
         A model trained on this frame records the labels (LightGBM's ``pandas_categorical``), so
-        explanations and reports name categories (``MaritalStatus = Never-married``, not ``5``).
-        The features' ``categories`` become the labels, in the Categorical's code order."""
+        explanations and reports name categories (``MaritalStatus = Never-married``, not ``5``;
+        ``Sex = Female``, not ``1``). The features' ``categories`` become the labels, in the
+        Categorical's code order (a labelled binary feature becomes categorical: code 0 is the first
+        label)."""
         X = self.X.copy()
         feats = []
         for f in self.features:
@@ -62,7 +65,7 @@ class Dataset:
                 feats.append(f)
                 continue
             X[f.name] = pd.Categorical(X[f.name].map(names), categories=list(names.values()))
-            feats.append(Feature(f.name, f.kind, tuple(names.values())))
+            feats.append(Feature(f.name, FeatureKind.CATEGORICAL, tuple(names.values())))
         return Dataset(self.name, X, self.y, tuple(feats), self.target)
 
 
@@ -83,8 +86,23 @@ was encoded; see data/PROVENANCE.md). Every code's row count equals its label's 
 45,222 complete rows (tests/test_datasets.py checks them)."""
 
 
+BINARY_LABELS: dict[str, dict[str, dict[float, str]]] = {
+    "adult": {"Sex": {0: "Male", 1: "Female"}, "NativeCountry": {0: "United-States", 1: "Other"}},
+    "compas": {"Race": {0: "African-American", 1: "Caucasian"}, "Sex": {0: "Male", 1: "Female"},
+               "ChargeDegree": {0: "Misdemeanor", 1: "Felony"}},
+}
+"""Labels of the OCEAN files' 0/1 columns, read off the row counts (tests/test_datasets.py checks them):
+adult's 30,527 Sex = 0 rows and 41,292 NativeCountry = 0 rows are UCI Adult's male and United-States
+counts among its 45,222 complete rows; compas's 5,278 rows are ProPublica's two-year set (6,172 rows)
+restricted to its 3,175 African-American and 2,103 Caucasian defendants, and its 4,247 Sex = 0 and
+3,440 ChargeDegree = 1 rows exceed that set's 1,175 women and 2,202 misdemeanours. Credit's PAY_*
+flags have no labels beyond their names (1: a payment delay of at least one month)."""
+
+
 def _label_map(name: str, f: Feature) -> dict[float, str] | None:
-    """``{code: label}`` of a categorical feature whose labels are known, else None."""
+    """``{code: label}`` of a categorical or binary feature whose labels are known, else None."""
+    if f.kind == FeatureKind.BINARY and f.name in BINARY_LABELS.get(name, {}):
+        return {float(k): v for k, v in BINARY_LABELS[name][f.name].items()}
     if f.kind != FeatureKind.CATEGORICAL:
         return None
     if name == "adult" and f.name in ADULT_LABELS:

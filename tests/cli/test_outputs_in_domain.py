@@ -188,7 +188,11 @@ def test_every_shown_value_is_in_its_domain(exported: tuple[str, Path], capsys: 
                  "--max-cases", "2", "--time-limit", "5", "-q", "-o", str(out / "report")]) == 0
     capsys.readouterr()
     rep = out / "report"
-    check.text((rep / "report.md").read_text(), f"{name}: report.md")
+    md = (rep / "report.md").read_text()
+    check.text(md, f"{name}: report.md")
+    for i, f in enumerate(forest.schema.features):  # a 0/1 flag without labels says so in the model card
+        if f.categories is None and doms[i].kind == DomainKind.BINARY:
+            assert re.search(rf"\| {re.escape(f.name)} \| \w+ \| 0/1 \(binary, no labels\) \|", md), f.name
     check.text(html.unescape(re.sub(r"<[^>]+>", " ", (rep / "report.html").read_text())), f"{name}: report.html")
     check.json(json.loads((rep / "report.json").read_text()), f"{name}: report.json")
     for analysis in ("--counterfactual", "--sensitive"):

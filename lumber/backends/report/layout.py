@@ -74,11 +74,14 @@ def model_section(doc: dict[str, Any]) -> list[Block]:
 
 
 def _categories(f: dict[str, Any]) -> str:
-    """A feature's categories by label (the first 8, then how many in all), else their count or a dash."""
+    """A feature's categories by label (the first 8, then how many in all), a 0/1 flag's note, else their count
+    or a dash."""
     labels = f.get("labels")
     if labels:
         shown = ", ".join(map(str, labels[:8]))
         return shown + (f", … ({len(labels)} in all)" if len(labels) > 8 else "")
+    if f.get("values"):
+        return str(f["values"])  # a 0/1 flag without labels
     return num(f.get("categories"))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from lumber import __version__
 from lumber.ir import FeatureKind, Forest
+from lumber.ir.domains import DomainKind
 
 from .compile_steps import State
 
@@ -44,13 +45,16 @@ def model_card(st: State) -> dict[str, Any]:
     summ = f.summary()
     splits = summ["splits_per_feature"]
     feats = []
-    for feat in s.features:
+    doms = _train_domains(st)
+    for i, feat in enumerate(s.features):
         kind = feat.kind.name.lower()
         n_cat = len(feat.categories) if feat.categories is not None and feat.kind == FeatureKind.CATEGORICAL else None
         d: dict[str, Any] = {"name": feat.name, "kind": kind, "categories": n_cat,
                              "splits": int(splits.get(feat.name, 0))}
         if feat.categories is not None:
             d["labels"] = [str(c) for c in feat.categories]
+        elif doms is not None and doms[i].kind == DomainKind.BINARY and doms[i].labels is None:
+            d["values"] = "0/1 (binary, no labels)"  # explanations print 0 and 1: say so
         feats.append(d)
     return {
         "file": inp.config.relative(inp.config.model.path), "sha256": inp.hashes["model"],
@@ -62,6 +66,16 @@ def model_card(st: State) -> dict[str, Any]:
                                        "features_used", "categorical_splits", "memory_bytes")},
         "features": feats,
     }
+
+
+def _train_domains(st: State) -> Any:
+    """The feature domains the training rows show (None without them): which features are 0/1 flags."""
+    train = st.inp.table("train")
+    if train is None:
+        return None
+    from lumber.ir.domains import domains_for
+
+    return domains_for(st.inp.forest, st.inp.constraints, train.X)
 
 
 def _fp(f: Forest) -> str:
