@@ -64,7 +64,8 @@ class RuleOptions:
     """When no set reaches pi: sets by CDP, highest first (the paper's code), or ``"smallest"``: the best
     set of each size, smallest first (see ``divergent.search_divergent``)."""
     max_sets: int = 10
-    """Feature sets tried (best first) before giving up on a case."""
+    """Feature sets tried (best first) before giving up on a case: up to this many reaching pi, and this many
+    below it (``core.rule_outcomes``)."""
     max_candidates: int = 256
     """Target rows (highest weight first) whose leaves and cells become candidate boxes; also the
     number of qualifying boxes (most plausible first) fed to the merge."""

@@ -241,25 +241,42 @@ def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: Float
                                 rng=np.random.default_rng([opt.seed, q.key]))
     tried = 0
     budget = opt.max_sets if max_sets is None else max_sets
+    # until a set gives rules: up to ``budget`` sets reaching pi and ``budget`` below it (divergent sets that
+    # rest on a cell of a row or two often have no box, and must not use up the sets below pi); after it,
+    # ``widen_sets`` more of any kind
+    n_div = n_below = 0
+    limit: int | None = None
     best_crp = -1.0
     any_divergent = False
     found = False
     for att in attempts:
-        if tried >= budget:
-            break
+        if limit is not None:
+            if tried >= limit:
+                break
+        elif att.divergent:
+            if n_div >= budget:
+                continue
+            n_div += 1
+        else:
+            if n_below >= budget:
+                break
+            n_below += 1
         tried += 1
         any_divergent |= att.divergent
         rules, crp = _rules_on(ctx, target, q, att.features, exclude)
         best_crp = max(best_crp, crp)
         if rules:
             if not found:
-                budget = tried + (opt.widen_sets if opt.widen else 0)
+                limit = tried + (opt.widen_sets if opt.widen else 0)
             found = True
             info = _info(ctx, q, log, tried)
             used = np.array(sorted({iv.index for r in rules for iv in r.intervals}), dtype=np.int64)
             Snames = ", ".join(names[j] for j in used)
             msg = f"{len(rules)} rule(s) over {{{Snames}}}"
-            if not att.divergent:
+            if not att.divergent and any_divergent:
+                msg += (f"; the sets reaching pi={opt.pi:g} give no box with probability >= pi_c={opt.pi_c:g}, "
+                        f"so the rules use the best set below pi that has one (CDP {att.cdp:.3f})")
+            elif not att.divergent:
                 msg += (f"; no feature set reaches pi={opt.pi:g} (best CDP {max(log.best_by_size):.3f}), "
                         f"so the rules use the best set that has one (CDP {att.cdp:.3f})")
             cdp_used = att.cdp
