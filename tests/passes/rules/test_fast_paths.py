@@ -73,6 +73,27 @@ def _same_rules(fast: Any, slow: Any) -> None:
         assert a.extra == b.extra
 
 
+def test_a_full_estimate_cache_is_cleared_without_losing_a_route(compas_model: dict[str, Any],
+                                                                 monkeypatch: Any) -> None:
+    """When a call brings the cache past its size, the cache is emptied: the call's routes that were
+    cached before must be estimated again, not looked up (a KeyError on breast cancer before)."""
+    from lumber.passes.analyses.rules import context
+    from lumber.passes.analyses.rules.actionable import action_space
+    from lumber.passes.analyses.rules.targets import resolve_target
+
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0)
+    ctx = ex.context
+    Xm = ex.forest.prepare_input(compas_model["Xte"].iloc[:1])
+    tgt = resolve_target(ctx.model, None, float(ctx.decide(Xm)[0]))
+    q = make_query(ctx, action_space(None, ctx.names, Xm[0], Xm[0]), ctx.cells.point_routes(Xm)[0], 0, point=Xm[0])
+    routes = subset_routes(ctx, q, np.arange(1 << q.candidates.size, dtype=np.uint64))
+    want = ctx.cells.estimate(routes, ctx.hit_bits(tgt))[0]
+    monkeypatch.setattr(context, "ESTIMATE_CACHE", 12)
+    assert np.array_equal(ctx.estimate(routes[:8], tgt), want[:8])
+    assert np.array_equal(ctx.estimate(routes[4:16], tgt), want[4:16])  # 4 cached + 8 new > 12: cleared
+    assert len(ctx._estimates) <= 12
+
+
 def test_rules_do_not_depend_on_the_fast_paths(compas_model: dict[str, Any]) -> None:
     ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=1)
     fast_ctx, slow_ctx = _fast_and_slow(ex)

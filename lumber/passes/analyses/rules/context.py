@@ -154,7 +154,10 @@ class RuleContext:
                 todo[k] = i
         if todo:
             if len(self._estimates) + len(todo) > ESTIMATE_CACHE:
-                self._estimates.clear()
+                self._estimates.clear()  # and estimate every route of this call (its cached ones are gone)
+                todo = {}
+                for i, k in enumerate(keys):
+                    todo.setdefault(k, i)
             idx = np.fromiter(todo.values(), dtype=np.int64, count=len(todo))
             got = self.cells.estimate(R[idx], self.hit_bits(target))[0]
             self._estimates.update(zip(todo.keys(), got.tolist()))
