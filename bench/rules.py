@@ -59,15 +59,20 @@ constraint) on the same cases: plausibility and stability of its points, for com
     .venv/bin/python bench/rules.py [--quick] [--cases 100] [--datasets compas,bcw,adult] [--k 10] [--stem NAME]
     .venv/bin/python bench/rules.py --merge rules_compas,rules_bcw,rules_adult,rules_diabetes --stem rules
 
-The full run, in parts of a few minutes each on an idle 2-core machine (then the merge)::
+The full run, in parts of at most a few minutes each on an idle 2-core machine (then the merge;
+``phase_seconds`` in each part's JSON says where its time went)::
 
     bench/rules.py --cases 100 --datasets compas --stem rules_compas
     bench/rules.py --cases 50 --datasets bcw --no-milp --classes pos --stem rules_bcw_pos
-    bench/rules.py --cases 50 --datasets bcw --no-milp --classes neg --stem rules_bcw_neg
-    bench/rules.py --cases 30 --datasets adult --no-milp --no-variants --classes pos --stem rules_adult_pos
-    bench/rules.py --cases 30 --datasets adult --no-milp --no-variants --classes neg --stem rules_adult_neg
+    bench/rules.py --cases 53 --datasets bcw --no-milp --no-variants --classes neg --stem rules_bcw_neg
+    bench/rules.py --cases 100 --datasets adult --no-milp --no-variants --classes pos --stem rules_adult_pos
+    bench/rules.py --cases 100 --datasets adult --no-milp --no-variants --classes neg --stem rules_adult_neg
     bench/rules.py --cases 100 --datasets diabetes --stem rules_diabetes
     bench/rules.py --merge rules_compas,rules_bcw_pos,rules_bcw_neg,rules_adult_pos,rules_adult_neg,rules_diabetes
+    bench/rules.py --cdp-check --cases 30
+
+(bcw neg without the variants: its rule search is the slowest, about 9 s per case at load 7, and the
+variants would run it twice more.)
 
 Writes ``bench/results/rules.json`` and ``bench/results/rules.md`` (``rules_quick.*`` with
 ``--quick``, ``rules_k20.*`` with ``--k 20``, ``NAME.*`` with ``--stem NAME``). A full run is split
@@ -130,7 +135,11 @@ PROTOCOL = [
     "When no rule is found over the K = 10 most-used features, lumber searches once more over the 30 most-used "
     "(the 'K only' variant is the paper's protocol).",
     "Samples: model-guided annealing with a robustness reward (the paper: inlier score only; 'acc. paper-SA' "
-    "is its energy on the same rules).",
+    "is its energy on the same rules); a rule's feature whose case value lies in its interval may keep it.",
+    "Search: sets below pi follow the divergent sets when those give no rule (the paper's code returns the best "
+    "rule of its one set).",
+    "Regression: scikit-learn's diabetes (442 rows, 10 features) under the paper's California protocol (cases "
+    "predicted below 100, target [200, 250]); California has 20640 rows and 8 features.",
     "Plausibility headline: isolation forest calibrated to 10% outliers on the training rows; the paper's "
     "scikit-learn 'auto' threshold is reported beside it (see the note on compas).",
     "Stability: the changed features scaled to [0, 1] by their training range, noise on them only, "
@@ -144,7 +153,11 @@ PAPER = {  # Table 1 (pos / neg); adult is not in the paper (it reports Diabetes
                "stability": (0.98, 0.98, 0.98)},
     "bcw": {"L-CR": {"acc": (1.0, 1.0), "psb": (0.96, 1.0), "sps": (9, 7)},
             "R-CR": {"acc": (0.89, 0.9), "psb": (0.94, 0.93), "sps": (9, 9), "coverage": 1.0}},
+    "diabetes (Pima)": {"L-CR": {"acc": (0.97, 1.0), "psb": (0.99, 0.8), "sps": (3, 4)},
+                        "R-CR": {"acc": (0.99, 0.99), "psb": (0.9, 0.87), "sps": (3, 4), "coverage": 0.7},
+                        "stability": (0.96, 0.97, 0.96)},
 }
+NOT_OFFLINE = {"diabetes (Pima)": "not run: offline"}
 
 
 REGRESSION = {"diabetes": {"below": 100.0, "target": (200.0, 250.0)}}
@@ -561,10 +574,33 @@ def side_by_side(doc: dict[str, Any]) -> list[str]:
             lines.append(f"| {name} | {kind} | {both('accuracy')} | {pp('acc')} | {both('plausibility_auto')} "
                          f"| {pp('psb')} | {both('plausibility_10')} | {both('sparsity', 1)} | {pp('sps')} "
                          f"| {both('coverage')} | {pp('coverage') if kind == 'R-CR' else '—'} |")
+    for name, why in NOT_OFFLINE.items():
+        for kind in ("L-CR", "R-CR"):
+            p = PAPER[name][kind]
+            cov = fmt(float(p["coverage"])) if "coverage" in p else "—"
+            lines.append(f"| {name} | {kind} ({why}) | — | {fmt(list(map(float, p['acc'])))} | — "
+                         f"| {fmt(list(map(float, p['psb'])))} | — | — | {fmt(list(map(float, p['sps'])), 0)} | — "
+                         f"| {cov} |")
+    for name, d in (doc.get("regression") or {}).items():
+        L, P = d["local"], PAPER_REGRESSION
+        lines.append(f"| {name} regression, [{fmt(d['target'][0], 0)}, {fmt(d['target'][1], 0)}] (paper: California) "
+                     f"| L-CR | {fmt(L['accuracy'])} | {fmt(P['accuracy'])} | {fmt(L['plausibility_auto'])} "
+                     f"| {fmt(P['plausibility'])} | {fmt(L['plausibility_10'])} | {fmt(L['sparsity'], 1)} "
+                     f"| {fmt(P['sparsity'])} | {fmt(L['coverage'])} | — |")
     for base, rows in PAPER_BASELINES.items():
         for name, (acc, psb, sps) in rows.items():
             lines.append(f"| {name} | {base} (paper, not run) | — | {fmt(list(map(float, acc)))} | — "
                          f"| {fmt(list(map(float, psb)))} | — | — | {fmt(list(map(float, sps)), 0)} | — | — |")
+    lines += ["", "Stability (share of noisy copies keeping the target at sigma^2 = 0.01 / 0.025 / 0.05; the paper "
+              "runs it on Compas and Diabetes only):", "", "| data | class | lumber | paper |", "|---|---|---|---|"]
+    for name, d in doc["datasets"].items():
+        for label, e in d["classes"].items():
+            ps = PAPER.get(name, {}).get("stability")
+            lines.append(f"| {name} | {label} | {fmt(e['local']['stability'])} | {fmt(list(ps)) if ps else '—'} |")
+    for name, d in (doc.get("regression") or {}).items():
+        lines.append(f"| {name} regression | [{fmt(d['target'][0], 0)}, {fmt(d['target'][1], 0)}] "
+                     f"| {fmt(d['local']['stability'])} (ceiling at 0.01: {fmt(d['local'].get('stability_ceiling'))}) "
+                     f"| {fmt(list(PAPER['diabetes (Pima)']['stability']))} (Pima, a classification) |")
     lines += ["", "Protocol differences:", ""] + [f"- {t}" for t in PROTOCOL]
     lines += ["", "Not run here (offline machine):", ""] + [f"- {what}: {why}." for what, why in NOT_RUN]
     lines += ["", "Note on compas plausibility under 'auto': scikit-learn's fixed threshold (score_samples < -0.5) "
