@@ -35,7 +35,7 @@ build seconds, ns/row/tree (1 thread, CPU time), and on test rows the AUC loss (
 decision agreement, exact-path share and |margin change|. Writes
 ``bench/results/oblivious-tolerance{,-quick}.{json,md}``:
 
-    .venv/bin/python bench/oblivious.py --tolerance --reps 5   # the idle-machine run (~6 min)
+    .venv/bin/python bench/oblivious.py --tolerance --reps 3   # the idle-machine run (~6 min)
     .venv/bin/python bench/oblivious.py --tolerance --quick    # 100 x 15 models, ~2 min
 """
 
