@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from lumber.ir import CategoryRule, Feature, FeatureKind, ObliviousEnsemble, PostTransform, Schema, Task
 
 THRESHOLDS = [-1.0, 0.0, 0.5, 1.5, np.inf]
+BORDERS = [-1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0]
+"""Borders of bin levels (a group of k of them is k.bit_length() levels)."""
 VALUES = [-2.0, -1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 2.0**31, np.nan, np.inf, -np.inf]
 """Row values; on a categorical feature they are codes 0-5, a fraction, negatives, huge and infinite
 (invalid under some category rules), and NaN."""
@@ -17,9 +19,11 @@ VALUES = [-2.0, -1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 2.0**31, np
 
 @st.composite
 def ensembles(draw: Any, max_trees: int = 5, max_depth: int = 4, float32_sums: bool = True,
-              categorical: bool = True) -> ObliviousEnsemble:
+              categorical: bool = True, bins: bool = False) -> ObliviousEnsemble:
     """Random valid ensembles: scalar and vector trees, NaN bits, +inf levels, averaging, float32/64,
-    category levels (``code in set``, -1 standing for invalid values) under every category rule."""
+    category levels (``code in set``, -1 standing for invalid values) under every category rule and,
+    with ``bins``, bin groups (the last 1-3 levels of a tree: bits of the count of 1-7 borders of a
+    numeric feature below the value, NaN reading as any code up to the count)."""
     F = draw(st.integers(1, 4))
     K = draw(st.sampled_from([1, 1, 3]))
     T = draw(st.integers(0, max_trees))
@@ -33,6 +37,21 @@ def ensembles(draw: Any, max_trees: int = 5, max_depth: int = 4, float32_sums: b
             if f in cat_feats and draw(st.integers(0, 3)) else [] for f in feat]
     thr = [np.nan if s_ else t for t, s_ in zip(thr, sets)]
     nan = [draw(st.booleans()) for _ in range(L)]
+    borders: list[list[float]] = [[] for _ in range(L)]
+    bits = [0] * L
+    numeric = [f for f in range(F) if f not in cat_feats]
+    start = 0
+    for d in depth:
+        if bins and numeric and d and draw(st.booleans()):
+            w = draw(st.integers(1, min(3, d)))
+            k = draw(st.integers(1 << (w - 1), (1 << w) - 1))
+            b = sorted(draw(st.lists(st.sampled_from(BORDERS), min_size=k, max_size=k, unique=True)))
+            f = draw(st.sampled_from(numeric))
+            code = draw(st.integers(0, k))
+            for j in range(w):
+                i = start + d - w + j
+                feat[i], thr[i], nan[i], sets[i], borders[i], bits[i] = f, b[(1 << j) - 1], bool(code >> j & 1), [], b, j
+        start += d
     tout = [draw(st.integers(-1, K - 1)) if K > 1 else 0 for _ in range(T)]
     n_val = sum((1 if k >= 0 else K) << d for k, d in zip(tout, depth))
     value = [draw(st.floats(-4, 4, width=32)) for _ in range(n_val)]
@@ -48,6 +67,11 @@ def ensembles(draw: Any, max_trees: int = 5, max_depth: int = 4, float32_sums: b
         off = np.zeros(L + 1, dtype=np.int64)
         np.cumsum([len(s_) for s_ in sets], out=off[1:])
         set_arrays = dict(level_set_offset=off, level_set_code=np.array([c for s_ in sets for c in s_], dtype=np.int64))
+    if any(borders):
+        off = np.zeros(L + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in borders], out=off[1:])
+        set_arrays.update(level_border_offset=off, level_border=np.array([v for b in borders for v in b], dtype=np.float64),
+                          level_code_bit=np.array(bits, dtype=np.int32))
     return ObliviousEnsemble(schema=schema, depth=np.array(depth, dtype=np.int32), level_feature=np.array(feat),
                              level_threshold=np.array(thr, dtype=np.float64), level_nan_true=np.array(nan, dtype=bool),
                              tree_output=np.array(tout, dtype=np.int32), value=np.array(value),

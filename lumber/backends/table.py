@@ -40,6 +40,8 @@ FLAG_BIN16 = 2
 FLAG_AVERAGE = 4
 FLAG_CATEGORY = 8
 """Set columns (category levels): a ``col_invalid_bin`` section follows ``value``."""
+FLAG_BIN_LEVELS = 16
+"""Bin levels: ``level_code_offset``, ``level_code_bin`` and ``level_code_bit`` sections come last."""
 SUFFIX = ".table"
 
 
@@ -69,7 +71,11 @@ def _sections(ens: ObliviousEnsemble) -> list[tuple[str, npt.NDArray[Any]]]:
         ("level_col", ens.level_col.astype("<i4")),
         ("level_bin", ens.level_bin.astype("<i4")),
         ("value", ens.value.astype("<f8")),
-    ] + ([("col_invalid_bin", ens.col_invalid_bin.astype("<i4"))] if ens.col_invalid_bin is not None else [])
+    ] + ([("col_invalid_bin", ens.col_invalid_bin.astype("<i4"))] if ens.col_invalid_bin is not None else []) + (
+        [("level_code_offset", ens.level_border_offset.astype("<i8")), ("level_code_bin", ens.level_code_bin.astype("<i4")),
+         ("level_code_bit", ens.level_code_bit.astype("<i4"))]
+        if ens.has_bin_levels and ens.level_border_offset is not None and ens.level_code_bin is not None
+        and ens.level_code_bit is not None else [])
 
 
 def _pad(n: int) -> int:
@@ -110,7 +116,8 @@ def encode_table(ens: ObliviousEnsemble, *, source_fingerprint: str | None = Non
     assert ens.border_offset is not None
     bin16 = ens.border_offset.shape[0] > 1 and int(np.diff(ens.border_offset).max()) > 255
     flags = (FLAG_FLOAT32 if ens.schema.input_dtype == "float32" else 0) | (FLAG_BIN16 if bin16 else 0) | (
-        FLAG_AVERAGE if ens.schema.average else 0) | (FLAG_CATEGORY if ens.col_invalid_bin is not None else 0)
+        FLAG_AVERAGE if ens.schema.average else 0) | (FLAG_CATEGORY if ens.col_invalid_bin is not None else 0) | (
+        FLAG_BIN_LEVELS if ens.has_bin_levels else 0)
     assert ens.col_feature is not None and ens.border is not None
     header = HEADER.pack(MAGIC, VERSION, flags, ens.n_features, ens.n_outputs, ens.n_trees,
                          ens.col_feature.shape[0], ens.border.shape[0], ens.n_levels, ens.value.shape[0],
@@ -145,10 +152,17 @@ def decode_table(data: bytes, origin: str = "<bytes>") -> TableFile:
     sizes = [("meta", meta_len, None), ("base", K, "<f8"), ("divisor", K, "<f8"), ("col_feature", C, "<i4"),
              ("col_nan_bin", C, "<i4"), ("border_offset", C + 1, "<i8"), ("border", NB, "<f8"),
              ("depth", T, "<i4"), ("tree_output", T, "<i4"), ("level_col", L, "<i4"), ("level_bin", L, "<i4"),
-             ("value", V, "<f8")] + ([("col_invalid_bin", C, "<i4")] if flags & FLAG_CATEGORY else [])
+             ("value", V, "<f8")] + ([("col_invalid_bin", C, "<i4")] if flags & FLAG_CATEGORY else []) + (
+        [("level_code_offset", L + 1, "<i8"), ("level_code_bin", -1, "<i4"), ("level_code_bit", L, "<i4")]
+        if flags & FLAG_BIN_LEVELS else [])
     arrays: dict[str, npt.NDArray[Any]] = {}
     pos = 0
     for name, count, dtype in sizes:
+        if count < 0:  # the code bins: as many as the offsets say
+            lco = arrays["level_code_offset"]
+            count = int(lco[-1]) if lco.size and lco[-1] >= 0 and lco[-1] <= len(body) else -1
+            if count < 0:
+                raise fail("bin level offsets out of range")
         nbytes = count if dtype is None else count * np.dtype(dtype).itemsize
         if pos + nbytes > len(body):
             raise fail(f"section '{name}' runs past the end of the file")
@@ -182,10 +196,13 @@ def decode_table(data: bytes, origin: str = "<bytes>") -> TableFile:
     try:
         thr = np.where(set_level, np.nan, arrays["border"][np.minimum(at, max(NB - 1, 0))] if NB else np.nan)
         sets = _level_sets(lc, set_level, off, arrays["border"], inv) if set_level.any() else {}
+        nan_true = arrays["col_nan_bin"][lc] > lb if L else np.zeros(0, dtype=bool)
+        if flags & FLAG_BIN_LEVELS:
+            sets.update(_bin_levels(arrays, lc, nan_true))
         ens = ObliviousEnsemble(
             schema=schema, depth=arrays["depth"], level_feature=arrays["col_feature"][lc] if L else np.zeros(0),
             level_threshold=thr if L else np.zeros(0),
-            level_nan_true=arrays["col_nan_bin"][lc] > lb if L else np.zeros(0),
+            level_nan_true=nan_true,
             tree_output=arrays["tree_output"], value=arrays["value"], col_feature=arrays["col_feature"],
             col_nan_bin=arrays["col_nan_bin"], border_offset=off, border=arrays["border"], level_col=lc,
             level_bin=lb, col_invalid_bin=inv, **sets,
@@ -212,6 +229,29 @@ def _level_sets(lc: npt.NDArray[Any], set_level: npt.NDArray[np.bool_], off: npt
     offset = np.zeros(lc.shape[0] + 1, dtype=np.int64)
     np.cumsum(size, out=offset[1:])
     return {"level_set_offset": offset, "level_set_code": np.concatenate(sets)}
+
+
+def _bin_levels(arrays: dict[str, npt.NDArray[Any]], lc: npt.NDArray[Any],
+                nan_true: npt.NDArray[np.bool_]) -> dict[str, npt.NDArray[Any]]:
+    """The bin level arrays from the code sections: borders are the column borders at the code bins,
+    a NaN bit is the bit of the count of code bins below the column's NaN bin (writes ``nan_true``)."""
+    lco, cb, bit = arrays["level_code_offset"], arrays["level_code_bin"], arrays["level_code_bit"]
+    off, border, nan_bin = arrays["border_offset"], arrays["border"], arrays["col_nan_bin"]
+    L = lc.shape[0]
+    if lco.shape != (L + 1,) or lco[0] != 0 or np.any(np.diff(lco) < 0) or bit.shape != (L,):
+        raise ValueError("bin level offsets out of range")
+    size = np.diff(lco)
+    rank = np.repeat(np.arange(L), size)
+    col = lc[rank]
+    width = off[col + 1] - off[col]
+    if np.any((cb < 0) | (cb >= width)) or np.any((bit < 0) | (bit > 30)):
+        raise ValueError("bin level code bins out of range")
+    is_bin = size > 0
+    if is_bin.any():
+        below = np.add.reduceat((nan_bin[col] > cb).astype(np.int64), lco[:-1][is_bin])
+        nan_true[is_bin] = (below >> bit[is_bin].astype(np.int64)) & 1 == 1
+    return {"level_border_offset": lco, "level_border": border[off[col] + cb], "level_code_bit": bit,
+            "level_code_bin": cb}
 
 
 def write_table(ens: ObliviousEnsemble, path: str | Path, *, source_fingerprint: str | None = None) -> Path:
@@ -265,7 +305,17 @@ class TableEvaluator:
     def leaves(self, Xp: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
         e = self.ens
         assert e.level_col is not None and e.level_bin is not None
-        bits = (self.bins(Xp)[:, e.level_col] > e.level_bin[None, :]).astype(np.int64) << e.level_position[None, :]
+        col_bins = self.bins(Xp)[:, e.level_col]
+        bits = (col_bins > e.level_bin[None, :]).astype(np.int64)
+        if e.has_bin_levels:  # bit j of #{code bins below the column's bin}
+            assert e.level_border_offset is not None and e.level_code_bin is not None and e.level_code_bit is not None
+            bl = np.flatnonzero(e.bin_level)
+            off = e.level_border_offset
+            rank = np.repeat(np.arange(e.n_levels), np.diff(off))
+            above = (col_bins[:, rank] > e.level_code_bin[None, :]).astype(np.int64)
+            code = np.add.reduceat(above, off[bl], axis=1)
+            bits[:, bl] = (code >> e.level_code_bit[bl][None, :].astype(np.int64)) & 1
+        bits <<= e.level_position[None, :]
         out = np.zeros((Xp.shape[0], e.n_trees), dtype=np.int64)
         live = np.flatnonzero(e.depth > 0)
         if live.size:
@@ -298,5 +348,5 @@ class TableEvaluator:
         return out[:, 0] if K == 1 else out
 
 
-__all__ = ["FLAG_AVERAGE", "FLAG_BIN16", "FLAG_CATEGORY", "FLAG_FLOAT32", "HEADER", "MAGIC", "VERSION", "TableEvaluator",
+__all__ = ["FLAG_AVERAGE", "FLAG_BIN16", "FLAG_BIN_LEVELS", "FLAG_CATEGORY", "FLAG_FLOAT32", "HEADER", "MAGIC", "VERSION", "TableEvaluator",
            "TableFile", "TableOptions", "check", "decode_table", "encode_table", "read_table", "write_table"]

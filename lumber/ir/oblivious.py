@@ -22,6 +22,15 @@ is the set ``{code}``, its ``INVALID`` condition the set ``{-1}``, so models
 with native categorical splits (LightGBM, XGBoost, CatBoost one-hot) compile to
 tables exactly.
 
+Bin levels. Several thresholds of one numeric feature in one tree can share
+levels as a *bin code*: a group of ``w = k.bit_length()`` consecutive levels of a
+tree holds the sorted borders ``B`` (``k`` of them, ``level_border``), and its
+level ``j`` (``level_code_bit``) is bit ``j`` of ``code(x) = #{b in B : x > b}``;
+a NaN takes each level's ``nan_true`` (together a code ``<= k``). The table index
+then holds the code in the group's bits, so ``k`` thresholds cost ``w`` levels, as
+``k`` category codes do. Such a level's ``level_threshold`` is ``B[2^j - 1]``,
+the lowest border above which its bit can be on.
+
 Quantization (the ``quantize`` pass) adds integer *bins*: each level reads a
 binarized column whose value is ``bin(x) = #{borders b : x > b}`` (NaN maps
 to ``col_nan_bin``), and its bit is ``bin > level_bin``. A category level
@@ -29,7 +38,9 @@ reads a *set column* (``col_invalid_bin >= 0``): its borders are the set's
 valid codes and its bin is 1 for a member, 0 for a valid non-member,
 ``col_invalid_bin`` for an invalid value; the level's bin is 0. The C table
 evaluator binarizes every column once per row and then works on small
-integers only.
+integers only. A bin level reads its feature's column too, and
+``level_code_bin`` holds the column bins of its borders, so its group's code is
+``#{g in level_code_bin : bin > g}``, computed once per group and row.
 """
 
 from __future__ import annotations
@@ -57,6 +68,7 @@ BLOCK_ENTRIES = 1 << 21
 """Rows x levels handled in one numpy step during evaluation."""
 QUANT_FIELDS = ("col_feature", "col_nan_bin", "border_offset", "border", "level_col", "level_bin")
 SET_FIELDS = ("level_set_offset", "level_set_code")
+BIN_FIELDS = ("level_border_offset", "level_border", "level_code_bit")
 INVALID_CODE = -1
 """The member of a category set that stands for invalid values (see the module docstring)."""
 
@@ -94,6 +106,14 @@ class ObliviousEnsemble:
         CSR: the category set of level ``i`` (threshold NaN), sorted unique codes >= -1;
         threshold levels have empty sets.
 
+    Bin levels (all three ``None`` when no level is one):
+
+    level_border_offset : int64[n_levels + 1], level_border : float64[n_level_borders]
+        CSR: the borders of bin level ``i`` (strictly increasing, finite), the same for
+        every level of its group; other levels have none.
+    level_code_bit : int32[n_levels]
+        The bit of the group's code a bin level is (0 for other levels).
+
     Quantization (all ``None``, or all set by the ``quantize`` pass):
 
     col_feature : int32[n_cols]
@@ -106,6 +126,8 @@ class ObliviousEnsemble:
     level_col : int32[n_levels], level_bin : int32[n_levels]
         Level ``i`` reads column ``level_col[i]`` and its bit is ``bin > level_bin[i]``;
         ``border[border_offset[level_col[i]] + level_bin[i]] == level_threshold[i]``.
+    level_code_bin : int32[n_level_borders] or None
+        With bin levels: the bin of each of ``level_border`` in its level's column.
     col_invalid_bin : int32[n_cols] or None
         -1 for threshold columns; for a set column (category level), the bin (0 or 1) of an
         invalid value. ``None`` when there are no set columns.
@@ -127,12 +149,18 @@ class ObliviousEnsemble:
     level_col: npt.NDArray[np.int32] | None = None
     level_bin: npt.NDArray[np.int32] | None = None
     col_invalid_bin: npt.NDArray[np.int32] | None = None
+    level_border_offset: npt.NDArray[np.int64] | None = None
+    level_border: npt.NDArray[np.float64] | None = None
+    level_code_bit: npt.NDArray[np.int32] | None = None
+    level_code_bin: npt.NDArray[np.int32] | None = None
 
     ARRAY_FIELDS = (
         ("depth", np.int32), ("level_feature", np.int32), ("level_threshold", np.float64),
         ("level_nan_true", np.bool_), ("tree_output", np.int32), ("value", np.float64),
         ("level_set_offset", np.int64), ("level_set_code", np.int64), ("col_feature", np.int32), ("col_nan_bin", np.int32), ("border_offset", np.int64),
         ("border", np.float64), ("level_col", np.int32), ("level_bin", np.int32), ("col_invalid_bin", np.int32),
+        ("level_border_offset", np.int64), ("level_border", np.float64), ("level_code_bit", np.int32),
+        ("level_code_bin", np.int32),
     )
 
     def __post_init__(self) -> None:
@@ -175,6 +203,27 @@ class ObliviousEnsemble:
     def has_categories(self) -> bool:
         """Some level tests category membership (threshold NaN)."""
         return self.level_set_offset is not None and bool(np.isnan(self.level_threshold).any())
+
+    @property
+    def has_bin_levels(self) -> bool:
+        """Some level is a bit of a bin code (several thresholds of one feature sharing levels)."""
+        return self.level_border_offset is not None and bool(self.level_border_offset[-1] > 0)
+
+    @cached_property
+    def bin_level(self) -> npt.NDArray[np.bool_]:
+        """``bool[n_levels]``: which levels are bits of a bin code."""
+        if self.level_border_offset is None:
+            out = np.zeros(self.n_levels, dtype=bool)
+        else:
+            out = np.diff(self.level_border_offset) > 0
+        out.flags.writeable = False
+        return out
+
+    def level_borders(self, i: int) -> npt.NDArray[np.float64]:
+        """Borders of bin level ``i`` (empty for other levels)."""
+        if self.level_border_offset is None or self.level_border is None:
+            return np.zeros(0)
+        return self.level_border[self.level_border_offset[i]:self.level_border_offset[i + 1]]
 
     def level_set(self, i: int) -> npt.NDArray[np.int64]:
         """Category set of level ``i`` (empty for a threshold level); -1 stands for invalid values."""
@@ -258,6 +307,9 @@ class ObliviousEnsemble:
         if self.has_categories:
             cat = np.flatnonzero(np.isnan(self.level_threshold))
             bits[:, cat] = category_membership(self, cat, xs[:, cat])
+        if self.has_bin_levels:
+            bl = np.flatnonzero(self.bin_level)
+            bits[:, bl] = bin_level_bits(self, bl, xs[:, bl])
         nan = np.isnan(xs)
         if nan.any():
             bits = np.where(nan, self.level_nan_true[None, :], bits)
@@ -272,7 +324,22 @@ class ObliviousEnsemble:
         return out
 
     def _block_rows(self) -> int:
-        return max(1, BLOCK_ENTRIES // max(self.n_levels + self.n_trees * self.n_outputs, 1))
+        borders = 0 if self.level_border is None else int(self.level_border.shape[0])
+        return max(1, BLOCK_ENTRIES // max(self.n_levels + borders + self.n_trees * self.n_outputs, 1))
+
+    def bin_groups(self, t: int) -> list[tuple[int, int]]:
+        """Tree ``t``'s bin-code groups as ``(first level position, levels)``, lowest first."""
+        out = []
+        first = int(self.level_offset[t])
+        if not self.has_bin_levels:
+            return out
+        bl, bit = self.bin_level, self.level_code_bit
+        assert bit is not None
+        for p in range(int(self.depth[t])):
+            i = first + p
+            if bl[i] and bit[i] == 0:
+                out.append((p, int(self.level_borders(i).shape[0]).bit_length()))
+        return out
 
     def apply(self, X: Any) -> npt.NDArray[np.int64]:
         """Table index of every row in every tree, ``(n, n_trees)``."""
@@ -340,6 +407,9 @@ class ObliviousEnsemble:
         K = self.n_outputs
         trees = []
         for t in range(self.n_trees):
+            if self.has_bin_levels and self.bin_level[self.levels(t)].any():
+                trees.append(_grid_tree(self, t))
+                continue
             d = int(self.depth[t])
             lv = self.levels(t)
             n_int = (1 << d) - 1
@@ -397,10 +467,16 @@ class ObliviousEnsemble:
         return load_ir(path, ObliviousEnsemble)  # type: ignore[no-any-return]
 
     def describe_level(self, i: int) -> str:
-        """``age > 30.5``, ``age > 30.5 or missing``, ``age is missing``, ``color in {'red', 'blue'}``."""
+        """``age > 30.5``, ``age > 30.5 or missing``, ``age is missing``, ``color in {'red', 'blue'}``,
+        ``bit 1 of age's bin among (30.5, 40.5, 50.5)``."""
         feature = self.schema.features[int(self.level_feature[i])]
         name = feature.name
         thr = float(self.level_threshold[i])
+        if self.bin_level[i]:
+            assert self.level_code_bit is not None
+            borders = ", ".join(repr(float(b)) for b in self.level_borders(i))
+            text = f"bit {int(self.level_code_bit[i])} of {name}'s bin among ({borders})"
+            return text + " (set when missing)" if self.level_nan_true[i] else text
         if np.isnan(thr):
             cats = feature.categories
             shown = ["an invalid value" if c == INVALID_CODE else repr(cats[c]) if cats is not None and c < len(cats)
@@ -426,6 +502,7 @@ class ObliviousEnsemble:
             "table_bytes": entries * 8,
             "features_used": int(np.unique(self.level_feature).shape[0]),
             "category_levels": int(np.isnan(self.level_threshold).sum()),
+            "bin_levels": int(self.bin_level.sum()),
             "outputs": self.n_outputs,
             "quantized": self.quantized,
         }
@@ -468,6 +545,111 @@ def category_membership(e: ObliviousEnsemble, levels: npt.NDArray[np.int64],
     pos = np.minimum(np.searchsorted(keys, q), max(keys.shape[0] - 1, 0))
     out = keys[pos] == q if keys.size else np.zeros(q.shape, dtype=bool)
     return out & ~np.isnan(x)
+
+
+def bin_level_bits(e: ObliviousEnsemble, levels: npt.NDArray[np.int64],
+                   x: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """``(n, len(levels))``: bit ``level_code_bit`` of ``#{b in borders : x > b}`` for the bin levels
+    ``levels`` (NaN rows come out False; the caller applies ``nan_true``)."""
+    assert e.level_border_offset is not None and e.level_border is not None and e.level_code_bit is not None
+    off = e.level_border_offset
+    sizes = off[levels + 1] - off[levels]
+    starts = np.zeros(levels.shape[0], dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    at = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(off[levels] - starts, sizes)
+    rank = np.repeat(np.arange(levels.shape[0], dtype=np.int64), sizes)
+    with np.errstate(invalid="ignore"):
+        above = x[:, rank] > e.level_border[at][None, :]
+    code = np.add.reduceat(above.astype(np.int64), starts, axis=1) if levels.size else np.zeros(x.shape, np.int64)
+    return ((code >> e.level_code_bit[levels][None, :].astype(np.int64)) & 1).astype(bool)
+
+
+def _grid_tree(e: ObliviousEnsemble, t: int) -> Any:
+    """Tree ``t`` (which has bin levels) as a binary tree: from the root down, one node per plain
+    level (every path) and a balanced search over its borders per bin group, whose ``k + 1``
+    outcomes are the group's codes; a leaf's table row is the sum of its path's bits."""
+    from .build import TreeArrays
+
+    first, d = int(e.level_offset[t]), int(e.depth[t])
+    kinds = np.array([f.kind == FeatureKind.CATEGORICAL for f in e.schema.features])
+    groups = {p: w for p, w in e.bin_groups(t)}
+    in_group = {p + j for p, w in groups.items() for j in range(w)}
+    # a factor: internal nodes (feature, threshold, missing_left, left ref, right ref, category set or None),
+    # refs >= 0 are nodes of the factor, < 0 outcome -1 - o; and each outcome's index contribution
+    factors: list[tuple[list[tuple[int, float, bool, int, int, Any]], list[int]]] = []
+    p = d - 1
+    while p >= 0:
+        i = first + p
+        f = int(e.level_feature[i])
+        if p in in_group:
+            lo = max(q for q in groups if q <= p)
+            w = groups[lo]
+            borders = e.level_borders(i)
+            nan_code = sum(int(e.level_nan_true[first + lo + j]) << j for j in range(w))
+            nodes: list[tuple[int, float, bool, int, int, Any]] = []
+
+            def search(a: int, b: int) -> int:  # codes a..b; returns a ref
+                if a == b:
+                    return -1 - a
+                mid = (a + b) // 2
+                me = len(nodes)
+                nodes.append((f, float(borders[mid]), not nan_code > mid, 0, 0, None))
+                left, right = search(a, mid), search(mid + 1, b)
+                nodes[me] = nodes[me][:3] + (left, right, None)
+                return me
+
+            search(0, borders.shape[0])
+            factors.append((nodes, [c << lo for c in range(borders.shape[0] + 1)]))
+            p = lo - 1
+            continue
+        thr = float(e.level_threshold[i])
+        cat = bool(np.isnan(thr) or (thr == np.inf and kinds[f]))
+        factors.append(([(f, np.nan if cat else thr, not bool(e.level_nan_true[i]), -1, -2,
+                          e.level_set(i) if cat else None)], [0, 1 << p]))
+        p -= 1
+    reach = [1]
+    for nodes, out in factors:
+        reach.append(reach[-1] * len(out))
+    n = 1 + sum(r * (len(nodes) - 1 + len(out)) for r, (nodes, out) in zip(reach, factors))
+    left = np.full(n, -1, dtype=np.int64)
+    right = np.full(n, -1, dtype=np.int64)
+    feat = np.full(n, -1, dtype=np.int64)
+    thr_a = np.full(n, np.nan)
+    ml = np.zeros(n, dtype=bool)
+    is_cat = np.zeros(n, dtype=bool)
+    cats: dict[int, npt.NDArray[np.int64]] = {}
+    inv_left = np.zeros(n, dtype=bool)
+    front = np.zeros(1, dtype=np.int64)
+    idx = np.zeros(1, dtype=np.int64)
+    nxt = 1
+    for nodes, out in factors:
+        P, ni, no = front.shape[0], len(nodes), len(out)
+        base = nxt + np.arange(P, dtype=np.int64)[:, None] * (ni - 1 + no)
+        ids = np.concatenate([front[:, None], base + np.arange(ni - 1)[None, :]], axis=1)
+        leaves = base + (ni - 1) + np.arange(no)[None, :]
+        nxt += P * (ni - 1 + no)
+        for j, (f, th, miss_left, lr, rr, members) in enumerate(nodes):
+            at = ids[:, j]
+            feat[at], thr_a[at], ml[at] = f, th, miss_left
+            left[at] = ids[:, lr] if lr >= 0 else leaves[:, -1 - lr]
+            right[at] = ids[:, rr] if rr >= 0 else leaves[:, -1 - rr]
+            if members is not None:
+                is_cat[at] = True
+                inv_left[at] = INVALID_CODE not in members
+                for a in at.tolist():
+                    cats[a] = members[members >= 0]
+        front = leaves.reshape(-1)
+        idx = (idx[:, None] + np.asarray(out, dtype=np.int64)[None, :]).reshape(-1)
+    k = int(e.tree_output[t])
+    tab = e.table(t)
+    value = np.zeros((n, e.n_outputs))
+    value[front] = tab[idx]
+    extra: dict[str, Any] = {}
+    if is_cat.any():
+        extra = dict(is_categorical=is_cat, categories=cats, cat_in_set_left=np.zeros(n, dtype=bool),
+                     cat_invalid_left=inv_left)
+    return TreeArrays(left=left, right=right, feature=feat, threshold=thr_a, missing_left=ml,
+                      value=value[:, k] if k >= 0 else value, output=k, **extra)
 
 
 # -- conversions --------------------------------------------------------------------------------
@@ -592,6 +774,7 @@ def verify_oblivious(e: ObliviousEnsemble) -> None:
                    int(e.level_tree[i]))
     is_set = np.isnan(e.level_threshold)
     _verify_sets(e, is_set, fail)
+    _verify_bins(e, is_set, fail)
     if e.schema.input_dtype == "float32":
         with np.errstate(over="ignore", invalid="ignore"):
             back = e.level_threshold.astype(np.float32).astype(np.float64)
@@ -645,6 +828,76 @@ def _verify_sets(e: ObliviousEnsemble, is_set: npt.NDArray[np.bool_], fail: Any)
     inner[off[:-1][size > 0]] = False
     if code.shape[0] > 1 and np.any(inner[1:] & ~(code[1:] > code[:-1])):
         raise fail("a level's category codes must be sorted and unique", "level_set_code")
+
+
+def _verify_bins(e: ObliviousEnsemble, is_set: npt.NDArray[np.bool_], fail: Any) -> None:
+    """Bin levels: complete groups of consecutive levels sharing sorted borders, one bit each."""
+    present = [getattr(e, f) is not None for f in BIN_FIELDS]
+    if any(present) and not all(present):
+        raise fail("level_border_offset, level_border and level_code_bit must be all present or all absent",
+                   "level_border_offset")
+    if not all(present):
+        if e.level_code_bin is not None:
+            raise fail("level_code_bin without bin levels", "level_code_bin")
+        return
+    off, border, bit = e.level_border_offset, e.level_border, e.level_code_bit
+    assert off is not None and border is not None and bit is not None
+    L = e.n_levels
+    if off.shape != (L + 1,) or off[0] != 0 or off[-1] != border.shape[0] or np.any(np.diff(off) < 0):
+        raise fail("level_border_offset must run from 0 to len(level_border), one entry per level plus one",
+                   "level_border_offset")
+    if bit.shape != (L,):
+        raise fail(f"'level_code_bit' has shape {bit.shape}, expected ({L},)", "level_code_bit")
+    size = np.diff(off)
+    is_bin = size > 0
+    tree = e.level_tree
+
+    def at(mask: npt.NDArray[np.bool_], msg: str, field: str) -> None:
+        if mask.any():
+            i = int(np.flatnonzero(mask)[0])
+            raise fail(msg, field, int(tree[i]))
+
+    at(is_bin & is_set, "a level cannot be both a category level and a bin level", "level_border")
+    at(~is_bin & (bit != 0), "only bin levels have a code bit", "level_code_bit")
+    if not np.all(np.isfinite(border)):
+        raise fail("bin level borders must be finite", "level_border")
+    inner = np.ones(border.shape[0], dtype=bool)
+    inner[off[:-1][is_bin]] = False
+    if border.shape[0] > 1 and np.any(inner[1:] & ~(border[1:] > border[:-1])):
+        raise fail("a bin level's borders must be strictly increasing", "level_border")
+    if e.schema.input_dtype == "float32":
+        with np.errstate(over="ignore"):
+            if np.any(border.astype(np.float32).astype(np.float64) != border):
+                raise fail("float32-input model has a bin border that is not a float32 value", "level_border")
+    width = np.frexp(size.astype(np.float64))[1].astype(np.int64)  # k.bit_length()
+    at(is_bin & ((bit < 0) | (bit >= width)), "a bin level's bit must be below its borders' bit length",
+       "level_code_bit")
+    b = np.flatnonzero(is_bin)
+    lowest = border[off[b] + (np.int64(1) << bit[b].astype(np.int64)) - 1]
+    bad = np.zeros(L, dtype=bool)
+    bad[b] = lowest != e.level_threshold[b]
+    at(bad, "a bin level's threshold must be its border 2^bit - 1", "level_threshold")
+    # groups: bit j > 0 follows bit j - 1 of the same feature and borders in the same tree
+    same_prev = np.zeros(L, dtype=bool)
+    if L > 1:
+        same_prev[1:] = ((tree[1:] == tree[:-1]) & is_bin[:-1] & (e.level_feature[1:] == e.level_feature[:-1])
+                         & (size[1:] == size[:-1]) & (bit[1:] == bit[:-1] + 1))
+    for i in np.flatnonzero(same_prev & is_bin).tolist():
+        if not np.array_equal(e.level_borders(i), e.level_borders(i - 1)):
+            same_prev[i] = False
+    at(is_bin & (bit > 0) & ~same_prev, "a bin level's bit j > 0 must follow bit j - 1 of its group", "level_code_bit")
+    last = np.zeros(L, dtype=bool)
+    last[b] = bit[b] == width[b] - 1
+    nxt_ok = np.zeros(L, dtype=bool)
+    nxt_ok[:-1] = same_prev[1:]
+    at(is_bin & ~last & ~nxt_ok, "a bin group must hold every bit of its code", "level_code_bit")
+    starts = np.flatnonzero(is_bin & (bit == 0))
+    for i in starts.tolist():
+        w = int(width[i])
+        code = sum(int(e.level_nan_true[i + j]) << j for j in range(w))
+        if code > int(size[i]):
+            raise fail("a bin group's NaN bits must spell a code no larger than its border count", "level_nan_true",
+                       int(tree[i]))
 
 
 def _verify_quantization(e: ObliviousEnsemble, fail: Any) -> None:
@@ -702,10 +955,35 @@ def _verify_quantization(e: ObliviousEnsemble, fail: Any) -> None:
         if (e.level_bin[i] != 0 or not np.array_equal(e.border[off[c]:off[c + 1]], codes[codes >= 0])
                 or (inv[c] == 1) != bool(codes[0] == INVALID_CODE)):
             raise fail("category level does not match its set column", "level_col", int(e.level_tree[i]))
-    if np.any((e.col_nan_bin[lc] > e.level_bin) != e.level_nan_true):
-        i = int(np.flatnonzero((e.col_nan_bin[lc] > e.level_bin) != e.level_nan_true)[0])
+    is_bin = e.bin_level
+    wrong_nan = ((e.col_nan_bin[lc] > e.level_bin) != e.level_nan_true) & ~is_bin
+    if np.any(wrong_nan):
+        i = int(np.flatnonzero(wrong_nan)[0])
         raise fail("column NaN bin does not give the level's NaN bit", "col_nan_bin", int(e.level_tree[i]))
+    if not is_bin.any():
+        if e.level_code_bin is not None and e.level_code_bin.shape[0]:
+            raise fail("level_code_bin without bin levels", "level_code_bin")
+        return
+    cb, boff, lb = e.level_code_bin, e.level_border_offset, e.level_border
+    assert boff is not None and lb is not None and e.level_code_bit is not None
+    if cb is None or cb.shape != lb.shape:
+        raise fail("bin levels of a quantized ensemble need level_code_bin, one bin per border", "level_code_bin")
+    size = np.diff(boff)
+    rank = np.repeat(np.arange(L), size)
+    col = lc[rank]
+    inside = (cb >= 0) & (cb < m[col])
+    wrong = ~inside
+    wrong[inside] = e.border[off[col[inside]] + cb[inside]] != lb[inside]
+    if wrong.any():
+        i = int(rank[np.flatnonzero(wrong)[0]])
+        raise fail("a bin level's code bins do not match its borders", "level_code_bin", int(e.level_tree[i]))
+    nan_above = np.add.reduceat((e.col_nan_bin[col] > cb).astype(np.int64), boff[:-1][is_bin])
+    code = (nan_above >> e.level_code_bit[is_bin].astype(np.int64)) & 1
+    if np.any(code.astype(bool) != e.level_nan_true[is_bin]):
+        i = int(np.flatnonzero(is_bin)[np.flatnonzero(code.astype(bool) != e.level_nan_true[is_bin])[0]])
+        raise fail("column NaN bin does not give the bin level's NaN bit", "col_nan_bin", int(e.level_tree[i]))
 
 
-__all__ = ["INVALID_CODE", "MAX_DEPTH", "ObliviousEnsemble", "category_membership", "forest_to_oblivious",
+__all__ = ["INVALID_CODE", "MAX_DEPTH", "ObliviousEnsemble", "bin_level_bits", "category_membership",
+           "forest_to_oblivious",
            "verify_oblivious"]

@@ -26,7 +26,7 @@ def quantized(e: ObliviousEnsemble) -> ObliviousEnsemble:
     return quantize_ensemble(e).validate()
 
 
-@given(ensembles(float32_sums=False))
+@given(ensembles(float32_sums=False, bins=True))
 def test_format_round_trip(e: ObliviousEnsemble) -> None:
     q = quantized(e)
     data = encode_table(q)
@@ -87,7 +87,7 @@ def test_unquantized_or_float32_sums_are_refused() -> None:
 
 @needs_cc
 @settings(max_examples=20)
-@given(ensembles(max_depth=11, max_trees=4, float32_sums=False))
+@given(ensembles(max_depth=11, max_trees=4, float32_sums=False, bins=True))
 def test_c_runtime_equals_numpy_bit_for_bit(e: ObliviousEnsemble) -> None:
     from lumber.backends.table_c import TableRuntime
 

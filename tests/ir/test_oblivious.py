@@ -42,7 +42,42 @@ def test_forest_round_trip_is_exact(e: ObliviousEnsemble) -> None:
     np.testing.assert_array_equal(back.evaluate(X), e.evaluate(X))
 
 
-@given(ensembles())
+@given(ensembles(bins=True))
+def test_bin_levels_become_exact_forests(e: ObliviousEnsemble) -> None:
+    """A tree with bin levels becomes a binary tree that searches each group's borders (NaN
+    reaching its code): the forest's margins are the tables' on every value, NaN and infinities."""
+    X = rows(e.n_features)
+    np.testing.assert_array_equal(e.to_forest().evaluate(X), e.evaluate(X))
+    for i in np.flatnonzero(e.bin_level):
+        assert e.describe_level(int(i)).startswith(f"bit {int(e.level_code_bit[i])} of ")
+
+
+def test_bin_level_bits_and_invariants() -> None:
+    """Three borders of f0 in two levels: the levels read the count of borders below the value."""
+    from lumber.ir import ValidationError
+
+    schema = Schema(features=default_features(1), task=Task.REGRESSION, n_outputs=1, base_score=(0.0,))
+    e = ObliviousEnsemble(schema=schema, depth=np.array([2]), level_feature=np.array([0, 0]),
+                          level_threshold=np.array([0.0, 1.0]), level_nan_true=np.array([True, False]),
+                          tree_output=np.array([0]), value=np.array([10.0, 20.0, 30.0, 40.0]),
+                          level_border_offset=np.array([0, 3, 6]), level_border=np.array([0.0, 1.0, 2.0] * 2),
+                          level_code_bit=np.array([0, 1])).validate()
+    X = np.array([[-1.0], [0.0], [0.5], [1.0], [1.5], [2.0], [3.0], [np.nan], [np.inf], [-np.inf]])
+    np.testing.assert_array_equal(e.evaluate(X), [10, 10, 20, 20, 30, 30, 40, 20, 40, 10])
+    assert e.describe_level(1) == "bit 1 of f0's bin among (0.0, 1.0, 2.0)"
+    assert e.statistics()["bin_levels"] == 2
+    with pytest.raises(ValidationError, match="threshold must be its border"):
+        e.replace(level_threshold=np.array([0.0, 2.0])).validate()
+    with pytest.raises(ValidationError, match="every bit of its code"):
+        e.replace(level_code_bit=np.array([0, 0]), level_threshold=np.array([0.0, 0.0])).validate()
+    with pytest.raises(ValidationError, match="NaN bits"):
+        e.replace(level_nan_true=np.array([True, True]), level_border_offset=np.array([0, 2, 4]),
+                  level_border=np.array([0.0, 1.0] * 2)).validate()  # code 3 of two borders
+    with pytest.raises(ValidationError, match="strictly increasing"):
+        e.replace(level_border=np.array([0.0, 2.0, 1.0] * 2)).validate()
+
+
+@given(ensembles(bins=True))
 def test_save_load_save_is_byte_identical(e: ObliviousEnsemble) -> None:
     from lumber.ir.serialize import from_bytes, to_bytes
 

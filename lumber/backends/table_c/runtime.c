@@ -10,6 +10,8 @@
  *      0 for another valid code and col_invalid_bin for an invalid value;
  *   2. per tree: leaf index = OR over levels of (bin > level_bin) << level, for
  *      LT_BLOCK rows at once (one vector compare per level and 32 rows with AVX2);
+ *      a tree with bin levels (tree_coded) reads each bin group's code once:
+ *      code = #{g in the group's code bins : bin > g}, OR-ed in at its first level;
  *   3. per tree: add table[index] to the row's sums.
  * Trees go in chunks whose tables fit in L2 (LT_CHUNK_BYTES); a chunk is swept over
  * the whole super-block before the next, so big ensembles do not stream their
@@ -78,6 +80,10 @@ typedef struct {
     const double *divisor;
     int32_t cat_rule;               /* lumber.ir.schema.CategoryRule */
     const int32_t *col_invalid_bin; /* NULL, or per column: -1 border column, else a set column's invalid bin */
+    const int32_t *tree_coded;      /* NULL, or per tree: 1 when it has bin levels */
+    const int64_t *level_code_offset; /* with tree_coded: CSR of each level's code bins (empty: plain level) */
+    const LT_BIN_T *level_code_bin;
+    const int32_t *level_code_bit;  /* the bit of its group's code a bin level is */
 } lt_model;
 
 /* Bin of a non-NaN value in set column c: 1 member, 0 valid non-member, the invalid bin otherwise. */
@@ -204,6 +210,37 @@ LT_INDEX_FN(lt_index8, uint8_t)
 LT_INDEX_FN(lt_index16, uint16_t)
 LT_INDEX_FN(lt_index32, uint32_t)
 
+/* Step 2 for a tree with bin levels: plain levels as above; a bin group adds its code (the count of
+ * its code bins below the column's bin, vectorized over rows) at its first level, bit 0. */
+#define LT_INDEX_CODED_FN(NAME, IDX_T)                                                        \
+    LT_HOT static void NAME(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, int lanes, IDX_T *idx) \
+    {                                                                                         \
+        const int64_t lo = M->level_offset[t];                                                \
+        const int d = M->depth[t];                                                            \
+        IDX_T code[LT_BLOCK];                                                                 \
+        for (int i = 0; i < lanes; ++i) idx[i] = 0;                                           \
+        for (int l = 0; l < d; ++l) {                                                         \
+            const int64_t at = lo + l;                                                        \
+            const LT_BIN_T *bc = bins + (int64_t)M->level_col[at] * stride;                   \
+            const int64_t a = M->level_code_offset[at], b = M->level_code_offset[at + 1];     \
+            if (a == b) {                                                                     \
+                const LT_BIN_T k = M->level_bin[at];                                          \
+                for (int i = 0; i < lanes; ++i) idx[i] |= (IDX_T)((IDX_T)(bc[i] > k) << l);   \
+            } else if (M->level_code_bit[at] == 0) {                                          \
+                for (int i = 0; i < lanes; ++i) code[i] = 0;                                  \
+                for (int64_t j = a; j < b; ++j) {                                             \
+                    const LT_BIN_T g = M->level_code_bin[j];                                  \
+                    for (int i = 0; i < lanes; ++i) code[i] += (IDX_T)(bc[i] > g);            \
+                }                                                                             \
+                for (int i = 0; i < lanes; ++i) idx[i] |= (IDX_T)(code[i] << l);              \
+            }                                                                                 \
+        }                                                                                     \
+    }
+LT_INDEX_CODED_FN(lt_index_coded8, uint8_t)
+LT_INDEX_CODED_FN(lt_index_coded16, uint16_t)
+LT_INDEX_CODED_FN(lt_index_coded32, uint32_t)
+#define LT_CODED(M, t) ((M)->tree_coded != NULL && (M)->tree_coded[t])
+
 /* The same with the depth known at compile time: the level loop unrolls and the index of 32
  * rows stays in one register across levels. */
 #define LT_INDEX_FIXED(D, IDX_T)                                                              \
@@ -239,6 +276,10 @@ LT_INDEX_FIXED(12, uint16_t)
 static void lt_index_small(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, int lanes,
                            uint8_t *idx)
 {
+    if (LT_CODED(M, t)) {
+        lt_index_coded8(M, t, bins, stride, lanes, idx);
+        return;
+    }
     switch (d) {
     case 1: lt_index_d1(M, t, bins, stride, lanes, idx); break;
     case 2: lt_index_d2(M, t, bins, stride, lanes, idx); break;
@@ -255,6 +296,10 @@ static void lt_index_small(const lt_model *M, int32_t t, int d, const LT_BIN_T *
 static void lt_index_mid(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, int lanes,
                          uint16_t *idx)
 {
+    if (LT_CODED(M, t)) {
+        lt_index_coded16(M, t, bins, stride, lanes, idx);
+        return;
+    }
     switch (d) {
     case 9: lt_index_d9(M, t, bins, stride, lanes, idx); break;
     case 10: lt_index_d10(M, t, bins, stride, lanes, idx); break;
@@ -356,7 +401,8 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
             lt_add16(M, t, idx.u16, m, acc, stride);
             if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * leaf_stride + t] = idx.u16[i];
         } else {
-            lt_index32(M, t, bins, stride, lanes, idx.u32);
+            if (LT_CODED(M, t)) lt_index_coded32(M, t, bins, stride, lanes, idx.u32);
+            else lt_index32(M, t, bins, stride, lanes, idx.u32);
             lt_add32(M, t, idx.u32, m, acc, stride);
             if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * leaf_stride + t] = (int32_t)idx.u32[i];
         }
@@ -493,7 +539,21 @@ static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *lea
         const int64_t lo = M->level_offset[t];
         const int d = M->depth[t];
         uint32_t idx = 0;
-        for (int l = 0; l < d; ++l) idx |= (uint32_t)(bins[M->level_col[lo + l]] > M->level_bin[lo + l]) << l;
+        if (LT_CODED(M, t)) {
+            for (int l = 0; l < d; ++l) {
+                const int64_t at = lo + l, a = M->level_code_offset[at], b = M->level_code_offset[at + 1];
+                const LT_BIN_T v = bins[M->level_col[at]];
+                if (a == b) {
+                    idx |= (uint32_t)(v > M->level_bin[at]) << l;
+                } else if (M->level_code_bit[at] == 0) {
+                    uint32_t code = 0;
+                    for (int64_t j = a; j < b; ++j) code += v > M->level_code_bin[j];
+                    idx |= code << l;
+                }
+            }
+        } else {
+            for (int l = 0; l < d; ++l) idx |= (uint32_t)(bins[M->level_col[lo + l]] > M->level_bin[lo + l]) << l;
+        }
         const double *tab = M->value + M->value_offset[t];
         const int32_t k = M->tree_output[t];
         if (k >= 0) a[k] += tab[idx];

@@ -68,37 +68,68 @@ def quantize_ensemble(ens: ObliviousEnsemble) -> ObliviousEnsemble:
     col_feature: list[int] = []
     col_nan_bin: list[int] = []
     borders: list[npt.NDArray[np.float64]] = []
-    thr_levels = np.flatnonzero(~is_set)
-    order = thr_levels[np.argsort(feat[thr_levels], kind="stable")]
-    starts = (np.flatnonzero(np.concatenate([[True], feat[order][1:] != feat[order][:-1]])) if order.size
-              else np.zeros(0, dtype=np.intp))
-    bounds = list(starts) + [order.shape[0]]
+    bin_lv = ens.bin_level
+    code_bin = np.zeros(0 if ens.level_border is None else ens.level_border.shape[0], dtype=np.int32)
+    # bin groups by their first level: (borders, the code a NaN reads as)
+    starts_g = np.flatnonzero(bin_lv & (ens.level_code_bit == 0)) if ens.has_bin_levels else np.zeros(0, np.int64)
+    group_of_feature: dict[int, list[int]] = {}
+    for g in starts_g.tolist():
+        group_of_feature.setdefault(int(feat[g]), []).append(g)
 
-    def add_column(f: int, levels: npt.NDArray[np.int64], nan_bin: int | None) -> None:
-        u, k = np.unique(thr[levels], return_inverse=True)
+    def group_levels(g: int) -> range:
+        return range(g, g + int(ens.level_borders(g).shape[0]).bit_length())
+
+    def nan_code(g: int) -> int:
+        return sum(int(nan_true[i]) << j for j, i in enumerate(group_levels(g)))
+
+    def add_column(f: int, levels: npt.NDArray[np.int64], groups: list[int], nan_bin: int | None) -> None:
+        parts = [thr[levels]] + [ens.level_borders(g) for g in groups]
+        u = np.unique(np.concatenate(parts))
         if u.shape[0] > MAX_BORDERS:
             raise CompileError(
                 f"feature '{ens.schema.features[f].name}' has {u.shape[0]:,} distinct thresholds; "
                 f"quantized columns hold at most {MAX_BORDERS:,}",
                 "keep the unquantized form (the numpy evaluator needs no bins)")
-        level_col[levels] = len(col_feature)
-        level_bin[levels] = k
+        c = len(col_feature)
+        level_col[levels] = c
+        level_bin[levels] = np.searchsorted(u, thr[levels])
+        for g in groups:
+            lv = np.asarray(group_levels(g))
+            level_col[lv] = c
+            level_bin[lv] = np.searchsorted(u, thr[lv])
+            assert ens.level_border_offset is not None
+            for i in lv.tolist():
+                a, b = ens.level_border_offset[i], ens.level_border_offset[i + 1]
+                code_bin[a:b] = np.searchsorted(u, ens.level_borders(i))
         col_feature.append(f)
         col_nan_bin.append(u.shape[0] if nan_bin is None else nan_bin)
         borders.append(u)
 
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        levels = order[a:b]
-        f = int(feat[levels[0]])
-        u, k = np.unique(thr[levels], return_inverse=True)
-        t_mask = nan_true[levels]
-        lower = int(k[t_mask].max()) + 1 if t_mask.any() else 0
-        upper = int(k[~t_mask].min()) if (~t_mask).any() else u.shape[0]
+    thr_levels = np.flatnonzero(~is_set & ~bin_lv)
+    features = sorted(set(feat[thr_levels].tolist()) | set(group_of_feature))
+    for f in features:
+        levels = thr_levels[feat[thr_levels] == f]
+        groups = group_of_feature.get(f, [])
+        # every threshold with its NaN bit: a group's code c sets its lowest c borders on NaN
+        vals = np.concatenate([thr[levels]] + [ens.level_borders(g) for g in groups])
+        nan_bits = np.concatenate([nan_true[levels]] + [np.arange(ens.level_borders(g).shape[0]) < nan_code(g)
+                                                       for g in groups])
+        u, k = np.unique(vals, return_inverse=True)
+        lower = int(k[nan_bits].max()) + 1 if nan_bits.any() else 0
+        upper = int(k[~nan_bits].min()) if (~nan_bits).any() else u.shape[0]
         if lower <= upper:
-            add_column(f, levels, lower)
-        else:
-            add_column(f, levels[t_mask], None)  # NaN above every border: all true
-            add_column(f, levels[~t_mask], 0)    # NaN in bin 0: all false
+            add_column(f, levels, groups, lower)
+            continue
+        t_mask = nan_true[levels]
+        all_true = [g for g in groups if nan_code(g) == ens.level_borders(g).shape[0]]
+        all_false = [g for g in groups if nan_code(g) == 0]
+        if t_mask.any() or all_true:
+            add_column(f, levels[t_mask], all_true, None)  # NaN above every border: all true
+        if (~t_mask).any() or all_false:
+            add_column(f, levels[~t_mask], all_false, 0)   # NaN in bin 0: all false
+        for g in groups:
+            if g not in all_true and g not in all_false:  # its own column; NaN in the bin of its code
+                add_column(f, levels[:0], [g], nan_code(g))
     col_invalid_bin = [-1] * len(col_feature)
     set_cols: dict[tuple[int, tuple[int, ...], bool], int] = {}
     f32 = ens.schema.input_dtype == "float32"
@@ -127,6 +158,7 @@ def quantize_ensemble(ens: ObliviousEnsemble) -> ObliviousEnsemble:
         border_offset=offset, border=np.concatenate(borders) if borders else np.zeros(0),
         level_col=level_col, level_bin=level_bin,
         col_invalid_bin=np.asarray(col_invalid_bin, dtype=np.int32) if set_cols else None,
+        level_code_bin=code_bin if ens.has_bin_levels else None,
     )
 
 

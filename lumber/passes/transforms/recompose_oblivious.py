@@ -45,7 +45,12 @@ A tree's category conditions of one feature exclude each other, so its ``n``
 codes of that feature share ``n.bit_length()`` levels: level ``j`` is the set of
 codes whose 1-based rank in the tree has bit ``j`` ("not a valid category" is the
 code -1), and the levels read the rank, 0 when the value is none of them
-(:func:`category_groups`). Every strategy counts a tree's size in these levels.
+(:func:`category_groups`). Thresholds of one numeric feature in a tree share
+levels the same way (``bins``, default on): ``k`` of them are ``k.bit_length()``
+bin levels holding the count of thresholds below the value (the
+``ObliviousEnsemble`` docstring's bin code), so the strategies price them like
+category codes (:func:`level_groups`). Every strategy counts a tree's size in
+these levels.
 """
 
 from __future__ import annotations
@@ -92,7 +97,9 @@ class CostModel:
 
 @dataclass
 class _Cover:
-    """Trees being built: condition sets, their level counts, an inverted index and the table bytes so far.
+    """Trees being built: condition sets, their level counts, a dense tree x condition membership
+    matrix and per-tree group counts (so a placement scores every tree in one numpy step), and the
+    table bytes so far.
 
     ``groups[c]`` is the category group of condition ``c`` (-1: a level of its own); a tree
     holding ``n`` codes of one group spends ``n.bit_length()`` levels on them (:func:`category_groups`).
@@ -105,9 +112,38 @@ class _Cover:
     sets: list[set[int]] = field(default_factory=list)
     levels: list[int] = field(default_factory=list)
     group_count: list[Counter[int]] = field(default_factory=list)
-    index: dict[int, list[int]] = field(default_factory=dict)
     table_bytes: int = 0
     extensions: int = 0
+    scored: int = 0
+    """Placements scored against every tree (one vectorized step each)."""
+
+    def __post_init__(self) -> None:
+        g = self.groups
+        self._dense_group = np.full(g.shape[0], -1, dtype=np.int64)  # condition -> dense group column
+        gid = np.unique(g[g >= 0])
+        if gid.size:
+            self._dense_group[g >= 0] = np.searchsorted(gid, g[g >= 0])
+        self._member = np.zeros((g.shape[0], 16), dtype=bool)  # condition x tree: a condition's row is contiguous
+        self._gcount = np.zeros((max(int(gid.size), 1), 16), dtype=np.int64)  # group x tree
+        self._levels = np.zeros(16, dtype=np.int64)
+        self._bitlen = np.array([k.bit_length() for k in range(g.shape[0] + 2)], dtype=np.int64)
+
+    def _reserve(self, t: int) -> None:
+        if t < self._levels.shape[0]:
+            return
+        cap = 2 * self._levels.shape[0]
+        for name in ("_member", "_gcount", "_levels"):
+            old = getattr(self, name)
+            new = np.zeros(old.shape[:-1] + (cap,), dtype=old.dtype)
+            new[..., :old.shape[-1]] = old
+            setattr(self, name, new)
+
+    def _record(self, t: int, new: set[int]) -> None:
+        cols = np.fromiter(new, dtype=np.int64, count=len(new))
+        self._member[cols, t] = True
+        dg = self._dense_group[cols]
+        np.add.at(self._gcount[:, t], dg[dg >= 0], 1)
+        self._levels[t] = self.levels[t]
 
     def grown(self, t: int, new: set[int]) -> int:
         """Levels of tree ``t`` with the conditions ``new`` (none of them in it yet) added."""
@@ -129,11 +165,11 @@ class _Cover:
 
     def new_tree(self, conds: set[int]) -> int:
         t = len(self.sets)
+        self._reserve(t)
         self.sets.append(set(conds))
         self.levels.append(_levels(conds, self.groups))
         self.group_count.append(Counter(int(self.groups[c]) for c in conds if self.groups[c] >= 0))
-        for c in conds:
-            self.index.setdefault(c, []).append(t)
+        self._record(t, set(conds))
         self.table_bytes += 8 << self.levels[t]
         return t
 
@@ -145,57 +181,59 @@ class _Cover:
         self.levels[t] = grown
         s |= new
         for c in new:
-            self.index.setdefault(c, []).append(t)
             if self.groups[c] >= 0:
                 self.group_count[t][int(self.groups[c])] += 1
+        self._record(t, new)
         self.extensions += 1
 
     def covering(self, conds: list[int]) -> int:
-        """A tree containing every condition, or -1 (scans the shortest posting list)."""
-        best: list[int] | None = None
-        for c in conds:
-            lst = self.index.get(c)
-            if lst is None:
-                return -1
-            if best is None or len(lst) < len(best):
-                best = lst
-        if best is None:
+        """The first tree containing every condition, or -1."""
+        T = len(self.sets)
+        if T == 0:
             return -1
-        cs = set(conds)
-        for t in best:
-            if cs <= self.sets[t]:
-                return t
-        return -1
+        rows = self._member[conds, :T]
+        hit = np.flatnonzero(np.logical_and.reduce(rows, axis=0))
+        return int(hit[0]) if hit.size else -1
 
     def place(self, conds: list[int]) -> int:
         """Tree for a monomial no tree covers: a new one, or (pack) the cheapest extension:
-        fewest new levels, then the smallest grown table, then the oldest tree."""
+        fewest new levels, then the smallest grown table, then the oldest tree.
+
+        Candidates are the trees sharing a condition with the monomial and the ``recent`` newest;
+        all of them are scored at once (levels each would grow by, from the membership matrix and
+        the group counts), so a placement costs one pass over the trees in numpy, never a Python
+        loop over them."""
         cs = set(conds)
-        if self.strategy != "pack":
+        T = len(self.sets)
+        if self.strategy != "pack" or T == 0:
             return self.new_tree(cs)
+        self.scored += 1
         own = _levels(cs, self.groups)
-        plain = not any(self.groups[c] >= 0 for c in cs)  # no category codes: a new condition is a level
-        counts: Counter[int] = Counter()
-        for c in cs:
-            counts.update(self.index.get(c, ()))
-        for t in range(max(0, len(self.sets) - self.cost.recent), len(self.sets)):
-            counts.setdefault(t, 0)
-        best: tuple[float, int, int] = (self.cost.tree(own), 1 << 62, -1)
-        for t, shared in counts.items():
-            size = self.levels[t]
-            grown = size + own - shared if plain else self.grown(t, cs - self.sets[t])
-            if grown > self.max_depth:
-                continue
-            grow_bytes = (8 << grown) - (8 << size)
-            if grow_bytes > (8 << own) and self.table_bytes + grow_bytes > self.cost.budget_bytes:
-                continue  # past the budget only extensions no dearer than a new tree
-            cand = (self.cost.level * (grown - size), grown, t)
-            if cand < best:
-                best = cand
-        if best[2] < 0:
+        cols = np.array(sorted(cs), dtype=np.int64)
+        has = self._member[cols, :T]
+        size = self._levels[:T]
+        dg = self._dense_group[cols]
+        plain = dg < 0
+        grown = size + (plain.sum() - has[plain].sum(axis=0))
+        if not plain.all():
+            n = self._gcount[dg[~plain], :T]  # a monomial holds at most one code per group
+            step = self._bitlen[n + 1] - self._bitlen[n]
+            grown = grown + np.where(has[~plain], 0, step).sum(axis=0)
+        ok = has.any(axis=0)
+        ok[max(0, T - self.cost.recent):] = True
+        ok &= grown <= self.max_depth
+        grow_bytes = (8 << grown) - (8 << size)
+        ok &= ~((grow_bytes > (8 << own)) & (self.table_bytes + grow_bytes > self.cost.budget_bytes))
+        cand = np.flatnonzero(ok)
+        if cand.size == 0:
             return self.new_tree(cs)
-        self.extend(best[2], cs)
-        return best[2]
+        diff = grown[cand] - size[cand]
+        cand = cand[diff == diff.min()]
+        t = int(cand[np.argmin(grown[cand])])  # argmin: the oldest among equals
+        if self.cost.level * int(grown[t] - size[t]) > self.cost.tree(own):
+            return self.new_tree(cs)
+        self.extend(t, cs)
+        return t
 
 
 def _levels(conds: Any, groups: npt.NDArray[np.int64]) -> int:
@@ -212,6 +250,47 @@ def _levels(conds: Any, groups: npt.NDArray[np.int64]) -> int:
     return levels + sum(n.bit_length() for n in per.values())
 
 
+def level_groups(poly: Polynomial, bins: bool = True) -> npt.NDArray[np.int64]:
+    """``int64[n_conditions + 1]``: the group of each condition whose tree levels it shares with the
+    others of its group, -1 for the others and the padding id: the category groups
+    (:func:`category_groups`, group id = the feature) and, with ``bins``, the thresholds of each
+    numeric feature (group id ``n_features + f``), which a tree holds as a bin code.
+
+    A bin code gives NaN one code, so a feature's thresholds form one group only when the ones
+    true on NaN are its lowest (a NaN then reads as "above those"); otherwise the thresholds true
+    on NaN and the others form two groups (``n_features + f`` and ``2 n_features + f``). A group
+    two of whose conditions meet in one monomial (not canonical) keeps one level per condition."""
+    groups = category_groups(poly)
+    if not bins:
+        return groups
+    F = poly.schema.n_features
+    kind = poly.cond_kind
+    num = (kind == ConditionKind.GREATER) & np.isfinite(poly.cond_threshold)
+    feat = poly.cond_feature.astype(np.int64)
+    num_groups = np.where(num, F + feat, -1)
+    for f in np.unique(feat[num]).tolist():
+        at = np.flatnonzero(num & (feat == f))
+        nan = poly.cond_nan_true[at][np.argsort(poly.cond_threshold[at], kind="stable")]
+        if np.any(nan[1:] & ~nan[:-1]):  # not a prefix: split by NaN bit
+            num_groups[at[poly.cond_nan_true[at]]] = 2 * F + f
+    num_groups = _ungroup_shared(poly, num_groups)
+    groups[:-1] = np.where(num_groups >= 0, num_groups, groups[:-1])
+    return groups
+
+
+def _ungroup_shared(poly: Polynomial, groups: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``groups`` with every group two of whose conditions meet in one monomial set to -1."""
+    groups = groups.copy()
+    if (groups >= 0).any() and poly.nnz:
+        g_ent = groups[poly.mono_cond]
+        sel = g_ent >= 0
+        nf = int(groups.max()) + 1
+        u, cnt = np.unique(poly.mono_of_entry[sel].astype(np.int64) * nf + g_ent[sel], return_counts=True)
+        bad = np.unique(u[cnt > 1] % nf)
+        groups[np.isin(groups, bad)] = -1
+    return groups
+
+
 def category_groups(poly: Polynomial) -> npt.NDArray[np.int64]:
     """``int64[n_conditions + 1]``: the category group (the feature) of each ``EQUAL``/``INVALID``
     condition, -1 for the others and for the padding id ``n_conditions``.
@@ -224,14 +303,7 @@ def category_groups(poly: Polynomial) -> npt.NDArray[np.int64]:
     """
     kind = poly.cond_kind
     cat = (kind == ConditionKind.EQUAL) | (kind == ConditionKind.INVALID)
-    groups = np.where(cat, poly.cond_feature.astype(np.int64), -1)
-    if cat.any() and poly.nnz:
-        g_ent = groups[poly.mono_cond]
-        sel = g_ent >= 0
-        nf = int(groups.max()) + 1
-        u, cnt = np.unique(poly.mono_of_entry[sel].astype(np.int64) * nf + g_ent[sel], return_counts=True)
-        bad = np.unique(u[cnt > 1] % nf)
-        groups[np.isin(groups, bad)] = -1
+    groups = _ungroup_shared(poly, np.where(cat, poly.cond_feature.astype(np.int64), -1))
     return np.append(groups, -1)
 
 
@@ -250,6 +322,8 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
     """Merge trees whose condition sets nest (pack only)."""
     table_mb: int = 64
     """Total table size (MiB) past which no tree grows (``pack``)."""
+    bins: bool = True
+    """Let several thresholds of one feature share a tree's levels as a bin code (bin levels)."""
 
     def __post_init__(self) -> None:
         if self.max_depth != "auto" and not (isinstance(self.max_depth, int) and 1 <= self.max_depth <= MAX_DEPTH):
@@ -262,7 +336,7 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
     def run(self, ir: Polynomial, ctx: PassContext) -> ObliviousEnsemble:
         depth = max(DEFAULT_MAX_DEPTH, ir.max_degree) if self.max_depth == "auto" else self.max_depth
         ens, stats = recompose(ir, max_depth=depth, strategy=self.strategy, merge=self.merge,
-                               cost=CostModel(budget_bytes=self.table_mb << 20))
+                               cost=CostModel(budget_bytes=self.table_mb << 20), bins=self.bins)
         by_depth = ", ".join(f"{c} x depth {d}" for d, c in sorted(stats["trees_by_depth"].items()))
         ctx.report(PassReport(self.name, (
             f"{ir.n_monomials:,} monomials -> {ens.n_trees:,} oblivious trees ({by_depth}); "
@@ -273,7 +347,7 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
 
 
 def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy: str = "pack", merge: bool = True,
-              cost: CostModel | None = None) -> tuple[ObliviousEnsemble, dict[str, Any]]:
+              cost: CostModel | None = None, bins: bool = True) -> tuple[ObliviousEnsemble, dict[str, Any]]:
     """The ensemble and statistics (trees, depths, table bytes, search counts, seconds)."""
     t0 = time.perf_counter()
     cost = cost or CostModel()
@@ -290,7 +364,7 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
         poly.n_monomials, dtype=np.int64)
     ids = np.asarray(poly.padded_ids, dtype=np.int64)
     deg = poly.degree
-    groups = category_groups(poly)
+    groups = level_groups(poly, bins)
     outputs: list[int] = []
     sets_all: list[list[int]] = []
     tree_of_all = np.full(poly.n_monomials, -1, dtype=np.int64)
@@ -464,7 +538,7 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
             cand, miss, add = cand[fit], miss[fit], add[fit]
             if cand.size == 0:  # nothing it touches fits: the next uncovered monomial that does
                 extra = []
-                for q in range(ptr + 1, min(m, ptr + 64)) if room > 0 else ():
+                for q in range(ptr + 1, min(m, ptr + 64)):  # at no room, one whose codes are free
                     i = int(order[q])
                     row = P[i, :dg[i]]
                     if alive[i] and not in_s[row].all() and int(cc[row].sum()) <= room:
@@ -579,33 +653,43 @@ def _merge_nested(sets: list[set[int]], tree_of: npt.NDArray[np.int64]) -> tuple
     return new_id[target[tree_of]], [sets[t] for t in keep], int(len(sets) - keep.shape[0])
 
 
-def _layout(conds: list[int], groups: npt.NDArray[np.int64]) -> tuple[
-        list[int], list[list[int]], dict[int, int], tuple[tuple[int, int], ...]]:
+def _layout(conds: list[int], groups: npt.NDArray[np.int64], poly: Polynomial) -> tuple[
+        list[int], list[list[int]], dict[int, int], tuple[tuple[int, int, bool], ...], list[Any]]:
     """One tree's levels from its conditions: a level per ungrouped condition, then ``n.bit_length()``
-    levels per category group of ``n`` codes. Returns each level's conditions (one, or the group's
+    levels per group of ``n`` conditions. Returns each level's conditions (one, or the group's
     members whose rank has the level's bit), its kind (-1: plain, else the group), each condition's
-    bits in the table index, and the groups' ``(first bit, bits)``."""
-    plain = [c for c in conds if groups[c] < 0]
+    bits in the table index, the groups' ``(first bit, bits, numeric)`` and, per level, ``None`` or
+    (for a bin level) ``(bit, the group's conditions by threshold)``. A category code's rank follows
+    the condition ids, a threshold's rank its threshold (rank r: the code from which it holds)."""
+    F = poly.schema.n_features
     by_group: dict[int, list[int]] = {}
     for c in conds:
         if groups[c] >= 0:
             by_group.setdefault(int(groups[c]), []).append(c)
+    lone = {cs[0] for g, cs in by_group.items() if g >= F and len(cs) == 1}  # one threshold: a plain level
+    by_group = {g: cs for g, cs in by_group.items() if not (g >= F and len(cs) == 1)}
+    plain = [c for c in conds if groups[c] < 0 or c in lone]
     kinds = [-1] * len(plain)
     members = [[c] for c in plain]
+    bins: list[Any] = [None] * len(plain)
     bits = {c: 1 << i for i, c in enumerate(plain)}
     spans = []
     pos = len(plain)
     for g in sorted(by_group):
+        numeric = g >= F
         codes = by_group[g]
+        if numeric:
+            codes = sorted(codes, key=lambda c: float(poly.cond_threshold[c]))
         width = len(codes).bit_length()
         for j in range(width):
             kinds.append(g)
             members.append([c for r, c in enumerate(codes, 1) if r >> j & 1])
+            bins.append((j, codes) if numeric else None)
         for r, c in enumerate(codes, 1):
             bits[c] = r << pos
-        spans.append((pos, width))
+        spans.append((pos, width, numeric))
         pos += width
-    return kinds, members, bits, tuple(spans)
+    return kinds, members, bits, tuple(spans), bins
 
 
 def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
@@ -619,7 +703,7 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
     """
     K = poly.n_outputs
     nc = poly.n_conditions
-    lay = [_layout(c, groups) for c in sets]
+    lay = [_layout(c, groups, poly) for c in sets]
     depth_of = [len(x[0]) for x in lay]
     order = sorted(range(len(sets)), key=lambda t: (depth_of[t], outputs[t], lay[t][3], t))
     rank = np.empty(len(sets), dtype=np.int64)
@@ -666,13 +750,16 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
         d, w = int(depth[t]), int(width[t])
         block = value[voff[t]:voff[u]]
         spans = lay[t][3]
-        in_group = sum(b for _, b in spans)
+        in_group = sum(b for _, b, _ in spans)
         for bit in range(d - in_group):  # plain levels come first
             v = block.reshape(u - t, 1 << (d - bit - 1), 2, 1 << bit, w)
             v[:, :, 1] += v[:, :, 0]
-        for first, b in spans:
+        for first, b, numeric in spans:
             v = block.reshape(u - t, 1 << (d - first - b), 1 << b, 1 << first, w)
-            v[:, :, 1:] += v[:, :, :1]
+            if numeric:  # a threshold of rank r holds from code r on
+                np.cumsum(v, axis=2, out=v)
+            else:  # a code holds at its rank only; no code of the group: every rank
+                v[:, :, 1:] += v[:, :, :1]
         t = u
     n_levels = int(depth.sum())
     level_cond = np.fromiter((x[1][i][0] for x in lay for i in range(len(x[0]))), dtype=np.int64, count=n_levels)
@@ -693,11 +780,26 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
         np.cumsum(size, out=off[1:])
         set_arrays = dict(level_set_offset=off,
                           level_set_code=np.array([c for v in lists for c in v], dtype=np.int64))
+    nan_true = poly.cond_nan_true[level_cond] | missing
+    bin_info = [b for x in lay for b in x[4]]
+    if any(b is not None for b in bin_info):  # bit j of the count of the group's thresholds below x
+        border_lists = [poly.cond_threshold[b[1]] if b is not None else np.zeros(0) for b in bin_info]
+        boff = np.zeros(n_levels + 1, dtype=np.int64)
+        np.cumsum([a.shape[0] for a in border_lists], out=boff[1:])
+        bit = np.array([b[0] if b is not None else 0 for b in bin_info], dtype=np.int32)
+        for i, b in enumerate(bin_info):
+            if b is not None:
+                j, conds = b
+                thr[i] = poly.cond_threshold[conds[(1 << j) - 1]]
+                nan_true[i] = bool(int(poly.cond_nan_true[conds].sum()) >> j & 1)  # NaN: the code of the
+                # thresholds true on it, the lowest ones (level_groups)
+        set_arrays.update(level_border_offset=boff, level_border=np.concatenate(border_lists), level_code_bit=bit)
     schema = poly.schema.with_(base_score=tuple(float(b) for b in poly.bias))
     return ObliviousEnsemble(schema=schema, depth=depth, level_feature=poly.cond_feature[level_cond],
-                             level_threshold=thr, level_nan_true=poly.cond_nan_true[level_cond] | missing,
+                             level_threshold=thr, level_nan_true=nan_true,
                              tree_output=tout, value=value, **set_arrays)
 
 
 __all__ = ["CostModel", "DEFAULT_MAX_DEPTH", "RecomposeOblivious", "STRATEGIES", "category_groups", "grow_sets",
+           "level_groups",
            "maximal_monomials", "recompose"]
