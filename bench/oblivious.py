@@ -181,7 +181,26 @@ def _cpu(fn: Any, X: np.ndarray) -> float:
     return time.process_time() - t0
 
 
-def recompose_run(quick: bool, reps: int, refit: bool) -> dict[str, Any]:
+def parse_forms(specs: list[str] | None) -> tuple[tuple[Any, ...], ...]:
+    """``--forms grow:8 grow:10:nobins`` as ``(("grow", 8), ("grow", 10, False))`` (``nobins``: every
+    threshold its own level, no bin levels); None: :data:`RECOMPOSE_FORMS`."""
+    from lumber.passes.transforms.recompose_oblivious import STRATEGIES
+
+    if not specs:
+        return RECOMPOSE_FORMS
+    out: list[tuple[Any, ...]] = []
+    for spec in specs:
+        strategy, depth, *rest = spec.split(":") + ([] if ":" in spec else [""])
+        if (strategy not in STRATEGIES or not depth.isdigit() or not 1 <= int(depth) <= 16
+                or rest not in ([], ["nobins"])):
+            raise SystemExit(f"--forms: {spec!r} is not STRATEGY:DEPTH[:nobins] (strategies "
+                             f"{', '.join(STRATEGIES)}; depth 1-16), e.g. grow:10 or grow:10:nobins")
+        out.append((strategy, int(depth)) if not rest else (strategy, int(depth), False))
+    return tuple(out)
+
+
+def recompose_run(quick: bool, reps: int, refit: bool,
+                  forms: tuple[tuple[Any, ...], ...] = RECOMPOSE_FORMS) -> dict[str, Any]:
     """Every model: forest C and each exact oblivious form (and prune-refit + tables), timed interleaved."""
     import lumber
     from lumber.backends.table_c import TableRuntime
@@ -212,15 +231,17 @@ def recompose_run(quick: bool, reps: int, refit: bool) -> dict[str, Any]:
         runners: dict[str, Any] = {"forest C": lambda X, p=pc: p.predict_raw(X)}
         entry["forms"]["forest C"] = {"build_seconds": time.perf_counter() - t0, "trees": forest.n_trees,
                                       "max_abs_diff": float(np.abs(pc.predict_raw(Xb).reshape(-1) - ref).max())}
-        for strategy, depth in RECOMPOSE_FORMS:
-            label = f"tables {strategy} d{depth}"
+        for strategy, depth, *rest in forms:
+            bins = rest[0] if rest else True
+            label = f"tables {strategy} d{depth}" + ("" if bins else " no bins")
             t0 = time.perf_counter()
-            ens, st = recompose(poly, max_depth=depth, strategy=strategy)
+            ens, st = recompose(poly, max_depth=depth, strategy=strategy, bins=bins)
             q = quantize_ensemble(ens)
             rt = TableRuntime(q)
             build = time.perf_counter() - t0 + entry["polynomial"]["seconds"]
             got = rt.predict_raw(Xb)[:, 0]
             entry["forms"][label] = {"build_seconds": build, "trees": ens.n_trees, "table_bytes": st["table_bytes"],
+                                     "bin_levels": int(ens.statistics()["bin_levels"]),
                                      "trees_by_depth": st["trees_by_depth"], "max_depth": st["max_depth"],
                                      "max_abs_diff": float(np.abs(got - ref).max()),
                                      "lower_bound_trees": int(np.ceil(poly.n_monomials / (1 << depth)))}
@@ -439,10 +460,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=inf.RESULTS)
     ap.add_argument("--recompose", action="store_true", help="exact re-composition of LightGBM 500 x 63 (issue 18)")
     ap.add_argument("--refit", action="store_true", help="with --recompose: prune-refit and its tables too")
+    ap.add_argument("--forms", nargs="+", metavar="STRATEGY:DEPTH",
+                    help="with --recompose: the exact forms to build, STRATEGY:DEPTH[:nobins] "
+                         "(default: pack:8 grow:8 pack:10 grow:10)")
     ap.add_argument("--tolerance", action="store_true",
                     help="quality-bounded translation (formula 5) and its cascade on LightGBM 500 x 63 (issue 18)")
     _outputs.add_dry_run(ap)
     args = ap.parse_args(argv)
+    forms = parse_forms(args.forms)
     kind = "oblivious-tolerance" if args.tolerance else "oblivious-recompose" if args.recompose else "oblivious"
     stem = _outputs.stem(kind, args.quick)
     if _outputs.dry_run(args, args.out / f"{stem}.json", args.out / f"{stem}.md",
@@ -455,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         print(md)
         return 0
     if args.recompose:
-        res = recompose_run(args.quick, args.reps or 3, args.refit)
+        res = recompose_run(args.quick, args.reps or 3, args.refit, forms)
         md = recompose_markdown(res)
         inf.write_results(args.out, stem, res, md)
         print(md)

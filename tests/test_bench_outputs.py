@@ -73,3 +73,19 @@ def test_counterfactual_header_does_not_take_a_partial_runs_load(monkeypatch: py
     assert header.startswith("Machine: x86_64, 2 cores; highspy 1.0.") and "9.0" not in header and "60 s" not in header
     assert "Run today, load average 9.0 9.0 9.0. time limit 30 s per query" in text
     assert "Run last week, load average 1.0 1.0 1.0. 20 origins" in text
+
+
+def test_oblivious_recompose_forms_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench/oblivious.py --recompose --forms grow:10 grow:10:nobins`` picks the exact forms; a bad spec
+    is a clear error naming the accepted form."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    spec = importlib.util.spec_from_file_location("bench_oblivious_forms", BENCH / "oblivious.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, mod)
+    spec.loader.exec_module(mod)
+    assert mod.parse_forms(["grow:10", "pack:8:nobins"]) == (("grow", 10), ("pack", 8, False))
+    assert mod.parse_forms(None) == mod.RECOMPOSE_FORMS
+    for bad in ("grow", "grow:x", "fast:8", "grow:10:bins"):
+        with pytest.raises(SystemExit, match="STRATEGY:DEPTH"):
+            mod.parse_forms([bad])

@@ -329,7 +329,7 @@ class ObliviousEnsemble:
 
     def bin_groups(self, t: int) -> list[tuple[int, int]]:
         """Tree ``t``'s bin-code groups as ``(first level position, levels)``, lowest first."""
-        out = []
+        out: list[tuple[int, int]] = []
         first = int(self.level_offset[t])
         if not self.has_bin_levels:
             return out

@@ -34,7 +34,7 @@ from ..table import check as check_table
 
 BLOCK = 256
 """Rows per block (bins of a block stay in L1 for models with up to ~100 columns)."""
-GENERIC_ABI = 3
+GENERIC_ABI = 4
 
 
 def runtime_source() -> str:
@@ -42,15 +42,43 @@ def runtime_source() -> str:
 
 
 def coded_arrays(ens: ObliviousEnsemble) -> dict[str, npt.NDArray[Any]] | None:
-    """The runtime's bin-level arrays (``tree_coded``, ``level_code_offset``, ``level_code_bin``,
-    ``level_code_bit``), or None when no level is a bin level."""
+    """The runtime's *terms* of the trees with bin levels (None when no level is one): a tree's index
+    is ``sum_j (bin[term_col[j]] > term_bin[j]) << term_shift[j]``, one term per plain level and one
+    per border of a bin group (shifted to the group's first level, so they add up to its code);
+    plain trees keep their levels (``term_offset[t] == term_offset[t + 1]``)."""
     if not ens.has_bin_levels:
         return None
     assert ens.level_border_offset is not None and ens.level_code_bin is not None and ens.level_code_bit is not None
-    coded = np.zeros(ens.n_trees, dtype=np.int32)
-    np.logical_or.at(coded, ens.level_tree, ens.bin_level)
-    return {"tree_coded": coded, "level_code_offset": ens.level_border_offset.astype(np.int64),
-            "level_code_bin": ens.level_code_bin, "level_code_bit": ens.level_code_bit.astype(np.int32)}
+    assert ens.level_col is not None and ens.level_bin is not None
+    bl, boff, bit = ens.bin_level, ens.level_border_offset, ens.level_code_bit
+    coded = np.zeros(ens.n_trees, dtype=bool)
+    np.logical_or.at(coded, ens.level_tree, bl)
+    counts = np.zeros(ens.n_trees, dtype=np.int64)
+    plain = np.zeros(ens.n_trees, dtype=np.int32)
+    cols: list[npt.NDArray[Any]] = []
+    bins: list[npt.NDArray[Any]] = []
+    shifts: list[npt.NDArray[Any]] = []
+    for t in np.flatnonzero(coded).tolist():
+        lo = int(ens.level_offset[t])
+        for p in range(int(ens.depth[t])):
+            i = lo + p
+            if not bl[i]:
+                if plain[t] != p:
+                    raise CompileError("internal error: a bin group before a plain level (the C runtime reads "
+                                       "a tree's plain levels first)")
+                plain[t] += 1
+                cols.append(ens.level_col[i:i + 1]); bins.append(ens.level_bin[i:i + 1]); shifts.append(np.array([p]))
+            elif bit[i] == 0:
+                g = ens.level_code_bin[boff[i]:boff[i + 1]]
+                cols.append(np.full(g.shape[0], ens.level_col[i])); bins.append(g); shifts.append(np.full(g.shape[0], p))
+            else:
+                continue
+            counts[t] += cols[-1].shape[0]
+    off = np.zeros(ens.n_trees + 1, dtype=np.int64)
+    np.cumsum(counts, out=off[1:])
+    cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
+    return {"term_offset": off, "term_col": cat(cols).astype(np.int32), "term_bin": cat(bins).astype(np.int64),
+            "term_shift": cat(shifts).astype(np.int32), "tree_plain": plain}
 
 
 def bin_type(ens: ObliviousEnsemble) -> str:
@@ -143,18 +171,19 @@ def emit_table_source(ens: ObliviousEnsemble, options: TableCOptions | None = No
         _arr("double", "L_BASE", c_reals(np.asarray(schema.base_score, dtype=np.float64), False), 4),
         _arr("double", "L_DIVISOR", c_reals(div, False), 4),
         _arr("int32_t", "L_COL_INVALID_BIN", _ints(ens.col_invalid_bin)) if ens.col_invalid_bin is not None else "",
-        "" if coded is None else (_arr("int32_t", "L_TREE_CODED", _ints(coded["tree_coded"]), 24)
-                                  + _arr("int64_t", "L_LEVEL_CODE_OFFSET", _ints(coded["level_code_offset"]))
-                                  + _arr("LT_BIN_T", "L_LEVEL_CODE_BIN", _ints(coded["level_code_bin"]), 16)
-                                  + _arr("int32_t", "L_LEVEL_CODE_BIT", _ints(coded["level_code_bit"]), 16)),
+        "" if coded is None else (_arr("int64_t", "L_TERM_OFFSET", _ints(coded["term_offset"]))
+                                  + _arr("int32_t", "L_TERM_COL", _ints(coded["term_col"]), 16)
+                                  + _arr("LT_BIN_T", "L_TERM_BIN", _ints(coded["term_bin"]), 16)
+                                  + _arr("int32_t", "L_TERM_SHIFT", _ints(coded["term_shift"]), 16)
+                                  + _arr("int32_t", "L_TREE_PLAIN", _ints(coded["tree_plain"]), 24)),
         "static const lt_model L_MODEL = {\n"
         f"    {F}, {K}, {T}, {ens.col_feature.shape[0]}, {int(schema.average)}, {int(schema.post_transform)},\n"
         f"    {c_reals(np.array([schema.sigmoid_alpha]), False)[0]}, {c_reals(np.array([schema.isolation_c]), False)[0]},\n"
         "    L_COL_FEATURE, L_COL_NAN_BIN, L_BORDER_OFFSET, L_BORDER, L_DEPTH, L_TREE_OUTPUT, L_LEVEL_OFFSET,\n"
         "    L_LEVEL_COL, L_LEVEL_BIN, L_VALUE_OFFSET, L_VALUE, L_BASE, L_DIVISOR,\n"
         f"    {int(schema.category_rule)}, {'L_COL_INVALID_BIN' if ens.col_invalid_bin is not None else 'NULL'},\n"
-        + ("    NULL, NULL, NULL, NULL\n};\n" if coded is None else
-           "    L_TREE_CODED, L_LEVEL_CODE_OFFSET, L_LEVEL_CODE_BIN, L_LEVEL_CODE_BIT\n};\n"),
+        + ("    NULL, NULL, NULL, NULL, NULL\n};\n" if coded is None else
+           "    L_TERM_OFFSET, L_TERM_COL, L_TERM_BIN, L_TERM_SHIFT, L_TREE_PLAIN\n};\n"),
         f"static const char L_FINGERPRINT[] = {c_string(fp)};\n",
         f"static const char L_METADATA[] = {c_string(json.dumps(meta, sort_keys=True, default=str))};\n\n",
         f"int32_t {p}_predict_raw(const {in_t} *rows, int64_t n, double *out, int32_t threads)\n"
@@ -218,8 +247,8 @@ def _model_struct(in_ctype: Any, bin_ctype: Any) -> type[ctypes.Structure]:
                     ("value_offset", P(ctypes.c_int64)), ("value", P(ctypes.c_double)),
                     ("base", P(ctypes.c_double)), ("divisor", P(ctypes.c_double)),
                     ("cat_rule", ctypes.c_int32), ("col_invalid_bin", P(ctypes.c_int32)),
-                    ("tree_coded", P(ctypes.c_int32)), ("level_code_offset", P(ctypes.c_int64)),
-                    ("level_code_bin", P(bin_ctype)), ("level_code_bit", P(ctypes.c_int32))]
+                    ("term_offset", P(ctypes.c_int64)), ("term_col", P(ctypes.c_int32)),
+                    ("term_bin", P(bin_ctype)), ("term_shift", P(ctypes.c_int32)), ("tree_plain", P(ctypes.c_int32))]
 
     return LtModel
 
@@ -299,7 +328,7 @@ class TableRuntime:
         coded = coded_arrays(ens)
         if coded is not None:
             keep.update({k: np.ascontiguousarray(v, dtype=np.uint8 if bt == "uint8_t" else np.uint16)
-                         if k == "level_code_bin" else np.ascontiguousarray(v) for k, v in coded.items()})
+                         if k == "term_bin" else np.ascontiguousarray(v) for k, v in coded.items()})
         self._keep = {k: (v if v.size else np.zeros(1, dtype=v.dtype)) for k, v in keep.items()}
         fields = {name: ctypes.cast(a.ctypes.data, dict(Struct._fields_)[name]) for name, a in self._keep.items()}
         sch = ens.schema

@@ -10,8 +10,9 @@
  *      0 for another valid code and col_invalid_bin for an invalid value;
  *   2. per tree: leaf index = OR over levels of (bin > level_bin) << level, for
  *      LT_BLOCK rows at once (one vector compare per level and 32 rows with AVX2);
- *      a tree with bin levels (tree_coded) reads each bin group's code once:
- *      code = #{g in the group's code bins : bin > g}, OR-ed in at its first level;
+ *      a tree with bin levels sums *terms* instead: its index is sum_j (bin[col_j] > g_j) << shift_j,
+ *      one term per plain level (shift = the level) and one per border of a bin group (all with
+ *      the group's first level as shift: together they add the group's code);
  *   3. per tree: add table[index] to the row's sums.
  * Trees go in chunks whose tables fit in L2 (LT_CHUNK_BYTES); a chunk is swept over
  * the whole super-block before the next, so big ensembles do not stream their
@@ -80,10 +81,11 @@ typedef struct {
     const double *divisor;
     int32_t cat_rule;               /* lumber.ir.schema.CategoryRule */
     const int32_t *col_invalid_bin; /* NULL, or per column: -1 border column, else a set column's invalid bin */
-    const int32_t *tree_coded;      /* NULL, or per tree: 1 when it has bin levels */
-    const int64_t *level_code_offset; /* with tree_coded: CSR of each level's code bins (empty: plain level) */
-    const LT_BIN_T *level_code_bin;
-    const int32_t *level_code_bit;  /* the bit of its group's code a bin level is */
+    const int64_t *term_offset;     /* NULL, or per tree: its terms term_offset[t]..[t+1] (none: plain tree) */
+    const int32_t *term_col;        /* column a term reads */
+    const LT_BIN_T *term_bin;       /* the term is bin > term_bin ... */
+    const int32_t *term_shift;      /* ... times 2^term_shift */
+    const int32_t *tree_plain;      /* its first tree_plain[t] terms are its plain levels 0, 1, ... */
 } lt_model;
 
 /* Bin of a non-NaN value in set column c: 1 member, 0 valid non-member, the invalid bin otherwise. */
@@ -210,36 +212,95 @@ LT_INDEX_FN(lt_index8, uint8_t)
 LT_INDEX_FN(lt_index16, uint16_t)
 LT_INDEX_FN(lt_index32, uint32_t)
 
-/* Step 2 for a tree with bin levels: plain levels as above; a bin group adds its code (the count of
- * its code bins below the column's bin, vectorized over rows) at its first level, bit 0. */
-#define LT_INDEX_CODED_FN(NAME, IDX_T)                                                        \
-    LT_HOT static void NAME(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, int lanes, IDX_T *idx) \
+/* Step 2 for a tree with bin levels. Its plain levels come first (term_offset[t] .. + tree_plain[t]:
+ * one term each, shift = the level), unrolled by count with the index in a register; then each bin
+ * group adds its code: the count of its code bins below the bin (a byte per row, summed without
+ * shifts so the row loop vectorizes), shifted once to the group's first level. */
+#define LT_PLAIN_FIXED(P, IDX_T, SUFFIX)                                                      \
+    LT_HOT static void lt_plain##SUFFIX##_##P(const lt_model *M, int64_t lo, const LT_BIN_T *bins, int64_t stride, \
+                                              int lanes, IDX_T *idx)                          \
     {                                                                                         \
-        const int64_t lo = M->level_offset[t];                                                \
-        const int d = M->depth[t];                                                            \
-        IDX_T code[LT_BLOCK];                                                                 \
-        for (int i = 0; i < lanes; ++i) idx[i] = 0;                                           \
-        for (int l = 0; l < d; ++l) {                                                         \
-            const int64_t at = lo + l;                                                        \
-            const LT_BIN_T *bc = bins + (int64_t)M->level_col[at] * stride;                   \
-            const int64_t a = M->level_code_offset[at], b = M->level_code_offset[at + 1];     \
-            if (a == b) {                                                                     \
-                const LT_BIN_T k = M->level_bin[at];                                          \
-                for (int i = 0; i < lanes; ++i) idx[i] |= (IDX_T)((IDX_T)(bc[i] > k) << l);   \
-            } else if (M->level_code_bit[at] == 0) {                                          \
-                for (int i = 0; i < lanes; ++i) code[i] = 0;                                  \
-                for (int64_t j = a; j < b; ++j) {                                             \
-                    const LT_BIN_T g = M->level_code_bin[j];                                  \
-                    for (int i = 0; i < lanes; ++i) code[i] += (IDX_T)(bc[i] > g);            \
-                }                                                                             \
-                for (int i = 0; i < lanes; ++i) idx[i] |= (IDX_T)(code[i] << l);              \
-            }                                                                                 \
+        const LT_BIN_T *bc[P];                                                                \
+        LT_BIN_T kk[P];                                                                       \
+        for (int l = 0; l < P; ++l) {                                                         \
+            bc[l] = bins + (int64_t)M->term_col[lo + l] * stride;                             \
+            kk[l] = M->term_bin[lo + l];                                                      \
+        }                                                                                     \
+        for (int i = 0; i < lanes; ++i) {                                                     \
+            IDX_T v = 0;                                                                      \
+            for (int l = 0; l < P; ++l) v |= (IDX_T)((IDX_T)(bc[l][i] > kk[l]) << l);         \
+            idx[i] = v;                                                                       \
         }                                                                                     \
     }
-LT_INDEX_CODED_FN(lt_index_coded8, uint8_t)
-LT_INDEX_CODED_FN(lt_index_coded16, uint16_t)
-LT_INDEX_CODED_FN(lt_index_coded32, uint32_t)
-#define LT_CODED(M, t) ((M)->tree_coded != NULL && (M)->tree_coded[t])
+/* One bin group of G borders (G known at compile time): its code in a register, OR-ed in once. */
+#define LT_GROUP_FIXED(G, IDX_T, SUFFIX)                                                      \
+    LT_HOT static void lt_group##SUFFIX##_##G(const LT_BIN_T *g, const LT_BIN_T *bc, int s, int lanes, IDX_T *idx) \
+    {                                                                                         \
+        LT_BIN_T gg[G];                                                                       \
+        for (int q = 0; q < G; ++q) gg[q] = g[q];                                             \
+        for (int i = 0; i < lanes; ++i) {                                                     \
+            uint8_t c = 0;                                                                    \
+            for (int q = 0; q < G; ++q) c += (uint8_t)(bc[i] > gg[q]);                        \
+            idx[i] |= (IDX_T)((IDX_T)c << s);                                                 \
+        }                                                                                     \
+    }
+#define LT_CODED_FN(IDX_T, SUFFIX)                                                            \
+    LT_GROUP_FIXED(2, IDX_T, SUFFIX) LT_GROUP_FIXED(3, IDX_T, SUFFIX) LT_GROUP_FIXED(4, IDX_T, SUFFIX) \
+    LT_GROUP_FIXED(5, IDX_T, SUFFIX) LT_GROUP_FIXED(6, IDX_T, SUFFIX) LT_GROUP_FIXED(7, IDX_T, SUFFIX) \
+    LT_PLAIN_FIXED(1, IDX_T, SUFFIX) LT_PLAIN_FIXED(2, IDX_T, SUFFIX) LT_PLAIN_FIXED(3, IDX_T, SUFFIX) \
+    LT_PLAIN_FIXED(4, IDX_T, SUFFIX) LT_PLAIN_FIXED(5, IDX_T, SUFFIX) LT_PLAIN_FIXED(6, IDX_T, SUFFIX) \
+    LT_PLAIN_FIXED(7, IDX_T, SUFFIX) LT_PLAIN_FIXED(8, IDX_T, SUFFIX)                         \
+    LT_HOT static void lt_terms##SUFFIX(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, \
+                                        int lanes, IDX_T *idx)                                \
+    {                                                                                         \
+        const int64_t lo = M->term_offset[t], hi = M->term_offset[t + 1];                     \
+        const int p = M->tree_plain[t];                                                       \
+        switch (p) {                                                                          \
+        case 1: lt_plain##SUFFIX##_1(M, lo, bins, stride, lanes, idx); break;                 \
+        case 2: lt_plain##SUFFIX##_2(M, lo, bins, stride, lanes, idx); break;                 \
+        case 3: lt_plain##SUFFIX##_3(M, lo, bins, stride, lanes, idx); break;                 \
+        case 4: lt_plain##SUFFIX##_4(M, lo, bins, stride, lanes, idx); break;                 \
+        case 5: lt_plain##SUFFIX##_5(M, lo, bins, stride, lanes, idx); break;                 \
+        case 6: lt_plain##SUFFIX##_6(M, lo, bins, stride, lanes, idx); break;                 \
+        case 7: lt_plain##SUFFIX##_7(M, lo, bins, stride, lanes, idx); break;                 \
+        case 8: lt_plain##SUFFIX##_8(M, lo, bins, stride, lanes, idx); break;                 \
+        default:                                                                              \
+            for (int i = 0; i < lanes; ++i) idx[i] = 0;                                       \
+            for (int l = 0; l < p; ++l) {                                                     \
+                const LT_BIN_T *bc = bins + (int64_t)M->term_col[lo + l] * stride;            \
+                const LT_BIN_T k = M->term_bin[lo + l];                                       \
+                for (int i = 0; i < lanes; ++i) idx[i] |= (IDX_T)((IDX_T)(bc[i] > k) << l);   \
+            }                                                                                 \
+        }                                                                                     \
+        for (int64_t j = lo + p; j < hi;) {                                                   \
+            const int s = M->term_shift[j];                                                   \
+            const LT_BIN_T *bc = bins + (int64_t)M->term_col[j] * stride;                     \
+            int64_t e = j + 1;                                                                \
+            while (e < hi && M->term_shift[e] == s) ++e;                                      \
+            switch (e - j) {                                                                  \
+            case 2: lt_group##SUFFIX##_2(M->term_bin + j, bc, s, lanes, idx); break;          \
+            case 3: lt_group##SUFFIX##_3(M->term_bin + j, bc, s, lanes, idx); break;          \
+            case 4: lt_group##SUFFIX##_4(M->term_bin + j, bc, s, lanes, idx); break;          \
+            case 5: lt_group##SUFFIX##_5(M->term_bin + j, bc, s, lanes, idx); break;          \
+            case 6: lt_group##SUFFIX##_6(M->term_bin + j, bc, s, lanes, idx); break;          \
+            case 7: lt_group##SUFFIX##_7(M->term_bin + j, bc, s, lanes, idx); break;          \
+            default: {                                                                        \
+                uint8_t code[LT_BLOCK];                                                       \
+                for (int i = 0; i < lanes; ++i) code[i] = 0;                                  \
+                for (int64_t q = j; q < e; ++q) {                                             \
+                    const LT_BIN_T g = M->term_bin[q];                                        \
+                    for (int i = 0; i < lanes; ++i) code[i] += (uint8_t)(bc[i] > g);          \
+                }                                                                             \
+                for (int i = 0; i < lanes; ++i) idx[i] |= (IDX_T)((IDX_T)code[i] << s);       \
+            }                                                                                 \
+            }                                                                                 \
+            j = e;                                                                            \
+        }                                                                                     \
+    }
+LT_CODED_FN(uint8_t, 8)
+LT_CODED_FN(uint16_t, 16)
+LT_CODED_FN(uint32_t, 32)
+#define LT_CODED(M, t) ((M)->term_offset != NULL && (M)->term_offset[(t) + 1] > (M)->term_offset[t])
 
 /* The same with the depth known at compile time: the level loop unrolls and the index of 32
  * rows stays in one register across levels. */
@@ -277,7 +338,7 @@ static void lt_index_small(const lt_model *M, int32_t t, int d, const LT_BIN_T *
                            uint8_t *idx)
 {
     if (LT_CODED(M, t)) {
-        lt_index_coded8(M, t, bins, stride, lanes, idx);
+        lt_terms8(M, t, bins, stride, lanes, idx);
         return;
     }
     switch (d) {
@@ -297,7 +358,7 @@ static void lt_index_mid(const lt_model *M, int32_t t, int d, const LT_BIN_T *bi
                          uint16_t *idx)
 {
     if (LT_CODED(M, t)) {
-        lt_index_coded16(M, t, bins, stride, lanes, idx);
+        lt_terms16(M, t, bins, stride, lanes, idx);
         return;
     }
     switch (d) {
@@ -401,7 +462,7 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
             lt_add16(M, t, idx.u16, m, acc, stride);
             if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * leaf_stride + t] = idx.u16[i];
         } else {
-            if (LT_CODED(M, t)) lt_index_coded32(M, t, bins, stride, lanes, idx.u32);
+            if (LT_CODED(M, t)) lt_terms32(M, t, bins, stride, lanes, idx.u32);
             else lt_index32(M, t, bins, stride, lanes, idx.u32);
             lt_add32(M, t, idx.u32, m, acc, stride);
             if (leaf) for (int i = 0; i < m; ++i) leaf[(int64_t)i * leaf_stride + t] = (int32_t)idx.u32[i];
@@ -540,17 +601,8 @@ static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *lea
         const int d = M->depth[t];
         uint32_t idx = 0;
         if (LT_CODED(M, t)) {
-            for (int l = 0; l < d; ++l) {
-                const int64_t at = lo + l, a = M->level_code_offset[at], b = M->level_code_offset[at + 1];
-                const LT_BIN_T v = bins[M->level_col[at]];
-                if (a == b) {
-                    idx |= (uint32_t)(v > M->level_bin[at]) << l;
-                } else if (M->level_code_bit[at] == 0) {
-                    uint32_t code = 0;
-                    for (int64_t j = a; j < b; ++j) code += v > M->level_code_bin[j];
-                    idx |= code << l;
-                }
-            }
+            for (int64_t j = M->term_offset[t]; j < M->term_offset[t + 1]; ++j)
+                idx += (uint32_t)(bins[M->term_col[j]] > M->term_bin[j]) << M->term_shift[j];
         } else {
             for (int l = 0; l < d; ++l) idx |= (uint32_t)(bins[M->level_col[lo + l]] > M->level_bin[lo + l]) << l;
         }

@@ -219,7 +219,7 @@ class _Cover:
             n = self._gcount[dg[~plain], :T]  # a monomial holds at most one code per group
             step = self._bitlen[n + 1] - self._bitlen[n]
             grown = grown + np.where(has[~plain], 0, step).sum(axis=0)
-        ok = has.any(axis=0)
+        ok: npt.NDArray[np.bool_] = np.asarray(has.any(axis=0))
         ok[max(0, T - self.cost.recent):] = True
         ok &= grown <= self.max_depth
         grow_bytes = (8 << grown) - (8 << size)
@@ -666,8 +666,10 @@ def _layout(conds: list[int], groups: npt.NDArray[np.int64], poly: Polynomial) -
     for c in conds:
         if groups[c] >= 0:
             by_group.setdefault(int(groups[c]), []).append(c)
-    lone = {cs[0] for g, cs in by_group.items() if g >= F and len(cs) == 1}  # one threshold: a plain level
-    by_group = {g: cs for g, cs in by_group.items() if not (g >= F and len(cs) == 1)}
+    # one or two thresholds of a feature are as many plain levels (a bin code saves levels from three on,
+    # and plain levels are cheaper to evaluate)
+    lone = {c for g, cs in by_group.items() if g >= F and len(cs) <= 2 for c in cs}
+    by_group = {g: cs for g, cs in by_group.items() if not (g >= F and len(cs) <= 2)}
     plain = [c for c in conds if groups[c] < 0 or c in lone]
     kinds = [-1] * len(plain)
     members = [[c] for c in plain]
@@ -786,14 +788,14 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
         border_lists = [poly.cond_threshold[b[1]] if b is not None else np.zeros(0) for b in bin_info]
         boff = np.zeros(n_levels + 1, dtype=np.int64)
         np.cumsum([a.shape[0] for a in border_lists], out=boff[1:])
-        bit = np.array([b[0] if b is not None else 0 for b in bin_info], dtype=np.int32)
+        code_bit = np.array([b[0] if b is not None else 0 for b in bin_info], dtype=np.int32)
         for i, b in enumerate(bin_info):
             if b is not None:
                 j, conds = b
                 thr[i] = poly.cond_threshold[conds[(1 << j) - 1]]
                 nan_true[i] = bool(int(poly.cond_nan_true[conds].sum()) >> j & 1)  # NaN: the code of the
                 # thresholds true on it, the lowest ones (level_groups)
-        set_arrays.update(level_border_offset=boff, level_border=np.concatenate(border_lists), level_code_bit=bit)
+        set_arrays.update(level_border_offset=boff, level_border=np.concatenate(border_lists), level_code_bit=code_bit)
     schema = poly.schema.with_(base_score=tuple(float(b) for b in poly.bias))
     return ObliviousEnsemble(schema=schema, depth=depth, level_feature=poly.cond_feature[level_cond],
                              level_threshold=thr, level_nan_true=nan_true,
