@@ -266,3 +266,10 @@ def test_route_counts_with_missing_values_equal_numpy() -> None:
     for a, b in zip(plain.counts(routes, hit), fast.counts(routes, hit)):
         assert np.array_equal(a, b)
     assert counter.native is not None or counter.failed
+
+
+def test_native_builds_start_earlier_for_large_training_sets() -> None:
+    from lumber.compiler.api.rules import COMPILE_AFTER, LARGE_TRAINING, native_after
+
+    assert native_after(COMPILE_AFTER, LARGE_TRAINING - 1) == COMPILE_AFTER
+    assert native_after(COMPILE_AFTER, LARGE_TRAINING) == COMPILE_AFTER // 4
