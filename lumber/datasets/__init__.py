@@ -96,7 +96,9 @@ adult's 30,527 Sex = 0 rows and 41,292 NativeCountry = 0 rows are UCI Adult's ma
 counts among its 45,222 complete rows; compas's 5,278 rows are ProPublica's two-year set (6,172 rows)
 restricted to its 3,175 African-American and 2,103 Caucasian defendants, and its 4,247 Sex = 0 and
 3,440 ChargeDegree = 1 rows exceed that set's 1,175 women and 2,202 misdemeanours. Credit's PAY_*
-flags have no labels beyond their names (1: a payment delay of at least one month)."""
+flags have no labels beyond their names (1: a payment delay of at least one month). The compas codes
+also match the encoding of MACE's compas loader (Karimi et al., the source of OCEAN's preprocessing:
+African-American 1 / Caucasian 2, Male 1 / Female 2, charge M 1 / F 2), shifted to 0/1 in this file."""
 
 
 def _label_map(name: str, f: Feature) -> dict[float, str] | None:

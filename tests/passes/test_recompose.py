@@ -50,6 +50,22 @@ def assert_same_polynomial(poly: Polynomial, ens: ObliviousEnsemble) -> None:
     assert diff.n_monomials == 0 and np.all(np.abs(diff.bias) <= atol)
 
 
+def _assert_every_form_exact(f: Forest, poly: Polynomial, e: ObliviousEnsemble, X: np.ndarray) -> None:
+    """``e`` equals the source ``f`` and its polynomial, and so do its quantized tables through the
+    numpy evaluator, a table-file round trip and the C runtime (bit for bit against ``e``)."""
+    from lumber.backends.table import decode_table, encode_table
+    from lumber.backends.table_c import TableRuntime
+
+    e.validate()
+    assert_exact(f, e, X)
+    assert_same_polynomial(poly, e)
+    q = quantize_ensemble(e).validate()
+    np.testing.assert_array_equal(TableEvaluator(q).predict_raw(X), e.evaluate(X))
+    np.testing.assert_array_equal(TableEvaluator(decode_table(encode_table(q)).ensemble).predict_raw(X),
+                                  e.evaluate(X))
+    np.testing.assert_array_equal(TableRuntime(q).predict_raw(np.ascontiguousarray(X))[:, 0], e.evaluate(X))
+
+
 @given(forests(categorical=False, missing_zero=False, max_trees=5, max_depth=4),
        st.sampled_from(["greedy", "pack", "grow"]), st.integers(0, 3))
 def test_recomposition_is_exact_on_generated_forests(forest: Forest, strategy: str, slack: int) -> None:
@@ -266,8 +282,6 @@ def test_codes_of_one_feature_share_levels(strategy: str) -> None:
     through the IR, the quantized numpy and C evaluators, the table file and ``to_forest``."""
     from builders import categorical
 
-    from lumber.backends.table import decode_table, encode_table
-    from lumber.backends.table_c import TableRuntime
     from lumber.passes.transforms.recompose_oblivious import category_groups
 
     f = make_forest([("c", {1, 3}, ("x", 0.5, 1.0, 2.0), 3.0), ("c", {2, 5}, 0.25, ("x", 0.5, -1.0, 4.0)),
@@ -285,14 +299,7 @@ def test_codes_of_one_feature_share_levels(strategy: str) -> None:
     c = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, 2.5, np.nan, np.inf])
     X = np.array([[a, b] for a in x for b in c])
     for e in (ens, greedy):
-        e.validate()
-        assert_exact(f, e, X)
-        assert_same_polynomial(poly, e)
-        q = quantize_ensemble(e).validate()
-        np.testing.assert_array_equal(TableEvaluator(q).predict_raw(X), e.evaluate(X))
-        np.testing.assert_array_equal(TableEvaluator(decode_table(encode_table(q)).ensemble).predict_raw(X),
-                                      e.evaluate(X))
-        np.testing.assert_array_equal(TableRuntime(q).predict_raw(np.ascontiguousarray(X))[:, 0], e.evaluate(X))
+        _assert_every_form_exact(f, poly, e, X)
         assert not e.has_bin_levels  # one threshold of x: a plain level, so the round trip is oblivious
         assert_exact(f, ObliviousEnsemble.from_forest(e.to_forest()), X)
 
@@ -372,8 +379,6 @@ def test_thresholds_of_one_feature_share_levels_as_a_bin_code(strategy: str, nan
     trees). NaN going right at some thresholds: when those are the lowest, NaN reads as a code;
     otherwise the thresholds true on NaN are a group (or a plain level) of their own. Exact on every cell, NaN and
     infinities through the IR, the quantized numpy and C evaluators, the table file and ``to_forest``."""
-    from lumber.backends.table import decode_table, encode_table
-    from lumber.backends.table_c import TableRuntime
 
     cuts = [-1.5, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0]
     specs = [("x", t, ("y", 0.0, 0.1 * i, -0.2 * i), 1.0 + i, i not in nan_right) for i, t in enumerate(cuts)]
@@ -387,14 +392,7 @@ def test_thresholds_of_one_feature_share_levels_as_a_bin_code(strategy: str, nan
     vals = np.array(sorted(set(cuts) | {c + 0.25 for c in cuts} | {-9.0, np.nan, np.inf, -np.inf}))
     X = np.array([[a, b] for a in vals for b in (-1.0, 0.0, 1.0, np.nan)])
     for e in (ens, plain):
-        e.validate()
-        assert_exact(f, e, X)
-        assert_same_polynomial(poly, e)
-        q = quantize_ensemble(e).validate()
-        np.testing.assert_array_equal(TableEvaluator(q).predict_raw(X), e.evaluate(X))
-        np.testing.assert_array_equal(TableEvaluator(decode_table(encode_table(q)).ensemble).predict_raw(X),
-                                      e.evaluate(X))
-        np.testing.assert_array_equal(TableRuntime(q).predict_raw(np.ascontiguousarray(X))[:, 0], e.evaluate(X))
+        _assert_every_form_exact(f, poly, e, X)
         np.testing.assert_array_equal(e.to_forest().evaluate(X), e.evaluate(X))
 
 

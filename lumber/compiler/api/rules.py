@@ -116,7 +116,25 @@ class NativeLater:
         self.failed = kind == "failed"
 
 
-class Margins:
+class _BuiltLater:
+    """What :class:`Margins` and :class:`CellCounts` share: a :class:`NativeLater` and its state."""
+
+    _native: NativeLater
+
+    @property
+    def native(self) -> Any:
+        return self._native.native
+
+    @property
+    def failed(self) -> bool:
+        return self._native.failed
+
+    def wait(self) -> Any:
+        """Wait for a build under way (tests); the native object or None."""
+        return self._native.wait()
+
+
+class Margins(_BuiltLater):
     """Raw margins of prepared rows: the interpreter first; once ``after`` rows were asked for, a
     compiled C library of the same forest (``lumber.compile``, the same numbers bit for bit).
 
@@ -136,18 +154,6 @@ class Margins:
 
         return compile_forest(self.forest, "c")
 
-    @property
-    def native(self) -> Any:
-        return self._native.native
-
-    @property
-    def failed(self) -> bool:
-        return self._native.failed
-
-    def wait(self) -> Any:
-        """Wait for a compile under way (tests); the compiled predictor or None."""
-        return self._native.wait()
-
     def __call__(self, X: FloatArray) -> FloatArray:
         native = self._native.get(X.shape[0])
         if native is None or X.shape[0] == 0:
@@ -156,7 +162,7 @@ class Margins:
         return out.reshape(-1) if self.forest.schema.n_outputs == 1 else out.reshape(X.shape[0], -1)
 
 
-class CellCounts:
+class CellCounts(_BuiltLater):
     """The rule estimators' cell counts (``cells.CellCounter``): numpy first; once ``after`` bitset
     words were AND-ed, the C kernel (``lumber.backends.c.bitsets``, the same integers), built in
     the background (:class:`NativeLater`).
@@ -170,17 +176,6 @@ class CellCounts:
 
     def __init__(self, after: int = COUNT_AFTER, background: bool = True) -> None:
         self._native = NativeLater(_bitset_counts, after, background)
-
-    @property
-    def native(self) -> Any:
-        return self._native.native
-
-    @property
-    def failed(self) -> bool:
-        return self._native.failed
-
-    def wait(self) -> Any:
-        return self._native.wait()
 
     def and_counts(self, bits: Any, keys: Any, start: Any, hit: Any) -> tuple[Any, Any] | None:
         native = self._native.get(int(keys.shape[0]) * int(bits.shape[1]))
