@@ -162,3 +162,17 @@ def test_golden_markdown(update_goldens: bool) -> None:
         path.write_text(md)
     assert path.exists(), f"missing golden {path}; run pytest --update-goldens"
     assert md == path.read_text(), "report Markdown changed; review and run pytest --update-goldens"
+
+
+def test_isolation_scores_print_to_three_decimals_with_their_sign() -> None:
+    """A rule sample barely inside the isolation forest scored 2.25e-06: the report printed that raw
+    float; it prints +0.000 (inlier), like the rules' text, and a barely-outlier −0.000."""
+    doc = document()
+    case = doc["cases"]["items"][0]
+    case["rule"]["sample"]["inlier_score"] = 2.25e-06
+    case["plausibility"]["counterfactual"] = -3e-7
+    md = render_markdown(doc)
+    assert "2.25e-06" not in md and "3e-07" not in md
+    assert "(verified, isolation score +0.000)." in md
+    assert "| optimal counterfactual | −0.000 | outlier |" in md
+    assert "| rule sample | 0.05 | inlier |" in md

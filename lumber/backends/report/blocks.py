@@ -115,6 +115,17 @@ def num(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
+def score(v: Any) -> str:
+    """An isolation score for people: to 3 decimals as the rules' text prints it (a score of 2e-6 reads
+    as 0 with its sign kept, since the sign is the verdict), None as a dash."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+        return num(v)
+    r = round(float(v), 3)
+    if r == 0 and v != 0:
+        return "+0.000" if v > 0 else "−0.000"
+    return num(r, 3)
+
+
 def count(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else num(v)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .blocks import (
-    Block, Cell, Close, Figure, Grid, Heading, Open, Para, Pre, Rule, Toc, cells, count, num, pct, table, verdict,
+    Block, Cell, Close, Figure, Grid, Heading, Open, Para, Pre, Rule, Toc, cells, count, num, pct, score, table, verdict,
 )
 from .svg import bar_chart
 
@@ -277,7 +277,7 @@ def _local_rule(r: dict[str, Any]) -> list[Block]:
                        for c in smp.get("changes", [])) or "no change"
         out.append(Para(f"Sample from the rule: {ch} → {num(smp.get('prediction'))} "
                         f"({'verified' if smp.get('verified') else 'NOT verified'}, isolation score "
-                        f"{num(smp.get('inlier_score'), 3)})."))
+                        f"{score(smp.get('inlier_score'))})."))
     return out
 
 
@@ -296,7 +296,7 @@ def _plausibility(p: dict[str, Any]) -> list[Block]:
     for k in ("case", "counterfactual", "sensitive", "rule_sample"):
         if k in p:
             v = p[k]
-            rows.append((names[k], num(v, 3), Cell("—") if v is None else
+            rows.append((names[k], score(v), Cell("—") if v is None else
                          Cell("inlier", "pass") if v >= 0 else Cell("outlier", "warn")))
     return [Heading(4, "Plausibility"),
             table(("point", "isolation score", "verdict"), rows, "plausibility",
