@@ -17,7 +17,7 @@ loop asks the query's :class:`Deadline` and stops with its best point so far.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -83,33 +83,74 @@ def _path_features(forest: Forest, x: FloatArray) -> tuple[npt.NDArray[np.int64]
     return node, tested
 
 
+def _line_leaves(forest: Forest, x: FloatArray, cols: npt.NDArray[np.int64], trees: npt.NDArray[np.int64]
+                 ) -> tuple[npt.NDArray[np.int64], ...]:
+    """Every leaf tree ``trees[k]`` can reach from ``x`` as feature ``cols[k]`` alone varies, as
+    ``(k, leaf, lo, hi)``: the leaf taken for values ``lo < v <= hi`` (each pair's intervals partition the
+    line). A node on the pair's feature sends both sides on, narrowed at its threshold; any other node
+    follows ``x``. All pairs walk together, one numpy step per depth."""
+    k = np.arange(trees.size)
+    node = forest.tree_offset[trees].astype(np.int64)
+    col = cols.astype(np.int64)
+    lo, hi = np.full(k.size, -np.inf), np.full(k.size, np.inf)
+    done: list[tuple[npt.NDArray[Any], ...]] = []
+    while node.size:
+        leaf = forest.left[node] < 0
+        if leaf.any():
+            done.append((k[leaf], node[leaf], lo[leaf], hi[leaf]))
+            keep = ~leaf
+            k, node, col, lo, hi = k[keep], node[keep], col[keep], lo[keep], hi[keep]
+        f = forest.feature[node].astype(np.int64)
+        thr = forest.threshold[node]
+        on = f == col
+        go = x[f] <= thr
+        left = np.where(on, lo < thr, go)     # on the line: the side v <= thr, (lo, min(hi, thr)]
+        right = np.where(on, thr < hi, ~go)   # on the line: the side v > thr, (max(lo, thr), hi]
+        k, col = np.concatenate([k[left], k[right]]), np.concatenate([col[left], col[right]])
+        node = np.concatenate([forest.left[node[left]], forest.right[node[right]]]).astype(np.int64)
+        lo = np.concatenate([lo[left], np.where(on, np.maximum(lo, thr), lo)[right]])
+        hi = np.concatenate([np.where(on, np.minimum(hi, thr), hi)[left], hi[right]])
+    if not done:
+        return tuple(np.zeros(0, dtype=t) for t in (np.int64, np.int64, np.float64, np.float64))
+    return tuple(np.concatenate([d[j] for d in done]) for j in range(4))
+
+
 def _moved_margins(forest: Forest, x: FloatArray, cols: npt.NDArray[np.int64], X: FloatArray,
                    deadline: Deadline) -> FloatArray | None:
-    """:func:`fast_margins` of rows that differ from ``x`` in one column each (``cols``): only the trees
-    whose path for ``x`` tests that column can change leaf, so only they are walked (the greedy walk's
-    moves; a few times fewer node visits than walking every tree). None once ``deadline`` has passed."""
+    """:func:`fast_margins` of rows that differ from ``x`` in one column each (``cols``), the greedy walk's
+    moves. Only trees whose path for ``x`` tests a column can change leaf; each (column, tree) pair is
+    walked once, as a line (:func:`_line_leaves`: the leaves that column's values reach, with their
+    intervals), and every move reads its margin change off those intervals by a sorted search, so the
+    cost no longer grows with the number of moves (credit, RF 200 x 8: a step of ~16,000 moves took
+    0.15 s walked row by row). None once ``deadline`` has passed."""
     if not _plain(forest) or np.isnan(X).any() or np.isnan(x).any():
         return _margins_by(forest, X, deadline)
+    if deadline.expired():
+        return None
     leaf0, tested = _path_features(forest, x)
     base = forest.value[leaf0].sum(axis=0)
     raw = np.broadcast_to(base, (X.shape[0],) + base.shape).copy()
-    for i in np.unique(cols):
-        if deadline.expired():
-            return None
-        rows = np.flatnonzero(cols == i)
-        trees = np.flatnonzero(tested[:, i])
-        if trees.size == 0:
+    feats = np.unique(cols)
+    tt, ff = np.nonzero(tested[:, feats].T)  # (feature, tree) pairs: feats[tt] is tested by tree ff
+    k, leaf, lo, hi = _line_leaves(forest, x, feats[tt], ff)
+    d = forest.value[leaf] - forest.value[leaf0[ff[k]]]
+    moved = d.any(axis=1)
+    k, d, lo, hi = k[moved], d[moved], lo[moved], hi[moved]
+    which = tt[k]  # index into feats of each reachable leaf's line
+    for j, i in enumerate(feats):
+        sel = which == j
+        if not sel.any():
             continue
-        sub = X[rows]
-        node = np.broadcast_to(forest.tree_offset[trees].astype(np.int64), (rows.size, trees.size)).copy()
-        r = np.arange(rows.size)[:, None]
-        for _ in range(int(forest.depth.max()) + 1):
-            inner = forest.left[node] >= 0
-            if not inner.any():
-                break
-            go = sub[r, forest.feature[node]] <= forest.threshold[node]
-            node = np.where(inner, np.where(go, forest.left[node], forest.right[node]), node)
-        raw[rows] += (forest.value[node] - forest.value[leaf0[trees]][None]).sum(axis=1)
+        rows = np.flatnonzero(cols == i)
+        v = X[rows, i]
+        order = np.argsort(v, kind="stable")
+        vs = v[order]
+        a = np.searchsorted(vs, lo[sel], side="right")  # moves with lo < v <= hi take this leaf: [a, b)
+        b = np.searchsorted(vs, hi[sel], side="right")
+        step = np.zeros((vs.size + 1, d.shape[1]))
+        np.add.at(step, a, d[sel])
+        np.add.at(step, b, -d[sel])
+        raw[rows[order]] += np.cumsum(step[:-1], axis=0)
     s = forest.schema
     m = raw + np.asarray(s.base_score)[None, :]
     if s.average:
@@ -252,9 +293,10 @@ class Candidates:
             ok &= fast_margins(iso, X).reshape(-1) >= delta
         return ok
 
-    def feasible(self, X: FloatArray) -> BoolArray:
-        """Target met, plausible, every coupling constraint holds, and the change pattern is new."""
-        ok = self.meets(X)
+    def feasible(self, X: FloatArray, met: BoolArray | None = None) -> BoolArray:
+        """Target met (``met``, when known), plausible, every coupling constraint holds, and the change
+        pattern is new."""
+        ok = self.meets(X) if met is None else met
         if self.nogoods and ok.any():
             pats = change_pattern(self.q, X)  # row-wise
             for pat in self.nogoods:
@@ -301,7 +343,10 @@ def improve(cands: Candidates, x: FloatArray, passes: int = 2, deadline: Deadlin
                 continue
             X = np.tile(x, (trial.shape[0], 1))
             X[:, i] = trial
-            ok = cands.feasible(X)
+            m = _moved_margins(q.forest, x, np.full(trial.shape[0], i), X, deadline)
+            if m is None:
+                break
+            ok = cands.feasible(X, cands.meets_margins(X, m))
             if ok.any():
                 j = int(np.argmax(ok))
                 if cost.feature_costs(X[j:j + 1])[0, i] < d[i]:

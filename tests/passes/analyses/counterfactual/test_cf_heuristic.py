@@ -40,6 +40,28 @@ def test_moved_margins_are_the_full_walks(kind: str) -> None:
         np.testing.assert_allclose(got, heuristic.fast_margins(f, Z), rtol=0, atol=1e-12)
 
 
+def test_moved_margins_at_the_thresholds_themselves() -> None:
+    """A move onto a split threshold goes left (``x <= t``), one float above goes right: the line walk's
+    intervals ``(lo, hi]`` must route both as the tree walk does."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 5)).round(1)
+    f = lumber.load(RandomForestClassifier(n_estimators=20, max_depth=5, random_state=0)
+                    .fit(X, X[:, 0] - X[:, 1] + X[:, 2] * X[:, 3] > 0))
+    inner = f.left >= 0
+    cols = f.feature[inner].astype(np.int64)
+    thr = f.threshold[inner]
+    cols = np.concatenate([cols, cols, cols])
+    vals = np.concatenate([thr, np.nextafter(thr, np.inf), np.nextafter(thr, -np.inf)])
+    for r in range(4):
+        Z = np.tile(X[r], (cols.size, 1))
+        Z[np.arange(cols.size), cols] = vals
+        got = heuristic._moved_margins(f, X[r], cols, Z, Deadline.never())
+        assert got is not None
+        np.testing.assert_allclose(got, heuristic.fast_margins(f, Z), rtol=0, atol=1e-12)
+
+
 def test_moved_margins_fall_back_on_nan_and_stop_at_the_deadline() -> None:
     from sklearn.ensemble import RandomForestClassifier
 
