@@ -22,8 +22,10 @@ CASE_OK: dict[str, Any] = {
              "pi": 0.9, "pi_c": 0.9, "target": {"classes": [1]},
              "rules": [{"text": "Age > 35 AND Hours in (40, 60]", "probability": 0.95, "plausibility": 0.4,
                         "support": 0.12}],
-             "sample": {"changes": [{"feature": "Age", "before": 29, "after": 36}], "prediction": 1,
-                        "verified": True, "inlier_score": 0.05}},
+             "sample": {"changes": [{"feature": "Age", "before": 29, "after": 36},
+                                    {"feature": "Job", "before": 1, "after": 2, "before_text": "clerk",
+                                     "after_text": "manager"}],
+                        "original_prediction": 0, "prediction": 1, "verified": True, "inlier_score": 0.05}},
     "plausibility": {"case": 0.1, "counterfactual": -0.02, "sensitive": 0.03, "rule_sample": 0.05},
 }
 

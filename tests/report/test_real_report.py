@@ -60,3 +60,18 @@ def test_render_rejects_other_json(tmp_path: Path, capsys) -> None:  # type: ign
     assert "not a lumber report document" in capsys.readouterr().err
     assert main(["report", "model.txt"]) == 2
     assert "needs MODEL and CASES" in capsys.readouterr().err
+
+
+def test_rule_samples_read_as_changes_then_the_prediction(real_report: Path) -> None:
+    """Every sample sentence of a real report: "F: a → b; ...; prediction p → q" with the case's
+    prediction first, never a prediction arrow glued to the last feature's values."""
+    from test_render import sample_sentence
+
+    doc = json.loads((real_report / "report.json").read_text())
+    lines = [x for x in (real_report / "report.md").read_text().splitlines() if x.startswith("Sample from the rule")]
+    cases = [c for c in doc["cases"]["items"] if (c.get("rule") or {}).get("sample")]
+    assert lines and len(lines) == len(cases)
+    for line, case in zip(lines, cases):
+        changes, pred = sample_sentence(line)
+        assert [c[0] for c in changes] == [c["feature"] for c in case["rule"]["sample"]["changes"]]
+        assert pred == [str(case["prediction"]), str(case["rule"]["sample"]["prediction"])]

@@ -93,7 +93,7 @@ def test_html_is_self_contained_and_escaped() -> None:
 
 def test_statuses_are_stated() -> None:
     md = render_markdown(document())
-    assert "0 → 1 at cost 3.5 (l1); proven optimal; verified on the model." in md
+    assert "Prediction 0 → 1 at cost 3.5 (l1); proven optimal; verified on the model." in md
     assert "| Job | clerk | manager | — |" in md
     assert "infeasible: no point reaches class 0 under the constraints" in md
     assert "no class change reachable under these constraints" in md
@@ -176,3 +176,33 @@ def test_isolation_scores_print_to_three_decimals_with_their_sign() -> None:
     assert "(verified, isolation score +0.000)." in md
     assert "| optimal counterfactual | −0.000 | outlier |" in md
     assert "| rule sample | 0.05 | inlier |" in md
+
+
+SAMPLE = re.compile(r"^Sample from the rule: (?P<changes>.+); prediction (?P<pred>[^;()]+) \((?P<flags>[^()]*)\)\.$")
+
+
+def sample_sentence(line: str) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """A rule sample's sentence split into ``(feature, before, after)`` changes and the prediction's values."""
+    m = SAMPLE.match(line)
+    assert m, line
+    changes = []
+    for part in m["changes"].split("; "):
+        feature, _, arrow = part.partition(": ")
+        values = arrow.split(" → ")
+        assert len(values) == 2, f"a change is 'feature: before → after': {part!r} in {line!r}"
+        changes.append((feature, values[0], values[1]))
+    return changes, m["pred"].split(" → ")
+
+
+def test_a_rule_sample_keeps_the_prediction_apart_from_the_changes() -> None:
+    """The sample read "Age 29 → 36 → 1": the last arrow was the prediction and read as a third value
+    of the last feature. Each change is "feature: before → after" (labels for categories) and the
+    prediction is its own clause, "prediction 0 → 1"."""
+    md = render_markdown(document())
+    line = next(x for x in md.splitlines() if x.startswith("Sample from the rule"))
+    changes, pred = sample_sentence(line)
+    assert changes == [("Age", "29", "36"), ("Job", "clerk", "manager")] and pred == ["0", "1"]
+    doc = document()
+    del doc["cases"]["items"][0]["rule"]["sample"]["original_prediction"]  # a report written before the field
+    line = next(x for x in render_markdown(doc).splitlines() if x.startswith("Sample from the rule"))
+    assert sample_sentence(line)[1] == ["1"]

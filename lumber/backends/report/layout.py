@@ -243,7 +243,7 @@ def _counterfactual(cf: dict[str, Any]) -> list[Block]:
         return out + [Para(f"No change needed: the model already predicts {num(cf.get('prediction'))}.")]
     proof = "proven optimal" if st == "optimal" else f"best found ({st}, gap {num(cf.get('gap'), 3)})"
     ver = "verified on the model" if cf.get("verified") else "NOT verified"
-    out.append(Para(f"{num(cf.get('original_prediction'))} → {num(cf.get('prediction'))} at cost "
+    out.append(Para(f"Prediction {num(cf.get('original_prediction'))} → {num(cf.get('prediction'))} at cost "
                     f"{num(cf.get('cost'))} ({cf.get('norm')}); {proof}; {ver}."))
     out.append(table(("feature", "before", "after", "change"),
                      [(ch["feature"], ch.get("before_text") or num(ch.get("before"), 6),
@@ -272,10 +272,14 @@ def _local_rule(r: dict[str, Any]) -> list[Block]:
                         "training rows; every other feature unchanged"))
     smp = r.get("sample")
     if smp:
-        ch = ", ".join(f"{c['feature']} {c.get('before_text') or num(c.get('before'), 6)} → "
+        # each change is "feature: before → after"; the prediction is a clause of its own, never a third arrow
+        ch = "; ".join(f"{c['feature']}: {c.get('before_text') or num(c.get('before'), 6)} → "
                        f"{c.get('after_text') or num(c.get('after'), 6)}"
                        for c in smp.get("changes", [])) or "no change"
-        out.append(Para(f"Sample from the rule: {ch} → {num(smp.get('prediction'))} "
+        pred = num(smp.get("prediction"))
+        if smp.get("original_prediction") is not None:
+            pred = f"{num(smp.get('original_prediction'))} → {pred}"
+        out.append(Para(f"Sample from the rule: {ch}; prediction {pred} "
                         f"({'verified' if smp.get('verified') else 'NOT verified'}, isolation score "
                         f"{score(smp.get('inlier_score'))})."))
     return out

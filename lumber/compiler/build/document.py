@@ -193,7 +193,8 @@ def _rule(r: dict[str, Any], max_tests: int) -> dict[str, Any]:
     sample = None
     if samples:
         s = samples[0]
-        sample = {"changes": s.get("changes"), "prediction": s.get("prediction"), "verified": s.get("verified"),
+        sample = {"changes": s.get("changes"), "original_prediction": r.get("prediction"),
+                  "prediction": s.get("prediction"), "verified": s.get("verified"),
                   "inlier_score": s.get("inlier_score")}
     return {"status": r.get("status"), "message": r.get("message", ""), "features": r.get("features", []),
             "cdp": r.get("cdp"), "reached_pi": r.get("reached_pi"), "pi": r.get("pi"), "pi_c": r.get("pi_c"),

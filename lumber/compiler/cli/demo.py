@@ -152,8 +152,9 @@ def _stages(args: argparse.Namespace, lgb: Any, lumber: Any, ds: Any, Xtr: Any, 
             lines.append(f"no counterfactual under {len(text.splitlines())} constraint lines: {cf.status} "
                          f"({cf.message or 'no allowed change flips the decision'})")
         else:
-            changes = ", ".join(f"{c.feature} {c.before_text} -> {c.after_text}" for c in cf.changes)
-            lines.append(f"optimal counterfactual under {len(text.splitlines())} constraint lines: {changes}")
+            changes = "; ".join(f"{c.feature}: {c.before_text} -> {c.after_text}" for c in cf.changes)
+            lines.append(f"optimal counterfactual under {len(text.splitlines())} constraint lines: {changes}; "
+                         f"prediction {cf.original_prediction} -> {cf.prediction}")
             lines.append(f"  ({cf.status}, cost {cf.cost:.3g}; the model's own predict now gives the target: "
                          f"{cf.verified})")
         return "\n".join(lines)

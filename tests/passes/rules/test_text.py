@@ -88,3 +88,23 @@ def test_hand_built_forest_threshold_text() -> None:
     """A threshold that is already short prints as itself."""
     rule_forest = make_forest([("x1", 1.5, 4.0, 5.0)], ["x0", "x1"], average=True)
     assert Display(rule_forest).threshold(1, 1.5) == "1.5"
+
+
+def test_a_sample_prints_its_changes_then_the_prediction_as_its_own_clause() -> None:
+    """``sample: job 0 -> 3  -> 1`` read as a third value of job; each change is ``feature: a -> b``
+    (labels for categories) and the prediction is ``prediction 0 -> 1`` (the case's, then the sample's)."""
+    job = Feature("job", FeatureKind.CATEGORICAL, JOBS)
+    model = classifier([("job", 1.5, -5.0, ("a", LONG, -5.0, 5.0))], [job, "a"])
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 5, 200).astype(float), rng.uniform(0, 1, 200)])
+    ctx = build_context(model, model, X, options=RuleOptions(pi=0.9, pi_c=0.9, n_samples=1))
+    res = local_rules(ctx, np.array([[0.0, 0.2]]), target=1)[0]
+    assert res.status == FOUND and res.samples
+    lines = [x for x in res.to_text().splitlines() if x.lstrip().startswith("sample:")]
+    assert lines
+    for line in lines:
+        m = re.match(r"^  sample: (?P<ch>.+); prediction 0 -> 1 \[", line)
+        assert m, line
+        for part in m["ch"].split("; "):
+            assert re.fullmatch(r"(job: (clerk|cook|nurse|pilot|tailor) -> (clerk|cook|nurse|pilot|tailor)"
+                                r"|a: [\d.]+ -> [\d.]+)", part), (part, line)

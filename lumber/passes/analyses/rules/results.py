@@ -156,16 +156,19 @@ class CounterfactualSample:
                 "violations": list(self.violations),
                 "robustness": [{"sigma2": float(a), "share": float(b)} for a, b in self.robustness]}
 
-    def to_text(self, features: Sequence[Feature]) -> str:
+    def to_text(self, features: Sequence[Feature], before: Any = None) -> str:
+        """``sample: F: a -> b; ...; prediction p -> q [flags]``; the prediction is its own clause (it is
+        not a third value of the last feature), from ``before`` (the case's prediction) when known."""
         by = {f.name: f for f in features}
-        ch = ", ".join(f"{c.feature} {value_text(by[c.feature], c.before)} -> {value_text(by[c.feature], c.after)}"
+        ch = "; ".join(f"{c.feature}: {value_text(by[c.feature], c.before)} -> {value_text(by[c.feature], c.after)}"
                        for c in self.changes) or "no change"
+        pred = _show(self.prediction) if before is None else f"{_show(before)} -> {_show(self.prediction)}"
         flags = ["verified" if self.verified else "NOT VERIFIED", "inlier" if self.inlier else "outlier"]
         flags.append(f"score {self.inlier_score:.3f}")
         if self.robustness:
             flags.append("keeps the target under noise sigma^2 " + "/".join(f"{a:g}" for a, _ in self.robustness)
                          + ": " + "/".join(f"{b:.2f}" for _, b in self.robustness))
-        text = f"sample: {ch}  -> {_show(self.prediction)} [{', '.join(flags)}]"
+        text = f"sample: {ch}; prediction {pred} [{', '.join(flags)}]"
         if self.violations:
             text += f" (breaks: {'; '.join(self.violations)})"
         return text
@@ -274,7 +277,7 @@ class CounterfactualRule:
             lines.append(f"          THEN {self.target.describe()} with probability {r.probability:.3f} "
                          f"(plausibility {r.plausibility:.3f}{inl}, support {100 * r.support:.1f}% of training rows)")
         for s in self.samples:
-            lines.append(f"  {s.to_text(self.schema_features)}")
+            lines.append(f"  {s.to_text(self.schema_features, None if self.is_regional else self.prediction)}")
         return "\n".join(lines)
 
 
