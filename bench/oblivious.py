@@ -331,9 +331,10 @@ def recompose_markdown(res: dict[str, Any]) -> str:
 
 TOLERANCE = 0.0005
 """Test AUC loss (relative RMSE rise for the regressor) the tolerance forms are built for."""
-AGREEMENT = 0.998
+AGREEMENT = 0.996
 """Share of validation decisions each cascade's band keeps (``lumber.compile(..., agreement=)``); the issue's
-target is 99.5% on test rows (0.998 on validation gave 99.77-99.97% on test rows for Adult and credit)."""
+target is 99.5% on test rows: 0.996 on validation (the band 1.25x the farthest kept disagreement) gave
+99.68-99.77% on Adult's test rows and 99.85-99.88% on credit's (100-600 trees), 0.998 99.86-99.97%."""
 
 
 def tolerance_run(quick: bool, reps: int, models: list[str] | None = None) -> dict[str, Any]:
@@ -342,8 +343,8 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None) -> di
     import lumber
     from lumber.backends.base import fingerprint
     from lumber.compiler.cascade import CascadeSpec, build_cascade, cascade_margins, decision_band, inside_band
-    from lumber.compiler.tolerance import TREE_FRACTIONS
-    from lumber.passes.quality import auc
+    from lumber.compiler.tolerance import loss_bound, tree_sizes
+    from lumber.passes.quality import auc, make_metric
     from lumber.passes.transforms.oblivious_fit import FitOptions, fit_oblivious
     from lumber.passes.transforms.quantize import quantize_ensemble
 
@@ -366,6 +367,7 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None) -> di
         runners: dict[str, Any] = {"forest C": lambda X, p=pc: p.predict_raw(X)}
         entry["forms"]["forest C"] = {"build_seconds": time.perf_counter() - t0, "trees": forest.n_trees}
         ev, et = pc.predict_raw(Xva), pc.predict_raw(Xte)
+        vmetric = make_metric("auto", forest.schema, yva)
 
         def quality(got: np.ndarray, ref: np.ndarray, y: np.ndarray) -> dict[str, Any]:
             diff = np.abs(got - ref)
@@ -381,8 +383,7 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None) -> di
         fit_s = time.perf_counter() - t0
         entry["fit"] = fr.report
         fp = fingerprint(forest)
-        for frac in TREE_FRACTIONS:
-            T = max(1, int(round(frac * fr.best_trees)))
+        for T in tree_sizes(fr.best_trees):
             label = f"{'cascade' if classifier else 'tables'} {T} trees"
             ens = fr.ensemble(T)
             t1 = time.perf_counter()
@@ -391,7 +392,7 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None) -> di
             band = decision_band(av, ev, agreement=AGREEMENT) if classifier else None
             vgot, vshare = cascade_margins(av, pc.predict_raw, Xva, band) if band is not None else (av, 0.0)
             spec = CascadeSpec(band=band, fast_trees=ens.n_trees, exact_trees=forest.n_trees,
-                               quality=quality(vgot, ev, yva))
+                               quality={**quality(vgot, ev, yva), "loss_bound": loss_bound(vmetric, ev, vgot)})
             lib = build_cascade(forest, q, spec, fp=fp)
             build = fit_s + time.perf_counter() - t1
             got = lib.predict_raw(Xte)
@@ -401,7 +402,7 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None) -> di
                                      "band": None if band is None else list(band),
                                      "exact_share_test": share, "exact_share_valid": vshare,
                                      "valid": spec.quality, **quality(got, et, yte)}
-            entry["forms"][label]["within"] = bool(spec.quality["loss"] <= TOLERANCE
+            entry["forms"][label]["within"] = bool(max(spec.quality["loss"], spec.quality["loss_bound"]) <= TOLERANCE
                                                    and (spec.quality["agreement"] or 1.0) >= AGREEMENT)
             runners[label] = lambda X, p=lib: p.predict_raw(X)
         _time_forms(entry["forms"], runners, Xb, reps, n_rows)
@@ -419,21 +420,23 @@ def tolerance_markdown(res: dict[str, Any]) -> str:
     lines = ["# Quality-bounded translation (formula 5) behind the exact forest", "",
              _run_line(res),
              "Each tolerance form is a prefix of one formula-5 fit (oblivious depth-8 tables boosted on the "
-             "source's margins over the training rows plus jittered copies); a cascade sends rows whose table "
+             "source's margins over the training rows plus jittered copies and mixed rows); a cascade sends rows whose table "
              "margin lies inside the band (on each side of the decision, 1.25 x the widest validation disagreement left once the "
              f"{100 * (1 - res.get('agreement', 1.0)):.1f}% farthest from the decision may differ: `agreement` "
              f"{res.get('agreement', 1.0):g}) to the exact forest, in the same .so. Build seconds = fit + C build. "
              "Loss, agreement, |margin change| and exact-path share are on test rows (used neither by the fit nor "
-             f"by the band); `within` = validation loss <= {res['tolerance']} (test AUC loss, relative RMSE rise for "
+             f"by the band); `within` = validation loss and its 95% paired-bootstrap upper bound (`valid loss (bound)`, "
+             f"lumber.compiler.tolerance.loss_bound) <= {res['tolerance']} (AUC loss, relative RMSE rise for "
              f"the regressor) and validation agreement >= {res.get('agreement', 1.0):g}.", ""]
     for name, e in res["models"].items():
         fit = e.get("fit", {})
         lines += [f"## {name}", "", f"{e['notes']}. Fit: {fit.get('trees_grown')} trees grown, formula-5 optimum "
                   f"{fit.get('best_trees')}, stop: {fit.get('stop')}, {fit.get('seconds', 0):.1f} s "
-                  f"({fit.get('rows', 0):,} training rows + {fit.get('jittered_rows', 0):,} jittered).", "",
+                  f"({fit.get('rows', 0):,} training rows + {fit.get('jittered_rows', 0):,} jittered + "
+                  f"{fit.get('mixed_rows', 0):,} mixed).", "",
                   "| form | trees | table MiB | build s | ns/row/tree | ns/row | spread | vs forest C | test loss "
-                  "| agreement | exact path | max / mean abs margin change | within |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| agreement | exact path | max / mean abs margin change | valid loss (bound) | within |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for k, f in e["forms"].items():
             tab = f"{f['table_bytes'] / 2**20:.2f}" if "table_bytes" in f else "–"
             agree = f"{100 * f['agreement']:.2f}%" if f.get("agreement") is not None else "–"
@@ -442,9 +445,11 @@ def tolerance_markdown(res: dict[str, Any]) -> str:
             change = (f"{f['max_abs_margin_change']:.3g} / {f['mean_abs_margin_change']:.3g}"
                       if "max_abs_margin_change" in f else "0")
             within = ("yes" if f["within"] else "no") if "within" in f else "exact"
+            v = f.get("valid")
+            vloss = f"{v['loss']:+.5f} ({v['loss_bound']:+.5f})" if v and "loss_bound" in v else "–"
             lines.append(f"| {k} | {f['trees']:,} | {tab} | {f['build_seconds']:.1f} | {f['ns_row_tree']:.2f} | "
                          f"{f['ns_row']:.0f} | {f['spread_pct']:.0f}% | {f['speedup_vs_forest_c']:.2f}x | {loss} | "
-                         f"{agree} | {share} | {change} | {within} |")
+                         f"{agree} | {share} | {change} | {vloss} | {within} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -8,7 +8,7 @@ accuracy, a relative rise for RMSE and log-loss (their scale is the target's).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -24,6 +24,10 @@ class QualityMetric:
     name: str
     higher_is_better: bool
     fn: Callable[[npt.NDArray[np.float64]], float]
+    rows: Callable[[npt.NDArray[np.int64]], "QualityMetric"] | None = field(default=None, compare=False)
+    """The same metric on a subset (or a resample) of the labelled rows, by index (bootstrap bounds)."""
+    strata: npt.NDArray[np.int64] | None = field(default=None, compare=False)
+    """Class index of each labelled row (classifiers): resamples keep each class's count."""
 
     def within(self, value: float, reference: float, tol: float) -> bool:
         """``value`` is at most ``tol`` worse than ``reference``."""
@@ -75,25 +79,36 @@ def make_metric(name: str, schema: Schema, y: Any) -> QualityMetric:
     if name in ("auc", "accuracy", "logloss") and not classifier:
         raise CompileError(f"metric '{name}' needs a classifier; this model is {schema.task.name.lower()}",
                            "use metric=rmse")
-    if name == "auc":
-        if schema.task != Task.BINARY:
-            raise CompileError("metric 'auc' needs a binary classifier", "use metric=logloss or metric=accuracy")
-        yb = class_index(schema, y) == 1
-        if yb.all() or not yb.any():
-            raise CompileError("validation labels hold a single class; AUC needs both")
-        return QualityMetric("auc", True, lambda m: auc(yb, np.asarray(m).reshape(-1)))
+    if name == "auc" and schema.task != Task.BINARY:
+        raise CompileError("metric 'auc' needs a binary classifier", "use metric=logloss or metric=accuracy")
     if name == "rmse":
         yt = np.asarray(y, dtype=np.float64).reshape(-1)
-        return QualityMetric("rmse", False, lambda m: float(np.sqrt(np.mean((schema.transform(m).reshape(-1) - yt) ** 2))))
-    yi = class_index(schema, y)
-    if name == "accuracy":
-        return QualityMetric("accuracy", True, lambda m: float(np.mean(np.argmax(schema.proba(m), axis=1) == yi)))
+    else:
+        yi = class_index(schema, y)
+        if name == "auc" and (yi.all() or not yi.any()):
+            raise CompileError("validation labels hold a single class; AUC needs both")
 
-    def logloss(m: npt.NDArray[np.float64]) -> float:
-        p = schema.proba(m)[np.arange(yi.shape[0]), yi]
-        return float(-np.mean(np.log(np.clip(p, 1e-15, 1.0))))
+    def bound(idx: npt.NDArray[np.int64] | None) -> QualityMetric:
+        """The metric on the labelled rows ``idx`` (None: all of them); margins passed to it are of those rows."""
+        if name == "rmse":
+            t = yt if idx is None else yt[idx]
+            return QualityMetric("rmse", False, lambda m: float(np.sqrt(np.mean((schema.transform(m).reshape(-1) - t) ** 2))),
+                                 rows=bound)
+        c = yi if idx is None else yi[idx]
+        if name == "auc":
+            yb = c == 1
+            return QualityMetric("auc", True, lambda m: auc(yb, np.asarray(m).reshape(-1)), rows=bound, strata=c)
+        if name == "accuracy":
+            return QualityMetric("accuracy", True, lambda m: float(np.mean(np.argmax(schema.proba(m), axis=1) == c)),
+                                 rows=bound, strata=c)
 
-    return QualityMetric("logloss", False, logloss)
+        def logloss(m: npt.NDArray[np.float64]) -> float:
+            p = schema.proba(m)[np.arange(c.shape[0]), c]
+            return float(-np.mean(np.log(np.clip(p, 1e-15, 1.0))))
+
+        return QualityMetric("logloss", False, logloss, rows=bound, strata=c)
+
+    return bound(None)
 
 
 __all__ = ["METRICS", "QualityMetric", "auc", "class_index", "make_metric"]

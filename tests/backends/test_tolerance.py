@@ -61,7 +61,9 @@ def _forms_ok(report: dict, tol: float) -> None:
         for k in ("loss", "exact_share", "max_abs_margin_change", "mean_abs_margin_change", "ns_per_row", "within"):
             assert k in f, (name, k)
         need = report.get("agreement_target", 1.0)
-        assert f["within"] == (f["loss"] <= tol + 1e-15 and (f["agreement"] is None or f["agreement"] >= need))
+        assert f["loss_bound"] >= 0.0 if f["kind"] == "exact" else "loss_bound" in f
+        assert f["within"] == (max(f["loss"], f["loss_bound"]) <= tol + 1e-15
+                               and (f["agreement"] is None or f["agreement"] >= need))
     assert report["forms"][report["chosen"]]["within"]
 
 
@@ -130,6 +132,35 @@ def test_the_cascade_library_decides_as_the_source_on_validation_rows(adult: dic
     assert np.isclose(f["max_abs_margin_change"], np.abs(got - ev).max())
     Xt = adult["test"][0]  # rows neither fitted nor used for the band: near-equal decisions
     assert np.mean(lib.predict(Xt) == adult["forest"].predict(Xt)) > 0.99
+
+
+def test_the_loss_bound_is_a_paired_bootstrap_quantile_that_narrows_with_more_rows() -> None:
+    """``loss_bound``: 0 for the source's own margins; for a lossy scoring at least near its point loss and above
+    it at 95%; the bound's excess over the loss shrinks as validation rows grow (the spread of a paired AUC
+    difference falls like 1/sqrt(n)); the same seed gives the same bound; resamples keep each class's count
+    (a validation set with 3 positives still has an AUC in every resample)."""
+    from lumber.ir.schema import Feature, PostTransform, Schema, Task
+    from lumber.passes.quality import make_metric
+
+    schema = Schema((Feature("x"),), Task.BINARY, 1, (0.0,), PostTransform.SIGMOID)
+    rng = np.random.default_rng(0)
+
+    def case(n: int) -> tuple:
+        e = rng.normal(0, 2, n)
+        y = (rng.random(n) < 1 / (1 + np.exp(-e))).astype(int)
+        return make_metric("auto", schema, y), e, e + rng.normal(0, 0.5, n)
+
+    m, e, g = case(1000)
+    assert tolerance_mod.loss_bound(m, e, e) == 0.0
+    loss = m(e) - m(g)
+    small = tolerance_mod.loss_bound(m, e, g)
+    assert small > loss and small == tolerance_mod.loss_bound(m, e, g)
+    m4, e4, g4 = case(16000)
+    assert tolerance_mod.loss_bound(m4, e4, g4) - (m4(e4) - m4(g4)) < 0.5 * (small - loss)
+    y = np.zeros(40, dtype=int)
+    y[:3] = 1
+    few = make_metric("auc", schema, y)
+    assert np.isfinite(tolerance_mod.loss_bound(few, np.linspace(-1, 1, 40), np.linspace(1, -1, 40)))
 
 
 def test_decision_band_covers_every_disagreement() -> None:

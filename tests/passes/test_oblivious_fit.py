@@ -11,7 +11,7 @@ from strategies import boundary_rows, forests
 import lumber
 from lumber.ir import CompileError, Forest
 from lumber.ir.oblivious import INVALID_CODE
-from lumber.passes.transforms.oblivious_fit import FitOptions, fit_oblivious, forest_candidates
+from lumber.passes.transforms.oblivious_fit import FitOptions, fit_oblivious, forest_candidates, mixed_rows
 from lumber.passes.transforms.quantize import quantize_ensemble
 
 SMALL = FitOptions(depth=3, max_trees=12, samples=1.0, patience=5, time_budget=30.0)
@@ -81,6 +81,27 @@ def test_fit_approximates_a_lightgbm_model_with_categories(adult_split: tuple) -
     cat = np.flatnonzero(np.isnan(e3.level_threshold))
     columns = {(int(e3.level_feature[i]), tuple(e3.level_set(i).tolist()), bool(e3.level_nan_true[i])) for i in cat}
     assert 1 <= len(columns) <= 3 and capped.report["set_columns"] == len(columns)
+
+
+def test_mixed_rows_combine_observed_values_of_each_column() -> None:
+    """A mixed row is a training row with about ``share`` of its features taken from other rows: every value
+    (NaN and category codes included) is one its column holds, share 0 copies rows, and the fit reports them."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([np.arange(200.0), rng.integers(0, 5, 200).astype(float), rng.normal(size=200)])
+    X[::7, 2] = np.nan
+    M = mixed_rows(X, 1000, 0.3, rng)
+    assert M.shape == (1000, 3)
+    for f in range(3):
+        col = X[:, f]
+        assert np.isin(M[:, f][~np.isnan(M[:, f])], col[~np.isnan(col)]).all()
+    ids = np.arange(200.0)[:, None] + np.array([0.0, 1000.0, 2000.0])  # each entry names its row
+    src = mixed_rows(ids, 4000, 0.3, rng) - np.array([0.0, 1000.0, 2000.0])
+    whole = np.mean((src[:, 0] == src[:, 1]) & (src[:, 1] == src[:, 2]))
+    assert 0.29 < whole < 0.40  # all three features kept: 0.7 ** 3 = 0.343
+    same = mixed_rows(X, 50, 0.0, rng)
+    assert all(np.array_equal(r, X[int(r[0])], equal_nan=True) for r in same)
+    with pytest.raises(CompileError, match="mix_share"):
+        FitOptions(mix_share=1.5).check()
 
 
 def test_formula_5_price_truncates_the_sequence() -> None:

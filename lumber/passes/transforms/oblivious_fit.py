@@ -11,10 +11,14 @@ symmetric trees on the residual ``source margin - current margin``.
   the fit), and for categorical features the forest's own category sets. So
   every table level is a union of source cells and the result compiles to
   tables exactly (the ``quantize`` pass and the table backends unchanged).
-* Rows: the training rows plus jittered copies moved one cell across a
-  threshold on a few features ("samples near thresholds"), all labelled by the
-  source model itself: no labels are needed and the fit sees the borders where
-  the source changes.
+* Rows: the training rows, jittered copies moved one cell across a threshold on
+  a few features ("samples near thresholds") and mixed rows (a training row with
+  some features taken from other training rows), all labelled by the source
+  model itself: no labels are needed, the fit sees the borders where the source
+  changes, and it sees points the source was not trained on. A boosted forest
+  memorises its training rows (credit 500 x 63: training AUC 0.985, test 0.754),
+  so its margins there are not the margins new rows get; fitted to training rows
+  alone the approximation is 2.5x closer to the source on them than on new rows.
 * Split search: one histogram of (table row, feature bin) per level for all
   features at once (``np.bincount``), prefix sums give every threshold's gain.
 * Stopping: on a holdout of the fitting rows, the number of trees ``T`` that
@@ -64,6 +68,13 @@ class FitOptions:
     250 trees: 0.5 fits the validation rows as well as 2 (mean |error| 0.41 against 0.43) at half the rows."""
     jitter_features: int = 2
     """Features moved per jittered copy."""
+    mixed: float = 3.0
+    """Mixed rows per training row: a random training row with a share ``mix_share`` of its features taken from
+    other random training rows (each feature from its own row). New points inside the data's range, where the
+    source's margins are those of rows it never saw. Credit 500 x 63, 300 trees: 0 -> 3 mixed rows per row cut
+    the rows the cascade sends to the forest from 46% to 24% of test rows."""
+    mix_share: float = 0.3
+    """Share of a mixed row's features replaced (0.2 and 0.5 fitted new rows worse on credit)."""
     rows_per_tree: int = 40_000
     """Rows the split search of one tree reads (a random subset; leaf values use every row)."""
     holdout: float = 0.1
@@ -82,6 +93,9 @@ class FitOptions:
     def check(self) -> None:
         if not 1 <= self.depth <= 12:
             raise CompileError(f"fit depth must be 1..12, got {self.depth}")
+        if self.mixed < 0 or self.samples < 0 or not 0.0 <= self.mix_share <= 1.0:
+            raise CompileError(f"fit options: samples >= 0, mixed >= 0 and mix_share in [0, 1] "
+                               f"(got samples={self.samples}, mixed={self.mixed}, mix_share={self.mix_share})")
         if self.max_set_columns < 0:
             raise CompileError(f"fit max_set_columns must be >= 0, got {self.max_set_columns}")
         if self.max_trees < 1 or self.learning_rate <= 0 or self.l2 < 0 or self.tree_price < 0 or self.boundary < 0:
@@ -218,6 +232,19 @@ def jittered_rows(cand: Candidates, Xp: npt.NDArray[np.float64], B: npt.NDArray[
                 nb = rng.integers(0, top + 1, rows.shape[0])
             Xj[rows[live], f] = reps[nb[live]]
     return Xj
+
+
+def mixed_rows(Xp: npt.NDArray[np.float64], n: int, share: float,
+               rng: np.random.Generator) -> npt.NDArray[np.float64]:
+    """``n`` random rows of ``Xp``, each feature replaced with probability ``share`` by that feature of another
+    random row: combinations of observed values (NaN and category codes included) the source was not fitted on."""
+    if n <= 0 or Xp.shape[0] == 0:
+        return np.zeros((0, Xp.shape[1]))
+    out = Xp[rng.integers(0, Xp.shape[0], n)]
+    for f in range(Xp.shape[1]):
+        swap = np.flatnonzero(rng.random(n) < share)
+        out[swap, f] = Xp[rng.integers(0, Xp.shape[0], swap.shape[0]), f]
+    return out
 
 
 @dataclass
@@ -361,6 +388,8 @@ def _fit(forest: Forest, X: Any, opt: FitOptions, margins: Callable[[npt.NDArray
     rule = forest.schema.category_rule
     B0 = bin_rows(cand, Xp, rule)
     Xj = jittered_rows(cand, Xp, B0, int(opt.samples * Xp.shape[0]), opt.jitter_features, rng)
+    Xm = mixed_rows(Xp, int(opt.mixed * Xp.shape[0]), opt.mix_share, rng)
+    Xj = np.concatenate([Xj, Xm]) if Xm.shape[0] else Xj
     Xall = np.concatenate([Xp, Xj]) if Xj.shape[0] else Xp
     B = np.concatenate([B0, bin_rows(cand, Xj, rule)]) if Xj.shape[0] else B0
     evaluate = margins or (lambda R: forest.evaluate(R))
@@ -444,7 +473,8 @@ def _fit(forest: Forest, X: Any, opt: FitOptions, margins: Callable[[npt.NDArray
         if log and len(levels) % 100 == 0:
             log(f"  fit: {len(levels)} trees, holdout rmse {np.sqrt(hmse[-1]):.4g}")
     seconds = time.perf_counter() - t_start
-    report = {"rows": int(Xp.shape[0]), "jittered_rows": int(Xj.shape[0]), "holdout_rows": int(hold_idx.shape[0]),
+    report = {"rows": int(Xp.shape[0]), "jittered_rows": int(Xj.shape[0] - Xm.shape[0]),
+              "mixed_rows": int(Xm.shape[0]), "holdout_rows": int(hold_idx.shape[0]),
               "candidate_thresholds": int(sum(t.shape[0] for t in cand.thresholds.values())),
               "candidate_sets": int(sum(s.shape[0] for s in cand.sets.values())),
               "set_columns": len(used_sets), "trees_grown": len(levels), "best_trees": best_T, "stop": stop, "depth": opt.depth,
@@ -471,7 +501,7 @@ class FitOblivious(FitOptions, Transform[Forest, ObliviousEnsemble]):
         r = fr.report
         text = (f"{ir.n_trees:,} trees -> {ens.n_trees - 1:,} fitted oblivious trees of depth <= {r['depth']} "
                 f"({r['trees_grown']} grown, stop: {r['stop']}) on {r['rows']:,} training rows + "
-                f"{r['jittered_rows']:,} jittered; holdout rmse {r['holdout_rmse']:.4g} (margin std "
+                f"{r['jittered_rows']:,} jittered + {r['mixed_rows']:,} mixed; holdout rmse {r['holdout_rmse']:.4g} (margin std "
                 f"{r['margin_std']:.4g}); LOSSY")
         metrics = dict(r)
         if data.X_valid is not None:
@@ -491,4 +521,4 @@ class FitOblivious(FitOptions, Transform[Forest, ObliviousEnsemble]):
 
 
 __all__ = ["Candidates", "FitOblivious", "FitOptions", "FitResult", "bin_rows", "fit_oblivious", "forest_candidates",
-           "jittered_rows"]
+           "jittered_rows", "mixed_rows"]
