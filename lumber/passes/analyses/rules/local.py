@@ -8,6 +8,7 @@ what the model sees.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy.typing as npt
 from .actionable import action_space
 from .context import RuleContext
 from .core import Outcome, make_query, plausible_alternatives, search_rules
-from .recourse import sample_cases
+from .recourse import sample_cases, screen_robustness
 from .results import ALREADY_TARGET, FOUND, CounterfactualRule, CounterfactualSample, RuleSet
 from .targets import decisions, describe_decision, resolve_target
 
@@ -112,7 +113,10 @@ def _widen(ctx: RuleContext, res: CounterfactualRule, more: Iterator[Outcome], x
     """
     best = res
     robust = _robust_target(ctx)
-    for out in plausible_alternatives(more, ctx.options.widen):
+    fragile = robust > 0 and bool(res.samples) and res.samples[0].verified and res.samples[0].inlier
+    alternatives = (_by_screen(ctx, more, x, res, key) if fragile
+                    else plausible_alternatives(more, ctx.options.widen))
+    for out in alternatives:
         [samples] = sample_cases(ctx, x[None, :], [out.rules], [res.target], [key], ctx.options.n_samples)
         if _rank(samples, robust) > _rank(best.samples, robust):
             common = dict(target=res.target, pi=res.pi, pi_c=res.pi_c, schema_features=res.schema_features,
@@ -126,6 +130,25 @@ def _widen(ctx: RuleContext, res: CounterfactualRule, more: Iterator[Outcome], x
         if _good(best.samples, robust):
             break
     return best
+
+
+def _by_screen(ctx: RuleContext, more: Iterator[Outcome], x: FloatArray, res: CounterfactualRule,
+               key: int) -> list[Outcome]:
+    """The further feature sets of the search (all of them: the generator stops after ``widen_sets``
+    sets), the ``widen`` whose boxes' random points keep the target best under noise first
+    (:func:`recourse.screen_robustness`; sets with no plausible point among the draws last).
+
+    On the diabetes regression the search order (CDP) put sets over 9-10 features, whose samples
+    keep the target in about 0.55 of the noisy copies, before sets over 6-7 features whose interior
+    keeps it in 0.85-0.95; annealing only the first six passed the latter over. Sets whose boxes
+    hold no plausible training row (``Outcome.plausible is False``) are screened too: annealing
+    combines feature values across rows and often finds an inlier there."""
+    outs = list(itertools.takewhile(lambda o: o.status == FOUND, more))
+    if not outs:
+        return []
+    score = screen_robustness(ctx, x, [o.rules for o in outs], res.target, key)
+    order = np.argsort(-score, kind="stable")[:ctx.options.widen]
+    return [outs[k] for k in order.tolist()]
 
 
 def rule_info(ctx: RuleContext) -> dict[str, Any]:

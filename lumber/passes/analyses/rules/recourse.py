@@ -19,7 +19,7 @@ from .actionable import allowed_values
 from .boxes import unique_rows
 from .context import RuleContext
 from .results import Change, CounterfactualSample, Rule
-from .sampling import Evaluate, SampleJob, anneal, value_pool
+from .sampling import Drawn, Evaluate, SampleJob, anneal, value_pool
 from .targets import RuleTarget, describe_decision
 from .text import value_text
 
@@ -63,6 +63,73 @@ def robustness_report(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: 
     rng = np.random.default_rng([ctx.options.seed, int(key), 29])
     shares = [noisy_keep(ctx, x0, X, targets, float(np.sqrt(s2)), ROBUSTNESS_DRAWS, rng) for s2 in ROBUSTNESS_SIGMA2]
     return [tuple((s2, float(sh[i])) for s2, sh in zip(ROBUSTNESS_SIGMA2, shares)) for i in range(X.shape[0])]
+
+
+SCREEN_POINTS = 256
+"""Random points per rule drawn by :func:`random_points` (the robustness screen of feature sets, and the
+random candidates that join the annealing's before the robustness re-rank)."""
+SCREEN_DRAWS = 32
+"""Noisy copies per random point in the screen (at ``AnnealOptions.robust_sigma``)."""
+
+
+def random_points(ctx: RuleContext, x: FloatArray, rules: Sequence[Rule], n: int,
+                  rng: np.random.Generator) -> tuple[FloatArray, IntArray]:
+    """Up to ``n`` distinct points per rule -- the case with the rule's features drawn independently from
+    their value pools (:func:`_job`: training values in the box, the case's own value allowed) --
+    and the rule of each point."""
+    x = np.asarray(x, dtype=np.float64)
+    pts: list[FloatArray] = []
+    owner: list[IntArray] = []
+    for r, rule in enumerate(rules[:MAX_RULES_SAMPLED]):
+        job = _job(ctx, x, rule, 0)
+        if job is None:
+            continue
+        C = np.repeat(x[None, :], n, axis=0)
+        for f, j in enumerate(job.features):
+            C[:, j] = job.pools[f][rng.integers(0, job.pools[f].shape[0], n)]
+        C = unique_rows(C)[0]
+        pts.append(C)
+        owner.append(np.full(C.shape[0], r, dtype=np.int64))
+    if not pts:
+        return np.zeros((0, x.shape[0])), np.zeros(0, dtype=np.int64)
+    return np.concatenate(pts), np.concatenate(owner)
+
+
+def robust_points(ctx: RuleContext, x: FloatArray, P: FloatArray, target: RuleTarget,
+                  rng: np.random.Generator) -> tuple[IntArray, FloatArray, FloatArray]:
+    """The points of ``P`` that are inliers (every point without an inlier score) reaching the target,
+    their inlier scores and their share of
+    ``SCREEN_DRAWS`` noisy copies (sd ``AnnealOptions.robust_sigma``) keeping the target."""
+    if P.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+    if ctx.score is None:  # no inlier score: every point counts as plausible (as in the annealing)
+        score, dec = np.zeros(P.shape[0]), ctx.decide(P)
+    else:
+        score, dec = ctx.score_and_decide(P)
+    score = np.asarray(score, dtype=np.float64)
+    ok = np.flatnonzero((score >= 0) & target.hit(dec))
+    share = noisy_keep(ctx, np.repeat(np.asarray(x, dtype=np.float64)[None, :], ok.size, axis=0), P[ok],
+                       [target] * ok.size, ctx.options.anneal.robust_sigma, SCREEN_DRAWS, rng)
+    return ok, score[ok], share
+
+
+def screen_robustness(ctx: RuleContext, x: FloatArray, rule_sets: Sequence[Sequence[Rule]], target: RuleTarget,
+                      key: int) -> FloatArray:
+    """Per rule set: the best share of noisy copies keeping the target among ``SCREEN_POINTS`` random
+    points of each of its rules (:func:`random_points`) that are inliers reaching the target; -1 when
+    no drawn point is one.
+
+    A cheap lower bound of what sampling can find inside a set's boxes: local rules rank further
+    feature sets by it before annealing the most promising (``local._widen``).
+    """
+    rng = np.random.default_rng([ctx.options.seed, int(key), 31])
+    best = np.full(len(rule_sets), -1.0)
+    for k, rs in enumerate(rule_sets):
+        P, _ = random_points(ctx, x, rs, SCREEN_POINTS, rng)
+        _, _, share = robust_points(ctx, x, P, target, rng)
+        if share.size:
+            best[k] = float(share.max())
+    return best
 
 
 STAY_SHARE = 0.25
@@ -170,6 +237,16 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
         for j, ds in enumerate(drawn):
             for d in ds:
                 out[owner_case[j]].append((d.energy, owner_rule[j], d))
+        if robust:  # random points of the rules join the chains' candidates: a chain settles near its start
+            for c, rs in enumerate(rules):
+                if not out[c]:
+                    continue
+                rng = np.random.default_rng([ctx.options.seed, int(keys[c]), 37])
+                P, own = random_points(ctx, X[c], rs, SCREEN_POINTS, rng)
+                ok, sc, share = robust_points(ctx, X[c], P, targets[c], rng)
+                for k in np.argsort(-share, kind="stable")[:opt.robust_rerank].tolist():
+                    e = float(sc[k] + opt.robust_weight * share[k])
+                    out[c].append((e, int(own[ok[k]]), Drawn(P[ok[k]].copy(), float(sc[k]), True, e)))
     names = ctx.names
     result: list[tuple[CounterfactualSample, ...]] = []
     for c, cand in enumerate(out):
@@ -236,5 +313,5 @@ def rule_hit_rate(ctx: RuleContext, x: FloatArray, rule: Rule, target: RuleTarge
     return float(target.hit(ctx.decide(Xc)).mean())
 
 
-__all__ = ["ROBUSTNESS_DRAWS", "ROBUSTNESS_SIGMA2", "feature_span", "noisy_keep", "robustness_report",
-           "rule_hit_rate", "sample_cases"]
+__all__ = ["ROBUSTNESS_DRAWS", "ROBUSTNESS_SIGMA2", "SCREEN_DRAWS", "SCREEN_POINTS", "feature_span", "noisy_keep",
+           "random_points", "robust_points", "robustness_report", "rule_hit_rate", "sample_cases", "screen_robustness"]
