@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.backends.base import Artifact, fingerprint
-from lumber.ir import CompileError, Forest, ObliviousEnsemble, Schema, atomic_write_bytes
+from lumber.ir import CompileError, Forest, InputDataError, ObliviousEnsemble, Schema, atomic_write_bytes
 from lumber.ir.interp import prepare_input
 
 
@@ -164,6 +164,7 @@ class CPredictor(Predictor):
         self._data = data
         # rows that need no validation go straight to the library (see predict_row)
         self._row_direct = library.dtype if self.schema.allow_nan and self.schema.allow_inf else None
+        self._check_rows = not (self.schema.allow_nan and self.schema.allow_inf)
 
     @property
     def source(self) -> str | None:
@@ -171,8 +172,17 @@ class CPredictor(Predictor):
 
     def _margins(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
         threads = threads or self.threads
-        rows = as_rows(self.schema, X, self.library.dtype, threads)
-        return self.library.predict_raw(rows, threads)  # type: ignore[no-any-return]
+        lib = self.library
+        if (lib.reads_rows and type(X) is np.ndarray and X.ndim == 2 and X.shape[1] == self.schema.n_features
+                and (X.dtype == _FLOAT64 or X.dtype == lib.dtype) and X.flags.c_contiguous):
+            # the rows as they are: rounding and the refused-value check happen in C, on the threads
+            try:
+                return lib.predict_rows(X, threads, check=self._check_rows)  # type: ignore[no-any-return]
+            except InputDataError:
+                prepare_input(self.schema, X)  # raises the detailed error (column, row)
+                raise
+        rows = as_rows(self.schema, X, lib.dtype, threads)
+        return lib.predict_raw(rows, threads)  # type: ignore[no-any-return]
 
     def predict_raw(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
         m = self._margins(X, threads)

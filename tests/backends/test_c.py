@@ -40,6 +40,11 @@ def assert_same(lib: CLibrary, forest: Forest, X: np.ndarray) -> None:
     np.testing.assert_array_equal(single, ref)
     want = forest.schema.transform(forest.evaluate(X)).reshape(len(X), -1)
     np.testing.assert_allclose(lib.predict_transformed(R), want, rtol=1e-14, atol=1e-300)
+    # float64 rows as they are (a float32 model rounds them in C) and rows of the library's dtype
+    X64 = np.ascontiguousarray(X, dtype=np.float64)
+    np.testing.assert_array_equal(lib.predict_rows(X64), ref)
+    np.testing.assert_array_equal(lib.predict_rows(R), ref)
+    np.testing.assert_array_equal(lib.predict_rows(X64, transformed=True), lib.predict_transformed(R))
 
 
 @pytest.mark.parametrize("variant", ["t", "v", "u"], ids=["tables", "values", "unrolled"])
@@ -173,6 +178,50 @@ def test_threads_python_pool_and_openmp(tmp_path: Path) -> None:
             else:
                 with pytest.raises(CompileError, match="without OpenMP"):
                     lib.predict_raw(X, threads=2, parallel="openmp")
+
+
+@needs_cc
+def test_predict_rows_checks_refused_values_on_every_thread_path(tmp_path: Path) -> None:
+    """predict_rows with check: a NaN, or an infinity after rounding to float32, where the schema refuses
+    it is found in any block (first row, last row, one block in the middle) on one thread, OpenMP threads
+    and Python threads, in binned, value and unrolled walks; accepted rows give the reference margins.
+    Through lumber.compile the error names the column and row, as prepare_input does."""
+    from cases import float32_average, numeric_nan
+
+    from lumber.backends.c import supports_openmp
+    from lumber.ir import InputDataError
+
+    strict = {"f64": numeric_nan(), "f32": float32_average()}
+    strict = {k: f.replace(schema=f.schema.with_(allow_nan=False, allow_inf=False)).validate()
+              for k, f in strict.items()}
+    openmp = supports_openmp(find_compiler())
+    libs = build_many([(f"{k}_{i}", f, u) for k, f in strict.items() for i, u in enumerate(["binned", "values", True])],
+                      tmp_path / "strict.so", opt="-O1", openmp=openmp)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(5003, 2)) * 3
+    modes = [(1, "auto"), (3, "python")] + ([(2, "openmp"), (3, "openmp")] if openmp else [])
+    for k, f in strict.items():
+        ref = f.evaluate(X).reshape(len(X), -1)
+        for i in range(3):
+            lib = libs[f"{k}_{i}"]
+            for threads, parallel in modes:
+                np.testing.assert_array_equal(lib.predict_rows(X, threads, parallel, check=True), ref)
+                for row in (0, 2500, len(X) - 1):
+                    for bad in (np.nan, np.inf, -np.inf) + ((4e38,) if k == "f32" else ()):
+                        Y = X.copy()
+                        Y[row, row % 2] = bad
+                        with pytest.raises(InputDataError, match="refuses"):
+                            lib.predict_rows(Y, threads, parallel, check=True)
+                        lib.predict_rows(Y, threads, parallel)  # unchecked: routed, no error
+    pred = lumber.compile(strict["f32"], target="c")
+    Y = X.copy()
+    Y[4, 1] = 5e38
+    with pytest.raises(InputDataError, match=r"infinite value in column 'x1' \(row 5\) after rounding to float32"):
+        pred.predict_raw(Y, threads=2)
+    Y[4, 1] = np.nan
+    with pytest.raises(InputDataError, match=r"NaN in column 'x1' \(row 5\)"):
+        pred.predict_raw(Y)
+    np.testing.assert_array_equal(pred.predict_raw(X[:, :].copy(), threads=2), strict["f32"].evaluate(X))
 
 
 def test_emitted_c_is_deterministic_and_golden(update_goldens: bool) -> None:

@@ -19,6 +19,12 @@ extern "C" {
 int32_t @PREFIX@_predict_raw(const @IN_T@ *rows, int64_t n, double *out, int32_t threads);
 /* Margins after the model's post-transform (sigmoid, softmax, exp, isolation score). */
 int32_t @PREFIX@_predict_transformed(const @IN_T@ *rows, int64_t n, double *out, int32_t threads);
+/* Margins of n rows given as doubles (rows_double; a float model rounds them to float as it goes,
+   so no converted copy is needed) or as @IN_T@; options: 1 apply the post-transform, 2 check the
+   values the source model refuses (NaN, infinities after rounding; see the model's schema).
+   Returns 0, or the bits 1 (working memory could not be allocated) and 2 (a refused value). */
+int32_t @PREFIX@_predict_rows(const void *rows, int32_t rows_double, int64_t n, double *out, int32_t threads,
+                             int32_t options);
 /* Raw margins of one row: the low-latency entry point. */
 void @PREFIX@_predict_row(const @IN_T@ *row, double *out);
 /* Leaf reached in every tree, as a node id local to its tree: n x n_trees int32 (returns 0). */

@@ -184,6 +184,9 @@ def emit_source(forest: Forest, options: COptions | None = None, *, fp: str | No
     defines = {
         "LUMBER_ABI_VERSION": str(ABI_VERSION),
         "LUMBER_IN_T": in_t,
+        "LUMBER_IN_FLOAT": str(int(single)),
+        "LUMBER_REFUSE_NAN": str(int(not schema.allow_nan)),
+        "LUMBER_REFUSE_INF": str(int(not schema.allow_inf)),
         "LUMBER_ACC_T": acc_t,
         "LUMBER_N_FEATURES": str(forest.n_features),
         "LUMBER_ROW_STRIDE": str(lay.row_stride),

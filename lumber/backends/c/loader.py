@@ -3,7 +3,10 @@
 ctypes releases the GIL during a call, so a library built without OpenMP is
 run on row chunks from a Python thread pool. Each load maps a private copy of
 the file: the dynamic loader caches libraries by path, and a rebuilt file at
-the same path must not resolve to the old code.
+the same path must not resolve to the old code. Forest libraries also export
+``predict_rows``: float64 rows for a float32 model (rounded block by block in C)
+and the model's refused values checked in the same pass, so a batch needs no
+serial conversion or check in front of the threads.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import CompileError, ModelFormatError, Schema
+from lumber.ir import CompileError, InputDataError, ModelFormatError, Schema
 
 from .emit import ABI_VERSION
 
@@ -100,41 +103,77 @@ class CLibrary:
         self._row_bytes_ok = (ctypes.cast(probe, ctypes.c_void_p).value or 1) % 8 == 0
         fn["apply"].argtypes = [ptr, ctypes.c_int64, ptr]
         fn["apply"].restype = ctypes.c_int32
+        try:  # forest libraries; oblivious-table libraries (same ABI) may not have it
+            rows = getattr(self._lib, f"{prefix}_predict_rows")
+            rows.argtypes = [ptr, ctypes.c_int32, ctypes.c_int64, ptr, ctypes.c_int32, ctypes.c_int32]
+            rows.restype = ctypes.c_int32
+            fn["predict_rows"] = rows
+        except AttributeError:
+            pass
+        self.reads_rows = "predict_rows" in fn
+        """Whether :meth:`predict_rows` takes float64 rows for any model and checks refused values in C."""
         self._fn = fn
 
     def _check(self, X: npt.NDArray[Any]) -> None:
         if X.dtype != self.dtype or X.ndim != 2 or X.shape[1] != self.n_features or not X.flags.c_contiguous:
             raise ValueError(f"expected a C-contiguous {self.dtype} array with {self.n_features} columns")
 
-    def _run(self, name: str, X: npt.NDArray[Any], threads: int, parallel: str) -> npt.NDArray[np.float64]:
-        self._check(X)
+    def _run(self, call: Any, X: npt.NDArray[Any], threads: int, parallel: str) -> npt.NDArray[np.float64]:
+        """``call(rows, n, out, threads)`` over X: OpenMP threads in C, or row chunks on Python threads."""
         n = X.shape[0]
         out = np.empty((n, self.n_outputs), dtype=np.float64)
-        f = self._fn[name]
         threads = max(1, int(threads))
         if threads == 1 or n <= CHUNK_ALIGN or (parallel == "auto" and self.has_openmp) or parallel == "openmp":
-            status = [f(X.ctypes.data, n, out.ctypes.data, threads)]
+            status = call(X.ctypes.data, n, out.ctypes.data, threads)
         else:
             step = -(-n // threads)
             step = -(-step // CHUNK_ALIGN) * CHUNK_ALIGN
             rb, ob = X.itemsize * self.n_features, 8 * self.n_outputs
-            jobs = [worker_pool().submit(f, X.ctypes.data + s * rb, min(step, n - s), out.ctypes.data + s * ob, 1)
+            jobs = [worker_pool().submit(call, X.ctypes.data + s * rb, min(step, n - s), out.ctypes.data + s * ob, 1)
                     for s in range(0, n, step)]
-            status = [j.result() for j in jobs]
-        if any(status):
+            status = 0
+            for j in jobs:
+                status |= j.result()
+        if status & 1:
             raise MemoryError(f"{self.path}: the compiled model could not allocate its working memory")
+        if status & 2:
+            raise InputDataError("the data holds a value the model refuses (NaN, or an infinity after rounding to "
+                                 f"{self.dtype})")
         return out
 
     def predict_raw(self, X: npt.NDArray[Any], threads: int = 1, parallel: str = "auto") -> npt.NDArray[np.float64]:
         """Margins ``(n, n_outputs)`` of prepared rows; ``parallel`` is auto, openmp or python."""
-        if parallel == "openmp" and not self.has_openmp and threads > 1:
-            raise CompileError(f"{self.path}: built without OpenMP", "use parallel='python' or rebuild with OpenMP")
-        return self._run("predict_raw", X, threads, parallel)
+        self._check_parallel(parallel, threads)
+        self._check(X)
+        return self._run(self._fn["predict_raw"], X, threads, parallel)
 
     def predict_transformed(self, X: npt.NDArray[Any], threads: int = 1,
                             parallel: str = "auto") -> npt.NDArray[np.float64]:
         """Margins after the post-transform, computed in C."""
-        return self._run("predict_transformed", X, threads, parallel)
+        self._check_parallel(parallel, threads)
+        self._check(X)
+        return self._run(self._fn["predict_transformed"], X, threads, parallel)
+
+    def predict_rows(self, X: npt.NDArray[Any], threads: int = 1, parallel: str = "auto", *,
+                     transformed: bool = False, check: bool = False) -> npt.NDArray[np.float64]:
+        """Margins of C-contiguous float64 rows, or rows of the library's dtype (only when ``reads_rows``).
+
+        A float32 library rounds float64 rows as ``astype(np.float32)`` does, block by block; with
+        ``check``, a value the model refuses (its schema's allow_nan / allow_inf) raises InputDataError.
+        """
+        if not self.reads_rows:
+            raise CompileError(f"{self.path}: this library has no predict_rows entry point", "use predict_raw")
+        self._check_parallel(parallel, threads)
+        dbl = X.dtype == np.float64
+        if not (dbl or X.dtype == self.dtype) or X.ndim != 2 or X.shape[1] != self.n_features \
+                or not X.flags.c_contiguous:
+            raise ValueError(f"expected a C-contiguous float64 or {self.dtype} array with {self.n_features} columns")
+        f, opts = self._fn["predict_rows"], (1 if transformed else 0) | (2 if check else 0)
+        return self._run(lambda r, n, o, k: f(r, int(dbl), n, o, k, opts), X, threads, parallel)
+
+    def _check_parallel(self, parallel: str, threads: int) -> None:
+        if parallel == "openmp" and not self.has_openmp and threads > 1:
+            raise CompileError(f"{self.path}: built without OpenMP", "use parallel='python' or rebuild with OpenMP")
 
     def predict_row(self, x: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
         """Margins ``(n_outputs,)`` of one row: a ``(n_features,)`` array of the library's dtype."""

@@ -23,6 +23,9 @@
  * its missing direction, so the walk has no NaN test (L_WNODES).
  * Sums start from the base score and add trees in order, in LUMBER_ACC_T, so margins
  * equal the reference evaluator bit for bit.
+ * predict_rows also takes double rows for a float model: each block is rounded to float as it
+ * starts (what numpy's astype does), and the values the model refuses are checked there, so a
+ * threaded batch has no serial conversion or check in front of it.
  */
 
 #include <stdlib.h>
@@ -257,6 +260,9 @@ typedef struct {
 #if LUMBER_HAS_FASTCAT
     uint8_t codes[LUMBER_BLOCK * LUMBER_N_FEATURES];
 #endif
+#if LUMBER_IN_FLOAT
+    float rounded[LUMBER_BLOCK * LUMBER_N_FEATURES]; /* a block of double rows rounded to float */
+#endif
 } lumber_scratch;
 
 #if !LUMBER_BINNED
@@ -444,24 +450,65 @@ static void lumber_transform(double *o)
 #endif
 }
 
-/* Block b of the batch (rows [b * LUMBER_BLOCK, ...)) into out. */
-static void lumber_one_block(lumber_scratch *w, const LUMBER_IN_T *rows, int64_t n, int64_t b, double *out,
-                             int transform)
+#define L_OPT_TRANSFORM 1 /* predict_rows options */
+#define L_OPT_CHECK 2
+#define L_REFUSED 2       /* status bit: a value the model refuses */
+
+/* Whether values X[0..len) hold one the source model refuses (NaN, or an infinity after rounding
+ * to the input type), by the model's schema; written as a reduction so it vectorizes. */
+static int lumber_refused(const LUMBER_IN_T *X, int64_t len)
+{
+    int bad = 0;
+#if LUMBER_REFUSE_NAN || LUMBER_REFUSE_INF
+    for (int64_t j = 0; j < len; ++j) {
+        const LUMBER_IN_T v = X[j];
+#if LUMBER_REFUSE_NAN
+        bad |= v != v;
+#endif
+#if LUMBER_REFUSE_INF
+        bad |= (v == (LUMBER_IN_T)INFINITY) | (v == -(LUMBER_IN_T)INFINITY);
+#endif
+    }
+#else
+    (void)X; (void)len;
+#endif
+    return bad;
+}
+
+/* Block b of the batch (rows [b * LUMBER_BLOCK, ...)) into out; rows are of the input type, or doubles
+ * (dbl) that a float model rounds block by block (as numpy's astype(float32) does, overflow to inf),
+ * so no converted copy of the batch is made before the call. Returns L_REFUSED when checking found a
+ * value the model refuses. */
+static int lumber_one_block(lumber_scratch *w, const void *rows, int dbl, int64_t n, int64_t b, double *out,
+                            int options)
 {
     const int64_t r0 = b * LUMBER_BLOCK;
     const int m = (int)(n - r0 < LUMBER_BLOCK ? n - r0 : LUMBER_BLOCK);
     double *o = out + r0 * L_K;
-    lumber_block(w, rows + r0 * L_F, m, o);
-    if (transform)
+    const LUMBER_IN_T *X = (const LUMBER_IN_T *)rows + r0 * L_F;
+#if LUMBER_IN_FLOAT
+    if (dbl) {
+        const double *d = (const double *)rows + r0 * L_F;
+        for (int64_t j = 0; j < (int64_t)m * L_F; ++j) w->rounded[j] = (float)d[j];
+        X = w->rounded;
+    }
+#else
+    (void)dbl;
+#endif
+    int status = 0;
+    if (options & L_OPT_CHECK) status = lumber_refused(X, (int64_t)m * L_F) ? L_REFUSED : 0;
+    lumber_block(w, X, m, o);
+    if (options & L_OPT_TRANSFORM)
         for (int i = 0; i < m; ++i) lumber_transform(o + (int64_t)i * L_K);
+    return status;
 }
 
 #define L_CHUNK_BLOCKS 4 /* blocks a thread takes at a time (a few hundred rows) */
 
-/* All blocks of the batch; returns 0, or 1 when memory ran out. Threads take chunks of blocks as
- * they finish (dynamic schedule): on a shared machine one slowed thread does not hold up the rest,
- * and each thread allocates its scratch once per call. */
-static int32_t lumber_blocks(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads, int transform)
+/* All blocks of the batch; returns 0, or the bits 1 (memory ran out) and L_REFUSED. Threads take chunks
+ * of blocks as they finish (dynamic schedule): on a shared machine one slowed thread does not hold up
+ * the rest, and each thread allocates its scratch once per call. */
+static int32_t lumber_blocks(const void *rows, int dbl, int64_t n, double *out, int32_t threads, int options)
 {
     const int64_t nb = (n + LUMBER_BLOCK - 1) / LUMBER_BLOCK;
     int failed = 0;
@@ -473,7 +520,7 @@ static int32_t lumber_blocks(const LUMBER_IN_T *rows, int64_t n, double *out, in
 #pragma omp for schedule(dynamic, L_CHUNK_BLOCKS)
             for (int64_t b = 0; b < nb; ++b) {
                 if (w == NULL) failed = 1;
-                else lumber_one_block(w, rows, n, b, out, transform);
+                else failed |= lumber_one_block(w, rows, dbl, n, b, out, options);
             }
             free(w);
         }
@@ -484,19 +531,25 @@ static int32_t lumber_blocks(const LUMBER_IN_T *rows, int64_t n, double *out, in
 #endif
     lumber_scratch *w = (lumber_scratch *)calloc(1, sizeof(lumber_scratch));
     if (w == NULL) return 1;
-    for (int64_t b = 0; b < nb; ++b) lumber_one_block(w, rows, n, b, out, transform);
+    for (int64_t b = 0; b < nb; ++b) failed |= lumber_one_block(w, rows, dbl, n, b, out, options);
     free(w);
     return failed;
 }
 
 int32_t LUMBER_FN(predict_raw)(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads)
 {
-    return lumber_blocks(rows, n, out, threads, 0);
+    return lumber_blocks(rows, 0, n, out, threads, 0);
 }
 
 int32_t LUMBER_FN(predict_transformed)(const LUMBER_IN_T *rows, int64_t n, double *out, int32_t threads)
 {
-    return lumber_blocks(rows, n, out, threads, 1);
+    return lumber_blocks(rows, 0, n, out, threads, L_OPT_TRANSFORM);
+}
+
+int32_t LUMBER_FN(predict_rows)(const void *rows, int32_t rows_double, int64_t n, double *out, int32_t threads,
+                                int32_t options)
+{
+    return lumber_blocks(rows, rows_double != 0, n, out, threads, options & (L_OPT_TRANSFORM | L_OPT_CHECK));
 }
 
 /* Start of tree t's walk for one row: its root, or directly its leaf for a code or special tree. */

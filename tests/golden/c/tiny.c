@@ -5,6 +5,9 @@
  */
 #define LUMBER_ABI_VERSION 1
 #define LUMBER_IN_T double
+#define LUMBER_IN_FLOAT 0
+#define LUMBER_REFUSE_NAN 0
+#define LUMBER_REFUSE_INF 0
 #define LUMBER_ACC_T double
 #define LUMBER_N_FEATURES 2
 #define LUMBER_ROW_STRIDE 4
@@ -53,6 +56,12 @@ extern "C" {
 int32_t lumber_predict_raw(const double *rows, int64_t n, double *out, int32_t threads);
 /* Margins after the model's post-transform (sigmoid, softmax, exp, isolation score). */
 int32_t lumber_predict_transformed(const double *rows, int64_t n, double *out, int32_t threads);
+/* Margins of n rows given as doubles (rows_double; a float model rounds them to float as it goes,
+   so no converted copy is needed) or as double; options: 1 apply the post-transform, 2 check the
+   values the source model refuses (NaN, infinities after rounding; see the model's schema).
+   Returns 0, or the bits 1 (working memory could not be allocated) and 2 (a refused value). */
+int32_t lumber_predict_rows(const void *rows, int32_t rows_double, int64_t n, double *out, int32_t threads,
+                             int32_t options);
 /* Raw margins of one row: the low-latency entry point. */
 void lumber_predict_row(const double *row, double *out);
 /* Leaf reached in every tree, as a node id local to its tree: n x n_trees int32 (returns 0). */
