@@ -20,7 +20,8 @@ from lumber.ir import CompileError, ConditionKind, Forest, ObliviousEnsemble, Po
 from lumber.ir.polynomial import from_terms
 from lumber.passes.analyses.equivalence import polynomial_difference
 from lumber.passes.transforms.quantize import quantize_ensemble
-from lumber.passes.transforms.recompose_oblivious import _merge_nested, recompose
+from lumber.passes.transforms.recompose_oblivious import (_levels, _merge_nested, cover_lower_bound, level_groups,
+                                                           maximal_monomials, recompose)
 from lumber.passes.transforms.polynomial import forest_to_polynomial
 
 
@@ -433,3 +434,52 @@ def test_pack_scores_each_placement_in_one_step(adult_split: tuple, monkeypatch:
     assert calls["grown"] == stats["extensions"]  # one level count per extension made
     assert calls["scored"] <= calls["place"]      # at most one scoring step per placement
     assert_exact(forest, ens, adult_split[4][:500])
+
+
+def _optimal_cover(poly: Polynomial, max_depth: int) -> int:
+    """Fewest trees of at most ``max_depth`` levels holding every maximal monomial (exhaustive search)."""
+    ids = np.asarray(poly.padded_ids, dtype=np.int64)
+    top = [set(r[r < poly.n_conditions].tolist()) for r in ids[maximal_monomials(ids, poly.degree)]]
+    groups = level_groups(poly)
+    best = [len(top)]
+
+    def place(i: int, trees: list[set[int]]) -> None:
+        if len(trees) >= best[0]:
+            return
+        if i == len(top):
+            best[0] = len(trees)
+            return
+        for t in range(len(trees)):
+            union = trees[t] | top[i]
+            if _levels(union, groups) <= max_depth:
+                place(i + 1, trees[:t] + [union] + trees[t + 1:])
+        place(i + 1, trees + [set(top[i])])
+
+    place(0, [])
+    return best[0]
+
+
+def test_cover_lower_bound_counts_monomials_no_two_of_which_share_a_tree() -> None:
+    schema = lumber.Schema(features=default_features(6), task=lumber.ir.Task.REGRESSION, n_outputs=1,
+                           base_score=(0.0,))
+    cf, ck = np.arange(6), np.full(6, ConditionKind.GREATER, dtype=np.int8)
+    ct, cn = np.zeros(6), np.zeros(6, dtype=bool)
+    ids = np.array([[0, 1, 2], [3, 4, 5], [0, 3, 6]], dtype=np.int32)  # 6 pads: {0, 3}; any two need 4+ levels
+    poly = from_terms(schema, cf, ck, ct, cn, ids, np.array([[1.0], [2.0], [3.0]]), np.array([0.0]))
+    assert cover_lower_bound(poly, 3) == 3 == _optimal_cover(poly, 3)
+    for strategy in ("greedy", "pack", "grow"):
+        assert recompose(poly, max_depth=3, strategy=strategy)[0].n_trees == 3
+    assert cover_lower_bound(poly, 4) == 2 == _optimal_cover(poly, 4)  # {0, 1, 2} and {3, 4, 5} take 6
+    assert cover_lower_bound(poly, 6) == 1 == _optimal_cover(poly, 6)
+
+
+@given(forests(max_trees=4, max_depth=3, multiclass=False), st.integers(0, 2))
+def test_cover_lower_bound_is_below_the_optimum(forest: Forest, slack: int) -> None:
+    poly = forest_to_polynomial(forest)
+    depth = max(poly.max_degree, 1) + slack
+    bound = cover_lower_bound(poly, depth)
+    ids = np.asarray(poly.padded_ids, dtype=np.int64)
+    if poly.n_monomials and int(maximal_monomials(ids, poly.degree).sum()) <= 8:
+        assert bound <= _optimal_cover(poly, depth)
+    for strategy in ("greedy", "pack", "grow"):
+        assert bound <= recompose(poly, max_depth=depth, strategy=strategy)[0].n_trees

@@ -63,6 +63,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse
 
 from lumber.ir import CompileError, ObliviousEnsemble, Polynomial
 from lumber.ir.oblivious import INVALID_CODE, MAX_DEPTH
@@ -443,6 +444,66 @@ def maximal_monomials(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64]) ->
     return out
 
 
+def cover_lower_bound(poly: Polynomial, max_depth: int, limit: int = 20_000) -> int:
+    """A lower bound on the trees of any exact re-composition into tables of at most ``max_depth`` levels.
+
+    Every maximal monomial needs a tree holding all its conditions, and a tree holding two of them
+    holds their union; a canonical monomial has at most one condition per level group, so the union of
+    two needs ``|A u B|`` levels however they are grouped (two codes or thresholds of one group take two
+    levels). Maximal monomials no two of which fit in ``max_depth`` levels together therefore need one
+    tree each: their count bounds every strategy from below (``ceil(monomials / 2^max_depth)`` assumes
+    full tables, which the data rarely allows). The set is grown greedily, fewest compatible partners
+    first, among the ``limit`` largest maximal monomials of degree above ``max_depth / 2`` (two of those
+    sharing no condition never fit together), per output group as :func:`recompose` builds trees."""
+    K = poly.n_outputs
+    nonzero = poly.weight != 0
+    group = np.where(nonzero.sum(axis=1) == 1, np.argmax(nonzero, axis=1), -1) if K > 1 else np.zeros(
+        poly.n_monomials, dtype=np.int64)
+    ids = np.asarray(poly.padded_ids, dtype=np.int64)
+    deg = poly.degree.astype(np.int64)
+    nc = poly.n_conditions
+    total = 0
+    for g in np.unique(group).tolist():
+        members = np.flatnonzero(group == g)
+        top = members[maximal_monomials(ids[members], deg[members])]
+        top = top[deg[top] > max_depth // 2]
+        top = top[np.argsort(-deg[top], kind="stable")[:limit]]
+        m = top.shape[0]
+        if m == 0:
+            total += int(members.size > 0)  # its monomials need one tree at least
+            continue
+        dg = deg[top]
+        rows = np.repeat(np.arange(m), ids.shape[1])
+        cols = ids[top].reshape(-1)
+        real = cols < nc
+        A = scipy.sparse.csr_matrix((np.ones(int(real.sum()), dtype=np.float32), (rows[real], cols[real])),
+                                    shape=(m, nc))
+        dense = nc <= 2048  # few conditions (Adult: 321): most pairs share some, a dense product is faster
+        At = A.T.toarray() if dense else A.T.tocsc()
+        fits: list[npt.NDArray[np.int64]] = []
+        for lo in range(0, m, 1024):  # partners sharing enough conditions to fit together
+            hi = min(m, lo + 1024)
+            shared = A[lo:hi] @ At
+            if dense:
+                ok = shared >= (dg[lo:hi, None] + dg[None, :] - max_depth)
+                ok[np.arange(hi - lo), np.arange(lo, hi)] = False
+                fits.extend(np.flatnonzero(row) for row in ok)
+            else:
+                sh = scipy.sparse.csr_matrix(shared)
+                r = np.repeat(np.arange(hi - lo), np.diff(sh.indptr))
+                keep = (sh.data >= dg[lo + r] + dg[sh.indices] - max_depth) & (sh.indices != lo + r)
+                cut = np.searchsorted(r[keep], np.arange(hi - lo + 1))
+                part = sh.indices[keep].astype(np.int64)
+                fits.extend(part[cut[i]:cut[i + 1]] for i in range(hi - lo))
+        blocked = np.zeros(m, dtype=bool)
+        for v in np.argsort([f.shape[0] for f in fits], kind="stable").tolist():
+            if not blocked[v]:
+                total += 1
+                blocked[v] = True
+                blocked[fits[v]] = True
+    return total
+
+
 def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditions: int,
               max_depth: int, groups: npt.NDArray[np.int64] | None = None) -> list[list[int]]:
     """Condition sets covering every maximal monomial, built one tree at a time (strategy ``grow``).
@@ -802,6 +863,7 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
                              tree_output=tout, value=value, **set_arrays)
 
 
-__all__ = ["CostModel", "DEFAULT_MAX_DEPTH", "RecomposeOblivious", "STRATEGIES", "category_groups", "grow_sets",
+__all__ = ["CostModel", "DEFAULT_MAX_DEPTH", "RecomposeOblivious", "STRATEGIES", "category_groups",
+           "cover_lower_bound", "grow_sets",
            "level_groups",
            "maximal_monomials", "recompose"]
