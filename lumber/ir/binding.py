@@ -35,7 +35,7 @@ class ColumnsIgnoredWarning(UserWarning):
 
 
 class PositionalBindingWarning(UserWarning):
-    """Columns were taken by position because the model records no feature names."""
+    """Columns were taken by position: the model records no feature names, or the data (an array) has none."""
 
 
 def model_is_unnamed(names: Sequence[str]) -> bool:
@@ -140,6 +140,21 @@ def bind(names: Sequence[str], columns: Sequence[Any], *, source: str | None = N
     notes.append(_expected(names))
     raise _error(source, 1, f"{len(missing)} of the model's {n} features {'has' if len(missing) == 1 else 'have'} no column: "
                  + ", ".join(f"'{m}'" for m in missing[:5]) + (" ..." if len(missing) > 5 else ""), *notes)
+
+
+def warn_if_positional(names: Sequence[str], data: Any, what: str = "data") -> None:
+    """Say so when ``data`` carries no column names (an array, a list) but the model records real ones:
+    its columns are then taken by position, right only if they are in the model's order. A DataFrame,
+    Series or dict binds by name and says nothing."""
+    if data is None or isinstance(data, dict) or hasattr(data, "columns") or hasattr(data, "index"):
+        return
+    if not names or model_is_unnamed(names):
+        return
+    shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+    warnings.warn(f"{what} has no column names: its columns are taken by position as the model's features "
+                  f"({shown}); pass a DataFrame with named columns to bind them by name (to take arrays by "
+                  "position on purpose: warnings.simplefilter('ignore', lumber.ir.binding.PositionalBindingWarning))",
+                  PositionalBindingWarning, stacklevel=4)
 
 
 def _expected(names: Sequence[str]) -> str:
@@ -258,4 +273,5 @@ def read_csv(path: str | Path, *, header: bool = True, names: Sequence[str] | No
 
 
 __all__ = ["ColumnsIgnoredWarning", "DEFAULT_NAME", "PositionalBindingWarning", "bind", "bind_frame",
+           "warn_if_positional",
            "check_unique", "checked_csv_text", "columns_are_unnamed", "suggest", "model_is_unnamed", "read_csv"]

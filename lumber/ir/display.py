@@ -112,12 +112,8 @@ class Display:
         if i not in self._cuts:
             f = self.forest
             if not hasattr(f, "feature"):  # a Polynomial: its ``x > t`` conditions are the cuts
-                from .polynomial import ConditionKind
-
                 p: Any = f
-                sel = (p.cond_feature == i) & (p.cond_kind == ConditionKind.GREATER)
-                t = p.cond_threshold[sel]
-                self._cuts[i] = np.unique(t[np.isfinite(t)])
+                self._cuts[i] = p.threshold_cuts(i)
                 return self._cuts[i]
             sel = (f.feature == i) & ~f.is_categorical & (f.left >= 0)
             t = f.threshold[sel]

@@ -280,8 +280,22 @@ class Polynomial:
             return f"{name} = {cats[code]!r}" if cats is not None and code < len(cats) else f"{name} = {code}"
         if kind == ConditionKind.INVALID:
             return f"{name} is not a valid category"
-        text = f"{name} > {float(self.cond_threshold[c])!r}"
+        i = int(self.cond_feature[c])
+        text = f"{name} > {self._display.threshold(i, float(self.cond_threshold[c]))}"
         return text + " or missing" if self.cond_nan_true[c] else text
+
+    def threshold_cuts(self, i: int) -> npt.NDArray[np.float64]:
+        """Sorted finite thresholds of feature ``i``'s ``x > t`` conditions (the model's cells)."""
+        t = self.cond_threshold[(self.cond_feature == i) & (self.cond_kind == ConditionKind.GREATER)]
+        return np.unique(t[np.isfinite(t)])
+
+    @cached_property
+    def _display(self) -> Any:
+        """Thresholds for people: the shortest decimal splitting the model's cells as the threshold does
+        (``Age > 20.5``, not the model file's ``20.500000000000004``); ``cond_threshold`` keeps the exact one."""
+        from .display import Display
+
+        return Display(self)  # type: ignore[arg-type]
 
     def describe_monomial(self, j: int) -> str:
         conds = self.mono_cond[self.mono_offset[j]:self.mono_offset[j + 1]]

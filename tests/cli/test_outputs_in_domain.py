@@ -49,8 +49,7 @@ def _domains(out: Path) -> tuple[Domains, Any]:
 class Checker:
     def __init__(self, doms: Domains, forest: Any, values: bool = True) -> None:
         self.values = values
-        """False: check thresholds and categorical conditions only (without domains a value just past
-        LightGBM's zero band, 1e-35, is the model's true nearest point, not junk)."""
+        """False: check thresholds and categorical conditions only."""
         self.doms = doms
         self.names = doms.names
         self.labels = {i: f.categories for i, f in enumerate(forest.schema.features) if f.categories is not None}
@@ -205,25 +204,36 @@ def test_every_shown_value_is_in_its_domain(exported: tuple[str, Path], capsys: 
     assert not check.problems, "\n".join(check.problems[:30])
 
 
-def test_without_domains_thresholds_are_short_decimals(exported: tuple[str, Path],
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    """No training rows, no constraint file: the model's own schema is all lumber knows. Sensitive tests
-    (text, JSON, Markdown, HTML) still print every threshold as a short decimal of its model cell, never the
-    float noise of the model file (``12.500000000000002``, ``1.0000000180025095e-35``)."""
+def test_without_training_rows_the_cases_give_the_domains(exported: tuple[str, Path],
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """No training rows, no constraint file. ``explain --sensitive``, ``report`` and ``batch`` then knew only
+    the model's schema and showed ``CapitalGain 0 -> 1.0001e-35`` at distance 1e-35 (LightGBM's zero band)
+    where ``explain --counterfactual`` took every row of DATA as its reference; now all of them do, so what
+    they show lies in the domains those rows give, and every threshold is still a short decimal of its
+    model cell, never the float noise of the model file (``12.500000000000002``)."""
     name, out = exported
     forest = lumber.load(out / "model.txt")
-    check = Checker(domains_for(forest), forest, values=False)
+    cases_frame = read_csv(out / "cases.csv")
+    check = Checker(domains_for(forest, None, cases_frame[forest.schema.feature_names]), forest)
     model, cases = str(out / "model.txt"), str(out / "cases.csv")
     capsys.readouterr()
-    assert main(["explain", model, cases, "--rows", "0:2", "--sensitive", "-o", str(out / "bare.json")]) == 0
-    check.text(capsys.readouterr().out, f"{name}: explain (no domains)")
-    check.json(json.loads((out / "bare.json").read_text()), f"{name}: explain.json (no domains)")
-    assert main(["report", model, cases, "--analyses", "sensitive", "--max-cases", "2", "-q",
-                 "-o", str(out / "bare")]) == 0
+    assert main(["explain", model, cases, "--rows", "0:2", "--sensitive", "--counterfactual", "--time-limit", "10",
+                 "-o", str(out / "bare.json")]) == 0
+    check.text(capsys.readouterr().out, f"{name}: explain (no training rows)")
+    check.json(json.loads((out / "bare.json").read_text()), f"{name}: explain.json (no training rows)")
+    assert main(["report", model, cases, "--analyses", "sensitive,counterfactual", "--max-cases", "2", "-q",
+                 "--time-limit", "5", "-o", str(out / "bare")]) == 0
     capsys.readouterr()
     rep = out / "bare"
-    check.text((rep / "report.md").read_text(), f"{name}: report.md (no domains)")
+    check.text((rep / "report.md").read_text(), f"{name}: report.md (no training rows)")
     check.text(html.unescape(re.sub(r"<[^>]+>", " ", (rep / "report.html").read_text())),
-               f"{name}: report.html (no domains)")
-    check.json(json.loads((rep / "report.json").read_text()), f"{name}: report.json (no domains)")
+               f"{name}: report.html (no training rows)")
+    check.json(json.loads((rep / "report.json").read_text()), f"{name}: report.json (no training rows)")
+    for analysis in ("--counterfactual", "--sensitive"):
+        path = out / f"bare-batch{analysis[1:]}.jsonl"
+        assert main(["batch", model, cases, analysis, "--rows", "0:2", "--time-limit", "10", "-o", str(path),
+                     "--no-progress"]) == 0
+        capsys.readouterr()
+        for line in path.read_text().splitlines():
+            check.json(json.loads(line), f"{name}: batch {analysis} (no training rows)")
     assert not check.problems, "\n".join(check.problems[:30])

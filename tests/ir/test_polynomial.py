@@ -143,7 +143,7 @@ def test_from_terms_merges_drops_zeros_moves_constant_to_bias_and_sorts() -> Non
     p.validate()
     assert p.bias.tolist() == [6.0]
     assert p.n_conditions == 2  # condition 1 (x0 > 1) had weight 0 only: dropped
-    assert [p.describe_monomial(j) for j in range(p.n_monomials)] == ["[4] * [x0 > 0.0]", "[2] * [x0 > 0.0] * [x1 > 0.0]"]
+    assert [p.describe_monomial(j) for j in range(p.n_monomials)] == ["[4] * [x0 > 0]", "[2] * [x0 > 0] * [x1 > 0]"]
 
 
 def test_select_keeps_monomials_and_drops_unused_conditions() -> None:

@@ -8,6 +8,7 @@ pruned polynomial from ``lumber.run``.
 
 from __future__ import annotations
 
+from lumber.compiler.explain import warn_positional
 from lumber.compiler.pipeline import as_ir
 from lumber.ir import ArrayLike, CompileError, Forest, ModelLike, Polynomial
 from lumber.passes.analyses.attribution import AttributionResult
@@ -20,6 +21,7 @@ def attribution(model: ModelLike, X: ArrayLike, *, polynomial: Polynomial | None
     """nu per feature (``.nu``, ``[n_features, n_outputs]``) and per condition (``.condition_nu``)."""
     if polynomial is None:
         ir = as_ir(model)
+        warn_positional(model, ir, X, "X")
         if isinstance(ir, Polynomial):
             polynomial = ir
         elif isinstance(ir, Forest):

@@ -19,7 +19,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, explanation_request, source_predictor
+from lumber.compiler.explain import (
+    ConstraintsLike, ExplanationRequest, explanation_request, source_predictor, warn_positional,
+)
 from lumber.compiler.explain.request import ScaleLike
 from lumber.ir import (
     ArrayLike, CasesLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, TargetLike, Task, WeightsLike,
@@ -94,6 +96,7 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
     req = explanation_request(model, constraints=constraints, target=target, norm=norm, scale=scale,
                               reference=reference, features=features, verify=verify_with_model)
     forest, cons, R, verifier, target = req.forest, req.constraints, req.reference, req.predictor, req.target
+    warn_positional(model, forest, x, "x")
     X, single = _rows(x, forest)
     iso = _plausibility(forest, cons, isolation_forest, contamination, R, target, X, seed)
     kw: dict[str, Any] = dict(

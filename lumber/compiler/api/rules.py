@@ -21,7 +21,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, explanation_request, source_predictor
+from lumber.compiler.explain import (
+    ConstraintsLike, ExplanationRequest, explanation_request, source_predictor, warn_positional,
+)
 from lumber.ir.domains import domains_for
 from lumber.ir import ArrayLike, CasesLike, Forest, InputDataError, ModelLike, TargetLike, UnsupportedModelError
 from lumber.passes.analyses.rules import (
@@ -281,6 +283,7 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
     if regions is not None:
         rs = explainer.regional(regions[0], target)
         return rs[0] if not regions[1] else rs
+    warn_positional(model, explainer.forest, x, "x")
     single, X = _as_cases(explainer.forest, x)
     rs = explainer.local(X, target, rows=rows)
     return rs[0] if single else rs
@@ -307,6 +310,7 @@ class RuleExplainer:
                               fallback=fallback, min_cell_rows=min_cell_rows,
                               widen=widen, seed=seed,
                               anneal=anneal or AnnealOptions()).check()
+        warn_positional(model, self.forest, X_train, "X_train")
         X_raw = self.forest.prepare_input(X_train)
         if X_raw.shape[0] < 2:
             raise InputDataError("X_train needs at least 2 rows", "counterfactual rules estimate from training rows")

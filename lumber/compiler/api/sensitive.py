@@ -15,7 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request
+from lumber.compiler.explain import (
+    ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request, warn_positional,
+)
 from lumber.compiler.explain.request import ScaleLike
 from lumber.ir import ArrayLike, InputDataError, ModelLike, Norm, TargetLike, Task, WeightsLike
 from lumber.ir.display import Display
@@ -65,6 +67,7 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
     req = explanation_request(model, constraints=constraints, target=target, norm=norm, scale=scale,
                               reference=reference, verify=verify)
     forest = req.forest
+    warn_positional(model, forest, X, "X")
     domains = search.pop("domains", None) or req.domains
     metric = build_metric(forest, req.rules, norm=req.norm_or(Norm.L2), scale=req.scale, reference=req.reference,
                           weights=weights, frozen=frozen, increase_only=increase_only, decrease_only=decrease_only,

@@ -94,7 +94,9 @@ def per_case(st: State) -> None:
         return
     ex = cfg.explain
     ref = inp.reference
-    R = ref.X if ref is not None else None
+    # without training or validation rows the cases give the domains and statistics, as in `lumber explain`
+    # (with none, a whole-dollar CapitalGain was changed to 1e-35)
+    R = ref.X if ref is not None else cases.X
     scale = None if ex.scale == "none" else ex.scale
     options: dict[str, dict[str, Any]] = {
         "sensitive": {"norm": "l2" if ex.norm == "l0" else ex.norm, "scale": scale},  # sensitive tests have no l0

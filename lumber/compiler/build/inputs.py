@@ -67,6 +67,17 @@ class Inputs:
         return self.tables.get("train") or self.tables.get("validation")
 
 
+def _settings_hash(cfg: BuildConfig) -> str:
+    """A configuration made in memory (``lumber report``) has no build file text: its settings stand for it.
+    Without them a report re-run into the same folder with another --norm, --time-limit or --target was
+    "up to date" and kept the earlier results. The cache folder (a fresh temporary one per report) is left out."""
+    from dataclasses import replace
+
+    from .cache import digest
+
+    return digest("settings", repr(replace(cfg, output=replace(cfg.output, cache=Path()), text="")))
+
+
 class _Errors:
     def __init__(self, cfg: BuildConfig) -> None:
         self.cfg = cfg
@@ -151,7 +162,7 @@ def prepare(cfg: BuildConfig, output: Path | None = None) -> Inputs:
     _check_settings(cfg, err)
     err.raise_if_any()
     hashes = {role: file_hash(p) for role, p in files.items()}
-    hashes["build_file"] = hashlib.sha256(cfg.text.encode()).hexdigest()
+    hashes["build_file"] = hashlib.sha256(cfg.text.encode()).hexdigest() if cfg.text else _settings_hash(cfg)
     if not cfg.data.header:  # the same bytes read another way (set by --no-header, not by the file's text)
         hashes["data_header"] = "none"
     forest = _load_model(cfg, err)

@@ -19,7 +19,6 @@ import warnings
 from typing import Sequence, TextIO
 
 from lumber import __version__
-from lumber.ir import LumberError
 
 
 EXAMPLES = """examples (files from `lumber datasets export adult tour`):
@@ -63,6 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Ctrl-C is "interrupted" and exit 130 from the first moment: this module imports nothing heavy at its
+    # top, so an interrupt while numpy and the commands load (the first second) is caught here too
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from lumber.ir import LumberError
+
     parser = build_parser()
     if argv is None:
         _complete(parser)
@@ -80,9 +91,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LumberError as exc:
         print(exc.render(), file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         return 0
 

@@ -54,7 +54,8 @@ def add_no_header(p: argparse.ArgumentParser, more: str = "") -> None:
 
 def add_scale(p: argparse.ArgumentParser, default_help: str = "default: none") -> None:
     p.add_argument("--scale", choices=["none", "std", "minmax"], default=None,
-                   help=f"feature scaling of distances: std or minmax statistics from --train ({default_help})")
+                   help=f"feature scaling of distances: std or minmax statistics from --train, else from the data rows "
+                        f"({default_help})")
     p.add_argument("--metric", dest="metric_alias", choices=["none", "std", "minmax"], default=None,
                    help=argparse.SUPPRESS)
 

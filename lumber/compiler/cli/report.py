@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="distance norm of counterfactuals and sensitive tests (default: l1; sensitive tests, which "
                         "have no l0, use l2 under l0)")
     p.add_argument("--scale", choices=["none", "std", "minmax"], help="default: std with --train, else none")
-    p.add_argument("--time-limit", type=_options.positive_float, default=30.0, help="seconds per counterfactual MILP")
+    p.add_argument("--time-limit", type=_options.positive_float, default=30.0, help="seconds per case for a counterfactual, the whole query (warm start, model, solve); default 30")
     p.add_argument("--max-cases", type=_options.positive_int, default=20,
                    help="explain the first N rows of CASES (default: 20); the report says how many it explains")
     p.add_argument("--jobs", type=int, default=1, help="parallel workers for the explanations (default: 1)")

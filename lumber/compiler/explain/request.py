@@ -145,12 +145,25 @@ def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: C
             scale = cons.scale
         if cons.target is not None:
             target = cons.target.interval if cons.target.interval is not None else cons.target.label
+    warn_positional(model, forest, reference, "reference")
     R = None if reference is None else forest.prepare_input(reference)
     return ExplanationRequest(
         model=model, forest=forest, predictor=source_predictor(model, forest) if verify else None,
         constraints=cons, target=target, norm=None if norm is None else Norm.parse(norm), scale=parse_scale(scale),
         reference=R, domains=domains_for(forest, cons, R),
     )
+
+
+def warn_positional(model: Any, forest: Forest | Any, data: Any, what: str) -> None:
+    """Warn when a user's model with feature names gets an array without any (columns by position).
+
+    Lowered IR (a Forest, a Polynomial) and requests already built take arrays in the model's feature
+    order by definition: the CLI, the build and batch workers pass rows they have bound by name."""
+    from lumber.ir import ObliviousEnsemble, Polynomial
+    from lumber.ir.binding import warn_if_positional
+
+    if not isinstance(model, (ExplanationRequest, Forest, Polynomial, ObliviousEnsemble)):
+        warn_if_positional(forest.schema.feature_names, data, what)
 
 
 def resolve_constraints(constraints: ConstraintsLike | Any, schema: Schema) -> Constraints | None:
@@ -187,4 +200,4 @@ def parse_scale(scale: ScaleLike) -> Scale | Mapping[str, float] | FloatArray | 
 
 
 __all__ = ["ConstraintsLike", "ExplanationRequest", "ScaleLike", "explanation_request", "parse_scale",
-           "resolve_constraints"]
+           "resolve_constraints", "warn_positional"]

@@ -2,7 +2,8 @@
 the sensitive tests (most sensitive first) and the distance to the decision surface.
 
 ``--scale std|minmax`` scales features with statistics from ``--train`` (or, when
-it is absent, from every row of DATA, as the output records); ``--norm`` picks
+it is absent, from every row of DATA, as the output records); those rows also give
+each feature's domain (whole numbers stay whole, observed bounds); ``--norm`` picks
 l1/l2/linf; ``--constraints FILE`` freezes features and directions and sets costs;
 ``--target`` asks for a given class (or ``lo:hi`` for a regressor).
 """
@@ -22,11 +23,9 @@ from lumber.passes.analyses.sensitive_results import CaseSensitivity, SensitiveR
 def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     args = ctx.args
     scale = None if args.metric in (None, "none") else args.metric
-    reference, ref_name = None, None
-    if ctx.train_X is not None:  # training rows give the domains (whole numbers, bounds) even unscaled
-        reference, ref_name = ctx.train_X, "train"
-    elif scale is not None:
-        reference, ref_name = ctx.X, "data"
+    # rows give the domains (whole numbers, bounds) even unscaled: --train, else every row of DATA, as for
+    # --counterfactual (without any, a whole-dollar CapitalGain printed "0 -> 1.0001e-35")
+    reference, ref_name = (ctx.train_X, "train") if ctx.train_X is not None else (ctx.X, "data")
     if args.norm == "l0":
         raise InputDataError("--norm l0 is not supported by sensitive tests", "use l1, l2 or linf")
     target = parse_target(args.target, ctx.forest.schema.task)
