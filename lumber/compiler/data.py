@@ -15,7 +15,7 @@ import pandas as pd
 
 from lumber.datasets import read_typed_csv
 from lumber.ir import InputDataError
-from lumber.ir.binding import bind_frame, read_csv, suggest
+from lumber.ir.binding import bind_frame, label_notes, read_csv
 from lumber.ir.interp import prepare_input
 
 
@@ -40,10 +40,7 @@ def read_rows(path: str | Path, model: Any, *, header: bool = True, label: str |
     names = model.schema.feature_names
     frame = read_frame(path, header=header, names=names)
     if label is not None and header and label not in frame.columns:
-        close = suggest(label, [str(c) for c in frame.columns])
-        raise InputDataError(f"{path}: no label column '{label}'",
-                             *([f"did you mean '{close}'?"] if close else []),
-                             f"columns: {', '.join(map(str, frame.columns[:12]))}")
+        raise InputDataError(f"{path}: no label column '{label}'", *label_notes(label, frame.columns, names))
     try:
         bound = bind_frame(names, frame, source=str(path), ignore=[label] if label else [])
         X = prepare_input(model.schema, bound)  # a model, or a compiled artifact's predictor

@@ -157,6 +157,24 @@ def warn_if_positional(names: Sequence[str], data: Any, what: str = "data") -> N
                   PositionalBindingWarning, stacklevel=4)
 
 
+def label_notes(label: str, columns: Sequence[Any], features: Sequence[str]) -> list[str]:
+    """What to say when a file has no label column ``label``: the closest column that is not a feature
+    (a label is never one: 'Class' once suggested the feature 'WorkClass' beside a column 'label'), and
+    the file's columns."""
+    cols = [str(c) for c in columns]
+    others = [c for c in cols if c not in set(features)]
+    close = suggest(label, others)
+    if close is not None:
+        notes = [f"did you mean '{close}'?"]
+    elif len(others) == 1:
+        notes = [f"the one column that is not a feature is '{others[0]}': is that the label? (--label {others[0]})"]
+    elif not others:
+        notes = ["every column is one of the model's features: the file holds no label column"]
+    else:
+        notes = [f"columns that are not features: {', '.join(others[:8])}"]
+    return notes + [f"columns: {', '.join(cols[:15])}{' ...' if len(cols) > 15 else ''}"]
+
+
 def _expected(names: Sequence[str]) -> str:
     return f"the model reads: {', '.join(names[:15])}{' ...' if len(names) > 15 else ''}"
 
@@ -178,6 +196,19 @@ def _decode(data: bytes, label: str) -> str:
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         raise _error(label, line, f"not UTF-8 text (byte {data[exc.start]:#04x})", "save the CSV as UTF-8") from None
+
+
+def _gunzipped(data: bytes, label: str) -> bytes:
+    """A gzip-compressed CSV (``train.csv.gz``, as the bundled data sets ship) read as its text would be."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    import gzip
+    import zlib
+
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _error(label, 1, f"damaged gzip file ({exc})", "re-compress the CSV, or pass it uncompressed") from None
 
 
 def _records(text: str, label: str) -> list[tuple[int, list[str]]]:
@@ -208,7 +239,7 @@ def checked_csv_text(path: str | Path, *, header: bool = True, names: Sequence[s
         raise InputDataError(f"{label}: is a directory, expected a CSV file") from None
     except OSError as exc:
         raise InputDataError(f"{label}: cannot read ({exc.strerror})") from None
-    text = _decode(data, label)
+    text = _decode(_gunzipped(data, label), label)
     records = _records(text, label)
     accepted = ("expected a header row naming the model's features, then one row per case"
                 if header else "expected one row per case, one column per feature in the model's order")
@@ -273,5 +304,5 @@ def read_csv(path: str | Path, *, header: bool = True, names: Sequence[str] | No
 
 
 __all__ = ["ColumnsIgnoredWarning", "DEFAULT_NAME", "PositionalBindingWarning", "bind", "bind_frame",
-           "warn_if_positional",
+           "label_notes", "warn_if_positional",
            "check_unique", "checked_csv_text", "columns_are_unnamed", "suggest", "model_is_unnamed", "read_csv"]

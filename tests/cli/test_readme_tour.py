@@ -19,10 +19,10 @@ from lumber.compiler.cli import main
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def tour() -> list[tuple[str, list[str]]]:
-    """(command, README's output lines) for each ``$ lumber`` line of the Command line tour."""
+def tour(heading: str = "Command line tour") -> list[tuple[str, list[str]]]:
+    """(command, README's output lines) for each ``$ ...`` line of a README section."""
     text = README.read_text(encoding="utf-8")
-    section = text.split("## Command line tour", 1)[1].split("\n## ", 1)[0]
+    section = text.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
     steps: list[tuple[str, list[str]]] = []
     for block in re.findall(r"```\n(.*?)```", section, flags=re.S):
         lines = block.splitlines()
@@ -87,3 +87,36 @@ def test_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
         if want:
             assert lines, f"{cmd}: no output, the README shows {want[0]!r}"
             assert _shape(lines[0]) == _shape(want[0]), f"{cmd}:\n  got  {lines[0]}\n  want {want[0]}"
+
+
+def test_readme_constraint_file_commands_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The "Constraint files" section's commands on the tour's files: they named a model nobody had
+    (``adult_rf.skops``) and files it never showed. ``$ cat F`` lines write the shown text to F; the
+    ``fmt --diff`` input is the diff's old side. Exit codes as the README states (check: 1 on errors)."""
+    steps = tour("Constraint files")
+    assert [c for c, _ in steps if c.startswith("lumber check")] == [
+        "lumber check adult.lum --model model.txt", "lumber check mine.lum --model model.txt"]
+    monkeypatch.chdir(tmp_path)
+    assert main(["datasets", "export", "adult", "tour", "--trees", "10", "--leaves", "8"]) == 0
+    monkeypatch.chdir(tmp_path / "tour")
+    section = README.read_text(encoding="utf-8").split("## Constraint files", 1)[1].split("\n## ", 1)[0]
+    diff = section.split("$ lumber fmt --diff messy.lum", 1)[1].split("```", 1)[0].splitlines()[1:]
+    Path("messy.lum").write_text("".join(line[1:] + "\n" for line in diff
+                                         if line[:1] in ("-", " ") and not line.startswith("---")))
+    capsys.readouterr()
+    for cmd, want in steps:
+        argv = shlex.split(cmd, comments=True)
+        if argv[0] == "cat":
+            Path(argv[1]).write_text("\n".join(want) + "\n")
+            continue
+        assert argv[0] == "lumber", cmd
+        rc = main(argv[1:])
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err
+        assert rc == (1 if "mine.lum" in cmd else 0), f"{cmd}\n{err}"
+        shown = (out + err).splitlines()
+        if want:
+            assert shown and _shape(shown[0]) == _shape(want[0]), f"{cmd}:\n  got  {shown[:1]}\n  want {want[0]}"
+            if "mine.lum" in cmd:
+                assert [x for x in shown if ": error: " in x] == [x for x in want if ": error: " in x]

@@ -13,6 +13,7 @@ with joblib, one solver thread per worker.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -93,6 +94,9 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
     CounterfactualResult or list of them
         ``.x``, ``.cost``, ``.changes``, ``.status``, ``.verified``, ``.gap``, ``.to_dict()``.
     """
+    if not isinstance(time_limit, numbers.Real) or not time_limit > 0:  # NaN fails the comparison too
+        raise InputDataError(f"time_limit must be a number of seconds above 0, got {time_limit!r}",
+                             "it bounds each case's whole query; math.inf: no limit")
     req = explanation_request(model, constraints=constraints, target=target, norm=norm, scale=scale,
                               reference=reference, features=features, verify=verify_with_model)
     forest, cons, R, verifier, target = req.forest, req.constraints, req.reference, req.predictor, req.target

@@ -24,7 +24,7 @@ import pandas as pd
 
 from lumber.ir import (Constraints, Diagnostic, Forest, LumberError, ObliviousEnsemble, Polynomial, Severity,
                        SourceSpan)
-from lumber.ir.binding import bind_frame
+from lumber.ir.binding import bind_frame, label_notes
 
 from .spec import BuildConfig
 from .validate import BuildFileError, locate
@@ -259,9 +259,8 @@ def _read_table(cfg: BuildConfig, role: str, path: Path, forest: Forest, err: _E
     y = None
     if label is not None and role != "cases":
         if label not in cols:
-            close = difflib.get_close_matches(label, cols, n=1)
             err.add(f"{role} file '{path.name}' has no label column '{label}'", "data", "label",
-                    *([f"did you mean '{close[0]}'?"] if close else []), f"columns: {', '.join(cols[:15])}")
+                    *label_notes(label, cols, forest.schema.feature_names))
             return None
         y = frame[label].to_numpy()
     try:
