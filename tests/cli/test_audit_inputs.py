@@ -14,7 +14,6 @@ import gzip
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -23,52 +22,37 @@ from lumber.compiler.cli import main
 from lumber.ir import InputDataError
 
 
-@pytest.fixture
-def files(tmp_path: Path) -> Path:
-    import lightgbm as lgb
-
-    rng = np.random.default_rng(0)
-    X = pd.DataFrame({"Age": rng.integers(17, 90, 300), "Hours": rng.integers(1, 99, 300)}).astype(float)
-    y = ((X.Age > 40) & (X.Hours > 35)).astype(int)
-    lgb.LGBMClassifier(n_estimators=4, num_leaves=4, verbose=-1, min_child_samples=5).fit(X, y) \
-        .booster_.save_model(str(tmp_path / "model.txt"))
-    X.iloc[:4].to_csv(tmp_path / "cases.csv", index=False)
-    X.assign(label=y).to_csv(tmp_path / "train.csv", index=False)
-    X.to_csv(tmp_path / "nolabel.csv", index=False)
-    return tmp_path
-
-
-def test_a_wrong_label_name_suggests_the_column_that_is_not_a_feature(files: Path,
+def test_a_wrong_label_name_suggests_the_column_that_is_not_a_feature(age_hours: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    m, train = str(files / "model.txt"), str(files / "train.csv")
+    m, train = str(age_hours / "model.txt"), str(age_hours / "train.csv")
     for argv in (["compile", m, "--passes", "polynomial,prune{alpha=auto}", "--train", train, "--valid", train,
-                  "--label", "Class", "-o", str(files / "p.lumber")],
-                 ["report", m, str(files / "cases.csv"), "--train", train, "--label", "Class", "-q",
-                  "-o", str(files / "rep")]):
+                  "--label", "Class", "-o", str(age_hours / "p.lumber")],
+                 ["report", m, str(age_hours / "cases.csv"), "--train", train, "--label", "Class", "-q",
+                  "-o", str(age_hours / "rep")]):
         assert main(argv) != 0
         err = capsys.readouterr().err
         assert "no label column 'Class'" in err and "'label'" in err and "Age" not in err.split("note:")[1], err
-    assert not (files / "p.lumber").exists() and not (files / "rep").exists()
-    assert main(["compile", m, "--passes", "polynomial,prune{alpha=auto}", "--train", str(files / "nolabel.csv"),
-                 "--valid", train, "--label", "label", "-o", str(files / "p.lumber")]) != 0
+    assert not (age_hours / "p.lumber").exists() and not (age_hours / "rep").exists()
+    assert main(["compile", m, "--passes", "polynomial,prune{alpha=auto}", "--train", str(age_hours / "nolabel.csv"),
+                 "--valid", train, "--label", "label", "-o", str(age_hours / "p.lumber")]) != 0
     assert "holds no label column" in capsys.readouterr().err
 
 
-def test_a_gzip_csv_reads_as_its_text(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    m = str(files / "model.txt")
-    (files / "cases.csv.gz").write_bytes(gzip.compress((files / "cases.csv").read_bytes()))
-    assert main(["predict", m, str(files / "cases.csv")]) == 0
+def test_a_gzip_csv_reads_as_its_text(age_hours: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = str(age_hours / "model.txt")
+    (age_hours / "cases.csv.gz").write_bytes(gzip.compress((age_hours / "cases.csv").read_bytes()))
+    assert main(["predict", m, str(age_hours / "cases.csv")]) == 0
     plain = capsys.readouterr().out
-    assert main(["predict", m, str(files / "cases.csv.gz")]) == 0
+    assert main(["predict", m, str(age_hours / "cases.csv.gz")]) == 0
     assert capsys.readouterr().out == plain
-    (files / "cut.csv.gz").write_bytes((files / "cases.csv.gz").read_bytes()[:20])
-    assert main(["predict", m, str(files / "cut.csv.gz")]) == 2
+    (age_hours / "cut.csv.gz").write_bytes((age_hours / "cases.csv.gz").read_bytes()[:20])
+    assert main(["predict", m, str(age_hours / "cut.csv.gz")]) == 2
     err = capsys.readouterr().err
     assert "cut.csv.gz:1:1: error: damaged gzip file" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("limit", [0, -1.0, math.nan, "30"])
-def test_a_time_limit_must_be_seconds_above_zero(files: Path, limit: object) -> None:
-    case = pd.read_csv(files / "cases.csv").iloc[[0]]
+def test_a_time_limit_must_be_seconds_above_zero(age_hours: Path, limit: object) -> None:
+    case = pd.read_csv(age_hours / "cases.csv").iloc[[0]]
     with pytest.raises(InputDataError, match="time_limit must be a number of seconds above 0"):
-        lumber.counterfactual(str(files / "model.txt"), case, target=1, time_limit=limit)  # type: ignore[arg-type]
+        lumber.counterfactual(str(age_hours / "model.txt"), case, target=1, time_limit=limit)  # type: ignore[arg-type]

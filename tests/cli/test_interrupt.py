@@ -13,20 +13,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from lumber.compiler.cli import main
 
 
 def test_the_cli_module_loads_nothing_heavy() -> None:
-    code = "import sys, lumber.compiler.cli; print(sorted(m for m in ('numpy', 'pandas', 'lumber.ir') if m in sys.modules))"
+    code = ("import sys, lumber.compiler.cli; "
+            "print(sorted(m for m in ('numpy', 'pandas', 'lumber.ir') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
-def test_an_interrupt_while_the_commands_load(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_interrupt_while_the_commands_load(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     import lumber.compiler.cli as cli
 
     def loading() -> list:  # type: ignore[type-arg]
@@ -37,24 +37,11 @@ def test_an_interrupt_while_the_commands_load(monkeypatch: pytest.MonkeyPatch, c
     assert capsys.readouterr().err.strip() == "interrupted"
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    import lightgbm as lgb
-
-    rng = np.random.default_rng(0)
-    X = pd.DataFrame({"Age": rng.integers(17, 90, 300), "Hours": rng.integers(1, 99, 300)}).astype(float)
-    y = ((X.Age > 40) & (X.Hours > 35)).astype(int)
-    lgb.LGBMClassifier(n_estimators=4, num_leaves=4, verbose=-1, min_child_samples=5).fit(X, y) \
-        .booster_.save_model(str(tmp_path / "model.txt"))
-    X.iloc[:4].to_csv(tmp_path / "cases.csv", index=False)
-    return tmp_path
-
-
-def test_a_report_interrupted_mid_way_writes_nothing(project: Path, monkeypatch: pytest.MonkeyPatch,
+def test_a_report_interrupted_mid_way_writes_nothing(age_hours: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     import lumber.compiler.api.counterfactual as cf
 
-    model, cases, out = str(project / "model.txt"), str(project / "cases.csv"), project / "rep"
+    model, cases, out = str(age_hours / "model.txt"), str(age_hours / "cases.csv"), age_hours / "rep"
     argv = ["report", model, cases, "--analyses", "counterfactual", "--time-limit", "5", "-q", "-o", str(out)]
     real, calls = cf.solve_counterfactual, []
 
@@ -67,7 +54,7 @@ def test_a_report_interrupted_mid_way_writes_nothing(project: Path, monkeypatch:
     monkeypatch.setattr(cf, "solve_counterfactual", second_case_interrupted)
     assert main(argv) == 130
     assert "interrupted" in capsys.readouterr().err
-    assert not out.exists() and [p.name for p in project.iterdir() if p.name.startswith(".")] == []
+    assert not out.exists() and [p.name for p in age_hours.iterdir() if p.name.startswith(".")] == []
     monkeypatch.setattr(cf, "solve_counterfactual", real)
     assert main(argv) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
