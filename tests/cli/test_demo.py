@@ -15,3 +15,36 @@ def test_demo_small_model_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "all checks passed" in out
     assert "margins bit-identical to LightGBM" in out
     assert (tmp_path / "model.txt").exists() and (tmp_path / "model.onnx").exists()
+    _scan_what_the_demo_wrote(tmp_path, out)
+
+
+def _scan_what_the_demo_wrote(kept: Path, printed: str) -> None:
+    """Everything the demo prints and writes (report.md/html/json) shows values a person could have, in
+    the domains its training rows give: no denormal-scale or float-noise numbers, categories by label, no
+    "nan"/"None"; and every rule sample reads "F: a → b; ...; prediction p → q"."""
+    import html
+    import json
+    import re
+
+    import lumber
+    from lumber.ir.binding import read_csv
+    from lumber.ir.domains import domains_for
+    from test_outputs_in_domain import Checker
+
+    forest = lumber.load(kept / "model.txt")
+    train = read_csv(kept / "train.csv")
+    check = Checker(domains_for(forest, None, train[forest.schema.feature_names]), forest)
+    check.text(printed, "demo output")
+    rep = kept / "build"
+    md = (rep / "report.md").read_text()
+    page = html.unescape(re.sub(r"<[^>]+>", " ", (rep / "report.html").read_text()))
+    check.text(md, "demo report.md")
+    check.text(page, "demo report.html")
+    check.json(json.loads((rep / "report.json").read_text()), "demo report.json")
+    assert not check.problems, "\n".join(check.problems[:30])
+    for text, where in ((md, "report.md"), (page, "report.html"), (printed, "demo output")):
+        for bad in (r"\bnan\b", r"\bNone\b", r"\d\.\d{12,}"):
+            assert not re.search(bad, text), f"{where} shows {re.search(bad, text).group(0)!r}"  # type: ignore[union-attr]
+    for line in md.splitlines():
+        if line.startswith("Sample from the rule"):
+            assert re.fullmatch(r"Sample from the rule: (.+: .+ → [^;]+; )+prediction \S+ → \S+ \(.*\)\.", line), line
