@@ -51,4 +51,20 @@ def read_rows(path: str | Path, model: Any, *, header: bool = True, label: str |
     return (bound if features_only else frame), X
 
 
-__all__ = ["read_frame", "read_rows", "read_typed_csv"]
+def csv_text(frame: pd.DataFrame) -> str:
+    """A frame as CSV for people to read: a float column holding whole numbers only prints them as
+    integers (``Age`` 62, not 62.0); reading the file back gives the same values."""
+    out = frame.copy()
+    for c in out.columns:
+        col = out[c]
+        if col.dtype.kind != "f":
+            continue
+        v = col.to_numpy(dtype=np.float64)
+        known = v[~np.isnan(v)]
+        whole = np.isfinite(known).all() and (np.abs(known) < 2.0**53).all() and (known == np.trunc(known)).all()
+        if known.size and whole:
+            out[c] = col.astype("Int64")
+    return out.to_csv(index=False)
+
+
+__all__ = ["csv_text", "read_frame", "read_rows", "read_typed_csv"]

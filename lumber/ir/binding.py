@@ -167,7 +167,7 @@ def label_notes(label: str, columns: Sequence[Any], features: Sequence[str]) -> 
     if close is not None:
         notes = [f"did you mean '{close}'?"]
     elif len(others) == 1:
-        notes = [f"the one column that is not a feature is '{others[0]}': is that the label? (--label {others[0]})"]
+        notes = [f"the one column that is not a feature is '{others[0]}': is that the label?"]
     elif not others:
         notes = ["every column is one of the model's features: the file holds no label column"]
     else:

@@ -216,3 +216,30 @@ def test_build_recomposes_with_each_strategy(project: Path, strategy: str) -> No
     poly = forest_to_polynomial(lumber.load(project / "model.txt"))
     want, _ = recompose(poly, max_depth=max(DEFAULT_MAX_DEPTH, poly.max_degree), strategy=strategy)
     assert ir.n_trees == want.n_trees
+
+
+def test_a_target_the_backend_refuses_is_named_at_its_line(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's build run in the tour's folder: ONNX refused the pruned polynomial's trees (too many
+    category-set members for onnxruntime) and the build said ``<model>: error: ...`` with no way to tell
+    which target or which IR. Now the error sits at ``[compile] targets`` and says what was compiled."""
+    from lumber.ir import CompileError, IRLocation
+    from lumber.ir.diagnostics import error
+
+    toml = project / "lumber.toml"
+    set_key(toml, "explain", "analyses = []")
+    real = lumber.compile
+
+    def refuse_onnx(ir, target="c", **kw):  # type: ignore[no-untyped-def]
+        if target == "onnx":
+            raise CompileError([error("78532 category set members in all exceed 40000", IRLocation(),
+                                      "onnxruntime crashes on huge BRANCH_MEMBER sets (ORT #25400)")])
+        return real(ir, target=target, **kw)
+
+    monkeypatch.setattr(lumber, "compile", refuse_onnx)
+    with pytest.raises(CompileError) as got:
+        build(toml)
+    text = got.value.render()
+    line = next(i for i, x in enumerate(toml.read_text().splitlines(), 1) if x.startswith("targets"))
+    assert text.startswith(f"{toml}:{line}:1: error: target 'onnx' cannot be built: 78532 category set"), text
+    assert "ORT #25400" in text and "passes 'polynomial,prune{alpha=auto,tol=0.002}'" in text
+    assert "drop 'onnx' from [compile] targets" in text

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import gzip
 import math
+import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -56,3 +58,18 @@ def test_a_time_limit_must_be_seconds_above_zero(age_hours: Path, limit: object)
     case = pd.read_csv(age_hours / "cases.csv").iloc[[0]]
     with pytest.raises(InputDataError, match="time_limit must be a number of seconds above 0"):
         lumber.counterfactual(str(age_hours / "model.txt"), case, target=1, time_limit=limit)  # type: ignore[arg-type]
+
+
+def test_exported_csvs_print_whole_numbers_as_integers(tmp_path: Path) -> None:
+    """The tour's cases.csv read "62.0,0.0,0.0,13.0,38.0,...": whole-number columns now print as integers,
+    and the files read back to the same model input."""
+    from lumber.compiler.data import read_rows
+
+    assert main(["datasets", "export", "adult", str(tmp_path), "--trees", "3", "--leaves", "4", "--cases", "5"]) == 0
+    head, first = (tmp_path / "cases.csv").read_text().splitlines()[:2]
+    assert head.startswith("Age,CapitalGain") and not re.search(r"\d\.0\b", first), first
+    forest = lumber.load(tmp_path / "model.txt")
+    _, X = read_rows(tmp_path / "cases.csv", forest)
+    ds = lumber.datasets.load("adult").labelled()
+    _, Xte, _, _ = ds.split(test_size=0.25, seed=0)
+    np.testing.assert_array_equal(X, forest.prepare_input(Xte.iloc[:5]))

@@ -212,3 +212,23 @@ def test_init_constraints_follows_the_model_where_it_splits_numerically(tmp_path
     err = capsys.readouterr().err
     assert "'Grade' has text labels but the model splits it at numeric thresholds" in err
     assert "column 'Grade' holds non-numeric value 'low'" in err  # the model reads numbers: text is an error
+
+
+def test_starter_file_prints_split_ranges_as_explanations_do(tmp_path: Path) -> None:
+    """``lumber init-constraints`` described CapitalGain as "splits 1e-35 .. 70654.5": LightGBM's zero band
+    and the model file's float, beside "data: 0 .. 99999". The range now prints as the explanations print
+    thresholds: with the training rows' whole dollars, 0.5 .. 70654.5; without data, 0 (the zero band)."""
+    import re
+
+    from lumber.compiler.cli import main
+
+    assert main(["datasets", "export", "adult", str(tmp_path), "--trees", "10", "--leaves", "8"]) == 0
+    for args, name in ((["--data", str(tmp_path / "train.csv")], "with.lum"), ([], "without.lum")):
+        assert main(["init-constraints", str(tmp_path / "model.txt"), *args, "-o", str(tmp_path / name)]) == 0
+        text = (tmp_path / name).read_text()
+        ranges = re.findall(r"splits (\S+) \.\. (\S+) \(", text) + [(m, m) for m in re.findall(r"splits at (\S+);?", text)]
+        assert ranges, text
+        for lo, hi in ranges:
+            for v in (lo, hi):
+                assert "e-" not in v and len(v.replace(".", "").replace("-", "")) <= 8, (name, v)
+        assert main(["check", str(tmp_path / name), "--model", str(tmp_path / "model.txt")]) == 0

@@ -169,10 +169,38 @@ def compile_targets(st: State) -> None:
                      cfg.data.max_cases, *((cfg.compile.tolerance, cfg.compile.agreement, cfg.data.label, cfg.seed)
                                            if tolerant(st, target) else ()))
         fname = cfg.compile.name + get_target(target).suffix
-        entry = st.step(f"compile-{target}", key, lambda files, t=target, f=fname: _compile_one(st, t, files, f))
+        try:
+            entry = st.step(f"compile-{target}", key, lambda files, t=target, f=fname: _compile_one(st, t, files, f))
+        except LumberError as exc:
+            raise _at_target(st, target, exc) from None
         st.targets.append(entry.result)
         for p in entry.files():
             st.artifacts.append((p.relative_to(entry.folder / "files").as_posix(), p))
+
+
+def _at_target(st: State, target: str, exc: LumberError) -> LumberError:
+    """A backend's refusal, placed at ``[compile] targets`` of the build file and saying what was compiled
+    (an ONNX refusal of the pruned polynomial's re-composed trees read ``<model>: error: ...``)."""
+    from lumber.ir import SourceSpan
+    from lumber.ir.diagnostics import error
+
+    from .validate import locate
+
+    cfg = st.inp.config
+    where = None
+    line = None
+    if cfg.text:
+        ln, col, line = locate(cfg.text, "compile", "targets")
+        where = SourceSpan(str(cfg.path), ln, col, ln, col + len("targets"))
+    what = "the model" if st.compiled_from == "model" else f"the IR the passes '{cfg.compile.passes}' give"
+    first = exc.diagnostics[0]
+    notes = [*first.notes, f"what was compiled: {what}"]
+    if st.compiled_from != "model":
+        notes.append(f"drop '{target}' from [compile] targets, or compile the model itself (no [compile] passes)")
+    else:
+        notes.append(f"drop '{target}' from [compile] targets")
+    head = error(f"target '{target}' cannot be built: {first.message}", where, *notes, source_line=line)
+    return type(exc)([head, *exc.diagnostics[1:]])
 
 
 def tolerant(st: State, target: str) -> bool:

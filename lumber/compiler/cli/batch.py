@@ -26,8 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for a in ("counterfactual", "sensitive", "rules"):
         what.add_argument(f"--{a}", dest="analysis", action="store_const", const=a, help=f"{a} per row")
     p.add_argument("-o", "--output", required=True, help="JSON Lines output (resumed when it exists)")
-    p.add_argument("--train", help="training CSV (scaling statistics, feature domains, plausibility, rules; without it the rows "
-                   "of DATA give the statistics and domains)")
+    p.add_argument("--train", help="training CSV (scaling statistics, feature domains, plausibility, rules; "
+                   "without it the rows of DATA give the statistics and domains)")
     p.add_argument("--constraints", help="constraint file (.lum)")
     p.add_argument("--target", help="target class label")
     _options.add_rows(p)
@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=-1, help="local workers (default: all cores)")
     p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
     p.add_argument("--chunk-size", type=_options.positive_int, help="rows per task (default: sized to the workers)")
-    p.add_argument("--time-limit", type=_options.positive_float, default=30.0, help="seconds per case for a counterfactual, the whole query (warm start, model, solve); default 30")
+    p.add_argument("--time-limit", type=_options.positive_float, default=30.0,
+                   help="seconds per case for a counterfactual, the whole query (warm start, model, solve); default 30")
     p.add_argument("--norm", choices=["l0", "l1", "l2", "linf"], help="distance norm")
     _options.add_scale(p)
     p.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")

@@ -62,6 +62,7 @@ def export(name: str, out: Path, *, trees: int = 100, leaves: int = 31, train_ro
     import numpy as np
 
     from lumber import datasets
+    from lumber.compiler.data import csv_text
     from lumber.ir import OutputError, atomic_write_text
     from lumber.ir.atomic import prepare_output_dir
 
@@ -87,7 +88,7 @@ def export(name: str, out: Path, *, trees: int = 100, leaves: int = 31, train_ro
     }
     lines = [f"{out / 'model.txt'}: LightGBM, {trees} trees x {leaves} leaves on {len(Xtr):,} training rows"]
     for fname, frame in files.items():
-        atomic_write_text(out / fname, frame.to_csv(index=False))
+        atomic_write_text(out / fname, csv_text(frame))
         label = f", label '{ds.target}'" if ds.target in frame.columns else ""
         lines.append(f"{out / fname}: {len(frame):,} rows{label}")
     atomic_write_text(out / f"{name}.lum", datasets.example_constraints(name))

@@ -41,11 +41,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="distance norm of sensitive tests and counterfactuals (default: the constraint file's, "
                         "else l2 for sensitive, l1 for counterfactual)")
     p.add_argument("--target", default=None, help="target class label (or lo:hi interval for regression)")
-    p.add_argument("--train", help="training CSV (scaling statistics, feature domains, rules, plausibility; without it the "
-                   "rows of DATA give the statistics and domains)")
+    p.add_argument("--train", help="training CSV (scaling statistics, feature domains, rules, plausibility; "
+                   "without it the rows of DATA give the statistics and domains)")
     _options.add_rows(p)
     _options.add_no_header(p)
-    p.add_argument("--time-limit", type=_options.positive_float, default=30.0, help="seconds per case for a counterfactual, the whole query (warm start, model building, "
+    p.add_argument("--time-limit", type=_options.positive_float, default=30.0,
+                   help="seconds per case for a counterfactual, the whole query (warm start, model building, "
                    "solve); default 30")
     p.add_argument("--jobs", type=int, default=1, help="parallel workers for batch explanation")
     p.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")

@@ -46,7 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="distance norm of counterfactuals and sensitive tests (default: l1; sensitive tests, which "
                         "have no l0, use l2 under l0)")
     p.add_argument("--scale", choices=["none", "std", "minmax"], help="default: std with --train, else none")
-    p.add_argument("--time-limit", type=_options.positive_float, default=30.0, help="seconds per case for a counterfactual, the whole query (warm start, model, solve); default 30")
+    p.add_argument("--time-limit", type=_options.positive_float, default=30.0,
+                   help="seconds per case for a counterfactual, the whole query (warm start, model, solve); default 30")
     p.add_argument("--max-cases", type=_options.positive_int, default=20,
                    help="explain the first N rows of CASES (default: 20); the report says how many it explains")
     p.add_argument("--jobs", type=int, default=1, help="parallel workers for the explanations (default: 1)")
@@ -182,11 +183,12 @@ def demo_report(workdir: Path, model_path: Path, X_train: Any, y_train: Any, X_t
     import numpy as np
 
     from lumber.compiler.build import build
+    from lumber.compiler.data import csv_text
 
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(len(X_train), size=min(train_rows, len(X_train)), replace=False))
-    X_train.iloc[pick].assign(income=np.asarray(y_train)[pick]).to_csv(workdir / "train.csv", index=False)
-    X_test.iloc[:cases].to_csv(workdir / "cases.csv", index=False)
+    (workdir / "train.csv").write_text(csv_text(X_train.iloc[pick].assign(income=np.asarray(y_train)[pick])))
+    (workdir / "cases.csv").write_text(csv_text(X_test.iloc[:cases]))
     (workdir / "recourse.lum").write_text(DEMO_CONSTRAINTS)
     (workdir / "lumber.toml").write_text(f"""seed = {seed}
 

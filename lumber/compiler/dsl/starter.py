@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from lumber.ir import Feature, FeatureKind, Forest, Task
+from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains
 
 from .names import quote_name
@@ -33,15 +34,16 @@ def _labels(values: Sequence[Any], limit: int = 12) -> str:
     return ", ".join(shown) + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
-def _splits(forest: Forest, j: int) -> str:
+def _splits(forest: Forest, j: int, shown: Display) -> str:
     at = (forest.feature == j)
-    num = at & ~forest.is_categorical
+    num = at & ~forest.is_categorical & (forest.left >= 0)
     cat = at & forest.is_categorical
     parts = []
     if num.any():
         thr = np.unique(forest.threshold[num])
-        parts.append(f"splits {_num(thr[0])} .. {_num(thr[-1])} ({len(thr)} thresholds)" if len(thr) > 1
-                     else f"splits at {_num(thr[0])}")
+        # thresholds as the explanations print them (LightGBM's zero band 1e-35 read "splits 1e-35 .. 70654.5")
+        lo, hi = shown.threshold(j, float(thr[0])), shown.threshold(j, float(thr[-1]))
+        parts.append(f"splits {lo} .. {hi} ({len(thr)} thresholds)" if len(thr) > 1 else f"splits at {lo}")
     if cat.any():
         codes = np.unique(np.concatenate([forest.categories_of(int(i)) for i in np.flatnonzero(cat)]))
         parts.append(f"categorical splits on {len(codes)} code{'s' if len(codes) != 1 else ''}")
@@ -109,6 +111,7 @@ def starter_text(forest: Forest, model_name: str, frame: pd.DataFrame | None = N
     source = f"values in {data_name}" if frame is not None else "no data given (--data TRAIN.csv adds observed values)"
     lines.append(f"# Features ({source}):")
     width = max((len(quote_name(f.name)) for f in schema.features), default=0)
+    shown = Display(forest, domains)
     for j, f in enumerate(schema.features):
         desc = [f.kind.name.lower()]
         if f.categories:
@@ -116,7 +119,7 @@ def starter_text(forest: Forest, model_name: str, frame: pd.DataFrame | None = N
                                                   for i, c in enumerate(f.categories)]) + "}")
         if frame is not None:
             desc.append(_observed(f, frame[f.name]) if f.name in frame.columns else "data: column absent")
-        desc.append(_splits(forest, j))
+        desc.append(_splits(forest, j, shown))
         lines.append(f"#   {quote_name(f.name):<{width}}  " + "; ".join(desc))
     if domains is not None:
         lines += _kind_lines(domains)
