@@ -73,3 +73,19 @@ def test_exported_csvs_print_whole_numbers_as_integers(tmp_path: Path) -> None:
     ds = lumber.datasets.load("adult").labelled()
     _, Xte, _, _ = ds.split(test_size=0.25, seed=0)
     np.testing.assert_array_equal(X, forest.prepare_input(Xte.iloc[:5]))
+
+
+def test_columns_in_another_order_give_the_same_numbers(age_hours: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Data binds by column name: the same cases with their columns reversed (cases and training rows) give
+    the same predictions and explanations, to the character."""
+    m = str(age_hours / "model.txt")
+    for name in ("cases", "train"):
+        frame = pd.read_csv(age_hours / f"{name}.csv")
+        frame[frame.columns[::-1]].to_csv(age_hours / f"{name}_rev.csv", index=False)
+    outs = []
+    for cases, train in (("cases.csv", "train.csv"), ("cases_rev.csv", "train_rev.csv")):
+        assert main(["predict", m, str(age_hours / cases)]) == 0
+        assert main(["explain", m, str(age_hours / cases), "--sensitive", "--counterfactual", "--train",
+                     str(age_hours / train), "--scale", "std", "--time-limit", "10"]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and "prediction" in outs[0]
