@@ -28,15 +28,17 @@ tables (test AUC loss, decision agreement, |margin change|). Writes
     .venv/bin/python bench/oblivious.py --recompose --quick            # 100 x 15 models, ~1 min
 
 ``--tolerance`` (issue 18, item 4) measures the quality-bounded translation on the same models:
-one formula-5 fit per model (``lumber/passes/transforms/oblivious_fit.py``, training rows only), three
-prefixes of it each built as a cascade library (tables, and the exact forest for rows near the
+one formula-5 fit per model (``lumber/passes/transforms/oblivious_fit.py``, training rows only), its
+prefixes (``lumber.compiler.tolerance.tree_sizes``) each built as a cascade library (tables, and the exact forest for rows near the
 decision, in one .so; tables alone for the regressor) beside lumber's forest C: trees, table bytes,
 build seconds, ns/row/tree (1 thread, CPU time), and on test rows the AUC loss (relative RMSE rise),
-decision agreement, exact-path share and |margin change|. Writes
+decision agreement, exact-path share and |margin change|, beside the validation loss and its 95%
+bootstrap bound (``within``). Writes
 ``bench/results/oblivious-tolerance{,-quick}.{json,md}``:
 
-    .venv/bin/python bench/oblivious.py --tolerance --reps 3   # the idle-machine run (~6 min)
-    .venv/bin/python bench/oblivious.py --tolerance --quick    # 100 x 15 models, ~2 min
+    .venv/bin/python bench/oblivious.py --tolerance --reps 3   # the idle-machine run (~7 min)
+    .venv/bin/python bench/oblivious.py --tolerance --reps 3 --models lightgbm-credit   # ~3 min
+    .venv/bin/python bench/oblivious.py --tolerance --quick    # 100 x 15 models, ~4 min
 """
 
 from __future__ import annotations

@@ -163,6 +163,14 @@ def test_the_loss_bound_is_a_paired_bootstrap_quantile_that_narrows_with_more_ro
     assert np.isfinite(tolerance_mod.loss_bound(few, np.linspace(-1, 1, 40), np.linspace(1, -1, 40)))
 
 
+def test_tree_sizes_offer_short_prefixes_of_long_fits() -> None:
+    """A quarter, half and all of the formula-5 optimum, plus 64 and 128 trees when the optimum is longer."""
+    assert tolerance_mod.tree_sizes(1000) == [64, 128, 250, 500, 1000]
+    assert tolerance_mod.tree_sizes(100) == [25, 50, 64, 100]
+    assert tolerance_mod.tree_sizes(60) == [15, 30, 60]
+    assert tolerance_mod.tree_sizes(1) == [1] and tolerance_mod.tree_sizes(0) == []
+
+
 def test_decision_band_covers_every_disagreement() -> None:
     a = np.array([-2.0, -0.3, 0.1, 0.2, 1.0, 3.0])
     e = np.array([-1.5, 0.2, -0.1, 0.4, 0.9, 2.0])
