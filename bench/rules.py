@@ -67,7 +67,7 @@ The full run, in parts of at most a few minutes each on an idle 2-core machine (
     bench/rules.py --cases 53 --datasets bcw --no-milp --no-variants --classes neg --stem rules_bcw_neg
     bench/rules.py --cases 100 --datasets adult --no-milp --no-variants --classes pos --stem rules_adult_pos
     bench/rules.py --cases 100 --datasets adult --no-milp --no-variants --classes neg --stem rules_adult_neg
-    bench/rules.py --cases 100 --datasets diabetes --stem rules_diabetes
+    bench/rules.py --cases 100 --datasets diabetes --box-ceiling --stem rules_diabetes
     bench/rules.py --merge rules_compas,rules_bcw_pos,rules_bcw_neg,rules_adult_pos,rules_adult_neg,rules_diabetes
     bench/rules.py --cdp-check --cases 30
 
@@ -427,12 +427,43 @@ CEILING_POINTS = 20_000
 """Random points per case in the stability ceiling (``stability_ceiling``)."""
 
 
-def stability_ceiling(ex: Any, X0: np.ndarray, target: Any, seed: int) -> list[float]:
+def _case_query(ctx: Any, x0: np.ndarray, key: int) -> Any:
+    """The local rule query of a case (its fixed part routed through the rule forest)."""
+    from lumber.passes.analyses.rules.actionable import action_space
+    from lumber.passes.analyses.rules.core import make_query
+
+    act = action_space(ctx.constraints, ctx.names, x0, x0)
+    xr = ctx.table.forest.prepare_input(x0[None, :])
+    return make_query(ctx, act, ctx.cells.point_routes(xr)[0], key, point=x0)
+
+
+def point_cell_crp(ctx: Any, q: Any, target: Any, x0: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Per point: the CRP of its own cell of the rule forest's partition (the intersection of the leaves
+    it reaches, over the features it changes from ``x0``): the smallest rule box that holds it."""
+    from lumber.passes.analyses.rules.core import box_crp
+
+    tab = ctx.table
+    pos = np.full(tab.forest.n_nodes, -1, dtype=np.int64)
+    pos[tab.leaf] = np.arange(tab.leaf.shape[0])
+    leaves = pos[tab.forest.apply_global(tab.forest.prepare_input(P))]
+    out = np.zeros(P.shape[0])
+    for i, p in enumerate(P):
+        S = np.flatnonzero(~((p == x0) | (np.isnan(p) & np.isnan(x0))))
+        lo, hi = tab.lo[leaves[i]][:, S].max(axis=0), tab.hi[leaves[i]][:, S].min(axis=0)
+        out[i] = box_crp(ctx, q, target, S, lo[None, :], hi[None, :])[0]
+    return out
+
+
+def stability_ceiling(ex: Any, X0: np.ndarray, target: Any, seed: int,
+                      keys: list[int] | None = None) -> dict[str, list[float]]:
     """Per case: the highest share of noisy copies (sigma^2 = 0.01, changed features only) keeping the
     target among ``CEILING_POINTS`` random plausible points that reach it -- the case with a random
     subset of features set to a random training row's values (or to values of random rows, one per
     feature). Not restricted to any rule: about the most any recourse method on this model, detector and
-    noise can reach. The 20 best by 64 draws are re-scored on 400 fresh draws (no selection bias)."""
+    noise can reach. The 20 best by 64 draws are re-scored on 400 fresh draws (no selection bias).
+
+    ``cell_crp``: the highest CRP of those 20 points' own forest cells (:func:`point_cell_crp`): below
+    pi_c, no rule box as small as a cell holds them."""
     from lumber.passes.analyses.rules import resolve_target
     from lumber.passes.analyses.rules.recourse import noisy_keep
 
@@ -441,8 +472,8 @@ def stability_ceiling(ex: Any, X0: np.ndarray, target: Any, seed: int) -> list[f
     Xa = ctx.X_raw
     n, d = Xa.shape
     rng = np.random.default_rng([seed, 41])
-    out = []
-    for x0 in X0:
+    out: dict[str, list[float]] = {"ceiling": [], "cell_crp": []}
+    for c, x0 in enumerate(X0):
         N = CEILING_POINTS
         k = rng.integers(1, d + 1, N)
         mask = rng.random((N, d)).argsort(axis=1) < k[:, None]
@@ -452,16 +483,78 @@ def stability_ceiling(ex: Any, X0: np.ndarray, target: Any, seed: int) -> list[f
         score, dec = ctx.score_and_decide(C)
         C = C[(score >= 0) & tgt.hit(dec)][:3000]
         if C.shape[0] == 0:
-            out.append(0.0)
+            out["ceiling"].append(0.0)
             continue
         share = noisy_keep(ctx, np.repeat(x0[None, :], len(C), axis=0), C, [tgt] * len(C), 0.1, 64, rng)
         top = np.argsort(-share, kind="stable")[:20]
         again = noisy_keep(ctx, np.repeat(x0[None, :], top.size, axis=0), C[top], [tgt] * top.size, 0.1, 400, rng)
-        out.append(float(again.max()))
+        out["ceiling"].append(float(again.max()))
+        q = _case_query(ctx, x0, c if keys is None else keys[c])
+        out["cell_crp"].append(float(point_cell_crp(ctx, q, tgt, x0, C[top]).max()))
     return out
 
 
-def run_regression(name: str, n_cases: int, seed: int) -> dict[str, Any]:
+BOX_POINTS = 1000
+"""Random points per admissible box in the box ceiling (``admissible_ceiling``)."""
+
+
+def admissible_ceiling(ex: Any, X0: np.ndarray, target: Any, keys: list[int]) -> dict[str, list[float]]:
+    """Per case: the most robust sample (sigma^2 = 0.01) inside any admissible box lumber can build --
+    for every one of the 2^K - 1 subsets S of the K candidate features, every candidate box (the
+    leaves and forest cells of the target rows the case's projected leaves hold) with CRP >= pi_c and
+    every merged rule of the set -- by ``BOX_POINTS`` random points per box (training values in the box,
+    the case's own value allowed; the 10 best by 64 noisy copies re-scored on 400). A search from below
+    over the boxes, not over the sampler: how far the paper's rule definition lets stability go."""
+    import itertools
+
+    from lumber.passes.analyses.rules import Interval, Rule, resolve_target
+    from lumber.passes.analyses.rules.boxes import candidate_boxes
+    from lumber.passes.analyses.rules.core import _allowed, _rules_on, box_crp, query_weights
+    from lumber.passes.analyses.rules.recourse import _job, noisy_keep, random_points, robust_points
+
+    ctx = ex.context
+    tgt = resolve_target(ctx.model, target, None)
+    feats = ctx.model.schema.features
+    pi_c = ctx.options.pi_c
+    out: dict[str, list[float]] = {"best": [], "boxes": []}
+    for c, x0 in enumerate(X0):
+        q = _case_query(ctx, x0, keys[c])
+        xr = ctx.table.forest.prepare_input(x0[None, :])[0]
+        rng = np.random.default_rng([keys[c], 43])
+        boxes: list[Any] = []
+        for s in range(1, q.candidates.size + 1):
+            for S in itertools.combinations(q.candidates.tolist(), s):
+                Sa = np.array(sorted(S), dtype=np.int64)
+                rules, _ = _rules_on(ctx, tgt, q, Sa, xr)
+                boxes.extend(rules)
+                lo, hi = candidate_boxes(ctx.table, Sa, query_weights(ctx, q, Sa), ctx.hit(tgt), q.action.lo,
+                                         q.action.hi, max_rows=ctx.options.max_candidates)
+                if lo.shape[0]:
+                    keep = _allowed(q.action.lo[Sa], q.action.hi[Sa], xr[Sa])(lo, hi)
+                    lo, hi = lo[keep], hi[keep]
+                if lo.shape[0]:
+                    ok = box_crp(ctx, q, tgt, Sa, lo, hi) >= pi_c
+                    boxes.extend(Rule(tuple(Interval(feats[j], int(j), float(a), float(b), ctx.display)
+                                            for j, a, b in zip(Sa, lo[k], hi[k])), 1.0, 0.0, 0.0)
+                                 for k in np.flatnonzero(ok))
+        best = -1.0
+        for rule in boxes:
+            job = _job(ctx, x0, rule, 0)
+            if job is None:
+                continue
+            P, _ = random_points(x0, [job], BOX_POINTS, rng)
+            ok, _, share = robust_points(ctx, x0, P, tgt, rng, sigma=0.1, draws=64)
+            if share.size:
+                top = ok[np.argsort(-share, kind="stable")[:10]]
+                again = noisy_keep(ctx, np.repeat(x0[None, :], top.size, axis=0), P[top], [tgt] * top.size, 0.1,
+                                   400, rng)
+                best = max(best, float(again.max()))
+        out["best"].append(best)
+        out["boxes"].append(float(len(boxes)))
+    return out
+
+
+def run_regression(name: str, n_cases: int, seed: int, box_ceiling: bool = False) -> dict[str, Any]:
     """The paper's California protocol on a regression: LightGBM regressor, cases predicted below a level,
     target interval, local rules with samples; accuracy, plausibility (IF 10%), sparsity, stability."""
     import pandas as pd
@@ -493,6 +586,8 @@ def run_regression(name: str, n_cases: int, seed: int) -> dict[str, Any]:
         return (p >= lo) & (p <= hi)
 
     rng = np.random.default_rng(seed)
+    keys = [int(r.row) for r in found]
+    ceiling = stability_ceiling(ex, X0, target, seed, keys)
     stab = [float(np.mean(in_target(noisy_copies(X0, Xs, span, s2, rng)))) if len(Xs) else float("nan")
             for s2 in SIGMA2]
     local = {"cases": len(idx), "coverage": mean([float(r.found) for r in rs]),
@@ -502,8 +597,16 @@ def run_regression(name: str, n_cases: int, seed: int) -> dict[str, Any]:
              "changed_features": mean([float(len(r.samples[0].changes)) for r in found]),
              "stability": stab, "robustness_report": [mean([r.samples[0].robustness[k][1] for r in found])
                                                       for k in range(len(SIGMA2))],
-             "stability_ceiling": mean(stability_ceiling(ex, X0, target, seed)),
+             "stability_ceiling": mean(ceiling["ceiling"]), "ceiling_cell_crp": mean(ceiling["cell_crp"]),
+             "ceiling_cell_crp_max": max(ceiling["cell_crp"], default=float("nan")),
              "seconds_per_case": secs}
+    if box_ceiling:
+        t = time.perf_counter()
+        box = admissible_ceiling(ex, X0, target, keys)
+        local["box_ceiling"] = mean(box["best"])
+        local["box_ceiling_cases"] = box["best"]
+        local["box_ceiling_boxes"] = mean(box["boxes"])
+        local["box_ceiling_seconds"] = time.perf_counter() - t
     return {"train_rows": len(Xtr), "features": len(cols), "setup_seconds": setup, "target": list(target),
             "below": REGRESSION[name]["below"], "surrogate_fidelity": ex.fidelity, "local": local}
 
@@ -713,8 +816,8 @@ def markdown(doc: dict[str, Any]) -> str:
                   "its Diabetes experiment, which is the Pima classification data (not available offline).", "",
                   "| data | cases (below) | target | coverage | accuracy (paper) | plaus. IF 10% (paper) | plaus. IF auto "
                   "| sparsity (paper) | changed features | reached pi | stability .01/.025/.05 (paper) "
-                  "| ceiling .01 | robustness report | s/case |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| ceiling .01 (cell CRP: mean, max) | admissible boxes .01 | robustness report | s/case |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for name, d in doc["regression"].items():
             L = d["local"]
             lines.append(f"| {name} | {L['cases']} (< {fmt(d['below'], 0)}) | [{fmt(d['target'][0], 0)}, "
@@ -723,14 +826,22 @@ def markdown(doc: dict[str, Any]) -> str:
                          f"| {fmt(L['plausibility_auto'])} | {fmt(L['sparsity'], 1)} ({fmt(P['sparsity'])}) "
                          f"| {fmt(L.get('changed_features'), 1)} "
                          f"| {fmt(L['reached_pi'])} | {fmt(L['stability'])} ({fmt(list(P['stability']))}) "
-                         f"| {fmt(L.get('stability_ceiling'))} "
+                         f"| {fmt(L.get('stability_ceiling'))} ({fmt(L.get('ceiling_cell_crp'))}, "
+                         f"{fmt(L.get('ceiling_cell_crp_max'))}) | {fmt(L.get('box_ceiling'))} "
                          f"| {fmt(L['robustness_report'])} | {fmt(L['seconds_per_case'], 3)} |")
         lines += ["", "Ceiling .01: per case, the most robust of up to 3000 random plausible points reaching the target "
                   f"(of {CEILING_POINTS} drawn: the case with a random subset of features set to training values, no "
                   "rule imposed), scored on 400 fresh noisy copies at sigma^2 = 0.01; the mean over the cases with a "
                   "sample. It estimates (from below: a random search) the most any recourse on this model, detector "
                   "and noise level reaches; rules fix the features outside S and keep S inside a box, so their "
-                  "samples sit below it. Changed features: "
+                  "samples sit below it. Cell CRP: the CRP of each of those 20 points' own cell of the rule forest's "
+                  "partition (the smallest box a rule over its changed features can be), the highest per case, "
+                  "then the mean and the maximum over the cases: below pi_C = 0.9, no rule box that small holds "
+                  "them (the cell's training rows mix predictions inside and outside the target interval). "
+                  "Admissible boxes .01 (`--box-ceiling`): per case, the most robust point (1000 random points per "
+                  "box, training values, the case's own value allowed) inside any box with CRP >= pi_C lumber "
+                  "builds for any of the 2^K - 1 feature sets (candidate leaves and cells, merged rules): how far "
+                  "stability goes within the paper's rule definition. Changed features: "
                   "the noise perturbs these (a rule's feature whose case value already lies in its interval may "
                   "stay)."]
     lines += ["", "## Setup", "", "| data | train rows | features | model test acc. | surrogate fidelity "
@@ -1066,6 +1177,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speed", action="store_true",
                     help="only the timings: regional rules (8 regions) and local rules (--cases per class, default "
                          "10), fast paths against the plain ones (rules_speed.*, quick: rules_speed-quick.*)")
+    ap.add_argument("--box-ceiling", action="store_true",
+                    help="regression: also the most robust sample inside any admissible box of every feature set "
+                         "(admissible_ceiling; about a minute on diabetes)")
     ap.add_argument("--repeats", type=int, default=3, help="regional timings per path with --speed")
     _outputs.add_dry_run(ap)
     args = ap.parse_args(argv)
@@ -1117,7 +1231,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.datasets.split(","):
         t = time.perf_counter()
         if name in REGRESSION:
-            doc.setdefault("regression", {})[name] = run_regression(name, n, args.seed)
+            doc.setdefault("regression", {})[name] = run_regression(name, n, args.seed, box_ceiling=args.box_ceiling)
         else:
             doc["datasets"][name] = run_dataset(name, n, args.seed, milp=not args.no_milp, k=args.k,
                                                 variants_on=not args.no_variants,

@@ -164,7 +164,7 @@ def test_screen_ranks_rule_sets_as_brute_force_does(either: dict[str, Any], monk
         score, dec = ctx.score_and_decide(P)
         ok = (score >= 0) & tgt.hit(dec)
         share = noisy_keep(ctx, np.repeat(x[None, :], int(ok.sum()), axis=0), P[ok], [tgt] * int(ok.sum()),
-                           ctx.options.anneal.robust_sigma, 4000, np.random.default_rng(3))
+                           0.1, 4000, np.random.default_rng(3))
         brute.append(float(share.max()) if share.size else -1.0)
     assert brute[2] == -1.0 and got[2] == -1.0
     assert brute[1] > brute[0] + 0.2 and got[1] > got[0]

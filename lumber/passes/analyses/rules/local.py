@@ -134,20 +134,25 @@ def _widen(ctx: RuleContext, res: CounterfactualRule, more: Iterator[Outcome], x
 
 def _by_screen(ctx: RuleContext, more: Iterator[Outcome], x: FloatArray, res: CounterfactualRule,
                key: int) -> list[Outcome]:
-    """The further feature sets of the search (all of them: the generator stops after ``widen_sets``
-    sets), the ``widen`` whose boxes' random points keep the target best under noise first
-    (:func:`recourse.screen_robustness`; sets with no plausible point among the draws last).
+    """The further feature sets of the search, the ``widen`` whose boxes' random points keep the target
+    best under noise first (:func:`recourse.screen_robustness`; sets with no plausible point among the
+    draws last). Sets are pulled from the search (which stops after ``widen_sets``) until one screens at
+    ``robust_target`` or better: on large data each set costs a rule construction.
 
     On the diabetes regression the search order (CDP) put sets over 9-10 features, whose samples
     keep the target in about 0.55 of the noisy copies, before sets over 6-7 features whose interior
     keeps it in 0.85-0.95; annealing only the first six passed the latter over. Sets whose boxes
     hold no plausible training row (``Outcome.plausible is False``) are screened too: annealing
     combines feature values across rows and often finds an inlier there."""
-    outs = list(itertools.takewhile(lambda o: o.status == FOUND, more))
-    if not outs:
-        return []
-    score = screen_robustness(ctx, x, [o.rules for o in outs], res.target, key)
-    order = np.argsort(-score, kind="stable")[:ctx.options.widen]
+    robust = _robust_target(ctx)
+    outs: list[Outcome] = []
+    score: list[float] = []
+    for out in itertools.takewhile(lambda o: o.status == FOUND, more):
+        outs.append(out)
+        score.append(float(screen_robustness(ctx, x, [out.rules], res.target, key)[0]))
+        if score[-1] >= robust:
+            break
+    order = np.argsort(-np.array(score), kind="stable")[:ctx.options.widen]
     return [outs[k] for k in order.tolist()]
 
 

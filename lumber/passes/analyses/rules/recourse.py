@@ -69,21 +69,18 @@ SCREEN_POINTS = 256
 """Random points per rule drawn by :func:`random_points` (the robustness screen of feature sets, and the
 random candidates that join the annealing's before the robustness re-rank)."""
 SCREEN_DRAWS = 32
-"""Noisy copies per random point in the screen (at ``AnnealOptions.robust_sigma``)."""
+"""Noisy copies per random point in the screen and in the sampler's random candidates."""
 
 
-def random_points(ctx: RuleContext, x: FloatArray, rules: Sequence[Rule], n: int,
+def random_points(x: FloatArray, jobs: Sequence[SampleJob], n: int,
                   rng: np.random.Generator) -> tuple[FloatArray, IntArray]:
-    """Up to ``n`` distinct points per rule -- the case with the rule's features drawn independently from
-    their value pools (:func:`_job`: training values in the box, the case's own value allowed) --
-    and the rule of each point."""
+    """Up to ``n`` distinct points per job -- the case with the job's features drawn independently from
+    their value pools (:func:`_job`: training values in the rule's box, the case's own value allowed)
+    -- and the job (index) of each point."""
     x = np.asarray(x, dtype=np.float64)
     pts: list[FloatArray] = []
     owner: list[IntArray] = []
-    for r, rule in enumerate(rules[:MAX_RULES_SAMPLED]):
-        job = _job(ctx, x, rule, 0)
-        if job is None:
-            continue
+    for r, job in enumerate(jobs):
         C = np.repeat(x[None, :], n, axis=0)
         for f, j in enumerate(job.features):
             C[:, j] = job.pools[f][rng.integers(0, job.pools[f].shape[0], n)]
@@ -95,11 +92,11 @@ def random_points(ctx: RuleContext, x: FloatArray, rules: Sequence[Rule], n: int
     return np.concatenate(pts), np.concatenate(owner)
 
 
-def robust_points(ctx: RuleContext, x: FloatArray, P: FloatArray, target: RuleTarget,
-                  rng: np.random.Generator) -> tuple[IntArray, FloatArray, FloatArray]:
+def robust_points(ctx: RuleContext, x: FloatArray, P: FloatArray, target: RuleTarget, rng: np.random.Generator,
+                  sigma: float | None = None, draws: int = SCREEN_DRAWS) -> tuple[IntArray, FloatArray, FloatArray]:
     """The points of ``P`` that are inliers (every point without an inlier score) reaching the target,
-    their inlier scores and their share of
-    ``SCREEN_DRAWS`` noisy copies (sd ``AnnealOptions.robust_sigma``) keeping the target."""
+    their inlier scores and their share of ``draws`` noisy copies (sd ``sigma``, default
+    ``AnnealOptions.robust_sigma``) keeping the target."""
     if P.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
     if ctx.score is None:  # no inlier score: every point counts as plausible (as in the annealing)
@@ -109,15 +106,15 @@ def robust_points(ctx: RuleContext, x: FloatArray, P: FloatArray, target: RuleTa
     score = np.asarray(score, dtype=np.float64)
     ok = np.flatnonzero((score >= 0) & target.hit(dec))
     share = noisy_keep(ctx, np.repeat(np.asarray(x, dtype=np.float64)[None, :], ok.size, axis=0), P[ok],
-                       [target] * ok.size, ctx.options.anneal.robust_sigma, SCREEN_DRAWS, rng)
+                       [target] * ok.size, ctx.options.anneal.robust_sigma if sigma is None else sigma, draws, rng)
     return ok, score[ok], share
 
 
 def screen_robustness(ctx: RuleContext, x: FloatArray, rule_sets: Sequence[Sequence[Rule]], target: RuleTarget,
                       key: int) -> FloatArray:
-    """Per rule set: the best share of noisy copies keeping the target among ``SCREEN_POINTS`` random
-    points of each of its rules (:func:`random_points`) that are inliers reaching the target; -1 when
-    no drawn point is one.
+    """Per rule set: the best share of noisy copies (sigma^2 = ``ROBUSTNESS_SIGMA2[0]``, the level
+    ``robust_target`` is checked at) keeping the target among ``SCREEN_POINTS`` random points of each of
+    its rules (:func:`random_points`) that are inliers reaching the target; -1 when no drawn point is one.
 
     A cheap lower bound of what sampling can find inside a set's boxes: local rules rank further
     feature sets by it before annealing the most promising (``local._widen``).
@@ -125,8 +122,9 @@ def screen_robustness(ctx: RuleContext, x: FloatArray, rule_sets: Sequence[Seque
     rng = np.random.default_rng([ctx.options.seed, int(key), 31])
     best = np.full(len(rule_sets), -1.0)
     for k, rs in enumerate(rule_sets):
-        P, _ = random_points(ctx, x, rs, SCREEN_POINTS, rng)
-        _, _, share = robust_points(ctx, x, P, target, rng)
+        jobs = [j for j in (_job(ctx, x, rule, 0) for rule in rs[:MAX_RULES_SAMPLED]) if j is not None]
+        P, _ = random_points(x, jobs, SCREEN_POINTS, rng)
+        _, _, share = robust_points(ctx, x, P, target, rng, sigma=float(np.sqrt(ROBUSTNESS_SIGMA2[0])))
         if share.size:
             best[k] = float(share.max())
     return best
@@ -238,15 +236,17 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
             for d in ds:
                 out[owner_case[j]].append((d.energy, owner_rule[j], d))
         if robust:  # random points of the rules join the chains' candidates: a chain settles near its start
-            for c, rs in enumerate(rules):
-                if not out[c]:
+            for c in range(len(rules)):
+                mine = [j for j in range(len(jobs)) if owner_case[j] == c]
+                if not out[c] or not mine:
                     continue
                 rng = np.random.default_rng([ctx.options.seed, int(keys[c]), 37])
-                P, own = random_points(ctx, X[c], rs, SCREEN_POINTS, rng)
+                P, own = random_points(X[c], [jobs[j] for j in mine], SCREEN_POINTS, rng)
                 ok, sc, share = robust_points(ctx, X[c], P, targets[c], rng)
                 for k in np.argsort(-share, kind="stable")[:opt.robust_rerank].tolist():
                     e = float(sc[k] + opt.robust_weight * share[k])
-                    out[c].append((e, int(own[ok[k]]), Drawn(P[ok[k]].copy(), float(sc[k]), True, e)))
+                    r = owner_rule[mine[int(own[ok[k]])]]
+                    out[c].append((e, r, Drawn(P[ok[k]].copy(), float(sc[k]), True, e)))
     names = ctx.names
     result: list[tuple[CounterfactualSample, ...]] = []
     for c, cand in enumerate(out):
