@@ -96,3 +96,125 @@ def _check(isolation: Forest) -> None:
     if s.task != Task.ANOMALY or s.post_transform != PostTransform.ISOLATION or s.n_outputs != 1:
         raise InputDataError("the plausibility model must be a lowered isolation forest",
                              "pass lumber.load(sklearn.ensemble.IsolationForest(...).fit(X_target))")
+
+
+class BoxBound:
+    """Upper bounds of the isolation score over boxes of feature values, and implausible boxes around points.
+
+    The cut loop of ``solve.py`` solves the query without the isolation forest, and when the optimum is
+    not plausible cuts off a box around it in which no point is plausible: the box is the point's cell in
+    the split partition, widened one feature bound at a time while the bound below stays under ``delta``.
+    The bound over a box is, per tree, the largest leaf value among the leaves some point of the box
+    reaches (routing decided per split from the box's lowest and highest value on its feature), averaged
+    like the score; it is at least the score of every point in the box, so the box holds none that is
+    plausible. Only plain ``x <= t`` splits (scikit-learn's) are supported: see :meth:`supported`.
+    """
+
+    def __init__(self, isolation: Forest, domains: list[Any], delta: float) -> None:
+        f = isolation
+        self.forest, self.domains, self.delta = f, domains, delta
+        inner = f.left >= 0
+        self.feature = np.where(inner, f.feature, 0).astype(np.int64)
+        self.threshold = np.where(inner, f.threshold, 0.0)
+        self.levels = [np.flatnonzero(inner & (f.depth == d)) for d in range(int(f.depth.max()) + 1 if f.n_nodes else 0)]
+        self.leaves = np.flatnonzero(~inner)
+        self.leaf_tree = f.node_tree[self.leaves].astype(np.int64)
+        self.leaf_value = np.asarray(f.value[self.leaves, 0], dtype=np.float64)
+
+    @staticmethod
+    def supported(isolation: Forest, x0: FloatArray) -> bool:
+        """Plain numeric splits only, and no missing value among the features it reads."""
+        used = np.unique(isolation.feature[isolation.left >= 0])
+        return not (isolation.is_categorical.any() or isolation.missing_zero.any()
+                    or not np.all(np.isfinite(x0[used])))
+
+    def upper(self, lo: FloatArray, hi: FloatArray) -> float:
+        """The bound over the box of points with ``lo <= x <= hi`` (per feature, values a point can take)."""
+        f = self.forest
+        reach = np.zeros(f.n_nodes, dtype=bool)
+        reach[f.roots] = True
+        left, right, feat, thr = f.left, f.right, self.feature, self.threshold
+        for v in self.levels:
+            v = v[reach[v]]
+            reach[left[v]] = lo[feat[v]] <= thr[v]
+            reach[right[v]] = hi[feat[v]] > thr[v]
+        best = np.full(f.n_trees, -np.inf)
+        on = reach[self.leaves]
+        np.maximum.at(best, self.leaf_tree[on], self.leaf_value[on])
+        return float(best.mean())
+
+    def implausible(self, lo: FloatArray, hi: FloatArray) -> bool:
+        return self.upper(lo, hi) < self.delta - 1e-9
+
+
+def leave_box(bound: BoxBound, domains: list[Any], x: FloatArray) -> tuple[Any, list[int]] | None:
+    """The no-good row "leave this box" around the implausible point ``x``, and the columns it needs integral.
+
+    Returns ``(expr, cols)`` with the row ``expr >= 1``: per bounded numeric feature ``(1 - [x > a]) + [x > b]``
+    for the box ``a < x <= b`` (both split levels of the shared MILP variables), per kept category
+    ``1 - [x == code]``. None when ``x``'s own cell is not provably implausible (then no cut is valid).
+    """
+    from .domain import CategoricalDomain, NumericDomain
+    from .model import LinExpr
+
+    lo = np.array([float(getattr(d, "value", x[d.index])) for d in domains], dtype=np.float64)
+    hi = lo.copy()
+    cuts: dict[int, FloatArray] = {}
+    box: dict[int, list[int]] = {}
+    cats = [d for d in domains if isinstance(d, CategoricalDomain)]
+    nums = [d for d in domains if isinstance(d, NumericDomain)]
+
+    def place(d: NumericDomain) -> None:
+        c, (a, b) = cuts[d.index], box[d.index]
+        lo[d.index] = d.lo if a < 0 else max(d.lo, float(d.grid.up(np.array([c[a]]))[0]))
+        hi[d.index] = d.hi if b >= c.shape[0] else min(d.hi, float(c[b]))
+
+    for d in nums:
+        lv = d.levels
+        c = np.array(sorted(u for u in d.cuts if lv[0] <= u < lv[-1]), dtype=np.float64)
+        j = int(np.searchsorted(c, x[d.index], side="left"))  # c[j-1] < x <= c[j]
+        cuts[d.index], box[d.index] = c, [j - 1, j]
+        place(d)
+    if not bound.implausible(lo, hi):
+        return None
+    free_cats: set[int] = set()
+    for d in cats:  # a category the box need not keep
+        lo[d.index], hi[d.index] = float(d.codes.min()), float(d.codes.max())
+        if bound.implausible(lo, hi):
+            free_cats.add(d.index)
+        else:
+            lo[d.index] = hi[d.index] = x[d.index]
+    for d in nums:  # a feature the box need not bound
+        old = box[d.index]
+        box[d.index] = [-1, cuts[d.index].shape[0]]
+        place(d)
+        if not bound.implausible(lo, hi):
+            box[d.index] = old
+            place(d)
+    for d in nums:  # then each bound as far out as it can go (the bound only grows with the box)
+        n = cuts[d.index].shape[0]
+        for side, past in ((1, n + 1), (0, -2)):  # past: one beyond "unbounded", never tried
+            good = box[d.index][side]
+            while abs(past - good) > 1:
+                mid = (good + past) // 2
+                box[d.index][side] = mid
+                place(d)
+                if bound.implausible(lo, hi):
+                    good = mid
+                else:
+                    past = mid
+            box[d.index][side] = good
+            place(d)
+    expr = LinExpr()
+    need: list[int] = []
+    for d in nums:
+        c, (a, b) = cuts[d.index], box[d.index]
+        for u, inside in ((a, True), (b, False)):
+            if 0 <= u < c.shape[0]:
+                g = d.gt(float(c[u]))
+                expr = expr + ((1.0 - g) if inside else g)
+                need += g.cols
+    for d in cats:
+        if d.index not in free_cats:
+            expr = expr + (1.0 - d.member_expr(np.array([x[d.index]])))
+    return expr, need

@@ -253,8 +253,11 @@ def _projection(d: Domain) -> FixedDomain:
 
 def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: float | None = None,
           nogoods: Sequence[FloatArray] = (), leaf_cuts: bool = True, deadline: Deadline | None = None,
-          explained: bool = True) -> Problem:
+          explained: bool = True, encode_isolation: bool = True) -> Problem:
     """The MILP of ``q``; see the module docstring for ``cost_bound`` and ``nogoods``.
+
+    ``encode_isolation=False`` leaves the isolation forest out of the MILP but keeps a level (and a
+    variable) at each of its splits, so that boxes of its cells can be cut off later (``plausibility``).
 
     Past ``deadline`` (checked between stages) it stops and returns a Problem marked ``expired``."""
     expired = deadline.expired if deadline is not None else (lambda: False)
@@ -272,7 +275,8 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
     for f in forests:
         ch = classify(f, doms)
         reach = reachable(f, ch)
-        if cost_bound is not None and np.isfinite(cost_bound) and PRUNE_LEAVES:
+        if cost_bound is not None and np.isfinite(cost_bound) and PRUNE_LEAVES and (
+                encode_isolation or f is q.forest):
             reach = prune_reach(f, ch, reach, doms, q.cost, cost_bound)
         internal = reach & (f.left >= 0)
         li, ri = np.maximum(f.left, 0), np.maximum(f.right, 0)
@@ -312,6 +316,8 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
             dom.finalize(model)
     if expired():
         return Problem(q, model, doms, [], expired=True)
+    if not encode_isolation and q.isolation_encoded is not None:
+        forests, choices = forests[:-1], choices[:-1]
     encs = [encode(f, ch, reach, doms, model, name="y" if f is q.forest else "y-iso")
             for f, (ch, reach) in zip(forests, choices)]
     prob = Problem(q, model, doms, encs)
@@ -336,7 +342,7 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
             return prob
     if explained:
         add_target_rows(encs[0], q.spec, model, eps, tie_eps)
-    if q.isolation is not None:
+    if q.isolation is not None and encode_isolation:
         _isolation_row(encs[-1], q.isolation[1], model)
     if q.constraints is not None:
         n_before = model.n_cols

@@ -149,56 +149,86 @@ def _solve_highs(model: MilpModel, opt: SolverOptions, start: FloatArray | None)
 
 
 def _run_highs(model: MilpModel, opt: SolverOptions, start: FloatArray | None) -> SolveOutcome:
-    import highspy
+    return HighsSession(model, opt).run(start)
 
-    t0 = time.perf_counter()
-    h = _new_highs()
-    h.setOptionValue("time_limit", float(opt.time_limit))
-    h.setOptionValue("threads", int(opt.threads))
-    h.setOptionValue("mip_rel_gap", float(opt.mip_rel_gap))
-    h.setOptionValue("mip_abs_gap", float(opt.mip_abs_gap))
-    h.setOptionValue("random_seed", int(opt.seed))
-    h.setOptionValue("presolve", "on" if opt.presolve in (None, True) else "off")
-    for name, value in opt.highs_options:
-        h.setOptionValue(name, value)
-    n = model.n_cols
-    empty_i = np.zeros(0, dtype=np.int32)
-    h.addCols(n, model.cost, model.lb, model.ub, 0, empty_i, empty_i, np.zeros(0))
-    ints = np.flatnonzero(model.integer).astype(np.int32)
-    if ints.size:
-        h.changeColsIntegrality(ints.shape[0], ints, np.full(ints.shape[0], 1, dtype=np.uint8))
-    lo, hi, starts, idx, vals = model.csr()
-    if model.n_rows:
-        inf = highspy.kHighsInf
-        h.addRows(model.n_rows, np.where(np.isfinite(lo), lo, -inf), np.where(np.isfinite(hi), hi, inf),
-                  int(vals.shape[0]), starts[:-1].copy(), idx, vals)
-    if model.offset:
-        h.changeObjectiveOffset(float(model.offset))
-    if start is not None:
-        sol = highspy.HighsSolution()
-        sol.col_value = list(np.asarray(start, dtype=np.float64))
-        h.setSolution(sol)
-    h.run()
-    secs = time.perf_counter() - t0
-    st = h.getModelStatus()
-    name = h.modelStatusToString(st)
-    info = h.getInfo()
-    has_sol = int(info.primal_solution_status) == 2
-    x = np.array(h.getSolution().col_value, dtype=np.float64) if has_sol else None
-    obj = float(info.objective_function_value) if has_sol else np.inf
-    bound = float(info.mip_dual_bound)
-    gap = float(info.mip_gap) if has_sol else np.inf
-    nodes = int(info.mip_node_count)
-    if st == highspy.HighsModelStatus.kOptimal:
-        status = OPTIMAL
-    elif st in (highspy.HighsModelStatus.kInfeasible,):
-        status = INFEASIBLE
-    elif st in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit,
-                highspy.HighsModelStatus.kSolutionLimit, highspy.HighsModelStatus.kInterrupt):
-        status = TIME_LIMIT if has_sol else NO_SOLUTION
-    else:
-        status = TIME_LIMIT if has_sol else ERROR
-    return SolveOutcome(status, x, obj, bound, gap, secs, nodes, name)
+
+class HighsSession:
+    """One HiGHS model kept loaded between solves, so that rows (cuts) can be added and the model solved
+    again without rebuilding it (``plausibility`` cut loop)."""
+
+    def __init__(self, model: MilpModel, opt: SolverOptions) -> None:
+        import highspy
+
+        self.model, self.opt = model, opt
+        h = self.h = _new_highs()
+        h.setOptionValue("time_limit", float(opt.time_limit))
+        h.setOptionValue("threads", int(opt.threads))
+        h.setOptionValue("mip_rel_gap", float(opt.mip_rel_gap))
+        h.setOptionValue("mip_abs_gap", float(opt.mip_abs_gap))
+        h.setOptionValue("random_seed", int(opt.seed))
+        h.setOptionValue("presolve", "on" if opt.presolve in (None, True) else "off")
+        for name, value in opt.highs_options:
+            h.setOptionValue(name, value)
+        n = model.n_cols
+        empty_i = np.zeros(0, dtype=np.int32)
+        h.addCols(n, model.cost, model.lb, model.ub, 0, empty_i, empty_i, np.zeros(0))
+        ints = np.flatnonzero(model.integer).astype(np.int32)
+        if ints.size:
+            h.changeColsIntegrality(ints.shape[0], ints, np.full(ints.shape[0], 1, dtype=np.uint8))
+        lo, hi, starts, idx, vals = model.csr()
+        self.inf = inf = highspy.kHighsInf
+        if model.n_rows:
+            h.addRows(model.n_rows, np.where(np.isfinite(lo), lo, -inf), np.where(np.isfinite(hi), hi, inf),
+                      int(vals.shape[0]), starts[:-1].copy(), idx, vals)
+        if model.offset:
+            h.changeObjectiveOffset(float(model.offset))
+
+    def add_row(self, cols: npt.NDArray[np.int64], vals: FloatArray, lo: float, hi: float) -> None:
+        """Append ``lo <= sum vals * x[cols] <= hi`` to the loaded model (and to ``model``, for checks)."""
+        self.model.add_rows(np.zeros(cols.shape[0], dtype=np.int64), cols, vals, np.array([lo]), np.array([hi]))
+        self.h.addRow(lo if np.isfinite(lo) else -self.inf, hi if np.isfinite(hi) else self.inf,
+                      int(cols.shape[0]), cols.astype(np.int32), np.asarray(vals, dtype=np.float64))
+
+    def make_integer(self, cols: npt.NDArray[np.int64]) -> None:
+        new = np.asarray(cols, dtype=np.int64)
+        new = new[~self.model.integer[new]]
+        if new.size:
+            self.model.set_integer(new)
+            self.h.changeColsIntegrality(int(new.shape[0]), new.astype(np.int32),
+                                         np.ones(new.shape[0], dtype=np.uint8))
+
+    def run(self, start: FloatArray | None = None, time_limit: float | None = None) -> SolveOutcome:
+        import highspy
+
+        h = self.h
+        if time_limit is not None:
+            h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
+        t0 = time.perf_counter()
+        if start is not None:
+            sol = highspy.HighsSolution()
+            sol.col_value = list(np.asarray(start, dtype=np.float64))
+            h.setSolution(sol)
+        h.run()
+        secs = time.perf_counter() - t0
+        st = h.getModelStatus()
+        name = h.modelStatusToString(st)
+        info = h.getInfo()
+        has_sol = int(info.primal_solution_status) == 2
+        x = np.array(h.getSolution().col_value, dtype=np.float64) if has_sol else None
+        obj = float(info.objective_function_value) if has_sol else np.inf
+        bound = float(info.mip_dual_bound)
+        gap = float(info.mip_gap) if has_sol else np.inf
+        nodes = int(info.mip_node_count)
+        if st == highspy.HighsModelStatus.kOptimal:
+            status = OPTIMAL
+        elif st in (highspy.HighsModelStatus.kInfeasible,):
+            status = INFEASIBLE
+        elif st in (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kIterationLimit,
+                    highspy.HighsModelStatus.kSolutionLimit, highspy.HighsModelStatus.kInterrupt):
+            status = TIME_LIMIT if has_sol else NO_SOLUTION
+        else:
+            status = TIME_LIMIT if has_sol else ERROR
+        return SolveOutcome(status, x, obj, bound, gap, secs, nodes, name)
 
 
 def _solve_scipy(model: MilpModel, opt: SolverOptions) -> SolveOutcome:

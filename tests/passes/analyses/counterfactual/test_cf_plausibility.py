@@ -167,3 +167,142 @@ def test_relaxation_optimum_that_reaches_the_target_is_returned_as_optimal(monke
         assert r.optimal and r.verified and r.gap == 0.0 and r.bound == pytest.approx(r.cost)
         assert r.cost == pytest.approx(exact, rel=1e-6)
     assert early >= 1
+
+
+@pytest.fixture
+def cut_loop(monkeypatch):
+    """The cut loop on (it is off by default), with room to finish; records what each loop returned."""
+    import lumber.passes.analyses.counterfactual.solve as S
+
+    monkeypatch.setattr(S, "CUT_ROUNDS", 200)
+    monkeypatch.setattr(S, "CUT_SHARE", 1.0)
+    seen: list[object] = []
+    real = S._cut_loop
+    monkeypatch.setattr(S, "_cut_loop", lambda *a, **k: (lambda o: seen.append(o) or o)(real(*a, **k)))
+    return seen
+
+
+@pytest.mark.parametrize("norm", ["l0", "l1", "l2"])
+def test_cut_loop_matches_full_encoding_and_exhaustive(blobs, norm, cut_loop) -> None:
+    """The isolation forest as "leave this box" cuts on the plain MILP: every optimum it proves is the
+    full encoding's (no heuristic, no cut loop) and exhaustive search's."""
+    import lumber.passes.analyses.counterfactual.solve as S
+
+    X, y, rf, iso = blobs
+    f, fi = lumber.load(rf), lumber.load(iso)
+    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    ones = np.ones(2)
+    for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:6]]:
+        r = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), reference=X)
+        full = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), use_warm_start=False)
+        exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, norm, ones, ones,
+                               extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,))
+        assert r.optimal and r.verified and full.optimal, (r.status, r.message, full.status)
+        assert r.cost == pytest.approx(full.cost, rel=1e-6, abs=1e-12)
+        assert r.cost == pytest.approx(exact, rel=1e-6, abs=1e-12)
+        assert path_lengths(fi, r.x[None, :])[0] >= delta
+    proved = [o for o in cut_loop if isinstance(o, S.CounterfactualResult)]
+    assert len(proved) >= 3, cut_loop  # the loop itself proved most of them (the rest: the relaxation did)
+
+
+def test_cut_loop_leaves_an_infeasible_query_infeasible(blobs, cut_loop) -> None:
+    """Nothing plausible reaches the target within the bounds: no heuristic point, so no loop; infeasible."""
+    from lumber.ir import Constraints
+
+    X, y, rf, iso = blobs
+    f, fi = lumber.load(rf), lumber.load(iso)
+    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    x0 = X[np.flatnonzero(rf.predict(X) == 0)[0]]
+    cons = Constraints.from_mapping({"immutable": ["f0"], "bounds": {"f1": (-5.0, float(x0[1]))}})
+    assert list(f.schema.feature_names) == ["f0", "f1"]
+    ones = np.ones(2)
+    lo, hi = np.array([x0[0], -5.0]), np.array([x0[0], x0[1]])
+    exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, "l1", ones, ones, lo=lo, hi=hi,
+                           extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,))
+    r = solve_counterfactual(f, x0, target=1, constraints=cons, norm="l1", isolation=(fi, delta), reference=X)
+    assert exact == np.inf and r.status == "infeasible" and r.x is None, (exact, r.status)
+
+
+def test_cut_loop_stops_at_its_deadline_and_the_full_encoding_finishes(blobs, cut_loop, monkeypatch) -> None:
+    """A clock that passes the loop's share of the time during its first solve: the loop stops there (one
+    solve, a lower bound at most the optimum) and the full encoding still proves the exhaustive optimum."""
+    import lumber.passes.analyses.counterfactual.solve as S
+    from lumber.passes.analyses.counterfactual.solver import HighsSession
+
+    X, y, rf, iso = blobs
+    f, fi = lumber.load(rf), lumber.load(iso)
+    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    now = [0.0]
+    runs: list[float] = []
+
+    class SlowSession(HighsSession):  # the loop's solves only (the others build their own session)
+        def run(self, start=None, time_limit=None):  # type: ignore[no-untyped-def]
+            runs.append(time_limit)
+            out = super().run(start, time_limit)
+            now[0] += 30.0  # the loop's share is 0.2 of 100 s
+            return out
+
+    monkeypatch.setattr(S, "HighsSession", SlowSession)
+    monkeypatch.setattr(S, "CUT_SHARE", 0.2)
+    ones = np.ones(2)
+    checked = 0
+    for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:6]]:
+        runs.clear()
+        n_loops = len(cut_loop)
+        r = solve_counterfactual(f, x0, target=1, norm="l1", isolation=(fi, delta), reference=X,
+                                 time_limit=100.0, clock=lambda: now[0])
+        exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, "l1", ones, ones,
+                               extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,))
+        assert r.verified and r.cost == pytest.approx(exact, rel=1e-6, abs=1e-12), (r.status, r.cost, exact)
+        assert path_lengths(fi, r.x[None, :])[0] >= delta
+        if len(cut_loop) > n_loops and not isinstance(cut_loop[-1], S.CounterfactualResult):
+            assert len(runs) == 1 and runs[0] <= 20.0 + 1e-9  # one solve, given the loop's share only
+            assert cut_loop[-1] <= exact * (1 + 1e-6) + 1e-12  # what it proved is a lower bound
+            assert r.optimal
+            checked += 1
+    assert checked >= 1
+
+
+def test_box_bound_is_above_every_score_and_boxes_hold_no_plausible_point(blobs) -> None:
+    """leave_box's box (the points that break its row) holds only implausible points, and the bound over a
+    box is at least the score of every point in it; checked on a dense grid."""
+    from lumber.passes.analyses.counterfactual.domain import CategoricalDomain, NumericDomain
+    from lumber.passes.analyses.counterfactual.plausibility import BoxBound, leave_box
+    from lumber.passes.analyses.counterfactual.problem import build
+    from lumber.passes.analyses.counterfactual.solve import make_query
+
+    X, y, rf, iso = blobs
+    f, fi = lumber.load(rf), lumber.load(iso)
+    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    rng = np.random.default_rng(0)
+    G = rng.uniform(-3.0, 5.0, size=(4000, 2))
+    G = np.vstack([G, X])
+    s = path_lengths(fi, G)
+    cut_any = 0
+    for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:5]]:
+        q = make_query(f, x0, 1, isolation=(fi, delta))[0]
+        prob = build(q, encode_isolation=False)
+        bound = BoxBound(q.isolation_encoded, prob.domains, delta)
+        assert BoxBound.supported(q.isolation_encoded, q.x0)
+        for _ in range(5):  # random boxes
+            a, b = np.sort(rng.uniform(-3.0, 5.0, size=(2, 2)), axis=0)
+            inside = np.all((G >= a) & (G <= b), axis=1)
+            if inside.any():
+                assert bound.upper(a, b) >= s[inside].max() - 1e-12
+        for z in G[s < delta][:20]:  # implausible points: their box is implausible throughout
+            cut = leave_box(bound, prob.domains, prob.snapped(z))
+            assert cut is not None
+            expr, need = cut
+            lhs = np.full(G.shape[0], expr.const)
+            for col, coef in zip(expr.cols, expr.coefs):
+                d = next(d for d in prob.domains if isinstance(d, NumericDomain) and col in set(d.mu.tolist()))
+                j = int(np.flatnonzero(d.mu == col)[0])
+                u = d.levels[j]  # an integral mu[j] is [x > level j] at the levels a solution takes
+                ind = (np.array([d.snap(float(g)) for g in G[:, d.index]]) > u).astype(float)
+                lhs += coef * ind
+            in_box = lhs < 1.0 - 1e-9
+            assert in_box.any() and not np.any(s[in_box] >= delta)
+            cut_any += 1
+            assert set(need) <= {int(c) for d in prob.domains if isinstance(d, NumericDomain) for c in d.mu}
+            assert not any(isinstance(d, CategoricalDomain) for d in prob.domains)
+    assert cut_any > 0
