@@ -178,12 +178,12 @@ def leave_box(bound: BoxBound, domains: list[Any], x: FloatArray) -> tuple[Any, 
     if not bound.implausible(lo, hi):
         return None
     free_cats: set[int] = set()
-    for d in cats:  # a category the box need not keep
-        lo[d.index], hi[d.index] = float(d.codes.min()), float(d.codes.max())
+    for dc in cats:  # a category the box need not keep
+        lo[dc.index], hi[dc.index] = float(dc.codes.min()), float(dc.codes.max())
         if bound.implausible(lo, hi):
-            free_cats.add(d.index)
+            free_cats.add(dc.index)
         else:
-            lo[d.index] = hi[d.index] = x[d.index]
+            lo[dc.index] = hi[dc.index] = x[dc.index]
     for d in nums:  # a feature the box need not bound
         old = box[d.index]
         box[d.index] = [-1, cuts[d.index].shape[0]]
@@ -214,7 +214,7 @@ def leave_box(bound: BoxBound, domains: list[Any], x: FloatArray) -> tuple[Any, 
                 g = d.gt(float(c[u]))
                 expr = expr + ((1.0 - g) if inside else g)
                 need += g.cols
-    for d in cats:
-        if d.index not in free_cats:
-            expr = expr + (1.0 - d.member_expr(np.array([x[d.index]])))
+    for dc in cats:
+        if dc.index not in free_cats:
+            expr = expr + (1.0 - dc.member_expr(np.array([x[dc.index]])))
     return expr, need
