@@ -106,6 +106,21 @@ def test_collapse_keeps_a_forest_without_uniform_subtrees() -> None:
     assert np.array_equal(c.evaluate(X), f.evaluate(X)) and c.n_nodes <= f.n_nodes
 
 
+def _assert_six_cases_match_plain_and_exhaustive(f, fi, X, rf, delta, norm) -> None:  # type: ignore[no-untyped-def]
+    """Six class-0 cases: the shipped solve (warm start, relaxation, cut loop as configured) is proven
+    optimal, verified, plausible and costs what the plain MILP and exhaustive search say."""
+    ones = np.ones(2)
+    for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:6]]:
+        r = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), reference=X)
+        plain = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), use_warm_start=False)
+        exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, norm, ones, ones,
+                               extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,))
+        assert r.optimal and r.verified and plain.optimal, (r.status, r.message, plain.status)
+        assert r.cost == pytest.approx(plain.cost, rel=1e-6, abs=1e-12)
+        assert r.cost == pytest.approx(exact, rel=1e-6, abs=1e-12)
+        assert path_lengths(fi, r.x[None, :])[0] >= delta
+
+
 @pytest.mark.parametrize("norm", ["l0", "l1", "l2"])
 def test_relaxation_first_matches_the_plain_milp(blobs, norm, monkeypatch) -> None:
     """Solving the isolation forest alone first (lower bound, early optimum, walk start) changes no optimum:
@@ -124,16 +139,7 @@ def test_relaxation_first_matches_the_plain_milp(blobs, norm, monkeypatch) -> No
         return out
 
     monkeypatch.setattr(S, "_plausible_relaxation", recording)
-    ones = np.ones(2)
-    for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:6]]:
-        r = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), reference=X)
-        plain = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), use_warm_start=False)
-        exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, norm, ones, ones,
-                               extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,))
-        assert r.optimal and r.verified and plain.optimal, (r.status, r.message, plain.status)
-        assert r.cost == pytest.approx(plain.cost, rel=1e-6, abs=1e-12)
-        assert r.cost == pytest.approx(exact, rel=1e-6, abs=1e-12)
-        assert path_lengths(fi, r.x[None, :])[0] >= delta
+    _assert_six_cases_match_plain_and_exhaustive(f, fi, X, rf, delta, norm)
     assert len(seen) == 6 and "none" not in seen, seen
 
 
@@ -191,16 +197,7 @@ def test_cut_loop_matches_full_encoding_and_exhaustive(blobs, norm, cut_loop) ->
     X, y, rf, iso = blobs
     f, fi = lumber.load(rf), lumber.load(iso)
     delta = isolation_threshold(fi, X[y == 1], 0.1)
-    ones = np.ones(2)
-    for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:6]]:
-        r = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), reference=X)
-        full = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), use_warm_start=False)
-        exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, norm, ones, ones,
-                               extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,))
-        assert r.optimal and r.verified and full.optimal, (r.status, r.message, full.status)
-        assert r.cost == pytest.approx(full.cost, rel=1e-6, abs=1e-12)
-        assert r.cost == pytest.approx(exact, rel=1e-6, abs=1e-12)
-        assert path_lengths(fi, r.x[None, :])[0] >= delta
+    _assert_six_cases_match_plain_and_exhaustive(f, fi, X, rf, delta, norm)
     proved = [o for o in cut_loop if isinstance(o, S.CounterfactualResult)]
     assert len(proved) >= 3, cut_loop  # the loop itself proved most of them (the rest: the relaxation did)
 
