@@ -305,21 +305,27 @@ def test_codes_of_one_feature_share_levels(strategy: str) -> None:
         assert_exact(f, ObliviousEnsemble.from_forest(e.to_forest()), X)
 
 
+def _adult_native_categories(adult_split: tuple, rounds: int, **params: Any) -> tuple[Any, list[int]]:
+    """LightGBM on Adult with its own categorical splits (sets of several codes: max_cat_to_onehot=1), and
+    the categorical columns."""
+    import lightgbm as lgb
+
+    d = lumber.datasets.load("adult")
+    cats = [i for i, f in enumerate(d.features) if f.kind.name == "CATEGORICAL"]
+    Xtr, ytr = adult_split[:2]
+    p = {"objective": "binary", "num_leaves": 8, "max_depth": 3, "learning_rate": 0.2, "verbose": -1,
+         "num_threads": 1, "seed": 0, "max_cat_to_onehot": 1, "min_data_per_group": 5, **params}
+    return lgb.train(p, lgb.Dataset(Xtr, ytr, categorical_feature=cats), rounds), cats
+
+
 @pytest.mark.parametrize("strategy", ["pack", "grow"])
 def test_lightgbm_with_native_categories_compiles_to_exact_tables(adult_split: tuple, strategy: str) -> None:
     """Adult with LightGBM's own categorical splits (sets of several codes, max_cat_to_onehot=1): the
     tables -- IR, numpy table evaluator, C table runtime -- give LightGBM's raw scores on real rows
     and on rows with NaN, negative, fractional, unseen and huge category values."""
-    import lightgbm as lgb
-
     from lumber.backends.table_c import TableRuntime
 
-    d = lumber.datasets.load("adult")
-    cats = [i for i, f in enumerate(d.features) if f.kind.name == "CATEGORICAL"]
-    Xtr, ytr = adult_split[:2]
-    bst = lgb.train({"objective": "binary", "num_leaves": 8, "max_depth": 3, "learning_rate": 0.2, "verbose": -1,
-                     "num_threads": 1, "seed": 0, "max_cat_to_onehot": 1, "min_data_per_group": 5},
-                    lgb.Dataset(Xtr, ytr, categorical_feature=cats), 30)
+    bst, cats = _adult_native_categories(adult_split, 30)
     forest = lumber.load(bst)
     assert forest.is_categorical.any() and any(forest.categories_of(int(n)).size > 1
                                                for n in np.flatnonzero(forest.is_categorical))
@@ -345,17 +351,11 @@ def test_table_file_margins_against_the_model(adult_split: tuple, tmp_path: Any,
     adds leaf values tree by tree, so the last bits may differ."""
     import json
 
-    import lightgbm as lgb
     import pandas as pd
 
     from lumber.compiler.cli import main
 
-    d = lumber.datasets.load("adult")
-    cats = [i for i, f in enumerate(d.features) if f.kind.name == "CATEGORICAL"]
-    Xtr, ytr = adult_split[:2]
-    bst = lgb.train({"objective": "binary", "num_leaves": 15, "verbose": -1, "num_threads": 1, "seed": 0,
-                     "max_cat_to_onehot": 1, "min_data_per_group": 5},
-                    lgb.Dataset(Xtr, ytr, categorical_feature=cats), 10)
+    bst, _ = _adult_native_categories(adult_split, 10, num_leaves=15, max_depth=-1, learning_rate=0.1)
     model = tmp_path / "m.txt"
     bst.save_model(str(model))
     X = adult_split[4][:600]
@@ -401,16 +401,9 @@ def test_pack_scores_each_placement_in_one_step(adult_split: tuple, monkeypatch:
     """``pack`` on a model with category and bin groups: a placement scores every tree at once, so the
     per-tree level count (``_Cover.grown``) runs once per extension, not once per candidate tree (the
     per-candidate loop made Adult 500 x 63 take over 600 s)."""
-    import lightgbm as lgb
-
     from lumber.passes.transforms import recompose_oblivious as ro
 
-    d = lumber.datasets.load("adult")
-    cats = [i for i, f in enumerate(d.features) if f.kind.name == "CATEGORICAL"]
-    Xtr, ytr = adult_split[:2]
-    bst = lgb.train({"objective": "binary", "num_leaves": 8, "max_depth": 3, "learning_rate": 0.2, "verbose": -1,
-                     "num_threads": 1, "seed": 0, "max_cat_to_onehot": 1, "min_data_per_group": 5},
-                    lgb.Dataset(Xtr, ytr, categorical_feature=cats), 40)
+    bst, _ = _adult_native_categories(adult_split, 40)
     forest = lumber.load(bst)
     poly = forest_to_polynomial(forest)
     calls = {"grown": 0, "place": 0, "scored": 0}
