@@ -20,8 +20,8 @@ from lumber.ir import CompileError, ConditionKind, Forest, ObliviousEnsemble, Po
 from lumber.ir.polynomial import from_terms
 from lumber.passes.analyses.equivalence import polynomial_difference
 from lumber.passes.transforms.quantize import quantize_ensemble
-from lumber.passes.transforms.recompose_oblivious import (_levels, _merge_nested, cover_lower_bound, level_groups,
-                                                           maximal_monomials, recompose)
+from lumber.passes.transforms.recompose_oblivious import (_levels, _merge_nested, cover_lower_bound, grow_sets,
+                                                           level_groups, maximal_monomials, polish_sets, recompose)
 from lumber.passes.transforms.polynomial import forest_to_polynomial
 
 
@@ -476,3 +476,38 @@ def test_cover_lower_bound_is_below_the_optimum(forest: Forest, slack: int) -> N
         assert bound <= _optimal_cover(poly, depth)
     for strategy in ("greedy", "pack", "grow"):
         assert bound <= recompose(poly, max_depth=depth, strategy=strategy)[0].n_trees
+    if poly.n_monomials:
+        groups = level_groups(poly)
+        deg = poly.degree.astype(np.int64)
+        raw = grow_sets(ids, deg, poly.n_conditions, depth, groups, polish=0)
+        polished = grow_sets(ids, deg, poly.n_conditions, depth, groups)
+        assert len(polished) <= len(raw)
+        _assert_covers(polished, poly, depth)
+
+
+def _assert_covers(sets: list[list[int]], poly: Polynomial, max_depth: int) -> None:
+    """Every maximal monomial of ``poly`` lies in one of ``sets``, each at most ``max_depth`` levels."""
+    ids = np.asarray(poly.padded_ids, dtype=np.int64)
+    groups = level_groups(poly)
+    assert all(_levels(s, groups) <= max_depth for s in sets)
+    for r in ids[maximal_monomials(ids, poly.degree)]:
+        assert any(set(r[r < poly.n_conditions].tolist()) <= set(s) for s in sets)
+
+
+def test_polish_trims_trees_and_removes_one_whose_monomials_fit_elsewhere() -> None:
+    schema = lumber.Schema(features=default_features(5), task=lumber.ir.Task.REGRESSION, n_outputs=1,
+                           base_score=(0.0,))
+    cf, ck = np.arange(5), np.full(5, ConditionKind.GREATER, dtype=np.int8)
+    ct, cn = np.zeros(5), np.zeros(5, dtype=bool)
+    ids = np.array([[0, 1], [2, 3], [0, 2], [4, 5]], dtype=np.int32)  # 5 pads
+    poly = from_terms(schema, cf, ck, ct, cn, ids, np.array([[1.0], [2.0], [3.0], [4.0]]), np.array([0.0]))
+    P = np.asarray(poly.padded_ids, dtype=np.int64)
+    assert poly.n_conditions == 5 and sorted(P.tolist()) == [[0, 1], [0, 2], [2, 3], [4, 5]]
+    deg, groups = poly.degree.astype(np.int64), level_groups(poly)
+    # {4} is in two trees: the first is trimmed to {0, 1}, which then joins {0, 2}; {2, 3, 4} cannot take it
+    out = polish_sets([[0, 1, 4], [2, 3, 4], [0, 2]], P, deg, 5, groups, 3)
+    assert sorted(out) == [[0, 1, 2], [2, 3, 4]] and len(out) == _optimal_cover(poly, 3)
+    _assert_covers(out, poly, 3)
+    # at two levels nothing can move: the optimum is the cover itself
+    out = polish_sets([[0, 1], [2, 3], [0, 2], [4]], P, deg, 5, groups, 2)
+    assert sorted(out) == [[0, 1], [0, 2], [2, 3], [4]] and len(out) == _optimal_cover(poly, 2)

@@ -30,7 +30,9 @@ at a time, always by the condition (pair) that completes the most uncovered
 maximal monomials per level added, until ``max-depth``; then every maximal
 monomial inside its level set is covered. Filling one tree before starting the
 next packs monomials that share conditions; on LightGBM 500 x 63 at depth 10 it
-needs about a quarter fewer trees than ``pack`` (docs/passes.md has the numbers).
+needs about a quarter fewer trees than ``pack`` (docs/passes.md has the numbers). A local search
+(:func:`polish_sets`) then trims every tree to the monomials only it covers and removes the trees
+whose monomials fit into the others.
 
 Covering non-maximal monomials needs no search: a monomial one condition
 short of an already placed monomial goes to that monomial's tree (one
@@ -75,6 +77,8 @@ from ..base import PassContext, PassReport, Transform
 STRATEGIES = ("greedy", "pack", "grow")
 SEED_LIMIT = 20_000
 """Largest maximal monomials searched for ones that need a tree each (``grow`` seeds, :func:`cover_lower_bound`)."""
+POLISH_ROUNDS = 4
+"""Most rounds of :func:`polish_sets` after ``grow`` (each removes fewer trees; Adult 500 x 63: 777, 103, 20)."""
 DEFAULT_MAX_DEPTH = 8
 """Tables of up to 256 rows: the C evaluator's fastest index width (one byte) and L1-sized tables."""
 
@@ -519,7 +523,8 @@ def _incompatible(P: npt.NDArray[np.int64], dg: npt.NDArray[np.int64], nc: int,
 
 
 def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditions: int,
-              max_depth: int, groups: npt.NDArray[np.int64] | None = None) -> list[list[int]]:
+              max_depth: int, groups: npt.NDArray[np.int64] | None = None,
+              polish: int = POLISH_ROUNDS) -> list[list[int]]:
     """Condition sets covering every maximal monomial, built one tree at a time (strategy ``grow``).
 
     A tree starts from one of the maximal monomials that need a tree each (:func:`_incompatible`), then
@@ -529,6 +534,7 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
     complete one monomial it shares conditions with, or else the next uncovered monomial that fits.
     With ``groups`` (:func:`category_groups`) a category code costs the levels its group grows by,
     often none (the third code of a group rides on the two levels of the first two).
+    Then up to ``polish`` rounds of :func:`polish_sets` remove the trees the others can absorb.
     """
     nc = n_conditions
     grp = np.full(nc + 1, -1, dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
@@ -671,7 +677,149 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
         in_s[nc] = True
         gcount[:] = 0
         sets.append(sorted(S))
+    if polish > 0:
+        sets = polish_sets(sets, P, dg, nc, grp, max_depth, polish)
     return sets
+
+
+def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray[np.int64], nc: int,
+                groups: npt.NDArray[np.int64], max_depth: int, rounds: int = POLISH_ROUNDS) -> list[list[int]]:
+    """Fewer trees covering the same maximal monomials (rows of ``P``: sorted condition ids, padding ``nc``;
+    degrees ``dg``), by local search on a finished cover.
+
+    A greedy cover leaves trees that exist for a few monomials, and trees whose levels hold conditions
+    only monomials covered elsewhere too need. Each round first *trims* every tree to the conditions of
+    the monomials no other tree covers (smallest such count first, so the small trees shed their shared
+    monomials onto the big ones, and trees freed of all of them go), which frees levels; then tries to
+    *remove* each tree, smallest first: every monomial only it covers moves to the tree it grows by the
+    fewest levels within ``max_depth`` (levels counted with ``groups`` as :func:`_levels`); if one fits
+    nowhere, the tree stays and the others are restored. Rounds stop when one removes under 0.5% of the
+    trees. Each tree keeps the list of monomials it covers (a trimmed tree filters it, a grown one adds
+    the monomials holding a new condition), so no step rescans every monomial.
+    """
+    m, W = P.shape
+    T = len(sets)
+    grp = np.asarray(groups, dtype=np.int64)
+    grouped = grp >= 0
+    gids = np.unique(grp[grouped])
+    col = np.full(int(grp.max()) + 1 if grouped.any() else 1, -1, dtype=np.int64)
+    col[gids] = np.arange(gids.shape[0])
+    cgroup = np.where(grouped, col[np.maximum(grp, 0)], -1)  # condition -> dense group, -1: a level of its own
+    bitlen = np.array([k.bit_length() for k in range(nc + 3)], dtype=np.int64)
+    member = np.zeros((nc + 1, T), dtype=bool)  # condition x tree; the padding row holds in every tree
+    member[nc] = True
+    gcount = np.zeros((max(int(gids.shape[0]), 1), T), dtype=np.int64)  # group x tree: codes held
+    levels = np.zeros(T, dtype=np.int64)
+    alive = np.ones(T, dtype=bool)
+    trees = [set(s) for s in sets]
+
+    def store(t: int) -> None:
+        member[:nc, t] = False
+        gcount[:, t] = 0
+        a = np.fromiter(trees[t], dtype=np.int64, count=len(trees[t]))
+        member[a, t] = True
+        g = cgroup[a]
+        np.add.at(gcount[:, t], g[g >= 0], 1)
+        levels[t] = int((g < 0).sum()) + int(bitlen[gcount[:, t]].sum())
+
+    for t in range(T):
+        store(t)
+    ent_m = np.repeat(np.arange(m), W)
+    ent_c = P.reshape(-1)
+    real = ent_c < nc
+    ent_m, ent_c = ent_m[real], ent_c[real]
+    post_m = ent_m[np.argsort(ent_c, kind="stable")]  # condition -> monomials holding it
+    post_off = np.zeros(nc + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ent_c, minlength=nc), out=post_off[1:])
+    cov = _covering_trees(P, member)  # tree -> the monomials it covers
+    n_cover = np.bincount(np.concatenate(cov + [np.zeros(0, dtype=np.int64)]), minlength=m)
+
+    def trim(t: int) -> npt.NDArray[np.int64]:
+        """Tree ``t`` down to the conditions of the monomials only it covers (returned); none: it goes."""
+        own = cov[t][n_cover[cov[t]] == 1]
+        need = set(P[own][P[own] < nc].tolist())
+        if need != trees[t]:
+            trees[t] = need
+            store(t)
+            keep = member[P[cov[t]], t].all(axis=1)
+            n_cover[cov[t][~keep]] -= 1
+            cov[t] = cov[t][keep]
+            alive[t] = bool(need)
+        return own
+
+    for _ in range(rounds):
+        start = int(alive.sum())
+        own_count = np.zeros(T, dtype=np.int64)
+        for t in np.flatnonzero(alive).tolist():
+            own_count[t] = trim(t).shape[0]
+        for t in np.flatnonzero(alive)[np.argsort(own_count[alive], kind="stable")].tolist():
+            own = trim(t)
+            if not alive[t]:
+                continue
+            alive[t] = False
+            before: dict[int, set[int]] = {}
+            for q in own[np.argsort(-dg[own], kind="stable")].tolist():
+                cs = P[q, :dg[q]]
+                has = member[cs]
+                if (has.all(axis=0) & alive).any():  # an earlier move already covers it
+                    continue
+                g = cgroup[cs]
+                cost = np.ones(has.shape, dtype=np.int64)
+                at = np.flatnonzero(g >= 0)  # a canonical monomial holds one code per group at most
+                if at.size:
+                    n = gcount[g[at]]
+                    cost[at] = bitlen[n + 1] - bitlen[n]
+                grown = levels + np.where(has, 0, cost).sum(axis=0)
+                fit = np.flatnonzero(alive & (grown <= max_depth))
+                if fit.size == 0:
+                    break
+                u = int(fit[np.lexsort((grown[fit], grown[fit] - levels[fit]))[0]])
+                before.setdefault(u, set(trees[u]))
+                trees[u] |= set(cs.tolist())
+                store(u)
+            else:  # every monomial only t covered has moved: t goes, the grown trees cover more
+                n_cover[cov[t]] -= 1
+                cov[t] = np.zeros(0, dtype=np.int64)
+                trees[t] = set()
+                store(t)
+                for u, old in before.items():
+                    new = trees[u] - old
+                    cand = np.concatenate([post_m[post_off[c]:post_off[c + 1]] for c in new])
+                    cand = np.unique(cand[member[P[cand], u].all(axis=1)])  # each holds a new condition: new
+                    n_cover[cand] += 1
+                    cov[u] = np.concatenate([cov[u], cand])
+                continue
+            for u, old in before.items():  # a monomial fits nowhere: the tree stays
+                trees[u] = old
+                store(u)
+            alive[t] = True
+        if (start - int(alive.sum())) * 200 < start:
+            break
+    if (n_cover == 0).any():
+        raise CompileError("internal error: polishing the cover left a maximal monomial without a tree")
+    return [sorted(trees[t]) for t in np.flatnonzero(alive).tolist()]
+
+
+def _covering_trees(P: npt.NDArray[np.int64], member: npt.NDArray[np.bool_]) -> list[npt.NDArray[np.int64]]:
+    """For each tree (column of the condition x tree ``member``, padding row all true): the rows of ``P``
+    all of whose conditions it holds -- an AND of the monomial's condition rows as 64-tree bit words."""
+    T = member.shape[1]
+    words = np.packbits(member, axis=1, bitorder="little")
+    words = np.pad(words, ((0, 0), (0, -words.shape[1] % 8))).view(np.uint64)
+    mono: list[npt.NDArray[np.int64]] = []
+    tree: list[npt.NDArray[np.int64]] = []
+    for lo in range(0, P.shape[0], 4096):
+        acc = np.bitwise_and.reduce(words[P[lo:lo + 4096]], axis=1)  # monomial x word
+        r, w = np.nonzero(acc)
+        bits = np.unpackbits(acc[r, w].view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        i, b = np.nonzero(bits)
+        mono.append(lo + r[i])
+        tree.append(w[i] * 64 + b)
+    mi, ti = np.concatenate(mono), np.concatenate(tree)
+    o = np.argsort(ti, kind="stable")
+    cut = np.searchsorted(ti[o], np.arange(T + 1))
+    mi = mi[o]
+    return [mi[cut[t]:cut[t + 1]] for t in range(T)]
 
 
 def _one_condition_short(ids: npt.NDArray[np.int64], here: npt.NDArray[np.int64], sup: npt.NDArray[np.int64], k: int,
@@ -886,7 +1034,5 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
                              tree_output=tout, value=value, **set_arrays)
 
 
-__all__ = ["CostModel", "DEFAULT_MAX_DEPTH", "RecomposeOblivious", "STRATEGIES", "category_groups",
-           "cover_lower_bound", "grow_sets",
-           "level_groups",
-           "maximal_monomials", "recompose"]
+__all__ = ["DEFAULT_MAX_DEPTH", "STRATEGIES", "CostModel", "RecomposeOblivious", "category_groups",
+           "cover_lower_bound", "grow_sets", "level_groups", "maximal_monomials", "polish_sets", "recompose"]
