@@ -45,6 +45,24 @@ def _scan_what_the_demo_wrote(kept: Path, printed: str) -> None:
     for text, where in ((md, "report.md"), (page, "report.html"), (printed, "demo output")):
         for bad in (r"\bnan\b", r"\bNone\b", r"\d\.\d{12,}"):
             assert not re.search(bad, text), f"{where} shows {re.search(bad, text).group(0)!r}"  # type: ignore[union-attr]
+    _check_rule_conditions(json.loads((rep / "report.json").read_text()), md)
     for line in md.splitlines():
         if line.startswith("Sample from the rule"):
             assert re.fullmatch(r"Sample from the rule: (.+: .+ → [^;]+; )+prediction \S+ → \S+ \(.*\)\.", line), line
+
+
+def _check_rule_conditions(doc: dict, md: str) -> None:  # type: ignore[type-arg]
+    """No rule prints a condition that spans its feature's whole domain ("Occupation is any value"): the free
+    features of S are named beside the conditions ("Occupation: any value; every other feature unchanged"),
+    and each feature of S is either a condition or free, never both. The demo's rules leave some free."""
+    assert "is any value" not in md
+    rules = [(c["rule"], x) for c in doc["cases"]["items"] if c.get("rule") for x in c["rule"].get("rules", [])]
+    rules += [(g, x) for g in (doc.get("regional") or {}).get("regions", []) for x in g.get("rules", [])]
+    assert rules
+    for owner, x in rules:
+        free = x.get("unconstrained") or []
+        assert set(free) <= set(owner["features"]), (free, owner["features"])
+        for name in free:
+            assert name not in x["text"], (name, x["text"])
+            assert f"{', '.join(free)}: any value; " in md
+    assert any(x.get("unconstrained") for _, x in rules), "the demo's rules should leave some feature of S free"

@@ -269,7 +269,7 @@ def _local_rule(r: dict[str, Any]) -> list[Block]:
     for x in r.get("rules", []):
         out.append(Rule(str(x.get("text")), f"{concl} with probability {num(x.get('probability'), 3)}",
                         f"plausibility {num(x.get('plausibility'), 3)}, support {pct(x.get('support'))} of "
-                        "training rows; every other feature unchanged"))
+                        f"training rows; {_free(x)}every other feature unchanged"))
     smp = r.get("sample")
     if smp:
         # each change is "feature: before → after"; the prediction is a clause of its own, never a third arrow
@@ -283,6 +283,12 @@ def _local_rule(r: dict[str, Any]) -> list[Block]:
                         f"({'verified' if smp.get('verified') else 'NOT verified'}, isolation score "
                         f"{score(smp.get('inlier_score'))})."))
     return out
+
+
+def _free(rule: dict[str, Any]) -> str:
+    """``A, B: any value; `` for the features of S a rule leaves free (none of them is a condition)."""
+    free = rule.get("unconstrained") or []
+    return f"{', '.join(map(str, free))}: any value; " if free else ""
 
 
 def _target_text(t: dict[str, Any]) -> str:
@@ -331,7 +337,7 @@ def regional_section(doc: dict[str, Any]) -> list[Block]:
         for x in g.get("rules", []):
             out.append(Rule(str(x.get("text")), f"{concl} with probability {num(x.get('probability'), 3)}",
                             f"plausibility {num(x.get('plausibility'), 3)}, support {pct(x.get('support'))}; "
-                            "for every case of the region"))
+                            f"{_free(x)}for every case of the region"))
     return out
 
 

@@ -186,9 +186,14 @@ def _counterfactual(r: dict[str, Any], max_tests: int) -> dict[str, Any]:
             "changes": r.get("changes", []), "message": r.get("message", "")}
 
 
+def _free(rule: dict[str, Any]) -> list[str]:
+    """The features of S a rule leaves free, when it has conditions too (with none, its text names them)."""
+    return list(rule.get("unconstrained") or []) if rule.get("if") else []
+
+
 def _rule(r: dict[str, Any], max_tests: int) -> dict[str, Any]:
-    rules = [{"text": x.get("text"), "probability": x.get("probability"), "plausibility": x.get("plausibility"),
-              "support": x.get("support")} for x in r.get("rules", [])]
+    rules = [{"text": x.get("text"), "unconstrained": _free(x), "probability": x.get("probability"),
+              "plausibility": x.get("plausibility"), "support": x.get("support")} for x in r.get("rules", [])]
     samples = r.get("samples") or []
     sample = None
     if samples:
@@ -214,7 +219,7 @@ def regional_section(st: State) -> dict[str, Any] | None:
             "training_rows": d.get("region_training_rows"), "cases_in_region": d.get("cases_in_region"),
             "majority": d.get("prediction"), "target": d.get("target"), "features": d.get("features", []),
             "cdp": d.get("cdp"), "region": [iv.get("text") for iv in d.get("region", [])],
-            "rules": [{"text": x.get("text"), "probability": x.get("probability"),
+            "rules": [{"text": x.get("text"), "unconstrained": _free(x), "probability": x.get("probability"),
                        "plausibility": x.get("plausibility"), "support": x.get("support")} for x in d.get("rules", [])],
         })
     return {"regions": regions, "coverage": reg.get("coverage", {})}

@@ -108,3 +108,45 @@ def test_a_sample_prints_its_changes_then_the_prediction_as_its_own_clause() -> 
         for part in m["ch"].split("; "):
             assert re.fullmatch(r"(job: (clerk|cook|nurse|pilot|tailor) -> (clerk|cook|nurse|pilot|tailor)"
                                 r"|a: [\d.]+ -> [\d.]+)", part), (part, line)
+
+
+def test_a_condition_spanning_the_whole_domain_is_not_printed_as_one() -> None:
+    """``Occupation is any value`` constrains nothing: the rule's IF lists only real conditions and names the
+    free features of S beside "every other feature unchanged" (they may take any value, unlike the others);
+    the JSON's ``if`` holds the conditions and ``unconstrained`` the free features."""
+    from lumber.passes.analyses.rules.results import CounterfactualRule, Interval, Rule
+    from lumber.passes.analyses.rules.text import spans_domain
+
+    job = Feature("job", FeatureKind.CATEGORICAL, JOBS)
+    flag = Feature("flag", FeatureKind.BINARY)
+    a = Feature("a")
+    f = classifier([("a", LONG, -5.0, 5.0)], [job, "a", flag])
+    shown = Display(f, infer_domains(f.schema))
+    assert spans_domain(a, -INF, INF) and not spans_domain(a, -INF, 1e300) and not spans_domain(a, LONG, INF)
+    assert spans_domain(job, -0.5, 4.0, shown, 0) and not spans_domain(job, 0.5, 4.0, shown, 0)
+    assert spans_domain(flag, -1.0, 1.0) and not spans_domain(flag, 0.5, INF)
+    ivs = (Interval(job, 0, -INF, INF, shown), Interval(a, 1, LONG, INF, shown), Interval(flag, 2, -0.5, 1.5, shown))
+    rule = Rule(ivs, probability=0.95, plausibility=0.5, support=0.25)
+    assert rule.condition_text() == "a > 0.4982"
+    assert rule.unconstrained == ("job", "flag")
+    d = rule.to_dict()
+    assert [iv["feature"] for iv in d["if"]] == ["a"] and d["unconstrained"] == ["job", "flag"]
+    assert d["text"] == "a > 0.4982"
+    # only free features: the condition names them, nothing is repeated after it
+    only_free = Rule(ivs[:1], 0.95, 0.5, 0.25)
+    assert only_free.condition_text() == "any value of job"
+    assert only_free.scope_text("every other feature unchanged") == "every other feature unchanged"
+    res = CounterfactualRule(FOUND, "", resolve(f), ("job", "a", "flag"), 0.5, 0.9, 0.9, rules=(rule,),
+                             schema_features=f.schema.features, prediction=0, row=3)
+    text = res.to_text()
+    assert "rule 1: IF a > 0.4982 (job, flag: any value; every other feature unchanged)" in text, text
+    assert "any value AND" not in text and "is any value" not in text
+    regional = CounterfactualRule(FOUND, "", resolve(f), ("job", "a", "flag"), 0.5, 0.9, 0.9, rules=(rule,),
+                                  schema_features=f.schema.features, prediction=0, region=(ivs[1],), region_rows=7)
+    assert "IF a > 0.4982 (job, flag: any value; the rest of the region's conditions)" in regional.to_text()
+
+
+def resolve(forest: object) -> object:
+    from lumber.passes.analyses.rules.targets import resolve_target
+
+    return resolve_target(forest, 1, 0.0)  # type: ignore[arg-type]

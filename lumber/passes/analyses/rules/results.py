@@ -23,7 +23,7 @@ import numpy.typing as npt
 from lumber.ir import Feature
 
 from .targets import RuleTarget
-from .text import condition, value_text
+from .text import condition, spans_domain, value_text
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -57,6 +57,11 @@ class Interval:
     def contains(self, v: FloatArray) -> npt.NDArray[np.bool_]:
         with np.errstate(invalid="ignore"):
             return (np.asarray(v) > self.lo) & (np.asarray(v) <= self.hi)  # type: ignore[no-any-return]
+
+    @property
+    def unconstrained(self) -> bool:
+        """The interval spans the feature's whole domain (``any value``): no condition at all."""
+        return spans_domain(self.feature, self.lo, self.hi, self.shown, self.index)
 
     def to_text(self) -> str:
         return condition(self.feature, self.lo, self.hi, self.shown, self.index)
@@ -100,11 +105,28 @@ class Rule:
     def hi(self) -> FloatArray:
         return np.array([iv.hi for iv in self.intervals])
 
+    @property
+    def unconstrained(self) -> tuple[str, ...]:
+        """The features of S the box leaves free (their interval spans the whole domain): they may take any
+        value, so they are named as free, never printed as a condition (``Occupation is any value``)."""
+        return tuple(iv.feature.name for iv in self.intervals if iv.unconstrained)
+
     def condition_text(self) -> str:
-        return " AND ".join(iv.to_text() for iv in self.intervals)
+        """The conditions that constrain something, joined by AND (``any value of A, B`` when none does)."""
+        parts = [iv.to_text() for iv in self.intervals if not iv.unconstrained]
+        return " AND ".join(parts) if parts else f"any value of {', '.join(self.unconstrained)}"
+
+    def scope_text(self, rest: str) -> str:
+        """What holds beside the conditions: the free features of S (when some are constrained), then ``rest``
+        (the other features unchanged, or the region's conditions)."""
+        free = self.unconstrained
+        if not free or len(free) == len(self.intervals):
+            return rest
+        return f"{', '.join(free)}: any value; {rest}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"if": [iv.to_dict() for iv in self.intervals], "probability": float(self.probability),
+        return {"if": [iv.to_dict() for iv in self.intervals if not iv.unconstrained],
+                "unconstrained": list(self.unconstrained), "probability": float(self.probability),
                 "plausibility": float(self.plausibility), "support": float(self.support),
                 "inliers": None if self.inliers is None else float(self.inliers), "text": self.condition_text()}
 
@@ -272,7 +294,7 @@ class CounterfactualRule:
                          "no set reaches pi; the rules below still reach pi_c)")
         rest = "the rest of the region's conditions" if self.is_regional else "every other feature unchanged"
         for i, r in enumerate(self.rules):
-            lines.append(f"  rule {i + 1}: IF {r.condition_text()} ({rest})")
+            lines.append(f"  rule {i + 1}: IF {r.condition_text()} ({r.scope_text(rest)})")
             inl = "" if r.inliers is None else f", plausible points {r.inliers:.3f}"
             lines.append(f"          THEN {self.target.describe()} with probability {r.probability:.3f} "
                          f"(plausibility {r.plausibility:.3f}{inl}, support {100 * r.support:.1f}% of training rows)")

@@ -86,6 +86,20 @@ def member_text(feature: Feature, codes: Sequence[float], lo: float, hi: float,
     return f"{name} in {{{', '.join(text(c) for c in inside)}}}"
 
 
+def spans_domain(feature: Feature, lo: float, hi: float, shown: "Display | None" = None, index: int = -1) -> bool:
+    """Whether ``lo < x <= hi`` holds for every value ``feature`` can take: both bounds open, every category
+    code inside, or both values of a 0/1 feature. Such a condition constrains nothing, so rules print
+    the feature as free ("any value") instead of as a condition."""
+    if np.isneginf(lo) and np.isposinf(hi):
+        return True
+    codes = _codes(feature, shown, index) if _is_categorical(feature, shown, index) else None
+    if codes is not None:
+        return bool(codes) and all(lo < c <= hi for c in codes)
+    if feature.kind == FeatureKind.BINARY:
+        return lo < 0.0 and hi >= 1.0
+    return False
+
+
 def condition(feature: Feature, lo: float, hi: float, shown: "Display | None" = None, index: int = -1) -> str:
     """``lo < x <= hi`` for ``feature`` (column ``index`` of ``shown``'s model) as text."""
     name = feature.name
@@ -149,4 +163,4 @@ def value_text(feature: Feature, v: float) -> str:
     return num(v)  # sample values are training values: print them exactly (".6g" rounded 123456789)
 
 
-__all__ = ["condition", "member_text", "num", "value_text"]
+__all__ = ["condition", "member_text", "num", "spans_domain", "value_text"]
