@@ -383,7 +383,7 @@ def _resume(path: Path, header: Record, X: FloatArray, retry_failed: bool) -> di
     """Rows already in ``path`` (checked against the header and the data); writes the header if new."""
     from lumber.ir.atomic import prepare_output
 
-    prepare_output(path)  # the one output rule: missing folders created, a directory refused
+    prepare_output(path)  # the one output rule (lumber.ir.atomic): its folder exists, a directory refused
     old, records = read_output(path)
     if old is None:
         _rewrite(path, header, [])

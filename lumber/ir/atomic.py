@@ -1,7 +1,13 @@
 """Atomic file writes: an artifact is either complete or absent, never half-written.
 
-One rule for every output path of every command: missing parent folders are
-created; a path that names an existing directory is an error (never written into).
+One rule for every output path of every command and of the Python API: the folder
+an output file goes into must exist (a missing one is an error naming it, as
+``cp`` or ``gcc -o`` do: a typo in a path never scatters new folders); an output
+*folder* (``report -o DIR``, ``build -o DIR``, ``demo --keep DIR``, ``datasets
+export ... DIR``) is created when missing, inside an existing folder; a path that
+names an existing directory where a file is expected (or a file where a folder
+is) is an error, never written into. Files are written to a temp file in the
+same folder and renamed over the target, so a reader never sees half a file.
 """
 
 from __future__ import annotations
@@ -25,33 +31,40 @@ def _umask() -> int:
     return mask
 
 
-def prepare_output(target: Path) -> Path:
-    """Check an output file path and create its missing parent folders; returns the parent."""
-    if target.is_dir():
-        raise OutputError(f"{target}: is a directory; an output file is expected here",
-                          f"name a file, e.g. {target / ('out' + (target.suffix or ''))}")
+def existing_parent(target: Path, what: str = "an output path") -> Path:
+    """The folder ``target`` goes into, which must exist (see the module docstring); an OutputError if not."""
     parent = target.parent if str(target.parent) else Path(".")
     blocker = next((p for p in (parent, *parent.parents) if p.exists() and not p.is_dir()), None)
     if blocker is not None:
-        raise OutputError(f"{target}: '{blocker}' is a file, not a folder", "choose an output path in a folder")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{target}: cannot create the folder '{parent}' ({exc.strerror})",
-                          "choose a writable output path") from None
+        raise OutputError(f"{target}: '{blocker}' is a file, not a folder", f"choose {what} in a folder")
+    if not parent.is_dir():
+        raise OutputError(f"{target}: the folder '{parent}' does not exist",
+                          f"create it first (mkdir -p {parent}) or choose {what} in an existing folder")
     return parent
 
 
-def prepare_output_dir(target: Path) -> Path:
-    """Check an output folder path (an existing file there is an error) and create it with its parents."""
+def prepare_output(target: Path) -> Path:
+    """Check an output file path (its folder exists, it is not a directory); returns the folder."""
+    if target.is_dir():
+        raise OutputError(f"{target}: is a directory; an output file is expected here",
+                          f"name a file, e.g. {target / ('out' + (target.suffix or ''))}")
+    return existing_parent(target)
+
+
+def check_output_dir(target: Path) -> Path:
+    """Check an output folder path without creating it: an existing folder, or a new one in an existing folder."""
     if target.exists() and not target.is_dir():
         raise OutputError(f"{target}: is a file; an output folder is expected here",
-                          "name a folder (it is created when missing)")
-    blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
-    if blocker is not None:
-        raise OutputError(f"{target}: '{blocker}' is a file, not a folder", "choose an output folder elsewhere")
+                          "name a folder (it is created when missing, inside an existing folder)")
+    existing_parent(target, "an output folder")
+    return target
+
+
+def prepare_output_dir(target: Path) -> Path:
+    """Check an output folder path (:func:`check_output_dir`) and create it when missing."""
+    check_output_dir(target)
     try:
-        target.mkdir(parents=True, exist_ok=True)
+        target.mkdir(exist_ok=True)
     except OSError as exc:
         raise OutputError(f"{target}: cannot create the folder ({exc.strerror})",
                           "choose a writable output folder") from None

@@ -77,9 +77,10 @@ class DumpInstrument:
 
     def after_pass(self, p: Pass, ir_in: Any, ir_out: Any, ctx: PassContext) -> None:
         from lumber.ir import atomic_write_text
+        from lumber.ir.atomic import prepare_output_dir
         from lumber.ir.serialize import save_ir
 
-        self.directory.mkdir(parents=True, exist_ok=True)
+        prepare_output_dir(self.directory)
         stem = self.directory / f"{len(ctx.timings) - 1:02d}-{p.name}"
         try:
             save_ir(ir_out, stem.with_suffix(".lumber"))

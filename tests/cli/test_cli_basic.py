@@ -144,8 +144,10 @@ def test_missing_file_and_bad_data(model_file: Path, tmp_path: Path, capsys: pyt
 def test_unwritable_output(model_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "d.csv"
     pd.DataFrame({"a": [1.0], "c": ["y"]}).to_csv(data, index=False)
-    assert main(["predict", str(model_file), str(data), "-o", str(tmp_path / "no" / "dir" / "p.csv")]) == 0
-    assert (tmp_path / "no" / "dir" / "p.csv").is_file()  # one rule everywhere: missing folders are created
+    assert main(["predict", str(model_file), str(data), "-o", str(tmp_path / "no" / "dir" / "p.csv")]) == 2
+    err = capsys.readouterr().err  # one rule everywhere: the folder of an output file must exist
+    assert f"the folder '{tmp_path / 'no' / 'dir'}' does not exist" in err and "mkdir -p" in err, err
+    assert not (tmp_path / "no").exists()
     assert main(["predict", str(model_file), str(data), "-o", str(data / "p.csv")]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
     assert main(["predict", str(model_file), str(data), "-o", str(tmp_path)]) == 2

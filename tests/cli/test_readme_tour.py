@@ -82,6 +82,10 @@ def test_readme_tour_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
         if "adult_cut.txt" in argv:
             assert rc == 2 and "error: truncated model file" in err, (cmd, err)
             continue
+        if want and want[0].startswith("error:"):  # a README error example: exit 2, its lines as shown
+            assert rc == 2 and err.splitlines() == want, (cmd, err)
+            assert "-o" not in argv or not Path(argv[argv.index("-o") + 1]).parent.exists()
+            continue
         assert rc == 0, f"{cmd}\n{err}"
         assert "Traceback" not in err
         if want:

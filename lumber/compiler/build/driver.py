@@ -94,10 +94,11 @@ def publish(st: State, checks: list[Check], doc: dict[str, Any], key: str, t0: f
     """Write everything into a hidden sibling of the output folder, then swap it into place."""
     from lumber.backends.report import write_report
     from lumber.ir import atomic_write_bytes
+    from lumber.ir.atomic import existing_parent
 
     inp: Inputs = st.inp
     out = inp.output
-    out.parent.mkdir(parents=True, exist_ok=True)
+    existing_parent(out, "an output folder")  # checked by prepare(); the folder may have gone since
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         files: list[Path] = []

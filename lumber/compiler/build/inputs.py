@@ -122,8 +122,9 @@ def file_hash(path: Path) -> str:
     return h.hexdigest()
 
 
-def check_writable(folder: Path, what: str) -> str | None:
-    """Why ``folder`` cannot be created or replaced, or None. Probes by creating a temp dir beside it."""
+def check_writable(folder: Path, what: str, parents: bool = False) -> str | None:
+    """Why ``folder`` cannot be created or replaced, or None. Probes by creating a temp dir beside it.
+    ``parents``: the folders above it may be missing (a cache); else its parent must exist (lumber.ir.atomic)."""
     parent = folder.parent
     probe = parent
     while not probe.exists():
@@ -132,6 +133,8 @@ def check_writable(folder: Path, what: str) -> str | None:
         return f"{what} '{folder}': '{probe}' is a file, not a folder"
     if folder.exists() and not folder.is_dir():
         return f"{what} '{folder}' exists and is not a folder"
+    if probe != parent and not parents:
+        return f"{what} '{folder}': the folder '{parent}' does not exist (create it first: mkdir -p {parent})"
     if probe != parent:
         return None if os.access(probe, os.W_OK) else f"{what} '{folder}': cannot create folders in '{probe}'"
     try:
@@ -155,7 +158,7 @@ def prepare(cfg: BuildConfig, output: Path | None = None) -> Inputs:
             err.add(f"{role} path '{p}' is not a file", section, name)
     out = (output if output is not None else cfg.output.dir).resolve()
     for folder, what, key_ in ((out, "output folder", "dir"), (cfg.output.cache.resolve(), "cache folder", "cache")):
-        why = check_writable(folder, what)
+        why = check_writable(folder, what, parents=key_ == "cache")
         if why is not None:
             err.add(why, "output", key_ if output is None or key_ == "cache" else None,
                     "choose a folder you can write (-o OUT or [output] dir)")

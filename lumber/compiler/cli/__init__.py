@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         if getattr(mod, "READS_MODELS", True):
             p.add_argument("--trust-pickle", action="store_true",
                            help="load pickle/joblib model files (unpickling runs the file's code: trusted files only)")
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _outputs=getattr(mod, "OUTPUTS", {}))
     return parser
 
 
@@ -87,12 +87,26 @@ def _main(argv: Sequence[str] | None) -> int:
         with trusting_pickles(bool(getattr(args, "trust_pickle", False))), warnings.catch_warnings():
             warnings.simplefilter("default")
             warnings.showwarning = _show_warning
+            _check_outputs(args)
             return int(args._run(args) or 0)
     except LumberError as exc:
         print(exc.render(), file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return 0
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse an output path that cannot be written before any work (a module's ``OUTPUTS`` names its
+    options: ``file`` needs an existing folder, ``folder`` is created inside one; lumber.ir.atomic)."""
+    from pathlib import Path
+
+    from lumber.ir.atomic import check_output_dir, prepare_output
+
+    for name, kind in args._outputs.items():
+        value = getattr(args, name, None)
+        if value:
+            (prepare_output if kind == "file" else check_output_dir)(Path(value))
 
 
 def _complete(parser: argparse.ArgumentParser) -> None:

@@ -16,6 +16,8 @@ from . import _options
 
 NAME = "batch"
 HELP = "explain many rows in parallel (joblib or Dask) into resumable JSON Lines"
+OUTPUTS = {"output": "file"}
+"""Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 DESCRIPTION = __doc__.split("\n\n", 1)[1].strip() if __doc__ else HELP
 
 

@@ -9,6 +9,8 @@ from . import _options
 
 NAME = "build"
 HELP = "compile, check and explain a model as a lumber.toml build file says; write artifacts + report"
+OUTPUTS = {"output": "folder"}
+"""Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 DESCRIPTION = (
     "Read a build file (TOML: model, data, constraints, passes, targets, report sections), check every input "
     "before any work, then compile the targets, verify them on the data, explain the cases and write the "

@@ -14,6 +14,8 @@ from typing import Any
 
 NAME = "compile"
 HELP = "compile a model to a C library, C source, ONNX, oblivious tables, or (after --passes) a .lumber IR file"
+OUTPUTS = {"output": "file"}
+"""Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 DESCRIPTION = (
     "Compile a trained model into an artifact that reproduces it exactly: a C shared library "
     "(--emit c), C source and header (--emit c-source), an ONNX model (--emit onnx), or the IR "

@@ -16,6 +16,8 @@ from . import _options
 READS_MODELS = False
 NAME = "datasets"
 HELP = "list the bundled data sets, or export one with a trained model (the README tour's files)"
+OUTPUTS = {"dir": "folder"}
+"""Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 DESCRIPTION = __doc__.split("\n\n", 1)[1].strip() if __doc__ else HELP
 
 

@@ -18,6 +18,8 @@ import numpy as np
 READS_MODELS = False
 NAME = "demo"
 HELP = "train a model on bundled data and run lumber end to end (offline)"
+OUTPUTS = {"keep": "folder"}
+"""Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -26,6 +26,8 @@ parse_rows = _options.parse_rows  # the one --rows grammar (kept importable from
 
 NAME = "explain"
 HELP = "explain predictions: sensitive tests, optimal counterfactuals, counterfactual rules, attribution"
+OUTPUTS = {"output": "file"}
+"""Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 
 ANALYSES = ("sensitive", "counterfactual", "rules", "attribution")
 

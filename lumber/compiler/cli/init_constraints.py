@@ -15,6 +15,8 @@ from typing import Any
 
 NAME = "init-constraints"
 HELP = "write a starter constraint file describing every feature of a model"
+OUTPUTS = {"output": "file"}
+"""Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -20,6 +20,8 @@ from . import _options
 
 NAME = "predict"
 HELP = "predict a CSV with a model (raw margins, probabilities and decisions)"
+OUTPUTS = {"output": "file"}
+"""Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 
 
 FORMATS = ("csv", "jsonl", "parquet")

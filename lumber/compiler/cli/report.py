@@ -22,6 +22,8 @@ from . import _options
 
 NAME = "report"
 HELP = "explain cases and write a self-contained HTML/Markdown/JSON report (or re-render a report.json)"
+OUTPUTS = {"output": "folder"}
+"""Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 DESCRIPTION = __doc__.split("\n\n", 1)[1].strip() if __doc__ else HELP
 
 
@@ -161,8 +163,9 @@ def _render(args: argparse.Namespace) -> int:
     if not isinstance(doc, dict) or doc.get("lumber_report") != 1:
         raise InputDataError(f"{src}: not a lumber report document (no \"lumber_report\": 1)",
                              "pass the report.json written by lumber build or lumber report")
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
+    from lumber.ir.atomic import prepare_output_dir
+
+    out = prepare_output_dir(Path(args.output))
     formats = [f for f in _list(args.formats) if f != "json"] or ["html"]
     for p in write_report(doc, out, formats):
         print(p)
