@@ -12,6 +12,7 @@ import pytest
 import lumber
 from lumber.compiler.build import build
 from lumber.compiler.build.manifest import sha256
+from lumber.ir import LumberError
 from buildproject import set_key
 
 ARTIFACTS = {"model.so", "model.onnx", "ir.lumber", "report.html", "report.md", "report.json", "explanations.json",
@@ -166,7 +167,11 @@ def test_output_option_and_relative_paths(project: Path, tmp_path: Path, monkeyp
     set_key(toml, "compile", "targets = []")
     set_key(toml, "explain", "analyses = []")
     monkeypatch.chdir(tmp_path)
-    res = build(toml, output="out/nested")
+    with pytest.raises(LumberError, match="the folder '.*out' does not exist"):  # its folder must exist
+        build(toml, output="out/nested")
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "out").mkdir()
+    res = build(toml, output="out/nested")  # the output folder itself is created
     assert res.output == (tmp_path / "out" / "nested").resolve()
     doc = (res.output / "report.json").read_text()
     assert str(tmp_path) not in doc and str(project) not in doc  # reports never carry absolute paths
