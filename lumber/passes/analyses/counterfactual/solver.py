@@ -117,6 +117,28 @@ def _new_highs():  # type: ignore[no-untyped-def]
     return h
 
 
+_SCHEDULER_LOCK = threading.Lock()
+_SCHEDULER_THREADS: list[int] = []
+"""The thread count HiGHS's process-wide scheduler was started with (empty before the first solve)."""
+
+
+def _match_scheduler(threads: int) -> None:
+    """Restart HiGHS's thread scheduler when a solve asks for another thread count than the last one.
+
+    HiGHS (1.16) starts one static scheduler per process, sized by the first solve; an instance with
+    another ``threads`` value then ends at once with status "Not Set" and no point (measured: after a
+    ``threads=2`` query every ``threads=1`` query came back as ``error``). Restarting it costs nothing
+    between solves; solves are not run concurrently here."""
+    import highspy
+
+    with _SCHEDULER_LOCK:
+        if _SCHEDULER_THREADS and _SCHEDULER_THREADS[0] != threads:
+            reset = getattr(highspy.Highs, "resetGlobalScheduler", None)
+            if reset is not None:
+                reset(True)
+        _SCHEDULER_THREADS[:] = [threads]
+
+
 def solve(model: MilpModel, options: SolverOptions, start: FloatArray | None = None) -> SolveOutcome:
     """Solve ``model`` with the chosen backend; ``start`` is a feasible assignment to warm-start from."""
     if model.n_cols == 0:  # everything was decided while building
@@ -167,8 +189,11 @@ class HighsSession:
         h.setOptionValue("mip_abs_gap", float(opt.mip_abs_gap))
         h.setOptionValue("random_seed", int(opt.seed))
         h.setOptionValue("presolve", "on" if opt.presolve in (None, True) else "off")
+        self.threads = int(opt.threads)
         for name, value in opt.highs_options:
             h.setOptionValue(name, value)
+            if name == "threads":
+                self.threads = int(value)  # type: ignore[call-overload]
         n = model.n_cols
         empty_i = np.zeros(0, dtype=np.int32)
         h.addCols(n, model.cost, model.lb, model.ub, 0, empty_i, empty_i, np.zeros(0))
@@ -201,6 +226,7 @@ class HighsSession:
         import highspy
 
         h = self.h
+        _match_scheduler(self.threads)
         if time_limit is not None:
             h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
         t0 = time.perf_counter()

@@ -1,4 +1,5 @@
-"""A start solution must never make the solver hand back a dearer point than it proved optimal.
+"""HiGHS quirks the solver layer works around: a start solution must never make the solver hand back a
+dearer point than it proved optimal, and a solve with another thread count must still solve.
 
 HiGHS 1.16, given the heuristic's point as a start, reported the optimum's objective (0.5) but
 returned the start's columns (cost 1.5): lumber then said "optimal" at cost 1.5. The case is the
@@ -63,3 +64,15 @@ def test_solver_columns_price_at_the_reported_objective() -> None:
     assert out.status == "optimal"
     assert abs(float(m.cost @ out.x) - out.objective) <= 1e-9
     assert out.objective == 1.0
+
+
+def test_a_query_with_other_threads_after_one_with_two_still_solves() -> None:
+    # HiGHS sizes one process-wide thread scheduler at its first solve: before solver._match_scheduler
+    # restarted it, every threads=1 solve after a threads=2 one ended with status "Not Set" (an "error")
+    m = MilpModel()
+    cols = m.add_cols(2, 0.0, 1.0, integer=True)
+    m.cost[cols] = 1.0
+    m.add_rows(np.zeros(2, dtype=np.int64), cols, np.ones(2), np.array([1.0]), np.array([np.inf]))
+    for threads in (2, 1, 1, 2, 1):
+        out = solve(m, SolverOptions(time_limit=10, threads=threads))
+        assert (out.status, out.objective) == ("optimal", 1.0), threads
