@@ -33,7 +33,7 @@ process are reported beside wall seconds; HiGHS runs in-process on one thread.
 
     .venv/bin/python bench/counterfactual.py [--quick] [--origins 20] [--time-limit 60] [--sections main,iso]
     .venv/bin/python bench/counterfactual.py --quick --sections actionability
-    .venv/bin/python bench/counterfactual.py --sections table4 [--norms l1] [--origins 20] [--cut-rounds 3]
+    .venv/bin/python bench/counterfactual.py --sections table4 [--norms l1] [--origins 20] [--cut-rounds 3] [--threads 2] [--race 2]
 
 Writes ``bench/results/counterfactual.json`` and ``bench/results/counterfactual.md`` (``counterfactual-quick.*``
 with --quick; ``--dry-run`` prints the files and stops).
@@ -276,6 +276,10 @@ def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
             variants: list[tuple[str, dict[str, Any], int]] = [("no IF", {}, 0), ("IF", {"isolation": (fi, delta)}, 0)]
             if args.cut_rounds:  # the same query with the cut loop first (solve.CUT_ROUNDS, off by default)
                 variants.append(("IF cuts", {"isolation": (fi, delta)}, args.cut_rounds))
+            if args.threads > 1:  # the same query with HiGHS's parallel MIP (1.16: its default when threads > 1)
+                variants.append(("IF threads", {"isolation": (fi, delta), "threads": args.threads}, 0))
+            if args.race > 1:  # the same query with every MILP raced by one-thread HiGHS runs (solver.RACE_VARIANTS)
+                variants.append(("IF race", {"isolation": (fi, delta), "race": args.race}, 0))
             runs: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
             for i, w in zip(idx, ws):  # interleaved: the same origin without and with the isolation forest
                 for label, kw, rounds in variants:
@@ -293,6 +297,18 @@ def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
                 entry[f"{norm}/{label}"] = {"summary": s, "runs": rows, "time_limit": args.if_time_limit,
                                             "run": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                             "load_end": " ".join(f"{v:.1f}" for v in os.getloadavg())}
+            if args.race > 1:
+                entry[f"{norm}/IF race"]["race"] = args.race
+                c = entry[f"{norm}/IF race"]["summary"]
+                print(f"table4 {name} {norm}: IF with {args.race} HiGHS runs raced P {c['plausible']:.0%} "
+                      f"C {c['mean_cost']:.3f} T {c['median_s']:.2f}s (p90 {c['p90_s']:.2f}) optimal {c['optimal']:.0%}",
+                      flush=True)
+            if args.threads > 1:
+                entry[f"{norm}/IF threads"]["threads"] = args.threads
+                c = entry[f"{norm}/IF threads"]["summary"]
+                print(f"table4 {name} {norm}: IF with HiGHS on {args.threads} threads P {c['plausible']:.0%} "
+                      f"C {c['mean_cost']:.3f} T {c['median_s']:.2f}s (p90 {c['p90_s']:.2f}) optimal {c['optimal']:.0%}",
+                      flush=True)
             if args.cut_rounds:
                 entry[f"{norm}/IF cuts"]["cut_rounds"] = args.cut_rounds
                 c = entry[f"{norm}/IF cuts"]["summary"]
@@ -485,6 +501,18 @@ def markdown(out: dict[str, Any]) -> str:
                          f"{a['mean_cost']:.2f} / {b['mean_cost']:.2f} | {a['median_s']:.2f} | {b['median_s']:.2f} | "
                          f"{b['p90_s']:.2f} | {b['optimal']:.0%} ({run.get('time_limit', '?')}) | {po[0]} | {po[1]} | "
                          f"{po[2]} | {run.get('run', '?')}, {run.get('load_end', '?')} |")
+                if f"{norm}/IF race" in e:
+                    c, cr = e[f"{norm}/IF race"]["summary"], e[f"{norm}/IF race"]
+                    L.append(f"| {name} | {norm}, {cr.get('race')} HiGHS runs raced | {c['n']} | "
+                             f"- / {c['plausible']:.0%} | - / {c['mean_cost']:.2f} | | {c['median_s']:.2f} | "
+                             f"{c['p90_s']:.2f} | {c['optimal']:.0%} ({cr.get('time_limit', '?')}) | | | | "
+                             f"{cr.get('run', '?')}, {cr.get('load_end', '?')} |")
+                if f"{norm}/IF threads" in e:
+                    c, cr = e[f"{norm}/IF threads"]["summary"], e[f"{norm}/IF threads"]
+                    L.append(f"| {name} | {norm}, HiGHS on {cr.get('threads')} threads | {c['n']} | "
+                             f"- / {c['plausible']:.0%} | - / {c['mean_cost']:.2f} | | {c['median_s']:.2f} | "
+                             f"{c['p90_s']:.2f} | {c['optimal']:.0%} ({cr.get('time_limit', '?')}) | | | | "
+                             f"{cr.get('run', '?')}, {cr.get('load_end', '?')} |")
                 if f"{norm}/IF cuts" in e:
                     c, cr = e[f"{norm}/IF cuts"]["summary"], e[f"{norm}/IF cuts"]
                     L.append(f"| {name} | {norm}, cut loop ({cr.get('cut_rounds')} solves) | {c['n']} | "
@@ -543,6 +571,10 @@ def main() -> None:
     ap.add_argument("--iso-samples", type=int, default=64)
     ap.add_argument("--norms", default="l0,l1,l2", help="norms of the table4 section")
     ap.add_argument("--if-time-limit", type=float, default=30.0, help="seconds per query in the table4 section")
+    ap.add_argument("--race", type=int, default=1,
+                    help="table4: also run each isolation-forest query with this many one-thread HiGHS runs raced")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="table4: also run each isolation-forest query with HiGHS on this many threads")
     ap.add_argument("--cut-rounds", type=int, default=0,
                     help="table4: also run each isolation-forest query with this many cut-loop solves first")
     ap.add_argument("--output", default=None,

@@ -13,7 +13,7 @@ Entry point for other passes and the public API::
 
 ``solve_counterfactual(forest, x, target, constraints, *, norm, scale, weights, reference, isolation, k,
 time_limit, backend, presolve, threads, mip_gap, use_warm_start, verifier, clip_to_reference,
-highs_options)``:
+highs_options, race)``:
 
 - ``forest``: a lumber ``Forest`` (use ``lumber.load`` on a model object or file);
   ``x``: one case (1-D array or a one-row DataFrame).
@@ -33,6 +33,8 @@ highs_options)``:
 - ``k``: also find up to ``k - 1`` further counterfactuals with other change patterns (``.alternatives``).
 - ``verifier``: ``f(X) -> predictions`` of the source model (default: ``Forest.evaluate``).
 - ``highs_options``: further HiGHS options as ``(name, value)`` pairs (highspy backend).
+- ``threads``: HiGHS threads (1.16 runs its parallel MIP search when above 1); ``race=2``: instead two
+  one-thread HiGHS runs of each MILP with different settings, the first proven answer wins.
 
 The exact nearest class change of an ensemble under a weighted L1 / L2 / Linf metric, as the
 sensitive-tests analysis needs it, is ``solve_counterfactual(forest, x, target=None, norm="l2",

@@ -186,11 +186,13 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
                          backend: str = "highs", presolve: bool | None = None, threads: int = 1,
                          mip_gap: float = 1e-6, use_warm_start: bool = True, verifier: Verifier | None = None,
                          clip_to_reference: bool = False, domains: Domains | None = None,
-                         highs_options: Sequence[tuple[str, Any]] = (), clock: Clock | None = None
-                         ) -> CounterfactualResult:
+                         highs_options: Sequence[tuple[str, Any]] = (), clock: Clock | None = None,
+                         race: int = 1) -> CounterfactualResult:
     """The cheapest change of ``x`` that makes ``forest`` predict ``target`` (see the package docstring).
 
-    ``clock`` (default ``time.perf_counter``) is what ``time_limit`` is measured on."""
+    ``clock`` (default ``time.perf_counter``) is what ``time_limit`` is measured on. ``race=2`` solves
+    every MILP twice at once on two threads with different HiGHS settings and keeps the first proven
+    answer (``solver.RACE_VARIANTS``; with ``threads=1``)."""
     deadline = Deadline.after(time_limit, clock)
     t0 = deadline.clock()
     queries = make_query(forest, x, target, constraints, norm=norm, scale=scale, weights=weights,
@@ -201,7 +203,7 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
     # presolve=None keeps HiGHS's default (on): in bench/counterfactual.py (backends) neither setting
     # won consistently on these models, unlike the 200-tree case in FACTS.md where presolve dominated
     opts = SolverOptions(backend=backend, time_limit=time_limit, threads=threads, mip_rel_gap=mip_gap,
-                         presolve=presolve, highs_options=tuple(highs_options))
+                         presolve=presolve, highs_options=tuple(highs_options), race=race)
     best: CounterfactualResult | None = None
     for q in queries:
         res = _solve_query(q, opts, verify, R if use_warm_start else None, use_warm_start, deadline)

@@ -106,12 +106,12 @@ def test_collapse_keeps_a_forest_without_uniform_subtrees() -> None:
     assert np.array_equal(c.evaluate(X), f.evaluate(X)) and c.n_nodes <= f.n_nodes
 
 
-def _assert_six_cases_match_plain_and_exhaustive(f, fi, X, rf, delta, norm) -> None:  # type: ignore[no-untyped-def]
-    """Six class-0 cases: the shipped solve (warm start, relaxation, cut loop as configured) is proven
-    optimal, verified, plausible and costs what the plain MILP and exhaustive search say."""
+def _assert_six_cases_match_plain_and_exhaustive(f, fi, X, rf, delta, norm, **kw) -> None:  # type: ignore[no-untyped-def]
+    """Six class-0 cases: the shipped solve (warm start, relaxation, cut loop as configured, ``kw``) is
+    proven optimal, verified, plausible and costs what the plain MILP and exhaustive search say."""
     ones = np.ones(2)
     for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:6]]:
-        r = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), reference=X)
+        r = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), reference=X, **kw)
         plain = solve_counterfactual(f, x0, target=1, norm=norm, isolation=(fi, delta), use_warm_start=False)
         exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, norm, ones, ones,
                                extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,))
@@ -303,3 +303,30 @@ def test_box_bound_is_above_every_score_and_boxes_hold_no_plausible_point(blobs)
             assert set(need) <= {int(c) for d in prob.domains if isinstance(d, NumericDomain) for c in d.mu}
             assert not any(isinstance(d, CategoricalDomain) for d in prob.domains)
     assert cut_any > 0
+
+
+@pytest.mark.parametrize("norm", ["l0", "l1", "l2"])
+def test_raced_solves_match_the_plain_milp_and_exhaustive(blobs, norm) -> None:
+    """Every MILP raced by two HiGHS runs (solver.RACE_VARIANTS): the same optima, and no thread left behind."""
+    import threading
+
+    X, y, rf, iso = blobs
+    f, fi = lumber.load(rf), lumber.load(iso)
+    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    before = threading.active_count()
+    _assert_six_cases_match_plain_and_exhaustive(f, fi, X, rf, delta, norm, race=2)
+    assert threading.active_count() == before
+
+
+def test_raced_infeasible_query_stays_infeasible(blobs) -> None:
+    from lumber.ir import Constraints
+
+    X, y, rf, iso = blobs
+    f, fi = lumber.load(rf), lumber.load(iso)
+    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    x0 = X[np.flatnonzero(rf.predict(X) == 0)[0]]
+    cons = Constraints.from_mapping({"immutable": ["f0"], "bounds": {"f1": (-5.0, float(x0[1]))}})
+    for warm in (True, False):
+        r = solve_counterfactual(f, x0, target=1, constraints=cons, norm="l1", isolation=(fi, delta), reference=X,
+                                 race=2, use_warm_start=warm)
+        assert r.status == "infeasible" and r.x is None, (warm, r.status)

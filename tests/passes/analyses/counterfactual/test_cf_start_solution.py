@@ -1,5 +1,6 @@
 """HiGHS quirks the solver layer works around: a start solution must never make the solver hand back a
-dearer point than it proved optimal, and a solve with another thread count must still solve.
+dearer point than it proved optimal, a solve with another thread count must still solve, and raced runs
+(``SolverOptions.race``) stop each other and leave no thread behind.
 
 HiGHS 1.16, given the heuristic's point as a start, reported the optimum's objective (0.5) but
 returned the start's columns (cost 1.5): lumber then said "optimal" at cost 1.5. The case is the
@@ -9,6 +10,7 @@ one hypothesis found in test_cf_optimality (a LightGBM zero-as-missing split: x 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from lumber.ir import CategoryRule, Feature, FeatureKind, Forest, PostTransform, Schema, Task
 from lumber.passes.analyses.counterfactual import solve_counterfactual
@@ -76,3 +78,54 @@ def test_a_query_with_other_threads_after_one_with_two_still_solves() -> None:
     for threads in (2, 1, 1, 2, 1):
         out = solve(m, SolverOptions(time_limit=10, threads=threads))
         assert (out.status, out.objective) == ("optimal", 1.0), threads
+
+
+def _tiny() -> MilpModel:
+    m = MilpModel()
+    cols = m.add_cols(2, 0.0, 1.0, integer=True)
+    m.cost[cols] = 1.0
+    m.add_rows(np.zeros(2, dtype=np.int64), cols, np.ones(2), np.array([1.0]), np.array([np.inf]))
+    return m
+
+
+def test_race_returns_the_first_proven_answer_and_stops_the_other(monkeypatch) -> None:
+    import threading
+
+    import lumber.passes.analyses.counterfactual.solver as SV
+
+    seen: list[tuple[str, float]] = []
+
+    def run(self, start=None, time_limit=None):  # type: ignore[no-untyped-def]
+        if self.opt.highs_options:  # the second variant: runs until stopped, as a hard solve would
+            assert self.stop is not None and self.stop.wait(30.0)
+            seen.append(("stopped", self.opt.time_limit))
+            return SV.SolveOutcome(SV.TIME_LIMIT, np.array([1.0, 1.0]), 2.0, 0.5, 0.75, 0.0, 7, "Interrupted")
+        seen.append(("proved", self.opt.time_limit))
+        return SV.SolveOutcome(SV.OPTIMAL, np.array([1.0, 0.0]), 1.0, 1.0, 0.0, 0.0, 3, "Optimal")
+
+    monkeypatch.setattr(SV.HighsSession, "run", run)
+    before = threading.active_count()
+    out = solve(_tiny(), SolverOptions(time_limit=7.0, race=2))
+    assert threading.active_count() == before
+    assert (out.status, out.objective, out.nodes) == ("optimal", 1.0, 10)
+    assert sorted(seen) == [("proved", 7.0), ("stopped", 7.0)]  # both within the caller's time limit
+
+
+def test_race_without_a_proven_answer_keeps_the_cheapest_point_and_the_highest_bound(monkeypatch) -> None:
+    import lumber.passes.analyses.counterfactual.solver as SV
+
+    def run(self, start=None, time_limit=None):  # type: ignore[no-untyped-def]
+        if self.opt.highs_options:
+            return SV.SolveOutcome(SV.TIME_LIMIT, np.array([1.0, 1.0]), 2.0, 0.9, 0.55, 0.0, 1, "Time limit reached")
+        return SV.SolveOutcome(SV.TIME_LIMIT, np.array([1.0, 0.0]), 1.0, 0.5, 0.5, 0.0, 1, "Time limit reached")
+
+    monkeypatch.setattr(SV.HighsSession, "run", run)
+    out = solve(_tiny(), SolverOptions(time_limit=1.0, race=2))
+    assert (out.status, out.objective, out.bound) == ("time_limit", 1.0, 0.9)
+    assert out.gap == pytest.approx(0.1)
+
+
+def test_race_solves_for_real() -> None:
+    for race in (1, 2):
+        out = solve(_tiny(), SolverOptions(time_limit=10, race=race), np.array([1.0, 1.0]))
+        assert (out.status, out.objective) == ("optimal", 1.0)
