@@ -205,7 +205,7 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
                          pi_c: float = 0.9,
                          k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
                          strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
-                         max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1,
+                         max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1, rank: str = "splits",
                          n_estimators: int = 20, max_depth: int | None = 10, isolation: ModelLike | None = None,
                          contamination: float | str = 0.1, anneal: AnnealOptions | None = None,
                          verify: bool = True, rows: Sequence[int] | None = None) -> CounterfactualRule | RuleSet:
@@ -253,6 +253,9 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
     fallback
         When no feature set reaches ``pi``: ``"max_cdp"`` (sets by CDP, highest first, up to half the
         features: the paper's code) or ``"smallest"`` (the best set of each size, smallest first).
+    rank
+        How the ``k`` candidates are chosen: ``"splits"`` (the features the rule forest splits on most)
+        or ``"impurity"`` (highest impurity importance, as the paper's code ranks them).
     min_cell_rows
         Projected Forest cells never shrink below this many training rows (1: the paper's text,
         every determined split applies; the paper's code uses 5, Bénard's ``min_node_size``).
@@ -277,7 +280,7 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
                               k_max=k_max,
                               n_samples=n_samples, widen=widen, seed=seed, strict=strict, search=search,
                               max_subsets=max_subsets, max_rules=max_rules, max_sets=max_sets,
-                              fallback=fallback, min_cell_rows=min_cell_rows, n_estimators=n_estimators, max_depth=max_depth, isolation=isolation,
+                              fallback=fallback, min_cell_rows=min_cell_rows, rank=rank, n_estimators=n_estimators, max_depth=max_depth, isolation=isolation,
                               contamination=contamination, anneal=anneal, verify=verify)
     regions = _as_regions(explainer.forest, x)
     if regions is not None:
@@ -297,7 +300,7 @@ class RuleExplainer:
                  pi_c: float = 0.9,
                  k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
                  strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
-                 max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1,
+                 max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1, rank: str = "splits",
                  n_estimators: int = 20, max_depth: int | None = 10, isolation: ModelLike | None = None,
                  contamination: float | str = 0.1, anneal: AnnealOptions | None = None, verify: bool = True) -> None:
         self.request = explanation_request(model, constraints=constraints, verify=verify)
@@ -307,7 +310,7 @@ class RuleExplainer:
         self.constraints = self.request.constraints
         options = RuleOptions(pi=pi, pi_c=pi_c, k=k, k_max=k_max, search=search, max_subsets=max_subsets,
                               max_rules=max_rules, strict=strict, max_sets=max_sets, n_samples=n_samples,
-                              fallback=fallback, min_cell_rows=min_cell_rows,
+                              fallback=fallback, min_cell_rows=min_cell_rows, rank=rank,
                               widen=widen, seed=seed,
                               anneal=anneal or AnnealOptions()).check()
         warn_positional(model, self.forest, X_train, "X_train")

@@ -60,6 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fallback", choices=["max_cdp", "smallest"], default="max_cdp",
                    help="rules: feature sets tried when none reaches pi: by CDP, highest first (default, the "
                         "paper's code), or the best of each size, smallest first")
+    p.add_argument("--rank", choices=["splits", "impurity"], default="splits",
+                   help="rules: candidate features by the rule forest's split counts (default) or impurity "
+                        "importance (the paper's code)")
     p.add_argument("--min-cell-rows", type=int, default=1,
                    help="rules: training rows a Projected Forest cell keeps at least (default 1, the paper's "
                         "definition; its code uses 5)")

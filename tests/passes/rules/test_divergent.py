@@ -65,3 +65,58 @@ def test_failed_divergent_sets_do_not_use_up_the_budget(hand: dict[str, Any], mo
     monkeypatch.setattr(core, "_rules_on", lambda *a: (tried.append(tuple(a[3].tolist())), ([], 0.5))[1])
     res = local_rules(ctx, hand["x"][None, :], target=1)[0]
     assert res.status == NO_RULE and tried == [(0,)] * 10 + [(1,)]
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regressor"])
+def test_impurity_importance_matches_scikit_learn(kind: str) -> None:
+    """Fitted on every row (no bootstrap) with all features per split, scikit-learn's
+    ``feature_importances_`` is the impurity decrease on exactly the rows the table holds: equal."""
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    from lumber.compiler.frontends import load
+    from lumber.passes.analyses.rules.table import build_leaf_table, impurity_importance
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    y = X[:, 0] + 0.5 * X[:, 2] ** 2 + 0.1 * rng.normal(size=300)
+    if kind == "classifier":
+        y = np.digitize(y, [-0.5, 0.8])  # three classes
+        rf: Any = RandomForestClassifier(n_estimators=4, max_depth=4, bootstrap=False, max_features=None,
+                                         random_state=0).fit(X, y)
+    else:
+        rf = RandomForestRegressor(n_estimators=4, max_depth=4, bootstrap=False, max_features=None,
+                                   random_state=0).fit(X, y)
+    tab = build_leaf_table(load(rf), X)
+    got = impurity_importance(tab, y.astype(np.float64), kind == "classifier")
+    assert got == pytest.approx(rf.feature_importances_, abs=1e-9)
+
+
+def test_rank_impurity_picks_the_k_most_important_features() -> None:
+    """``rank="impurity"`` takes the K features of highest impurity importance, ``"splits"`` those split on
+    most: on a forest where x0 decides and x1..x3 only fit label noise (many small splits), they differ."""
+    from dataclasses import replace
+
+    from sklearn.ensemble import RandomForestClassifier
+
+    import lumber
+    from lumber.passes.analyses.rules.actionable import action_space
+    from lumber.passes.analyses.rules.divergent import candidate_features
+
+    rng = np.random.default_rng(1)
+    X = rng.random((400, 4))
+    y = (X[:, 0] > 0.5).astype(int) ^ (rng.random(400) < 0.15)
+    rf = lumber.load(RandomForestClassifier(n_estimators=5, max_depth=8, random_state=0).fit(X, y))
+    ctx = build_context(rf, rf, X, options=RuleOptions(k=1))
+    imp, usage = ctx.importance, ctx.table.usage
+    assert imp is not None and int(np.argmax(imp)) == 0 and int(np.argmax(usage)) != 0
+    movable = np.ones(4, dtype=bool)
+    assert candidate_features(ctx.table, movable, 4, imp).tolist() == np.argsort(-imp, kind="stable").tolist()
+
+    def first(c: Any) -> list[int]:
+        q = core.make_query(c, action_space(None, c.names, X[0], X[0]), c.cells.point_routes(X[:1])[0], 0)
+        return q.candidates.tolist()  # type: ignore[no-any-return]
+
+    assert first(ctx) == [int(np.argmax(usage))]
+    assert first(replace(ctx, options=replace(ctx.options, rank="impurity"))) == [0]
+    with pytest.raises(Exception, match="rank must be one of"):
+        RuleOptions(rank="gain").check()

@@ -33,6 +33,7 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
                               k_max=int(getattr(args, "k_max", 30)),
                               fallback=str(getattr(args, "fallback", "max_cdp")),
                               min_cell_rows=int(getattr(args, "min_cell_rows", 1)),
+                              rank=str(getattr(args, "rank", "splits")),
                               contamination=_contamination(str(getattr(args, "contamination", "0.1"))))
     from lumber.compiler.progress import Progress, enabled
 

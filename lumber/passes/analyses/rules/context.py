@@ -24,13 +24,14 @@ from lumber.ir.domains import Domains, infer_domains
 from .cells import Bits, CellCounter, CellIndex, Routes, build_cells
 from .divergent import FALLBACKS
 from .sampling import AnnealOptions
-from .table import LeafTable, build_leaf_table
-from .targets import RuleTarget, decisions, margin_decisions
+from .table import LeafTable, build_leaf_table, impurity_importance
+from .targets import RuleTarget, decisions, is_classifier, margin_decisions
 
 FloatArray = npt.NDArray[np.float64]
 Scorer = Callable[[FloatArray], FloatArray]
 
 SEARCH_MODES = ("auto", "exhaustive", "sampled")
+RANKS = ("splits", "impurity")
 ESTIMATE_CACHE = 1 << 18
 """Estimated route rows kept per context (the cache is cleared when it would grow past this)."""
 
@@ -48,6 +49,10 @@ class RuleOptions:
     k_max: int = 30
     """When no rule is found over the K candidates, one second pass over the ``k_max`` most-used
     features (<= k: none); see ``core.search_rules``."""
+    rank: str = "splits"
+    """How the K candidates are chosen: the features the rule forest splits on most (``"splits"``) or
+    those with the highest impurity importance (``"impurity"``, ``table.impurity_importance``: what the
+    paper's code does, with ``feature_importances_``)."""
     max_sets_wide: int = 40
     """Feature sets tried in that second pass."""
     search: str = "auto"
@@ -99,6 +104,8 @@ class RuleOptions:
             raise InputDataError(f"min_cell_rows must be >= 1, got {self.min_cell_rows!r}")
         if self.fallback not in FALLBACKS:
             raise InputDataError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
+        if self.rank not in RANKS:
+            raise InputDataError(f"rank must be one of {', '.join(RANKS)}, got {self.rank!r}")
         if self.search not in SEARCH_MODES:
             raise InputDataError(f"search must be one of {', '.join(SEARCH_MODES)}, got {self.search!r}")
         if min(self.max_rules, self.max_subsets, self.max_candidates, self.max_sets, self.max_sets_wide) < 1:
@@ -132,6 +139,9 @@ class RuleContext:
     domains: Domains | None = None
     """The values a person could give each feature (:mod:`lumber.ir.domains`): samples take only
     domain values (integers stay integers, no change below a feature's resolution)."""
+    importance: FloatArray | None = None
+    """The rule forest's impurity importance per feature (``table.impurity_importance`` on the training
+    decisions), which ``RuleOptions.rank="impurity"`` ranks the candidates by."""
     _hit_bits: dict[Any, Bits] = field(default_factory=dict, repr=False)
     _estimates: dict[bytes, float] = field(default_factory=dict, repr=False)
 
@@ -211,9 +221,10 @@ def build_context(model: Forest, rule_forest: Forest, X_train: Any, *, constrain
                              f"{', '.join(rule_forest.schema.feature_names[:8])}")
     X_raw = model.prepare_input(X_train)
     table = build_leaf_table(rule_forest, X_train)
-    return RuleContext(model, table, X_raw, decisions(model, X_raw), constraints, score, opts,
+    dec = decisions(model, X_raw)
+    return RuleContext(model, table, X_raw, dec, constraints, score, opts,
                        build_cells(rule_forest, table.X, min_rows=opts.min_cell_rows, counter=cell_counts), margins,
-                       domains)
+                       domains, impurity_importance(table, dec, is_classifier(model)))
 
 
-__all__ = ["RuleContext", "RuleOptions", "SEARCH_MODES", "build_context"]
+__all__ = ["RANKS", "RuleContext", "RuleOptions", "SEARCH_MODES", "build_context"]

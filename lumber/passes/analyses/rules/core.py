@@ -83,7 +83,8 @@ def make_query(ctx: RuleContext, action: ActionSpace, route_fixed: Routes, key: 
                point: FloatArray | None = None, k: int | None = None) -> Query:
     """Pick the candidate features (``k``, default ``options.k``); ``route_fixed`` is the fixed part
     (``ctx.cells.point_routes`` of a case, or ``interval_routes`` of a region)."""
-    cand = candidate_features(ctx.table, action.movable, ctx.options.k if k is None else k)
+    score = ctx.importance if ctx.options.rank == "impurity" else None
+    cand = candidate_features(ctx.table, action.movable, ctx.options.k if k is None else k, score)
     bits = feature_bits(ctx.table.n_features, cand)
     route_action = ctx.cells.interval_routes(action.lo[None, :], action.hi[None, :])[0]
     return Query(cand, bits, np.asarray(route_fixed, dtype=np.int8), route_action, action, key, point)

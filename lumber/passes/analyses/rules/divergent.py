@@ -67,10 +67,12 @@ class SearchLog:
     best_features: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
-def candidate_features(tab: LeafTable, movable: BoolArray, k: int) -> IntArray:
-    """The ``k`` movable features with the most splits (ties by column order)."""
+def candidate_features(tab: LeafTable, movable: BoolArray, k: int, score: FloatArray | None = None) -> IntArray:
+    """The ``k`` movable features the rule forest splits on with the highest ``score`` (default: the
+    most splits; ties by column order)."""
+    rank = tab.usage.astype(np.float64) if score is None else np.asarray(score, dtype=np.float64)
     usable = np.flatnonzero(movable & (tab.usage > 0))
-    order = np.lexsort((usable, -tab.usage[usable]))
+    order = np.lexsort((usable, -rank[usable]))
     return usable[order[:k]].astype(np.int64)
 
 

@@ -130,6 +130,71 @@ def screen_robustness(ctx: RuleContext, x: FloatArray, rule_sets: Sequence[Seque
     return best
 
 
+POLISH_SIGMA = float(np.sqrt(ROBUSTNESS_SIGMA2[0]))
+"""Noise sd of the sampler's coordinate search: the level ``AnnealOptions.robust_target`` is checked at
+(on the diabetes regression 0.1 gave stability 0.93 at sigma^2 = 0.01, the reward's 0.158 0.92)."""
+POLISH_DRAWS = 256
+"""Common noisy copies per candidate in that search."""
+POLISH_VALUES = 32
+"""Values per feature tried in one coordinate step of :func:`polish` (evenly spaced quantiles of the pool)."""
+
+
+def polish(ctx: RuleContext, x: FloatArray, job: SampleJob, starts: FloatArray, target: RuleTarget,
+           rng: np.random.Generator, sigma: float, draws: int = 256, passes: int = 4) -> FloatArray:
+    """Coordinate search on robustness from each of ``starts`` (points of ``job``'s box): one feature of
+    the job at a time takes the value of its pool (up to ``POLISH_VALUES`` quantiles) whose point keeps
+    the target in the largest share of ``draws`` noisy copies -- the same draws for every candidate
+    (common random numbers, so a step compares points, not noise) -- among candidates that are
+    inliers reaching the target; until a pass changes nothing. Returns the polished points (a start that
+    is no plausible hit comes back as it is). The share it climbs is biased upward by the selection:
+    score the result on fresh draws."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.array(starts, dtype=np.float64, copy=True)
+    if out.shape[0] == 0:
+        return out
+    z = rng.normal(size=(draws, x.shape[0])) * (sigma * feature_span(ctx))[None, :]
+    pools = []
+    for f, j in enumerate(job.features.tolist()):
+        u = np.unique(job.pools[f])
+        if u.size > POLISH_VALUES:  # quantiles, and the case's own value when the pool holds it (stay)
+            keep = np.unique(np.linspace(0, u.size - 1, POLISH_VALUES).round().astype(np.int64))
+            u = np.union1d(u[keep], u[u == x[j]])
+        pools.append(u)
+
+    def value(C: FloatArray) -> FloatArray:
+        if ctx.score is None:
+            score, dec = np.zeros(C.shape[0]), ctx.decide(C)
+        else:
+            score, dec = ctx.score_and_decide(C)
+        good = (np.asarray(score) >= 0) & target.hit(dec)
+        v = np.full(C.shape[0], -1.0)
+        if good.any():
+            G = C[good]
+            changed = ~((G == x[None]) | (np.isnan(G) & np.isnan(x[None])))
+            noisy = (G[None] + z[:, None, :] * changed[None]).reshape(-1, G.shape[1])
+            v[good] = target.hit(ctx.decide(noisy)).reshape(draws, -1).mean(axis=0)
+        return v
+
+    for i in range(out.shape[0]):
+        p = out[i]
+        best = float(value(p[None])[0])
+        if best < 0:
+            continue
+        for _ in range(passes):
+            moved = False
+            for f, j in enumerate(job.features.tolist()):
+                C = np.repeat(p[None], pools[f].size, axis=0)
+                C[:, j] = pools[f]
+                v = value(C)
+                k = int(np.argmax(v))
+                if v[k] > best:
+                    best, p, moved = float(v[k]), C[k].copy(), True
+            if not moved:
+                break
+        out[i] = p
+    return out
+
+
 STAY_SHARE = 0.25
 """Share of a sampling pool taken by the case's own value when it already lies in the rule's interval."""
 
@@ -253,13 +318,21 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
         cand.sort(key=lambda t: (-t[0], t[1]))
         if robust and cand:
             # re-rank plausible valid candidates by robustness on fresh draws (ties: the chain's energy)
-            Xc = np.stack([d.x for _, _, d in cand])  # type: ignore[attr-defined]
-            rng = np.random.default_rng([ctx.options.seed, int(keys[c]), 23])
-            share = noisy_keep(ctx, np.repeat(X[c][None, :], len(cand), axis=0), Xc, [targets[c]] * len(cand),
-                               opt.robust_sigma, opt.robust_check, rng)
-            order = sorted(range(len(cand)), key=lambda k: (
-                not cand[k][2].valid, cand[k][2].score < 0, -share[k], -cand[k][0], cand[k][1]))  # type: ignore
-            cand = [cand[k] for k in order]
+            cand = _rerank(ctx, X[c], cand, targets[c], np.random.default_rng([ctx.options.seed, int(keys[c]), 23]))
+            if opt.robust_polish > 0:  # coordinate search from the most robust, ranked again on fresh draws
+                job_of = {owner_rule[j]: jobs[j] for j in range(len(jobs)) if owner_case[j] == c}
+                rng = np.random.default_rng([ctx.options.seed, int(keys[c]), 47])
+                extra: list[tuple[float, int, object]] = []
+                for e, r, start in cand[:opt.robust_polish]:
+                    p0: Any = start
+                    if not (p0.valid and p0.score >= 0) or r not in job_of:
+                        continue
+                    q = polish(ctx, X[c], job_of[r], p0.x[None, :], targets[c], rng, POLISH_SIGMA, POLISH_DRAWS)[0]
+                    if not np.array_equal(q, p0.x):
+                        q_score = float(ctx.score(q[None, :])[0]) if ctx.score is not None else 0.0
+                        extra.append((e, r, Drawn(q, q_score, True, e)))
+                if extra:
+                    cand = _rerank(ctx, X[c], cand + extra, targets[c], rng)
         chosen: list[CounterfactualSample] = []
         seen: set[bytes] = set()
         for _, r, pick in cand:
@@ -278,6 +351,19 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
             chosen = [replace(s, robustness=r) for s, r in zip(chosen, rep)]
         result.append(tuple(chosen))
     return result
+
+
+def _rerank(ctx: RuleContext, x: FloatArray, cand: list[tuple[float, int, Any]], target: RuleTarget,
+            rng: np.random.Generator) -> list[tuple[float, int, Any]]:
+    """Candidates ``(energy, rule, Drawn)``: valid plausible ones first, by their share of
+    ``robust_check`` fresh noisy copies keeping the target (ties: energy, then rule)."""
+    opt = ctx.options.anneal
+    Xc = np.stack([d.x for _, _, d in cand])
+    share = noisy_keep(ctx, np.repeat(x[None, :], len(cand), axis=0), Xc, [target] * len(cand), opt.robust_sigma,
+                       opt.robust_check, rng)
+    order = sorted(range(len(cand)), key=lambda k: (
+        not cand[k][2].valid, cand[k][2].score < 0, -share[k], -cand[k][0], cand[k][1]))
+    return [cand[k] for k in order]
 
 
 def _sample(ctx: RuleContext, x0: FloatArray, x: FloatArray, score: float, valid: bool, rule: int,
@@ -314,4 +400,4 @@ def rule_hit_rate(ctx: RuleContext, x: FloatArray, rule: Rule, target: RuleTarge
 
 
 __all__ = ["ROBUSTNESS_DRAWS", "ROBUSTNESS_SIGMA2", "SCREEN_DRAWS", "SCREEN_POINTS", "feature_span", "noisy_keep",
-           "random_points", "robust_points", "robustness_report", "rule_hit_rate", "sample_cases", "screen_robustness"]
+           "polish", "random_points", "robust_points", "robustness_report", "rule_hit_rate", "sample_cases", "screen_robustness"]

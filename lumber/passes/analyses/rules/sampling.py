@@ -70,6 +70,12 @@ class AnnealOptions:
     re-scored on ``robust_check`` fresh noise draws and the most robust plausible one is kept (a chain
     overfits its fixed draws)."""
     robust_check: int = 128
+    robust_polish: int = 3
+    """With a robustness reward, the ``robust_polish`` most robust candidates after the re-rank are
+    improved by a coordinate search inside their rule's box (``recourse.polish``: one feature at a
+    time takes the pool value whose point keeps the target in most of ``robust_draws`` common noisy
+    copies, inliers reaching the target only), then ranked again with the others on fresh draws.
+    0: off."""
     robust_target: float = 0.95
     """Local rules: while a case's best sample keeps the target in fewer than this share of noisy copies
     at sigma^2 = 0.01 (its robustness report), further feature sets are tried (``RuleOptions.widen``)
