@@ -116,6 +116,27 @@ class FeatureDomain:
             return f"{self.name} changes by {abs(v - x0)!r}, below its resolution {s:g}"
         return ""
 
+    def fine(self, x0: float, values: FloatArray) -> npt.NDArray[np.bool_]:
+        """``not problem(x0, v)`` for every ``v`` of ``values`` at once (rule sampling checks whole pools)."""
+        v = np.asarray(values, dtype=np.float64)
+        same = (v == x0) | (np.isnan(v) & math.isnan(x0))
+        with np.errstate(invalid="ignore"):
+            if self.kind == DomainKind.CATEGORICAL:
+                ok = np.isfinite(v) & (np.isin(v, np.array(self.codes, dtype=np.float64))
+                                       if self.codes is not None else True)
+            elif self.kind == DomainKind.BINARY:
+                ok = (v == 0.0) | (v == 1.0)
+            else:
+                ok = np.isfinite(v) & (v >= self.lower) & (v <= self.upper)
+                s = self.resolution
+                if s > 0:
+                    k = (v - self.origin(x0)) / s
+                    ok &= np.abs(k - np.round(k)) <= 1e-9 * np.maximum(1.0, np.abs(k))
+            s = self.resolution
+            if s > 0 and math.isfinite(x0):
+                ok &= ~(np.abs(v - x0) < s * (1 - 1e-9))
+        return same | ok  # type: ignore[no-any-return]
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name, "kind": self.kind.value, "source": self.source}
         if math.isfinite(self.lower):

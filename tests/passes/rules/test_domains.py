@@ -57,3 +57,26 @@ def test_samples_are_domain_points(compas_model: dict[str, Any]) -> None:
                     assert (ch.after - ch.before) % 3 == 0
                     seen += 1
     assert sum(len(r.samples) for r in rs) >= 8 and seen >= 1
+
+
+def test_fine_equals_problem_value_by_value() -> None:
+    """``FeatureDomain.fine`` (the whole pool at once, what ``value_pool`` uses) agrees with
+    ``problem`` asked one value at a time, for every kind, on and off grid, at and near the case's
+    value, NaN and infinities included."""
+    import math
+
+    rng = np.random.default_rng(0)
+    domains = [FeatureDomain("c"), FeatureDomain("c01", lower=0.0, upper=1.0),
+               FeatureDomain("i", DomainKind.INTEGER, lower=-3.0, upper=40.0),
+               FeatureDomain("s", lower=0.0, upper=10.0, step=0.25),
+               FeatureDomain("b", DomainKind.BINARY, lower=0.0, upper=1.0),
+               FeatureDomain("k", DomainKind.CATEGORICAL, codes=(0.0, 2.0, 5.0)),
+               FeatureDomain("k_any", DomainKind.CATEGORICAL)]
+    base = np.concatenate([rng.uniform(-5, 45, 200), np.round(rng.uniform(-5, 45, 200)),
+                           np.round(rng.uniform(0, 10, 100) * 4) / 4, [0.0, 1.0, 2.0, 5.0, 0.5, 1e-12, -0.0],
+                           [np.nan, np.inf, -np.inf]])
+    for d in domains:
+        for x0 in (0.0, 1.0, 2.0, 3.3, 7.25, 7.3, math.nan):
+            vals = np.concatenate([base, [x0, x0 + 0.5, x0 + 1e-12, x0 - 1.0]])
+            want = np.array([not d.problem(x0, float(v)) for v in vals])
+            assert d.fine(x0, vals).tolist() == want.tolist(), (d.name, x0)

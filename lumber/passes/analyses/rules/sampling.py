@@ -200,9 +200,7 @@ def value_pool(raw: FloatArray, ruled: FloatArray, lo: float, hi: float,
     vals = raw[ok]
     if domain is not None and vals.size and (domain.discrete or vals.min() < domain.lower
                                              or vals.max() > domain.upper):
-        u, inv = np.unique(vals, return_inverse=True)
-        fine = np.array([not domain.problem(np.nan if x0 is None else float(x0), float(v)) for v in u], dtype=bool)
-        vals = vals[fine[inv.reshape(-1)]]
+        vals = vals[domain.fine(np.nan if x0 is None else float(x0), vals)]
     if vals.size:
         return vals
     if domain is not None and domain.discrete:
