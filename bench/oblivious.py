@@ -138,6 +138,9 @@ def markdown(res: dict[str, Any], summ: dict[str, Any]) -> str:
 # -- exact re-composition of production-size models (issue 18) ------------------------------------------
 
 RECOMPOSE_FORMS = (("pack", 8), ("grow", 8), ("pack", 10), ("grow", 10))
+MARCH_NATIVE = True
+"""--recompose builds forest C and the table runtime alike with ``-march=native`` (this CPU's vector width
+for both: the table runtime's default, ``lumber.compile(..., march_native=True)`` for forest C)."""
 """(strategy, max-depth) of the exact oblivious forms measured beside forest C."""
 
 
@@ -229,7 +232,7 @@ def recompose_run(quick: bool, reps: int, refit: bool,
                                "conditions": poly.n_conditions,
                                "category_conditions": int(poly.statistics()["category_conditions"])}
         t0 = time.perf_counter()
-        pc = lumber.compile(forest, target="c")
+        pc = lumber.compile(forest, target="c", march_native=MARCH_NATIVE)
         runners: dict[str, Any] = {"forest C": lambda X, p=pc: p.predict_raw(X)}
         entry["forms"]["forest C"] = {"build_seconds": time.perf_counter() - t0, "trees": forest.n_trees,
                                       "max_abs_diff": float(np.abs(pc.predict_raw(Xb).reshape(-1) - ref).max())}
@@ -242,7 +245,7 @@ def recompose_run(quick: bool, reps: int, refit: bool,
             t0 = time.perf_counter()
             ens, st = recompose(poly, max_depth=depth, strategy=strategy, bins=bins)
             q = quantize_ensemble(ens)
-            rt = TableRuntime(q)
+            rt = TableRuntime(q, march_native=MARCH_NATIVE)
             build = time.perf_counter() - t0 + entry["polynomial"]["seconds"]
             got = rt.predict_raw(Xb)[:, 0]
             entry["forms"][label] = {"build_seconds": build, "trees": ens.n_trees, "table_bytes": st["table_bytes"],
@@ -258,7 +261,7 @@ def recompose_run(quick: bool, reps: int, refit: bool,
             pr = lumber.run(poly, "prune-refit{tol=0.0005}", data={"train": m["train"], "valid": m["valid"]},
                             context=ctx)
             ens, st = recompose(pr, max_depth=8, strategy="pack")
-            rt = TableRuntime(quantize_ensemble(ens))
+            rt = TableRuntime(quantize_ensemble(ens), march_native=MARCH_NATIVE)
             build = time.perf_counter() - t0 + entry["polynomial"]["seconds"]
             got = rt.predict_raw(Xb)[:, 0]
             auc_model, auc_pruned = auc(yte == 1, bst.predict(Xte, raw_score=True)), auc(yte == 1, pr.evaluate(Xte))
@@ -276,7 +279,7 @@ def recompose_run(quick: bool, reps: int, refit: bool,
                                                      for k, v in entry["forms"].items()), flush=True)
     load1 = os.getloadavg()
     res["machine"] = {"cpus": os.cpu_count(), "loadavg_start": load0, "loadavg_end": load1, "rows": n_rows,
-                      "reps": reps, "python": sys.version.split()[0]}
+                      "reps": reps, "python": sys.version.split()[0], "march_native": MARCH_NATIVE}
     return res
 
 
@@ -307,8 +310,10 @@ def _run_line(res: dict[str, Any]) -> str:
 
 
 def recompose_markdown(res: dict[str, Any]) -> str:
+    flags = ("Forest C and the tables both built with `-march=native`." if res["machine"].get("march_native")
+             else "")
     lines = ["# Exact oblivious re-composition on production-size models", "",
-             _run_line(res),
+             _run_line(res) + (" " + flags if flags else ""),
              "Build seconds include the polynomial expansion (and the refit). `lower bound` = monomials / 2^depth "
              "(every table full), which the data rarely allows (see docs/passes.md); `cover bound` = maximal "
              "monomials no two of which fit in one table of that depth (`cover_lower_bound`): every exact form "

@@ -19,11 +19,12 @@ VALUES = [-2.0, -1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 2.0**31, np
 
 @st.composite
 def ensembles(draw: Any, max_trees: int = 5, max_depth: int = 4, float32_sums: bool = True,
-              categorical: bool = True, bins: bool = False) -> ObliviousEnsemble:
+              categorical: bool = True, bins: bool = False, value_pool: int = 0) -> ObliviousEnsemble:
     """Random valid ensembles: scalar and vector trees, NaN bits, +inf levels, averaging, float32/64,
     category levels (``code in set``, -1 standing for invalid values) under every category rule and,
     with ``bins``, bin groups (the last 1-3 levels of a tree: bits of the count of 1-7 borders of a
-    numeric feature below the value, NaN reading as any code up to the count)."""
+    numeric feature below the value, NaN reading as any code up to the count); with ``value_pool``, cell
+    values drawn from at most that many distinct floats and -0.0."""
     F = draw(st.integers(1, 4))
     K = draw(st.sampled_from([1, 1, 3]))
     T = draw(st.integers(0, max_trees))
@@ -54,7 +55,11 @@ def ensembles(draw: Any, max_trees: int = 5, max_depth: int = 4, float32_sums: b
         start += d
     tout = [draw(st.integers(-1, K - 1)) if K > 1 else 0 for _ in range(T)]
     n_val = sum((1 if k >= 0 else K) << d for k, d in zip(tout, depth))
-    value = [draw(st.floats(-4, 4, width=32)) for _ in range(n_val)]
+    if value_pool:  # few distinct cell values (the C runtime's per-tree dictionaries), -0.0 among them
+        pool = [-0.0, *draw(st.lists(st.floats(-4, 4), min_size=1, max_size=value_pool))]
+        value = [draw(st.sampled_from(pool)) for _ in range(n_val)]
+    else:
+        value = [draw(st.floats(-4, 4, width=32)) for _ in range(n_val)]
     features = tuple(Feature(f"x{i}", FeatureKind.CATEGORICAL, tuple(range(6))) if i in cat_feats
                      else Feature(f"x{i}") for i in range(F))
     schema = Schema(features=features, category_rule=draw(st.sampled_from(list(CategoryRule))), task=Task.REGRESSION if K == 1 else Task.MULTICLASS, n_outputs=K,

@@ -341,7 +341,8 @@ class TableEvaluator:
             for k in range(K):
                 feeds = (e.tree_output == k) | (e.tree_output < 0)
                 col = np.where(e.tree_output >= 0, 0, k)
-                terms[:, 1:, k] = np.where(feeds[None, :], e.value[pos + col[None, :]], 0.0)
+                # -0.0, the additive identity, for trees of other outputs: the C runtime skips them
+                terms[:, 1:, k] = np.where(feeds[None, :], e.value[pos + col[None, :]], -0.0)
             out[r0:r0 + leaf.shape[0]] = np.cumsum(terms, axis=1)[:, -1, :]
         if self.schema.average:
             out = out / np.maximum(e.trees_per_output(), 1.0)[None, :]

@@ -376,7 +376,7 @@ class ObliviousEnsemble:
                 col = np.where(tout >= 0, 0, k)
                 feeds = scalar | (tout < 0)
                 v = self.value[pos + col[None, :]].astype(acc_dtype)
-                terms[:, 1:, k] = np.where(feeds[None, :], v, 0)
+                terms[:, 1:, k] = np.where(feeds[None, :], v, -0.0)  # -0.0 adds nothing: C skips the tree
             out[r0:r0 + m] = np.cumsum(terms, axis=1, dtype=acc_dtype)[:, -1, :]
         if self.schema.average:
             out = out / np.maximum(self.trees_per_output(), 1.0)[None, :]

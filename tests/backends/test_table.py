@@ -106,6 +106,62 @@ def test_c_runtime_equals_numpy_bit_for_bit(e: ObliviousEnsemble) -> None:
 
 
 @needs_cc
+@settings(max_examples=20)
+@given(ensembles(max_depth=10, max_trees=6, float32_sums=False, bins=True, value_pool=5))
+def test_c_runtime_dictionaries_equal_numpy_bit_for_bit(e: ObliviousEnsemble) -> None:
+    """Few distinct cell values: trees read byte codes and their distinct values (the fused paths), next
+    to trees without (vector trees, small ones); sums in the numpy evaluator's order, -0.0 kept."""
+    from lumber.backends.table_c import TableRuntime
+
+    q = quantized(e)
+    rt = TableRuntime(q)
+    X = rows(e.n_features, 700)
+    Xc = np.ascontiguousarray(q.prepare_input(X), dtype=rt.dtype)
+    expected = q.evaluate(X).reshape(len(X), -1)
+    for part in (slice(0, 700), slice(3, 4), slice(0, 33), slice(1, 290)):
+        got = rt.predict_raw(np.ascontiguousarray(Xc[part]))
+        np.testing.assert_array_equal(got, expected[part])
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(expected[part]))
+    np.testing.assert_array_equal(rt.predict_raw(Xc, threads=2), expected)
+    np.testing.assert_array_equal(rt.apply(Xc), q.apply(X))
+
+
+@needs_cc
+def test_dictionaries_of_distinct_cell_values() -> None:
+    """Which trees get a dictionary (<= 256 distinct values, one output, at most half the table's bytes)
+    and that code -> value gives every cell back bit for bit; the runtime mixes both kinds in one group."""
+    from lumber.backends.table_c import TableRuntime, dictionary_arrays
+
+    rng = np.random.default_rng(5)
+    schema = Schema(features=default_features(3), task=Task.REGRESSION, n_outputs=1, base_score=(0.5,))
+    depth = np.array([10, 10, 2, 6, 10, 10])
+    pools = [rng.normal(size=40), rng.normal(size=257), rng.normal(size=4), np.array([-0.0, 0.0, 1.5]),
+             np.array([0.0, -0.0]), rng.normal(size=256)]
+    # every pool value present: 257 distinct values are one too many, 256 fit a byte
+    value = np.concatenate([rng.permutation(np.concatenate([p, rng.choice(p, size=(1 << d) - len(p))]))
+                            for p, d in zip(pools, depth)])
+    L = int(depth.sum())
+    e = ObliviousEnsemble(schema=schema, depth=depth, level_feature=rng.integers(0, 3, L),
+                          level_threshold=rng.normal(size=L), level_nan_true=rng.random(L) < 0.5,
+                          tree_output=np.zeros(6, dtype=np.int32), value=value).validate()
+    q = quantized(e)
+    d = dictionary_arrays(q)
+    assert d is not None
+    has = np.diff(d["dict_offset"]) > 0
+    np.testing.assert_array_equal(has, [True, False, False, True, True, True])
+    for t in np.flatnonzero(has):
+        lo, hi = q.value_offset[t], q.value_offset[t + 1]
+        back = d["dict_value"][d["dict_offset"][t] + d["cell_code"][lo:hi].astype(np.int64)]
+        np.testing.assert_array_equal(back.view(np.int64), q.value[lo:hi].view(np.int64))
+    X = rng.normal(size=(5000, 3))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    rt = TableRuntime(q)
+    for n in (5000, 1, 31, 257):
+        np.testing.assert_array_equal(rt.predict_raw(X[:n])[:, 0], e.evaluate(X[:n]))
+    np.testing.assert_array_equal(rt.predict_raw(X, threads=2)[:, 0], e.evaluate(X))
+
+
+@needs_cc
 def test_c_runtime_wide_bins_and_deep_trees() -> None:
     """More than 255 borders on a column (16-bit bins) and a depth-17 tree (32-bit indices)."""
     from lumber.backends.table_c import TableRuntime, bin_type

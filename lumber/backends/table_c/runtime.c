@@ -92,7 +92,11 @@ typedef struct {
     const LT_BIN_T *term_bin;       /* the term is bin > term_bin ... */
     const int32_t *term_shift;      /* ... times 2^term_shift */
     const int32_t *tree_plain;      /* its first tree_plain[t] terms are its plain levels 0, 1, ... */
+    const int64_t *dict_offset;     /* NULL, or per tree: its distinct cell values dict_value[dict_offset[t]..[t+1]) */
+    const double *dict_value;       /* (none: the tree reads value[]) ... */
+    const uint8_t *cell_code;       /* ... and cell i of tree t holds dict_value[dict_offset[t] + cell_code[value_offset[t] + i]] */
 } lt_model;
+#define LT_DICT(M, t) ((M)->dict_offset != NULL && (M)->dict_offset[(t) + 1] > (M)->dict_offset[t])
 
 /* Bin of a non-NaN value in set column c: 1 member, 0 valid non-member, the invalid bin otherwise. */
 static LT_BIN_T lt_set_bin(const lt_model *M, int32_t c, LT_IN_T v)
@@ -218,26 +222,41 @@ LT_INDEX_FN(lt_index8, uint8_t)
 LT_INDEX_FN(lt_index16, uint16_t)
 LT_INDEX_FN(lt_index32, uint32_t)
 
+/* Step 2 with the level count D known at compile time: the level loop unrolls and the index of 32
+ * rows stays in one register across levels. Levels l < D read column col[l] against bin kb[l]: a
+ * plain tree's levels, or the plain levels (first terms) of a tree with bin levels. */
+#define LT_LEVELS_FIXED(D, IDX_T, SUFFIX)                                                     \
+    LT_HOT static void lt_levels##SUFFIX##_##D(const int32_t *col, const LT_BIN_T *kb, const LT_BIN_T *bins, \
+                                               int64_t stride, int lanes, IDX_T *idx)         \
+    {                                                                                         \
+        const LT_BIN_T *bc[D];                                                                \
+        LT_BIN_T kk[D];                                                                       \
+        for (int l = 0; l < D; ++l) {                                                         \
+            bc[l] = bins + (int64_t)col[l] * stride;                                          \
+            kk[l] = kb[l];                                                                    \
+        }                                                                                     \
+        for (int i = 0; i < lanes; ++i) {                                                     \
+            IDX_T v = 0;                                                                      \
+            for (int l = 0; l < D; ++l) v |= (IDX_T)((IDX_T)(bc[l][i] > kk[l]) << l);         \
+            idx[i] = v;                                                                       \
+        }                                                                                     \
+    }
+#define LT_LEVELS_1_8(IDX_T, SUFFIX)                                                          \
+    LT_LEVELS_FIXED(1, IDX_T, SUFFIX) LT_LEVELS_FIXED(2, IDX_T, SUFFIX) LT_LEVELS_FIXED(3, IDX_T, SUFFIX) \
+    LT_LEVELS_FIXED(4, IDX_T, SUFFIX) LT_LEVELS_FIXED(5, IDX_T, SUFFIX) LT_LEVELS_FIXED(6, IDX_T, SUFFIX) \
+    LT_LEVELS_FIXED(7, IDX_T, SUFFIX) LT_LEVELS_FIXED(8, IDX_T, SUFFIX)
+LT_LEVELS_1_8(uint8_t, 8)
+LT_LEVELS_1_8(uint16_t, 16)
+LT_LEVELS_1_8(uint32_t, 32)
+LT_LEVELS_FIXED(9, uint16_t, 16)
+LT_LEVELS_FIXED(10, uint16_t, 16)
+LT_LEVELS_FIXED(11, uint16_t, 16)
+LT_LEVELS_FIXED(12, uint16_t, 16)
+
 /* Step 2 for a tree with bin levels. Its plain levels come first (term_offset[t] .. + tree_plain[t]:
  * one term each, shift = the level), unrolled by count with the index in a register; then each bin
  * group adds its code: the count of its code bins below the bin (a byte per row, summed without
  * shifts so the row loop vectorizes), shifted once to the group's first level. */
-#define LT_PLAIN_FIXED(P, IDX_T, SUFFIX)                                                      \
-    LT_HOT static void lt_plain##SUFFIX##_##P(const lt_model *M, int64_t lo, const LT_BIN_T *bins, int64_t stride, \
-                                              int lanes, IDX_T *idx)                          \
-    {                                                                                         \
-        const LT_BIN_T *bc[P];                                                                \
-        LT_BIN_T kk[P];                                                                       \
-        for (int l = 0; l < P; ++l) {                                                         \
-            bc[l] = bins + (int64_t)M->term_col[lo + l] * stride;                             \
-            kk[l] = M->term_bin[lo + l];                                                      \
-        }                                                                                     \
-        for (int i = 0; i < lanes; ++i) {                                                     \
-            IDX_T v = 0;                                                                      \
-            for (int l = 0; l < P; ++l) v |= (IDX_T)((IDX_T)(bc[l][i] > kk[l]) << l);         \
-            idx[i] = v;                                                                       \
-        }                                                                                     \
-    }
 /* One bin group of G borders (G known at compile time): its code in a register, OR-ed in once. */
 #define LT_GROUP_FIXED(G, IDX_T, SUFFIX)                                                      \
     LT_HOT static void lt_group##SUFFIX##_##G(const LT_BIN_T *g, const LT_BIN_T *bc, int s, int lanes, IDX_T *idx) \
@@ -253,23 +272,20 @@ LT_INDEX_FN(lt_index32, uint32_t)
 #define LT_CODED_FN(IDX_T, SUFFIX)                                                            \
     LT_GROUP_FIXED(2, IDX_T, SUFFIX) LT_GROUP_FIXED(3, IDX_T, SUFFIX) LT_GROUP_FIXED(4, IDX_T, SUFFIX) \
     LT_GROUP_FIXED(5, IDX_T, SUFFIX) LT_GROUP_FIXED(6, IDX_T, SUFFIX) LT_GROUP_FIXED(7, IDX_T, SUFFIX) \
-    LT_PLAIN_FIXED(1, IDX_T, SUFFIX) LT_PLAIN_FIXED(2, IDX_T, SUFFIX) LT_PLAIN_FIXED(3, IDX_T, SUFFIX) \
-    LT_PLAIN_FIXED(4, IDX_T, SUFFIX) LT_PLAIN_FIXED(5, IDX_T, SUFFIX) LT_PLAIN_FIXED(6, IDX_T, SUFFIX) \
-    LT_PLAIN_FIXED(7, IDX_T, SUFFIX) LT_PLAIN_FIXED(8, IDX_T, SUFFIX)                         \
     LT_HOT static void lt_terms##SUFFIX(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, \
                                         int lanes, IDX_T *idx)                                \
     {                                                                                         \
         const int64_t lo = M->term_offset[t], hi = M->term_offset[t + 1];                     \
         const int p = M->tree_plain[t];                                                       \
         switch (p) {                                                                          \
-        case 1: lt_plain##SUFFIX##_1(M, lo, bins, stride, lanes, idx); break;                 \
-        case 2: lt_plain##SUFFIX##_2(M, lo, bins, stride, lanes, idx); break;                 \
-        case 3: lt_plain##SUFFIX##_3(M, lo, bins, stride, lanes, idx); break;                 \
-        case 4: lt_plain##SUFFIX##_4(M, lo, bins, stride, lanes, idx); break;                 \
-        case 5: lt_plain##SUFFIX##_5(M, lo, bins, stride, lanes, idx); break;                 \
-        case 6: lt_plain##SUFFIX##_6(M, lo, bins, stride, lanes, idx); break;                 \
-        case 7: lt_plain##SUFFIX##_7(M, lo, bins, stride, lanes, idx); break;                 \
-        case 8: lt_plain##SUFFIX##_8(M, lo, bins, stride, lanes, idx); break;                 \
+        case 1: lt_levels##SUFFIX##_1(M->term_col + lo, M->term_bin + lo, bins, stride, lanes, idx); break;                 \
+        case 2: lt_levels##SUFFIX##_2(M->term_col + lo, M->term_bin + lo, bins, stride, lanes, idx); break;                 \
+        case 3: lt_levels##SUFFIX##_3(M->term_col + lo, M->term_bin + lo, bins, stride, lanes, idx); break;                 \
+        case 4: lt_levels##SUFFIX##_4(M->term_col + lo, M->term_bin + lo, bins, stride, lanes, idx); break;                 \
+        case 5: lt_levels##SUFFIX##_5(M->term_col + lo, M->term_bin + lo, bins, stride, lanes, idx); break;                 \
+        case 6: lt_levels##SUFFIX##_6(M->term_col + lo, M->term_bin + lo, bins, stride, lanes, idx); break;                 \
+        case 7: lt_levels##SUFFIX##_7(M->term_col + lo, M->term_bin + lo, bins, stride, lanes, idx); break;                 \
+        case 8: lt_levels##SUFFIX##_8(M->term_col + lo, M->term_bin + lo, bins, stride, lanes, idx); break;                 \
         default:                                                                              \
             for (int i = 0; i < lanes; ++i) idx[i] = 0;                                       \
             for (int l = 0; l < p; ++l) {                                                     \
@@ -308,38 +324,6 @@ LT_CODED_FN(uint16_t, 16)
 LT_CODED_FN(uint32_t, 32)
 #define LT_CODED(M, t) ((M)->term_offset != NULL && (M)->term_offset[(t) + 1] > (M)->term_offset[t])
 
-/* The same with the depth known at compile time: the level loop unrolls and the index of 32
- * rows stays in one register across levels. */
-#define LT_INDEX_FIXED(D, IDX_T)                                                              \
-    LT_HOT static void lt_index_d##D(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, int lanes, \
-                                     IDX_T *idx)                                              \
-    {                                                                                         \
-        const int64_t lo = M->level_offset[t];                                                \
-        const LT_BIN_T *bc[D];                                                                \
-        LT_BIN_T kk[D];                                                                       \
-        for (int l = 0; l < D; ++l) {                                                         \
-            bc[l] = bins + (int64_t)M->level_col[lo + l] * stride;                            \
-            kk[l] = M->level_bin[lo + l];                                                     \
-        }                                                                                     \
-        for (int i = 0; i < lanes; ++i) {                                                     \
-            IDX_T v = 0;                                                                      \
-            for (int l = 0; l < D; ++l) v |= (IDX_T)((IDX_T)(bc[l][i] > kk[l]) << l);         \
-            idx[i] = v;                                                                       \
-        }                                                                                     \
-    }
-LT_INDEX_FIXED(1, uint8_t)
-LT_INDEX_FIXED(2, uint8_t)
-LT_INDEX_FIXED(3, uint8_t)
-LT_INDEX_FIXED(4, uint8_t)
-LT_INDEX_FIXED(5, uint8_t)
-LT_INDEX_FIXED(6, uint8_t)
-LT_INDEX_FIXED(7, uint8_t)
-LT_INDEX_FIXED(8, uint8_t)
-LT_INDEX_FIXED(9, uint16_t)
-LT_INDEX_FIXED(10, uint16_t)
-LT_INDEX_FIXED(11, uint16_t)
-LT_INDEX_FIXED(12, uint16_t)
-
 static void lt_index_small(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, int lanes,
                            uint8_t *idx)
 {
@@ -347,15 +331,16 @@ static void lt_index_small(const lt_model *M, int32_t t, int d, const LT_BIN_T *
         lt_terms8(M, t, bins, stride, lanes, idx);
         return;
     }
+    const int64_t lo = M->level_offset[t];
     switch (d) {
-    case 1: lt_index_d1(M, t, bins, stride, lanes, idx); break;
-    case 2: lt_index_d2(M, t, bins, stride, lanes, idx); break;
-    case 3: lt_index_d3(M, t, bins, stride, lanes, idx); break;
-    case 4: lt_index_d4(M, t, bins, stride, lanes, idx); break;
-    case 5: lt_index_d5(M, t, bins, stride, lanes, idx); break;
-    case 6: lt_index_d6(M, t, bins, stride, lanes, idx); break;
-    case 7: lt_index_d7(M, t, bins, stride, lanes, idx); break;
-    case 8: lt_index_d8(M, t, bins, stride, lanes, idx); break;
+    case 1: lt_levels8_1(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
+    case 2: lt_levels8_2(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
+    case 3: lt_levels8_3(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
+    case 4: lt_levels8_4(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
+    case 5: lt_levels8_5(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
+    case 6: lt_levels8_6(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
+    case 7: lt_levels8_7(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
+    case 8: lt_levels8_8(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
     default: lt_index8(M, t, bins, stride, lanes, idx); break;
     }
 }
@@ -367,11 +352,12 @@ static void lt_index_mid(const lt_model *M, int32_t t, int d, const LT_BIN_T *bi
         lt_terms16(M, t, bins, stride, lanes, idx);
         return;
     }
+    const int64_t lo = M->level_offset[t];
     switch (d) {
-    case 9: lt_index_d9(M, t, bins, stride, lanes, idx); break;
-    case 10: lt_index_d10(M, t, bins, stride, lanes, idx); break;
-    case 11: lt_index_d11(M, t, bins, stride, lanes, idx); break;
-    case 12: lt_index_d12(M, t, bins, stride, lanes, idx); break;
+    case 9: lt_levels16_9(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
+    case 10: lt_levels16_10(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
+    case 11: lt_levels16_11(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
+    case 12: lt_levels16_12(M->level_col + lo, M->level_bin + lo, bins, stride, lanes, idx); break;
     default: lt_index16(M, t, bins, stride, lanes, idx); break;
     }
 }
@@ -485,40 +471,61 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
 }
 
 #define LT_GROUP 16
-/* Single-output models, trees of depth <= 16: the indices of LT_GROUP trees are computed first,
- * then each row adds their table values in a register (no load/store of the sum per tree).
- * Two widths: byte indices when every tree has depth <= 8, else 16-bit ones. */
+/* Eight rows at a time, eight independent chains of additions over the ng trees of a group:
+ * VALUE(j, c) is tree j's value of cell c. */
+#define LT_GROUP_SUMS(VALUE)                                                                  \
+    for (; i + 8 <= m; i += 8) {                                                              \
+        double s0 = acc[i], s1 = acc[i + 1], s2 = acc[i + 2], s3 = acc[i + 3];                \
+        double s4 = acc[i + 4], s5 = acc[i + 5], s6 = acc[i + 6], s7 = acc[i + 7];            \
+        for (int j = 0; j < ng; ++j) {                                                        \
+            const IDX_T_ *g = gidx[j] + i;                                                    \
+            s0 += VALUE(j, g[0]); s1 += VALUE(j, g[1]); s2 += VALUE(j, g[2]); s3 += VALUE(j, g[3]); \
+            s4 += VALUE(j, g[4]); s5 += VALUE(j, g[5]); s6 += VALUE(j, g[6]); s7 += VALUE(j, g[7]); \
+        }                                                                                     \
+        acc[i] = s0; acc[i + 1] = s1; acc[i + 2] = s2; acc[i + 3] = s3;                       \
+        acc[i + 4] = s4; acc[i + 5] = s5; acc[i + 6] = s6; acc[i + 7] = s7;                   \
+    }                                                                                         \
+    for (; i < m; ++i) {                                                                      \
+        double sum = acc[i];                                                                  \
+        for (int j = 0; j < ng; ++j) sum += VALUE(j, gidx[j][i]);                             \
+        acc[i] = sum;                                                                         \
+    }
+#define LT_TABLE_VALUE(j, c) tabs[j][c]
+#define LT_DICT_VALUE(j, c) tabs[j][codes[j][c]]
+/* Single-output models, trees of depth <= 16: the indices of a group of up to LT_GROUP trees are
+ * computed first, then each row adds their values in a register (no load/store of the sum per tree).
+ * A group is a run of trees of one kind: all with dictionaries (a byte code per cell, then the
+ * tree's few distinct values: a d10 tree reads 1 KiB of codes instead of 8 KiB of doubles, so a
+ * group's tables stay in L1) or all without. Two widths: byte indices when every tree has depth
+ * <= 8, else 16-bit ones. */
 #define LT_FUSED_FN(NAME, IDX_T, INDEX)                                                       \
     LT_HOT static void NAME(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins, double *acc, \
                             int64_t stride, int m)                                            \
     {                                                                                         \
+        typedef IDX_T IDX_T_;                                                                 \
         IDX_T gidx[LT_GROUP][LT_BLOCK];                                                       \
         const double *tabs[LT_GROUP];                                                         \
+        const uint8_t *codes[LT_GROUP];                                                       \
         const int lanes = (m + 31) & ~31;                                                     \
-        for (int32_t g0 = t0; g0 < t1; g0 += LT_GROUP) {                                      \
-            const int ng = (int)(t1 - g0 < LT_GROUP ? t1 - g0 : LT_GROUP);                    \
+        for (int32_t g0 = t0, ng; g0 < t1; g0 += ng) {                                        \
+            const int dict = LT_DICT(M, g0);                                                  \
+            ng = 1;                                                                           \
+            while (ng < LT_GROUP && g0 + ng < t1 && LT_DICT(M, g0 + ng) == dict) ++ng;        \
             for (int j = 0; j < ng; ++j) {                                                    \
                 const int32_t t = g0 + j;                                                     \
-                tabs[j] = M->value + M->value_offset[t];                                      \
+                if (dict) {                                                                   \
+                    tabs[j] = M->dict_value + M->dict_offset[t];                              \
+                    codes[j] = M->cell_code + M->value_offset[t];                             \
+                } else {                                                                      \
+                    tabs[j] = M->value + M->value_offset[t];                                  \
+                }                                                                             \
                 INDEX(M, t, M->depth[t], bins, stride, lanes, gidx[j]);                       \
             }                                                                                 \
             int i = 0;                                                                        \
-            for (; i + 8 <= m; i += 8) { /* eight rows: eight independent chains of additions */ \
-                double s0 = acc[i], s1 = acc[i + 1], s2 = acc[i + 2], s3 = acc[i + 3];        \
-                double s4 = acc[i + 4], s5 = acc[i + 5], s6 = acc[i + 6], s7 = acc[i + 7];    \
-                for (int j = 0; j < ng; ++j) {                                                \
-                    const double *tab = tabs[j];                                              \
-                    const IDX_T *g = gidx[j] + i;                                             \
-                    s0 += tab[g[0]]; s1 += tab[g[1]]; s2 += tab[g[2]]; s3 += tab[g[3]];       \
-                    s4 += tab[g[4]]; s5 += tab[g[5]]; s6 += tab[g[6]]; s7 += tab[g[7]];       \
-                }                                                                             \
-                acc[i] = s0; acc[i + 1] = s1; acc[i + 2] = s2; acc[i + 3] = s3;               \
-                acc[i + 4] = s4; acc[i + 5] = s5; acc[i + 6] = s6; acc[i + 7] = s7;           \
-            }                                                                                 \
-            for (; i < m; ++i) {                                                              \
-                double sum = acc[i];                                                          \
-                for (int j = 0; j < ng; ++j) sum += tabs[j][gidx[j][i]];                      \
-                acc[i] = sum;                                                                 \
+            if (dict) {                                                                       \
+                LT_GROUP_SUMS(LT_DICT_VALUE)                                                  \
+            } else {                                                                          \
+                LT_GROUP_SUMS(LT_TABLE_VALUE)                                                 \
             }                                                                                 \
         }                                                                                     \
     }
@@ -538,12 +545,20 @@ static void lt_index_wide(const lt_model *M, int32_t t, int d, const LT_BIN_T *b
 LT_FUSED_FN(lt_trees_fused8, uint8_t, lt_index_small)
 LT_FUSED_FN(lt_trees_fused16, uint16_t, lt_index_wide)
 
+/* Bytes tree t's evaluation reads from its table: its cells' codes and distinct values, or its values. */
+static int64_t lt_table_bytes(const lt_model *M, int32_t t)
+{
+    const int64_t cells = M->value_offset[t + 1] - M->value_offset[t];
+    if (LT_DICT(M, t)) return cells + (M->dict_offset[t + 1] - M->dict_offset[t]) * (int64_t)sizeof(double);
+    return cells * (int64_t)sizeof(double);
+}
+
 /* End of the chunk of trees starting at t0: tables up to LT_CHUNK_BYTES (at least one tree). */
 static int32_t lt_chunk_end(const lt_model *M, int32_t t0)
 {
-    const int64_t start = M->value_offset[t0];
+    int64_t bytes = lt_table_bytes(M, t0);
     int32_t t = t0 + 1;
-    while (t < M->n_trees && (M->value_offset[t + 1] - start) * (int64_t)sizeof(double) <= LT_CHUNK_BYTES) ++t;
+    while (t < M->n_trees && (bytes += lt_table_bytes(M, t)) <= LT_CHUNK_BYTES) ++t;
     return t;
 }
 
