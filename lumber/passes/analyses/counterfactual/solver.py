@@ -141,7 +141,9 @@ def _match_scheduler(threads: int) -> None:
     HiGHS (1.16) starts one static scheduler per process, sized by the first solve; an instance with
     another ``threads`` value then ends at once with status "Not Set" and no point (measured: after a
     ``threads=2`` query every ``threads=1`` query came back as ``error``). Restarting it costs nothing
-    between solves; solves are not run concurrently here."""
+    between solves. HiGHS keeps scheduler state per thread, so the restart must come from the thread
+    that solves next: :func:`_race` matches it before its workers start (a restart from a worker broke
+    the caller's next solve the same way)."""
     import highspy
 
     with _SCHEDULER_LOCK:
@@ -201,6 +203,7 @@ def _race(model: MilpModel, opt: SolverOptions, start: FloatArray | None) -> Sol
     ended before this returns. Without a proven answer the cheapest point comes back with the highest
     dual bound of all runs (each is a valid lower bound of the same minimum)."""
     n = max(1, min(int(opt.race), len(RACE_VARIANTS)))
+    _match_scheduler(1)  # here, not in a worker: a restart from another thread breaks this one's next solve
     stop = threading.Event()
     sessions = [HighsSession(model, replace(opt, race=1, highs_options=RACE_VARIANTS[k] + tuple(opt.highs_options)),
                              stop=stop) for k in range(n)]

@@ -129,3 +129,11 @@ def test_race_solves_for_real() -> None:
     for race in (1, 2):
         out = solve(_tiny(), SolverOptions(time_limit=10, race=race), np.array([1.0, 1.0]))
         assert (out.status, out.objective) == ("optimal", 1.0)
+
+
+def test_a_race_after_a_two_thread_solve_leaves_the_scheduler_usable() -> None:
+    # the scheduler restart must happen on the caller's thread: restarted from a race's worker, the
+    # caller's own next solve ended with "Not Set" (HiGHS keeps per-thread scheduler state)
+    for threads, race in ((2, 1), (1, 2), (1, 1), (2, 1), (1, 2), (1, 2), (1, 1)):
+        out = solve(_tiny(), SolverOptions(time_limit=10, threads=threads, race=race))
+        assert (out.status, out.objective) == ("optimal", 1.0), (threads, race)
