@@ -15,7 +15,6 @@ Sections (``--sections``, default all):
   and as solved after the warm-start bound, beside OCEAN's Gurobi figures;
 - ``backends``: highspy presolve on / off and scipy's HiGHS on the same queries;
 - ``sweeps``: adult, l1, trees in {10, 20, 50, 100, 200, 500} and depth 3..8;
-- ``iso``: with and without an isolation forest (plausible share, cost, time);
 - ``table4``: OCEAN's Table 4 protocol (isolation forest of 100 trees x 32 samples on the
   training rows labelled with the target class, contamination 0.1, l0 / l1 / l2, time limit
   30 s), lumber's P / C / T beside OCEAN's published columns;
@@ -31,7 +30,7 @@ Sections (``--sections``, default all):
 The machine is shared (2 cores, other jobs running): CPU seconds of this
 process are reported beside wall seconds; HiGHS runs in-process on one thread.
 
-    .venv/bin/python bench/counterfactual.py [--quick] [--origins 20] [--time-limit 60] [--sections main,iso]
+    .venv/bin/python bench/counterfactual.py [--quick] [--origins 20] [--time-limit 60] [--sections main,dice]
     .venv/bin/python bench/counterfactual.py --quick --sections actionability
     .venv/bin/python bench/counterfactual.py --sections table4 [--norms l1] [--origins 20] [--cut-rounds 3] [--threads 2] [--race 2]
 
@@ -45,6 +44,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import sys
 import time
 import warnings
@@ -219,35 +219,6 @@ def section_sweeps(args: argparse.Namespace, out: dict[str, Any]) -> None:
             print(f"sweep adult trees={t} depth={d}: median {s['median_s']:.2f}s cpu {s['median_cpu_s']:.2f}s "
                   f"optimal {s['optimal']:.0%}", flush=True)
     out["sweeps"] = res
-
-
-def section_iso(args: argparse.Namespace, out: dict[str, Any]) -> None:
-    from sklearn.ensemble import IsolationForest
-
-    import lumber
-    from lumber.passes.analyses.counterfactual import isolation_threshold, path_lengths
-
-    n = max(3, args.origins // 2)
-    res: dict[str, Any] = {}
-    for name in args.datasets:
-        case = forest_for(name, 100, 5)
-        idx = origins(case, n)
-        ws = weights(len(case["names"]), len(idx))
-        target_rows = case["Xtr"][case["rf"].predict(case["Xtr"]) == case["target"]]
-        iso = IsolationForest(n_estimators=args.iso_trees, max_samples=args.iso_samples, random_state=0).fit(target_rows)
-        fi = lumber.load(iso, feature_names=case["names"])
-        delta = isolation_threshold(fi, target_rows, 0.1)
-        entry: dict[str, Any] = {"isolation_trees": args.iso_trees, "max_samples": args.iso_samples, "delta": delta}
-        for label, kw in (("no IF", {}), ("IF", {"isolation": (fi, delta)})):
-            rows = [explain(case, case["Xte"][i], w, "l1", args.time_limit, **kw) for i, w in zip(idx, ws)]
-            plaus = [r["x"] is not None and path_lengths(fi, np.array([r["x"]]))[0] >= delta for r in rows]
-            s = stats(rows)
-            s["plausible"] = float(np.mean(plaus))
-            entry[label] = s
-            print(f"iso {name} {label}: plausible {s['plausible']:.0%} cost {s['mean_cost']:.3f} "
-                  f"median {s['median_s']:.2f}s optimal {s['optimal']:.0%}", flush=True)
-        res[name] = entry
-    out["iso"] = res
 
 
 def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
@@ -428,7 +399,11 @@ def markdown(out: dict[str, Any]) -> str:
         if not m:
             return []
         end = f" -> {m['load_end']} at the end" if m.get("load_end") else ""
-        return [f"Run {m.get('run', '?')}, load average {m.get('load', '?')}{end}. {m.get('note', '')}", ""]
+        cmds = m.get("commands") or []
+        made = ("Made by " + "; ".join(f"`{c}`" for c in cmds) + ("" if len(cmds) < 2 else " (rows merged)") + "."
+                if cmds else "")
+        return [f"Run {m.get('run', '?')}, load average {m.get('load', '?')}{end}. {m.get('note', '')} {made}".rstrip(),
+                ""]
 
     if "main" in out:
         L += ["## Seconds per optimal explanation (RF 100 trees, depth 5)", ""] + meta("main") + [
@@ -461,15 +436,6 @@ def markdown(out: dict[str, Any]) -> str:
         for dd, s in out["sweeps"]["depth"].items():
             L.append(f"| 100 | {dd} | {s['median_s']:.2f} | {s['p90_s']:.2f} | {s['median_cpu_s']:.2f} | {s['optimal']:.0%} | "
                      f"{s['full_nonzeros']} |")
-    if "iso" in out:
-        L += ["", "## Isolation-forest plausibility (l1)", "", *meta("iso"),
-              "| data | IF trees / samples | plausible (no IF) | plausible (IF) | mean cost no IF / IF | "
-              "median s no IF / IF | optimal no IF / IF |", "|---|---|---|---|---|---|---|"]
-        for name, e in out["iso"].items():
-            a, b = e["no IF"], e["IF"]
-            L.append(f"| {name} | {e['isolation_trees']} / {e['max_samples']} | {a['plausible']:.0%} | {b['plausible']:.0%} "
-                     f"| {a['mean_cost']:.3f} / {b['mean_cost']:.3f} | {a['median_s']:.2f} / {b['median_s']:.2f} | "
-                     f"{a['optimal']:.0%} / {b['optimal']:.0%} |")
     if "table4" in out:
         t4 = out["table4"]
         pr = t4.get("protocol", {})
@@ -556,6 +522,9 @@ def markdown(out: dict[str, Any]) -> str:
     return "\n".join(L) + "\n"
 
 
+SECTIONS = ("main", "backends", "sweeps", "table4", "dice", "actionability")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="5 origins, smaller sweeps")
@@ -566,9 +535,7 @@ def main() -> None:
     ap.add_argument("--stress-origins", type=int, default=5)
     ap.add_argument("--no-merge", action="store_true",
                     help="start a fresh results file (default: replace only the sections run)")
-    ap.add_argument("--sections", default="main,backends,sweeps,iso,table4,dice,actionability")
-    ap.add_argument("--iso-trees", type=int, default=25)
-    ap.add_argument("--iso-samples", type=int, default=64)
+    ap.add_argument("--sections", default=",".join(SECTIONS))
     ap.add_argument("--norms", default="l0,l1,l2", help="norms of the table4 section")
     ap.add_argument("--if-time-limit", type=float, default=30.0, help="seconds per query in the table4 section")
     ap.add_argument("--race", type=int, default=1,
@@ -581,6 +548,9 @@ def main() -> None:
                     help="results path without suffix (default: bench/results/counterfactual, quick: counterfactual-quick)")
     _outputs.add_dry_run(ap)
     args = ap.parse_args()
+    unknown = set(args.sections.split(",")) - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown section(s) {', '.join(sorted(unknown))}; known: {', '.join(SECTIONS)}")
     args.output = args.output or str(RESULTS / _outputs.stem("counterfactual", args.quick))
     if _outputs.dry_run(args, args.output + ".json", args.output + ".md"):
         return
@@ -601,31 +571,41 @@ def main() -> None:
 
     out["versions"] = {"highspy": _version("highspy"), "scipy": scipy.__version__}
     prev = Path(args.output + ".json")
+    old_meta: dict[str, Any] = {}
     if not args.no_merge and prev.exists():
         try:
             old = json.loads(prev.read_text())
         except ValueError:
             old = {}
-        meta = old.get("section_meta", {})
+        meta = old_meta = old.get("section_meta", {})
         if "table4" in old and "table4" in args.sections.split(","):
             out["table4"] = old["table4"]  # section_table4 replaces only the data sets and norms it runs
-        for sec in ("main", "backends", "sweeps", "iso", "table4", "dice", "actionability"):
+        for sec in SECTIONS:
             if sec in old and sec not in args.sections.split(","):
                 out[sec] = old[sec]
                 out.setdefault("section_meta", {})[sec] = meta.get(sec, {"run": "earlier run", "note": old.get("note", "")})
+    command = ".venv/bin/python bench/counterfactual.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     for sec in args.sections.split(","):
+        # table4 keeps the rows of earlier runs (other data sets or norms): it names each run's command
+        commands = [command] if sec != "table4" or args.no_merge else [
+            c for c in meta_of(old_meta, sec).get("commands", []) if c != command] + [command]
         note = out["note"] if sec != "table4" else (
             f"{args.origins} origins per data set, time limit {args.if_time_limit:g} s per query; seconds include "
             "the warm-start heuristic, model building, solving and verification.")
         out.setdefault("section_meta", {})[sec] = {
             "run": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "load": " ".join(f"{v:.1f}" for v in os.getloadavg()), "note": note}
+            "load": " ".join(f"{v:.1f}" for v in os.getloadavg()), "note": note, "commands": commands}
         globals()[f"section_{sec}"](args, out)
         out["section_meta"][sec]["load_end"] = " ".join(f"{v:.1f}" for v in os.getloadavg())
         RESULTS.mkdir(parents=True, exist_ok=True)
         Path(args.output + ".json").write_text(json.dumps(out, indent=1, default=float) + "\n")
         Path(args.output + ".md").write_text(markdown(out))
     print(markdown(out))
+
+
+def meta_of(meta: dict[str, Any], sec: str) -> dict[str, Any]:
+    m = meta.get(sec)
+    return m if isinstance(m, dict) else {}
 
 
 def _version(mod: str) -> str:
