@@ -39,6 +39,12 @@ bootstrap bound (``within``). Writes
     .venv/bin/python bench/oblivious.py --tolerance --reps 3   # the idle-machine run (~7 min)
     .venv/bin/python bench/oblivious.py --tolerance --reps 3 --models lightgbm-credit   # ~3 min
     .venv/bin/python bench/oblivious.py --tolerance --quick    # 100 x 15 models, ~4 min
+    .venv/bin/python bench/oblivious.py --tolerance --quick --models lightgbm-credit [--fit-to-budget]
+
+The fit stops once longer prefixes cannot beat the fastest form within the tolerance found
+(``lumber.compiler.tolerance.PrefixStop``, as ``lumber.compile`` does: checkpoints at 64, 128, 256, ...
+trees; the stop and each checkpoint are in the table's "Fit:" line and the JSON's ``fit.checkpoints``);
+``--fit-to-budget`` grows it to its formula-5 stop or time budget as before, for the build-time comparison.
 """
 
 from __future__ import annotations
@@ -350,13 +356,13 @@ target is 99.5% on test rows: 0.996 on validation (the band 1.25x the farthest k
 99.68-99.77% on Adult's test rows and 99.85-99.88% on credit's (100-600 trees), 0.998 99.86-99.97%."""
 
 
-def tolerance_run(quick: bool, reps: int, models: list[str] | None = None) -> dict[str, Any]:
+def tolerance_run(quick: bool, reps: int, models: list[str] | None = None, to_budget: bool = False) -> dict[str, Any]:
     """Every model: lumber forest C and the tolerance forms (a formula-5 fit on the training rows, prefixes of
     it as cascades built into one .so each), timed interleaved on test rows; quality on test rows."""
     import lumber
     from lumber.backends.base import fingerprint
     from lumber.compiler.cascade import CascadeSpec, build_cascade, cascade_margins, decision_band, inside_band
-    from lumber.compiler.tolerance import loss_bound, tree_sizes
+    from lumber.compiler.tolerance import PrefixStop, loss_bound, tree_sizes
     from lumber.passes.quality import auc, make_metric
     from lumber.passes.transforms.oblivious_fit import FitOptions, fit_oblivious
     from lumber.passes.transforms.quantize import quantize_ensemble
@@ -391,12 +397,17 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None) -> di
             return {"loss": rmse(got) / rmse(ref) - 1.0, "agreement": None,
                     "max_abs_margin_change": float(diff.max()), "mean_abs_margin_change": float(diff.mean())}
 
+        # the fit stops once longer prefixes cannot beat the best form (PrefixStop, as lumber.compile does);
+        # --fit-to-budget grows it to its formula-5 stop or time budget (the earlier behaviour)
+        stopper = None if to_budget else PrefixStop(
+            Xva, ev, vmetric, pc.predict_raw, exact=pc.predict_raw, classifier=classifier,
+            ge=forest.schema.decision == "margin_ge", need=AGREEMENT, tol=TOLERANCE)
         t0 = time.perf_counter()
-        fr = fit_oblivious(forest, Xtr, FitOptions(), margins=lambda R, p=pc: p.predict_raw(R))
+        fr = fit_oblivious(forest, Xtr, FitOptions(), margins=lambda R, p=pc: p.predict_raw(R), checkpoint=stopper)
         fit_s = time.perf_counter() - t0
-        entry["fit"] = fr.report
+        entry["fit"] = {**fr.report, "checkpoints": [] if stopper is None else stopper.log}
         fp = fingerprint(forest)
-        for T in tree_sizes(fr.best_trees):
+        for T in sorted(set(tree_sizes(fr.best_trees)) | {c["trees"] for c in entry["fit"]["checkpoints"]}):
             label = f"{'cascade' if classifier else 'tables'} {T} trees"
             ens = fr.ensemble(T)
             t1 = time.perf_counter()
@@ -429,6 +440,15 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None) -> di
     return res
 
 
+def _checkpoints(fit: dict[str, Any]) -> str:
+    """`` Checkpoints (PrefixStop): 64 trees faster, 128 faster, 256 not, ...`` or nothing (--fit-to-budget)."""
+    cps = fit.get("checkpoints") or []
+    if not cps:
+        return " No early stop (--fit-to-budget)." if "checkpoints" in fit else ""
+    return (" Checkpoints (lumber.compiler.tolerance.PrefixStop; faster: the fastest form within the tolerance so "
+            "far): " + ", ".join(f"{c['trees']} {'faster' if c['faster'] else 'not faster'}" for c in cps) + ".")
+
+
 def tolerance_markdown(res: dict[str, Any]) -> str:
     lines = ["# Quality-bounded translation (formula 5) behind the exact forest", "",
              _run_line(res),
@@ -446,7 +466,7 @@ def tolerance_markdown(res: dict[str, Any]) -> str:
         lines += [f"## {name}", "", f"{e['notes']}. Fit: {fit.get('trees_grown')} trees grown, formula-5 optimum "
                   f"{fit.get('best_trees')}, stop: {fit.get('stop')}, {fit.get('seconds', 0):.1f} s "
                   f"({fit.get('rows', 0):,} training rows + {fit.get('jittered_rows', 0):,} jittered + "
-                  f"{fit.get('mixed_rows', 0):,} mixed).", "",
+                  f"{fit.get('mixed_rows', 0):,} mixed)." + _checkpoints(fit), "",
                   "| form | trees | table MiB | build s | ns/row/tree | ns/row | spread | vs forest C | test loss "
                   "| agreement | exact path | max / mean abs margin change | valid loss (bound) | within |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -483,16 +503,20 @@ def main(argv: list[str] | None = None) -> int:
                          "(default: pack:8 grow:8 pack:10 grow:10)")
     ap.add_argument("--tolerance", action="store_true",
                     help="quality-bounded translation (formula 5) and its cascade on LightGBM 500 x 63 (issue 18)")
+    ap.add_argument("--fit-to-budget", action="store_true",
+                    help="with --tolerance: no early stop (PrefixStop); the fit runs to its formula-5 stop or "
+                         "time budget, as before (writes oblivious-tolerance-budget{,-quick}.*)")
     _outputs.add_dry_run(ap)
     args = ap.parse_args(argv)
     forms = parse_forms(args.forms)
-    kind = "oblivious-tolerance" if args.tolerance else "oblivious-recompose" if args.recompose else "oblivious"
+    kind = ("oblivious-tolerance" + ("-budget" if args.fit_to_budget else "") if args.tolerance
+            else "oblivious-recompose" if args.recompose else "oblivious")
     stem = _outputs.stem(kind, args.quick)
     if _outputs.dry_run(args, args.out / f"{stem}.json", args.out / f"{stem}.md",
                         *([] if args.recompose or args.tolerance else [args.out / f"inference-{stem}.md"])):
         return 0
     if args.tolerance:
-        res = tolerance_run(args.quick, args.reps or 3, args.models)
+        res = tolerance_run(args.quick, args.reps or 3, args.models, to_budget=args.fit_to_budget)
         md = tolerance_markdown(res)
         inf.write_results(args.out, stem, res, md)
         print(md)

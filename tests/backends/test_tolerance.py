@@ -319,3 +319,88 @@ def test_the_exact_tables_can_be_left_out_of_the_speed_search() -> None:
     assert pred.report["chosen"] == "forest"
     np.testing.assert_allclose(pred.predict_raw(X), forest.evaluate(X), rtol=1e-12)
     assert tolerance_mod.EXACT_TABLES_MAX_LEAVES > 0
+
+
+class _Form:
+    """A stand-in for a scored prefix: its within flag, and the seconds ``timed`` reports for it."""
+
+    def __init__(self, T: int, within: bool, loss: float = 0.001) -> None:
+        self.T, self.within, self.loss, self.bound = T, within, loss, loss
+
+    def run(self, X):  # type: ignore[no-untyped-def]
+        return ("form", self.T)
+
+    def tables(self, X):  # type: ignore[no-untyped-def]
+        return ("tables", self.T)
+
+
+def _stopper(monkeypatch: pytest.MonkeyPatch, within: dict, form_s: dict, tables_s: dict, exact_s: float,  # type: ignore[no-untyped-def]
+             loss: dict | None = None):
+    """A PrefixStop whose prefixes and timings are scripted per tree count (timings are not evidence in tests)."""
+    def fake_timed(runners, X):  # type: ignore[no-untyped-def]
+        out = {}
+        for k, fn in runners.items():
+            tag = fn(X)
+            out[k] = exact_s if tag == "exact" else (form_s if tag[0] == "form" else tables_s)[tag[1]]
+        return out
+
+    monkeypatch.setattr(tolerance_mod, "timed", fake_timed)
+    monkeypatch.setattr(tolerance_mod, "score_prefix",
+                        lambda ens, *a, **k: _Form(ens, within[ens], (loss or {}).get(ens, 0.001)))
+    fit = type("Fit", (), {"ensemble": lambda self, T: T})()
+    stop = tolerance_mod.PrefixStop(np.zeros((3, 1)), np.zeros(3), None, None, exact=lambda X: "exact",
+                                    classifier=True, ge=False, need=1.0, tol=0.001)
+    return stop, fit
+
+
+def test_the_fit_stops_once_longer_prefixes_cannot_be_faster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checkpoints at 64, 128, 256, ...: the fit goes on while a prefix is faster; it stops after two
+    checkpoints without a faster form within the tolerance, or as soon as the next checkpoint's tables alone
+    (extrapolated per tree) would be no faster than the best form. Other tree counts never stop it."""
+    within = {64: True, 128: True, 256: True, 512: True, 1024: True}
+    # credit-like: the exact path dominates; 128 is the fastest, then longer prefixes are slower
+    form_s = {64: 0.62, 128: 0.60, 256: 0.64, 512: 0.72, 1024: 0.9}
+    tables_s = {64: 0.08, 128: 0.11, 256: 0.17, 512: 0.29, 1024: 0.5}
+    stop, fit = _stopper(monkeypatch, within, form_s, tables_s, exact_s=2.0)
+    assert all(stop(T, fit) is None for T in (1, 63, 65, 100, 127, 192))
+    assert stop(64, fit) is None and stop(128, fit) is None and stop(256, fit) is None
+    why = stop(512, fit)
+    assert why is not None and "2 checkpoints without a faster form (best: 128 trees)" in why
+    assert [c["trees"] for c in stop.log] == [64, 128, 256, 512]
+    assert [c["faster"] for c in stop.log] == [True, True, False, False]
+    # regressor-like: the tables are the form; the next checkpoint's tables are slower than the best at once
+    stop, fit = _stopper(monkeypatch, {64: False, 128: True, 256: True}, {64: 0.12, 128: 0.18, 256: 0.3},
+                         {64: 0.12, 128: 0.18, 256: 0.3}, exact_s=2.0)
+    assert stop(64, fit) is None
+    why = stop(128, fit)
+    assert why is not None and "tables of 256 trees alone would be no faster" in why
+    # a prefix over the tolerance is never the best, however fast
+    stop, fit = _stopper(monkeypatch, {64: False, 128: False, 256: False}, {64: 0.1, 128: 0.1, 256: 0.1},
+                         {64: 0.01, 128: 0.02, 256: 0.03}, exact_s=2.0)
+    assert stop(64, fit) is None and stop(128, fit) is None  # the first has no loss before it: it may close in
+    assert stop(256, fit) is not None
+    assert not any(c["faster"] for c in stop.log)
+    # ...but while its loss still falls it may reach the tolerance: the fit goes on, until the tables alone
+    # of the next checkpoint would be no faster than the exact form
+    stop, fit = _stopper(monkeypatch, {64: False, 128: False, 256: False, 512: False},
+                         {64: 0.5, 128: 0.6, 256: 0.8, 512: 1.2}, {64: 0.2, 128: 0.4, 256: 0.8, 512: 1.6}, exact_s=2.0,
+                         loss={64: 0.004, 128: 0.002, 256: 0.0015, 512: 0.0012})
+    assert stop(64, fit) is None and stop(128, fit) is None and stop(256, fit) is None
+    why = stop(512, fit)
+    assert why is not None and "tables of 1024 trees alone would be no faster than the best form (exact)" in why
+    assert [c["closing"] for c in stop.log] == [True, True, True, True]
+
+
+def test_a_stopped_fit_grows_the_same_trees(adult: dict) -> None:
+    """A checkpoint only cuts the sequence short: the trees grown are those of the unstopped fit."""
+    from lumber.passes.transforms.oblivious_fit import fit_oblivious
+
+    opts = FitOptions(depth=4, max_trees=12, patience=50, time_budget=30.0)
+    X = adult["train"][0][:1500]
+    full = fit_oblivious(adult["forest"], X, opts)
+    cut = fit_oblivious(adult["forest"], X, opts, checkpoint=lambda T, fit: "enough" if T == 5 else None)
+    assert cut.report["stop"] == "enough" and len(cut.levels) == 5 and len(full.levels) == 12
+    assert cut.levels == full.levels[:5]
+    assert all(np.array_equal(a, b) for a, b in zip(cut.tables, full.tables))
+    Xv = adult["valid"][0]
+    assert np.array_equal(cut.ensemble(5).evaluate(Xv), full.ensemble(5).evaluate(Xv))

@@ -24,7 +24,8 @@ symmetric trees on the residual ``source margin - current margin``.
 * Stopping: on a holdout of the fitting rows, the number of trees ``T`` that
   minimises ``MSE(T) / var + lambda * T`` (formula 5 with the error in units
   of the margin variance); growth stops when ``patience`` trees bring less
-  than their price, at ``max_trees`` or after ``time_budget`` seconds.
+  than their price, at ``max_trees``, after ``time_budget`` seconds, or when a ``checkpoint`` says
+  longer prefixes cannot pay (the tolerance search: they would be no faster than a form it has).
 
 The result is lossy by construction. Callers state a tolerance and check it on
 validation rows the fit never saw (:mod:`lumber.compiler.tolerance`). As a pass,
@@ -357,13 +358,20 @@ def _level_bit(cand: Candidates, B: npt.NDArray[np.int32], col: int, f: int, j: 
     return np.where(nan, nt, bit)
 
 
+Checkpoint = Callable[[int, "FitResult"], "str | None"]
+"""Called after each tree with the tree count and the fit so far (``ensemble(T)`` works on it); a reason
+string stops the growth there (``report["stop"]``), None goes on."""
+
+
 def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
                   margins: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]] | None = None,
-                  log: Callable[[str], None] | None = None) -> FitResult:
+                  log: Callable[[str], None] | None = None, checkpoint: Checkpoint | None = None) -> FitResult:
     """Boost oblivious trees on ``forest``'s margins over ``X`` (training rows) plus jittered copies.
 
     ``margins`` computes the source's raw margins of prepared rows (default: the
-    reference evaluator; pass a compiled library for speed).
+    reference evaluator; pass a compiled library for speed). ``checkpoint`` may stop the growth early
+    (:class:`lumber.compiler.tolerance.PrefixStop`: once longer prefixes cannot be faster); the trees grown
+    are the same with or without it, only fewer.
     """
     from threadpoolctl import threadpool_limits
 
@@ -371,11 +379,12 @@ def fit_oblivious(forest: Forest, X: Any, options: FitOptions | None = None, *,
     opt.check()
     # the split search multiplies small histograms: BLAS threads cost 50x their work on a busy machine
     with threadpool_limits(1, user_api="blas"):
-        return _fit(forest, X, opt, margins, log)
+        return _fit(forest, X, opt, margins, log, checkpoint)
 
 
 def _fit(forest: Forest, X: Any, opt: FitOptions, margins: Callable[[npt.NDArray[np.float64]],
-         npt.NDArray[np.float64]] | None, log: Callable[[str], None] | None) -> FitResult:
+         npt.NDArray[np.float64]] | None, log: Callable[[str], None] | None,
+         checkpoint: Checkpoint | None = None) -> FitResult:
     if forest.schema.n_outputs != 1:
         raise CompileError(f"quality-bounded translation supports one-output models (binary classifiers, "
                            f"regressors); this model has {forest.schema.n_outputs} outputs")
@@ -472,6 +481,11 @@ def _fit(forest: Forest, X: Any, opt: FitOptions, margins: Callable[[npt.NDArray
                 break
         if log and len(levels) % 100 == 0:
             log(f"  fit: {len(levels)} trees, holdout rmse {np.sqrt(hmse[-1]):.4g}")
+        if checkpoint is not None:
+            why = checkpoint(len(levels), FitResult(forest, cand, levels, tables, const, hmse, best_T, {}))
+            if why:
+                stop = why
+                break
     seconds = time.perf_counter() - t_start
     report = {"rows": int(Xp.shape[0]), "jittered_rows": int(Xj.shape[0] - Xm.shape[0]),
               "mixed_rows": int(Xm.shape[0]), "holdout_rows": int(hold_idx.shape[0]),
