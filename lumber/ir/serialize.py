@@ -88,12 +88,24 @@ def to_bytes(ir: Any) -> bytes:
     return buf.getvalue()
 
 
+def _starts_like_lumber(data: bytes) -> bool:
+    """The first zip entry is ``header.json``: what :func:`to_bytes` writes first."""
+    if len(data) < 30 or data[:4] != b"PK\x03\x04":
+        return False
+    n = int.from_bytes(data[26:28], "little")
+    return data[30:30 + n] == b"header.json"
+
+
 def from_bytes(data: bytes, origin: str = "<bytes>") -> Any:
     """Inverse of :func:`to_bytes`; every problem is a ``ModelFormatError`` naming ``origin``."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         header = json.loads(zf.read("header.json"))
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        if _starts_like_lumber(data):
+            raise ModelFormatError(f"{origin}: truncated or damaged lumber IR file (no complete zip archive)",
+                                   "it begins like a file lumber's save() writes but does not end like one; "
+                                   "write it again (a copy cut short?)") from None
         raise ModelFormatError(f"{origin}: not a lumber IR file ({exc})",
                                "expected a file written by lumber's save()") from None
     if header.get("format") != FORMAT:

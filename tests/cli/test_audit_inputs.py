@@ -5,7 +5,9 @@ what would be accepted, a non-zero exit, and no wrong answer.
   the feature 'WorkClass' beside the real label column 'label');
 - a gzip-compressed CSV (the bundled data sets ship as ``.csv.gz``; docs/constraints.md passes one):
   read as its text would be, where it was "not UTF-8 text (byte 0x8b)"; a damaged one is an error;
-- ``time_limit`` of 0, below 0 or NaN in ``lumber.counterfactual``: NaN meant no limit at all.
+- ``time_limit`` of 0, below 0 or NaN in ``lumber.counterfactual``: NaN meant no limit at all;
+- a ``.lumber`` file cut short: it read "not a lumber IR file (File is not a zip file)", as if it were
+  some other kind of file.
 """
 
 from __future__ import annotations
@@ -89,3 +91,17 @@ def test_columns_in_another_order_give_the_same_numbers(age_hours: Path, capsys:
                      str(age_hours / train), "--scale", "std", "--time-limit", "10"]) == 0
         outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1] and "prediction" in outs[0]
+
+
+def test_a_truncated_lumber_file_says_it_was_cut_short(age_hours: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    full = age_hours / "m.lumber"
+    lumber.load(age_hours / "model.txt").save(full)
+    cut = age_hours / "cut.lumber"
+    cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
+    for argv in (["inspect", str(cut)], ["predict", str(cut), str(age_hours / "cases.csv")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"{cut}: truncated or damaged lumber IR file" in err and "not a zip file" not in err, err
+    (age_hours / "other.lumber").write_bytes(b"PK\x03\x04garbage")
+    assert main(["inspect", str(age_hours / "other.lumber")]) == 2
+    assert "not a lumber IR file" in capsys.readouterr().err

@@ -60,3 +60,17 @@ def test_shell_completion_lists_commands_and_options(monkeypatch: pytest.MonkeyP
 
     assert {"predict", "explain", "report", "build"} <= set(complete("lumber "))
     assert "--no-header" in complete("lumber report model.txt cases.csv --no")
+
+
+def test_every_command_describes_model_files_alike() -> None:
+    """The README's list of model files, once: compile said "pickle" (read only with --trust-pickle) and left
+    out CatBoost and .skops; report said "model file"."""
+    from lumber.compiler.cli._options import MODEL_HELP
+
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                for a in sub._actions:
+                    if a.dest == "model" and not a.option_strings and name not in ("init-constraints",):
+                        assert a.help.startswith(MODEL_HELP), (name, a.help)
+    assert "pickle with --trust-pickle" in MODEL_HELP and "CatBoost" in MODEL_HELP

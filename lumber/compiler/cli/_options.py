@@ -15,6 +15,8 @@ import numpy.typing as npt
 
 from lumber.ir import InputDataError
 
+MODEL_HELP = "model file (LightGBM text, XGBoost JSON/UBJSON, CatBoost JSON/.cbm, .skops, .lumber; pickle with --trust-pickle)"
+"""One description of the model files every command reads (README: Command line tour)."""
 ROWS_HELP = "rows to use, 0-based: 'START:STOP' (STOP excluded), 'I,J,K', or both ('0:10,15') (default: all)"
 
 

@@ -22,7 +22,7 @@ DESCRIPTION = __doc__.split("\n\n", 1)[1].strip() if __doc__ else HELP
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, CatBoost, .skops, .lumber)")
+    p.add_argument("model", help=_options.MODEL_HELP)
     p.add_argument("data", help="CSV of cases (a header row names the features)")
     what = p.add_mutually_exclusive_group(required=True)
     for a in ("counterfactual", "sensitive", "rules"):

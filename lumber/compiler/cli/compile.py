@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import _options
+
 NAME = "compile"
 HELP = "compile a model to a C library, C source, ONNX, oblivious tables, or (after --passes) a .lumber IR file"
 OUTPUTS = {"output": "file"}
@@ -37,7 +39,7 @@ def suffixes() -> dict[str, str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, pickle, .lumber)")
+    p.add_argument("model", help=_options.MODEL_HELP)
     p.add_argument("--emit", choices=sorted((*CLI_TARGETS, IR_FILE)), default=None,
                    help="artifact kind (default: c, or lumber when --passes is given)")
     p.add_argument("-o", "--output", help="output path (default: the model's name with the artifact's suffix)")

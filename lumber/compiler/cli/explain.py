@@ -30,13 +30,19 @@ OUTPUTS = {"output": "file"}
 """Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 
 ANALYSES = ("sensitive", "counterfactual", "rules", "attribution")
+ANALYSIS_HELP = {
+    "sensitive": "sensitive tests: the nearest change of the decision, verified on the model",
+    "counterfactual": "optimal counterfactuals: the cheapest actionable change to the target (MILP, HiGHS)",
+    "rules": "counterfactual rules: IF-THEN regions that reach the target (needs --train)",
+    "attribution": "MonoForest attribution: each feature's share of the margin",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, CatBoost, .skops, .lumber)")
+    p.add_argument("model", help=_options.MODEL_HELP)
     p.add_argument("data", help="CSV of cases to explain (a header row names the features)")
     for a in ANALYSES:
-        p.add_argument(f"--{a}", action="store_true", help=f"run the {a} analysis")
+        p.add_argument(f"--{a}", action="store_true", help=ANALYSIS_HELP[a])
     p.add_argument("--constraints", help="constraint file (.lum) for actionability, costs and target")
     _options.add_scale(p, "default: the constraint file's, else none")
     p.add_argument("--norm", choices=["l0", "l1", "l2", "linf"], default=None,

@@ -7,12 +7,14 @@ import argparse
 import json
 from typing import Any
 
+from . import _options
+
 NAME = "inspect"
 HELP = "describe a model (trees, depth, leaves, splits per feature, memory) or a compiled artifact"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, CatBoost, .skops, .lumber) or an "
+    p.add_argument("model", help=_options.MODEL_HELP + " or an "
                                  "artifact from lumber compile (.so, .table, .onnx)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 

@@ -28,7 +28,7 @@ FORMATS = ("csv", "jsonl", "parquet")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="model file (LightGBM text, XGBoost JSON/UBJSON, CatBoost, .skops, .lumber) or an "
+    p.add_argument("model", help=_options.MODEL_HELP + " or an "
                                  "artifact from lumber compile (.so, .table, .onnx)")
     p.add_argument("data", help="CSV with a header row naming the model's features (extra columns are ignored)")
     _options.add_no_header(p)

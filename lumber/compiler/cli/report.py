@@ -28,7 +28,7 @@ DESCRIPTION = __doc__.split("\n\n", 1)[1].strip() if __doc__ else HELP
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", nargs="?", help="model file")
+    p.add_argument("model", nargs="?", help=_options.MODEL_HELP)
     p.add_argument("cases", nargs="?", help="CSV of cases to explain")
     p.add_argument("--render", metavar="REPORT_JSON", help="re-render a saved report.json instead")
     p.add_argument("-o", "--output", default="report", help="output folder (default: ./report)")
