@@ -511,3 +511,16 @@ def test_polish_trims_trees_and_removes_one_whose_monomials_fit_elsewhere() -> N
     # at two levels nothing can move: the optimum is the cover itself
     out = polish_sets([[0, 1], [2, 3], [0, 2], [4]], P, deg, 5, groups, 2)
     assert sorted(out) == [[0, 1], [0, 2], [2, 3], [4]] and len(out) == _optimal_cover(poly, 2)
+
+
+def test_polish_rounds_option() -> None:
+    forest = _chain_forest()
+    plain = lumber.run(forest, "polynomial,oblivious{strategy=grow,polish=0}")
+    polished = lumber.run(forest, "polynomial,oblivious{strategy=grow,polish=3}")
+    X = corpus(forest)
+    assert_exact(forest, plain, X)
+    assert_exact(forest, polished, X)
+    assert polished.n_trees <= plain.n_trees
+    from lumber.passes.transforms.recompose_oblivious import RecomposeOblivious
+    with pytest.raises(CompileError, match="polish must be a number of rounds"):
+        RecomposeOblivious(polish=-1)

@@ -31,8 +31,8 @@ maximal monomials per level added, until ``max-depth``; then every maximal
 monomial inside its level set is covered. Filling one tree before starting the
 next packs monomials that share conditions; on LightGBM 500 x 63 at depth 10 it
 needs about a quarter fewer trees than ``pack`` (docs/passes.md has the numbers). A local search
-(:func:`polish_sets`) then trims every tree to the monomials only it covers and removes the trees
-whose monomials fit into the others.
+(:func:`polish_sets`) then trims every tree to the monomials only it covers and removes (or shrinks)
+the trees whose monomials fit into the others.
 
 Covering non-maximal monomials needs no search: a monomial one condition
 short of an already placed monomial goes to that monomial's tree (one
@@ -77,8 +77,8 @@ from ..base import PassContext, PassReport, Transform
 STRATEGIES = ("greedy", "pack", "grow")
 SEED_LIMIT = 20_000
 """Largest maximal monomials searched for ones that need a tree each (``grow`` seeds, :func:`cover_lower_bound`)."""
-POLISH_ROUNDS = 4
-"""Most rounds of :func:`polish_sets` after ``grow`` (each removes fewer trees; Adult 500 x 63: 777, 103, 20)."""
+POLISH_ROUNDS = 20
+"""Most rounds of :func:`polish_sets` after ``grow`` (each removes fewer trees; rounds also stop below 0.1%)."""
 DEFAULT_MAX_DEPTH = 8
 """Tables of up to 256 rows: the C evaluator's fastest index width (one byte) and L1-sized tables."""
 
@@ -332,6 +332,8 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
     """Total table size (MiB) past which no tree grows (``pack``)."""
     bins: bool = True
     """Let several thresholds of one feature share a tree's levels as a bin code (bin levels)."""
+    polish: int = POLISH_ROUNDS
+    """Most rounds of local search after ``grow`` (:func:`polish_sets`; 0: none)."""
 
     def __post_init__(self) -> None:
         if self.max_depth != "auto" and not (isinstance(self.max_depth, int) and 1 <= self.max_depth <= MAX_DEPTH):
@@ -340,11 +342,13 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
             raise CompileError(f"unknown strategy {self.strategy!r}", f"strategies: {', '.join(STRATEGIES)}")
         if self.table_mb < 1:
             raise CompileError(f"table-mb must be positive, got {self.table_mb}")
+        if not (isinstance(self.polish, int) and self.polish >= 0):
+            raise CompileError(f"polish must be a number of rounds, 0 or more, got {self.polish}")
 
     def run(self, ir: Polynomial, ctx: PassContext) -> ObliviousEnsemble:
         depth = max(DEFAULT_MAX_DEPTH, ir.max_degree) if self.max_depth == "auto" else self.max_depth
         ens, stats = recompose(ir, max_depth=depth, strategy=self.strategy, merge=self.merge,
-                               cost=CostModel(budget_bytes=self.table_mb << 20), bins=self.bins)
+                               cost=CostModel(budget_bytes=self.table_mb << 20), bins=self.bins, polish=self.polish)
         by_depth = ", ".join(f"{c} x depth {d}" for d, c in sorted(stats["trees_by_depth"].items()))
         ctx.report(PassReport(self.name, (
             f"{ir.n_monomials:,} monomials -> {ens.n_trees:,} oblivious trees ({by_depth}); "
@@ -355,8 +359,10 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
 
 
 def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy: str = "pack", merge: bool = True,
-              cost: CostModel | None = None, bins: bool = True) -> tuple[ObliviousEnsemble, dict[str, Any]]:
-    """The ensemble and statistics (trees, depths, table bytes, search counts, seconds)."""
+              cost: CostModel | None = None, bins: bool = True,
+              polish: int = POLISH_ROUNDS) -> tuple[ObliviousEnsemble, dict[str, Any]]:
+    """The ensemble and statistics (trees, depths, table bytes, search counts, seconds); ``polish``: the
+    most rounds of :func:`polish_sets` after ``grow``."""
     t0 = time.perf_counter()
     cost = cost or CostModel()
     if poly.max_degree > max_depth:
@@ -381,7 +387,7 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
         members = np.flatnonzero(group == g)
         cover = _Cover(max_depth, strategy, cost, groups)
         if strategy == "grow":
-            for conds in grow_sets(ids[members], deg[members], poly.n_conditions, max_depth, groups):
+            for conds in grow_sets(ids[members], deg[members], poly.n_conditions, max_depth, groups, polish):
                 cover.new_tree(set(conds))
         assign = _cover(cover, ids[members], deg[members])
         searched += int(assign[1])
@@ -690,12 +696,14 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
     A greedy cover leaves trees that exist for a few monomials, and trees whose levels hold conditions
     only monomials covered elsewhere too need. Each round first *trims* every tree to the conditions of
     the monomials no other tree covers (smallest such count first, so the small trees shed their shared
-    monomials onto the big ones, and trees freed of all of them go), which frees levels; then tries to
-    *remove* each tree, smallest first: every monomial only it covers moves to the tree it grows by the
-    fewest levels within ``max_depth`` (levels counted with ``groups`` as :func:`_levels`); if one fits
-    nowhere, the tree stays and the others are restored. Rounds stop when one removes under 0.5% of the
-    trees. Each tree keeps the list of monomials it covers (a trimmed tree filters it, a grown one adds
-    the monomials holding a new condition), so no step rescans every monomial.
+    monomials onto the big ones, and trees freed of all of them go), which frees levels; then, smallest
+    first, moves each tree's own monomials to the tree each grows by the fewest levels within
+    ``max_depth`` (levels counted with ``groups`` as :func:`_levels`): if all move, the tree goes; if
+    the ones that fit nowhere need fewer levels than the tree had, it shrinks to them (its spare levels
+    take others' monomials later); else nothing changes. Rounds stop after ``rounds`` or when one
+    removes under 0.1% of the trees. Each tree keeps the list of monomials it covers (a trimmed tree
+    filters it, a grown one adds the monomials holding a new condition) and a condition x tree table
+    of the levels each condition would add, so a move scores every tree in one numpy step.
     """
     m, W = P.shape
     T = len(sets)
@@ -710,6 +718,8 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
     member[nc] = True
     gcount = np.zeros((max(int(gids.shape[0]), 1), T), dtype=np.int64)  # group x tree: codes held
     levels = np.zeros(T, dtype=np.int64)
+    cost = np.zeros((nc + 1, T), dtype=np.int8)  # condition x tree: levels it would add (0: held, or a free code)
+    plain = cgroup[:nc] < 0
     alive = np.ones(T, dtype=bool)
     trees = [set(s) for s in sets]
 
@@ -721,6 +731,8 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
         g = cgroup[a]
         np.add.at(gcount[:, t], g[g >= 0], 1)
         levels[t] = int((g < 0).sum()) + int(bitlen[gcount[:, t]].sum())
+        step = bitlen[gcount[:, t] + 1] - bitlen[gcount[:, t]]
+        cost[:nc, t] = np.where(member[:nc, t], 0, np.where(plain, 1, step[np.maximum(cgroup[:nc], 0)]))
 
     for t in range(T):
         store(t)
@@ -758,42 +770,43 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
                 continue
             alive[t] = False
             before: dict[int, set[int]] = {}
+            stay: list[int] = []  # conditions of the monomials that fit nowhere else
             for q in own[np.argsort(-dg[own], kind="stable")].tolist():
                 cs = P[q, :dg[q]]
-                has = member[cs]
-                if (has.all(axis=0) & alive).any():  # an earlier move already covers it
+                if any(member[cs, u].all() for u in before):  # an earlier move already covers it
                     continue
-                g = cgroup[cs]
-                cost = np.ones(has.shape, dtype=np.int64)
-                at = np.flatnonzero(g >= 0)  # a canonical monomial holds one code per group at most
-                if at.size:
-                    n = gcount[g[at]]
-                    cost[at] = bitlen[n + 1] - bitlen[n]
-                grown = levels + np.where(has, 0, cost).sum(axis=0)
+                grown = levels + cost[cs].sum(axis=0)  # a canonical monomial holds one code per group at most
                 fit = np.flatnonzero(alive & (grown <= max_depth))
                 if fit.size == 0:
-                    break
+                    stay.extend(cs.tolist())
+                    continue
                 u = int(fit[np.lexsort((grown[fit], grown[fit] - levels[fit]))[0]])
                 before.setdefault(u, set(trees[u]))
                 trees[u] |= set(cs.tolist())
                 store(u)
-            else:  # every monomial only t covered has moved: t goes, the grown trees cover more
-                n_cover[cov[t]] -= 1
-                cov[t] = np.zeros(0, dtype=np.int64)
-                trees[t] = set()
+            old_levels = int(levels[t])
+            trees[t] = set(stay)
+            store(t)
+            if stay and levels[t] >= old_levels:  # no gain: t stays, the others are restored
+                trees[t] = set(P[own][P[own] < nc].tolist())
                 store(t)
                 for u, old in before.items():
-                    new = trees[u] - old
-                    cand = np.concatenate([post_m[post_off[c]:post_off[c + 1]] for c in new])
-                    cand = np.unique(cand[member[P[cand], u].all(axis=1)])  # each holds a new condition: new
-                    n_cover[cand] += 1
-                    cov[u] = np.concatenate([cov[u], cand])
+                    trees[u] = old
+                    store(u)
+                alive[t] = True
                 continue
-            for u, old in before.items():  # a monomial fits nowhere: the tree stays
-                trees[u] = old
-                store(u)
-            alive[t] = True
-        if (start - int(alive.sum())) * 200 < start:
+            # t goes (or shrinks to the monomials that fit nowhere else); the grown trees cover more
+            alive[t] = bool(stay)
+            keep = member[P[cov[t]], t].all(axis=1)
+            n_cover[cov[t][~keep]] -= 1
+            cov[t] = cov[t][keep]
+            for u, old in before.items():
+                new = trees[u] - old
+                cand = np.concatenate([post_m[post_off[c]:post_off[c + 1]] for c in new])
+                cand = np.unique(cand[member[P[cand], u].all(axis=1)])  # each holds a new condition: new
+                n_cover[cand] += 1
+                cov[u] = np.concatenate([cov[u], cand])
+        if (start - int(alive.sum())) * 1000 < start:
             break
     if (n_cover == 0).any():
         raise CompileError("internal error: polishing the cover left a maximal monomial without a tree")
