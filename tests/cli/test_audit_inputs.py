@@ -105,3 +105,17 @@ def test_a_truncated_lumber_file_says_it_was_cut_short(age_hours: Path, capsys: 
     (age_hours / "other.lumber").write_bytes(b"PK\x03\x04garbage")
     assert main(["inspect", str(age_hours / "other.lumber")]) == 2
     assert "not a lumber IR file" in capsys.readouterr().err
+
+
+def test_an_unsupported_booster_names_its_file_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``p.json, field '...': error: p.json: booster ...`` named the file twice."""
+    import xgboost as xgb
+
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 3))
+    path = tmp_path / "linear.json"
+    xgb.train({"booster": "gblinear", "objective": "binary:logistic"}, xgb.DMatrix(X, (X[:, 0] > 0.5).astype(int)),
+              2).save_model(str(path))
+    assert main(["inspect", str(path)]) == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.count(str(path)) == 1 and "booster 'gblinear' is a linear model" in first, first

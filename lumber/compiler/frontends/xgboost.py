@@ -327,11 +327,11 @@ def _lower(root: Any, raw: bytes, name: str, fmt: str, *, feature_names: Sequenc
         task, post, margin_kind = Task.REGRESSION, PostTransform.IDENTITY, "identity"
     elif obj_name in _RAW_ONLY:
         raise UnsupportedModelError(
-            f"{name}: objective {obj_name!r} maps margins through {_RAW_ONLY[obj_name]}, which lumber cannot express",
+            f"objective {obj_name!r} maps margins through {_RAW_ONLY[obj_name]}, which lumber cannot express",
             "pass raw_output=True to load it anyway (evaluate() stays exact; predict() returns raw margins)",
             location=IRLocation(file=name, field=f"{obj_path}.name"))
     else:
-        raise UnsupportedModelError(f"{name}: objective {obj_name!r} is not supported",
+        raise UnsupportedModelError(f"objective {obj_name!r} is not supported",
                                     f"supported objectives: {ACCEPTED_OBJECTIVES}",
                                     location=IRLocation(file=name, field=f"{obj_path}.name"))
     if task == Task.MULTICLASS and num_class < 2:
@@ -362,11 +362,11 @@ def _lower(root: Any, raw: bytes, name: str, fmt: str, *, feature_names: Sequenc
         model = doc.obj(doc.get(inner, "model", f"{gb_path}.gbtree"), f"{gb_path}.gbtree.model")
         weights = doc.array(gb, "weight_drop", gb_path, "f")
     elif gb_name == "gblinear":
-        raise UnsupportedModelError(f"{name}: booster 'gblinear' is a linear model, not a tree ensemble",
+        raise UnsupportedModelError("booster 'gblinear' is a linear model, not a tree ensemble",
                                     "lumber compiles tree boosters: train with booster='gbtree' or 'dart'",
                                     location=IRLocation(file=name, field=f"{gb_path}.name"))
     else:
-        raise UnsupportedModelError(f"{name}: unknown booster {gb_name!r}", "accepted: gbtree, dart",
+        raise UnsupportedModelError(f"unknown booster {gb_name!r}", "accepted: gbtree, dart",
                                     location=IRLocation(file=name, field=f"{gb_path}.name"))
     m_path = f"{gb_path}.model" if gb_name == "gbtree" else f"{gb_path}.gbtree.model"
     trees_path = f"{m_path}.trees"
