@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import make_forest
@@ -524,3 +524,18 @@ def test_polish_rounds_option() -> None:
     from lumber.passes.transforms.recompose_oblivious import RecomposeOblivious
     with pytest.raises(CompileError, match="polish must be a number of rounds"):
         RecomposeOblivious(polish=-1)
+
+
+@settings(max_examples=15, deadline=None)
+@given(forests(max_trees=5, max_depth=3, multiclass=False), st.integers(0, 2))
+def test_restarts_choose_the_fewest_trees_from_several_covers(forest: Forest, slack: int) -> None:
+    poly = forest_to_polynomial(forest)
+    depth = max(poly.max_degree, 1) + slack
+    one, _ = recompose(poly, max_depth=depth, strategy="grow")
+    pooled, _ = recompose(poly, max_depth=depth, strategy="grow", restarts=3)
+    assert cover_lower_bound(poly, depth) <= pooled.n_trees <= one.n_trees
+    assert_same_polynomial(poly, pooled)
+    assert_exact(forest, pooled, corpus(forest))
+    from lumber.passes.transforms.recompose_oblivious import RecomposeOblivious
+    with pytest.raises(CompileError, match="restarts must be a number of covers"):
+        RecomposeOblivious(restarts=-1)

@@ -77,6 +77,8 @@ from ..base import PassContext, PassReport, Transform
 STRATEGIES = ("greedy", "pack", "grow")
 SEED_LIMIT = 20_000
 """Largest maximal monomials searched for ones that need a tree each (``grow`` seeds, :func:`cover_lower_bound`)."""
+POOL_SECONDS = 120.0
+"""Most seconds HiGHS spends choosing trees from the pooled covers (``restarts``)."""
 POLISH_ROUNDS = 20
 """Most rounds of :func:`polish_sets` after ``grow`` (each removes fewer trees; rounds also stop below 0.1%)."""
 DEFAULT_MAX_DEPTH = 8
@@ -334,6 +336,9 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
     """Let several thresholds of one feature share a tree's levels as a bin code (bin levels)."""
     polish: int = POLISH_ROUNDS
     """Most rounds of local search after ``grow`` (:func:`polish_sets`; 0: none)."""
+    restarts: int = 0
+    """``grow`` only: this many more covers from random monomial orders, the fewest trees among all of
+    them chosen by a set-cover MILP (:func:`pooled_sets`; each restart costs one more build)."""
 
     def __post_init__(self) -> None:
         if self.max_depth != "auto" and not (isinstance(self.max_depth, int) and 1 <= self.max_depth <= MAX_DEPTH):
@@ -344,11 +349,14 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
             raise CompileError(f"table-mb must be positive, got {self.table_mb}")
         if not (isinstance(self.polish, int) and self.polish >= 0):
             raise CompileError(f"polish must be a number of rounds, 0 or more, got {self.polish}")
+        if not (isinstance(self.restarts, int) and self.restarts >= 0):
+            raise CompileError(f"restarts must be a number of covers, 0 or more, got {self.restarts}")
 
     def run(self, ir: Polynomial, ctx: PassContext) -> ObliviousEnsemble:
         depth = max(DEFAULT_MAX_DEPTH, ir.max_degree) if self.max_depth == "auto" else self.max_depth
         ens, stats = recompose(ir, max_depth=depth, strategy=self.strategy, merge=self.merge,
-                               cost=CostModel(budget_bytes=self.table_mb << 20), bins=self.bins, polish=self.polish)
+                               cost=CostModel(budget_bytes=self.table_mb << 20), bins=self.bins, polish=self.polish,
+                               restarts=self.restarts)
         by_depth = ", ".join(f"{c} x depth {d}" for d, c in sorted(stats["trees_by_depth"].items()))
         ctx.report(PassReport(self.name, (
             f"{ir.n_monomials:,} monomials -> {ens.n_trees:,} oblivious trees ({by_depth}); "
@@ -360,9 +368,10 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
 
 def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy: str = "pack", merge: bool = True,
               cost: CostModel | None = None, bins: bool = True,
-              polish: int = POLISH_ROUNDS) -> tuple[ObliviousEnsemble, dict[str, Any]]:
+              polish: int = POLISH_ROUNDS, restarts: int = 0) -> tuple[ObliviousEnsemble, dict[str, Any]]:
     """The ensemble and statistics (trees, depths, table bytes, search counts, seconds); ``polish``: the
-    most rounds of :func:`polish_sets` after ``grow``."""
+    most rounds of :func:`polish_sets` after ``grow``, ``restarts``: more ``grow`` covers to choose
+    trees from (:func:`pooled_sets`)."""
     t0 = time.perf_counter()
     cost = cost or CostModel()
     if poly.max_degree > max_depth:
@@ -387,7 +396,10 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
         members = np.flatnonzero(group == g)
         cover = _Cover(max_depth, strategy, cost, groups)
         if strategy == "grow":
-            for conds in grow_sets(ids[members], deg[members], poly.n_conditions, max_depth, groups, polish):
+            grown = (pooled_sets(ids[members], deg[members], poly.n_conditions, max_depth, groups, polish, restarts)
+                     if restarts else grow_sets(ids[members], deg[members], poly.n_conditions, max_depth, groups,
+                                                polish))
+            for conds in grown:
                 cover.new_tree(set(conds))
         assign = _cover(cover, ids[members], deg[members])
         searched += int(assign[1])
@@ -813,6 +825,55 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
     return [sorted(trees[t]) for t in np.flatnonzero(alive).tolist()]
 
 
+def pooled_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditions: int, max_depth: int,
+                groups: npt.NDArray[np.int64], polish: int, restarts: int,
+                time_limit: float = POOL_SECONDS) -> list[list[int]]:
+    """The fewest trees from ``1 + restarts`` polished ``grow`` covers (the monomials in the given order,
+    then in random orders, seeded), chosen by a set-cover MILP over the pooled distinct trees (HiGHS:
+    every maximal monomial in a chosen tree), then polished again. The best single cover stands when
+    HiGHS finds nothing better within ``time_limit`` seconds."""
+    from lumber.passes.analyses.counterfactual.solver import _new_highs
+
+    nc = n_conditions
+    top = np.flatnonzero(maximal_monomials(ids, deg))
+    P, dg = ids[top], deg[top]
+    rng = np.random.default_rng(0x5EED)
+    best: list[list[int]] = []
+    pool: dict[tuple[int, ...], None] = {}
+    for r in range(restarts + 1):
+        perm = np.arange(P.shape[0]) if r == 0 else rng.permutation(P.shape[0])
+        sets = grow_sets(P[perm], dg[perm], nc, max_depth, groups, polish)
+        if not best or len(sets) < len(best):
+            best = sets
+        pool.update(dict.fromkeys(tuple(s) for s in sets))
+    cand = [list(s) for s in pool]
+    T = len(cand)
+    member = np.zeros((nc + 1, T), dtype=bool)
+    member[nc] = True
+    for t, s in enumerate(cand):
+        member[s, t] = True
+    cov = _covering_trees(P, member)
+    cols = np.concatenate(cov)
+    tree = np.repeat(np.arange(T), [c.shape[0] for c in cov])
+    A = scipy.sparse.csr_matrix((np.ones(cols.shape[0]), (cols, tree)), shape=(P.shape[0], T))
+    h = _new_highs()
+    h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("random_seed", 0)
+    empty = np.zeros(0, dtype=np.int32)
+    h.addCols(T, np.ones(T), np.zeros(T), np.ones(T), 0, empty, empty, np.zeros(0))
+    h.changeColsIntegrality(T, np.arange(T, dtype=np.int32), np.ones(T, dtype=np.uint8))
+    m = P.shape[0]
+    h.addRows(m, np.ones(m), np.full(m, np.inf), int(A.nnz), A.indptr[:-1].astype(np.int32),
+              A.indices.astype(np.int32), A.data)
+    h.run()
+    x = np.asarray(h.getSolution().col_value)
+    chosen = [cand[t] for t in np.flatnonzero(x > 0.5)] if x.shape[0] == T else []
+    if not chosen or (A[:, x > 0.5].sum(axis=1) < 1).any() or len(chosen) >= len(best):
+        return best
+    return polish_sets(chosen, P, dg, nc, groups, max_depth, polish)
+
+
 def _covering_trees(P: npt.NDArray[np.int64], member: npt.NDArray[np.bool_]) -> list[npt.NDArray[np.int64]]:
     """For each tree (column of the condition x tree ``member``, padding row all true): the rows of ``P``
     all of whose conditions it holds -- an AND of the monomial's condition rows as 64-tree bit words."""
@@ -1048,4 +1109,4 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
 
 
 __all__ = ["DEFAULT_MAX_DEPTH", "STRATEGIES", "CostModel", "RecomposeOblivious", "category_groups",
-           "cover_lower_bound", "grow_sets", "level_groups", "maximal_monomials", "polish_sets", "recompose"]
+           "cover_lower_bound", "grow_sets", "level_groups", "maximal_monomials", "polish_sets", "pooled_sets", "recompose"]
