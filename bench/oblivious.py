@@ -26,6 +26,9 @@ tables (test AUC loss, decision agreement, |margin change|). Writes
 
     .venv/bin/python bench/oblivious.py --recompose --refit --reps 5   # the idle-machine run (~10 min)
     .venv/bin/python bench/oblivious.py --recompose --quick            # 100 x 15 models, ~1 min
+    .venv/bin/python bench/oblivious.py --recompose --forms grow:10 --reps 3      # grow d10 only, ~6 min
+    .venv/bin/python bench/oblivious.py --recompose --models lightgbm-synthetic --forms grow:10:r9 \
+        --reps 3 --stem oblivious-recompose-restarts  # grow with restarts=9 (opt-in), ~5 min
 
 ``--tolerance`` (issue 18, item 4) measures the quality-bounded translation on the same models:
 one formula-5 fit per model (``lumber/passes/transforms/oblivious_fit.py``, training rows only), its
@@ -150,9 +153,13 @@ for both: the table runtime's default, ``lumber.compile(..., march_native=True)`
 """(strategy, max-depth) of the exact oblivious forms measured beside forest C."""
 
 
-def recompose_models(quick: bool) -> list[dict[str, Any]]:
+RECOMPOSE_MODELS = ("adult", "credit", "synthetic")
+
+
+def recompose_models(quick: bool, names: list[str] | None = None) -> list[dict[str, Any]]:
     """LightGBM 500 x 63 (max depth 8, learning rate 0.05) on Adult and credit with their native
-    categorical splits and on the bench's 200k x 50 synthetic data; quick: 100 x 15 (max depth 4)."""
+    categorical splits and on the bench's 200k x 50 synthetic data; quick: 100 x 15 (max depth 4);
+    ``names``: a subset (``lightgbm-adult``, ``lightgbm-credit``, ``lightgbm-synthetic``)."""
     import lightgbm as lgb
 
     import lumber
@@ -160,7 +167,12 @@ def recompose_models(quick: bool) -> list[dict[str, Any]]:
 
     trees, leaves, depth = (100, 15, 4) if quick else (500, 63, 8)
     out = []
-    for name in ("adult", "credit", "synthetic"):
+    chosen = [n for n in RECOMPOSE_MODELS if names is None or f"lightgbm-{n}" in names]
+    unknown = sorted(set(names or ()) - {f"lightgbm-{n}" for n in RECOMPOSE_MODELS})
+    if unknown:
+        raise SystemExit(f"--models: {', '.join(unknown)} not among the --recompose models "
+                         f"({', '.join(f'lightgbm-{n}' for n in RECOMPOSE_MODELS)})")
+    for name in chosen:
         if name == "synthetic":
             X, y = inf.synthetic(20_000 if quick else 200_000, 20 if quick else 50)
             cats: list[int] = []
@@ -193,8 +205,9 @@ def _cpu(fn: Any, X: np.ndarray) -> float:
 
 
 def parse_forms(specs: list[str] | None) -> tuple[tuple[Any, ...], ...]:
-    """``--forms grow:8 grow:10:nobins`` as ``(("grow", 8), ("grow", 10, False))`` (``nobins``: every
-    threshold its own level, no bin levels); None: :data:`RECOMPOSE_FORMS`."""
+    """``--forms grow:8 grow:10:nobins grow:10:r9`` as ``(("grow", 8), ("grow", 10, False),
+    ("grow", 10, True, 9))`` (``nobins``: every threshold its own level, no bin levels; ``rN``: ``grow``
+    with ``restarts=N``); None: :data:`RECOMPOSE_FORMS`."""
     from lumber.passes.transforms.recompose_oblivious import STRATEGIES
 
     if not specs:
@@ -202,16 +215,24 @@ def parse_forms(specs: list[str] | None) -> tuple[tuple[Any, ...], ...]:
     out: list[tuple[Any, ...]] = []
     for spec in specs:
         strategy, depth, *rest = spec.split(":") + ([] if ":" in spec else [""])
+        bins = "nobins" not in rest
+        restarts = [r for r in rest if r != "nobins"]
         if (strategy not in STRATEGIES or not depth.isdigit() or not 1 <= int(depth) <= 16
-                or rest not in ([], ["nobins"])):
-            raise SystemExit(f"--forms: {spec!r} is not STRATEGY:DEPTH[:nobins] (strategies "
-                             f"{', '.join(STRATEGIES)}; depth 1-16), e.g. grow:10 or grow:10:nobins")
-        out.append((strategy, int(depth)) if not rest else (strategy, int(depth), False))
+                or rest.count("nobins") > 1 or len(restarts) > 1
+                or (restarts and not (restarts[0][:1] == "r" and restarts[0][1:].isdigit()))):
+            raise SystemExit(f"--forms: {spec!r} is not STRATEGY:DEPTH[:nobins][:rN] (strategies "
+                             f"{', '.join(STRATEGIES)}; depth 1-16; rN: N restarts), e.g. grow:10, "
+                             f"grow:10:nobins or grow:10:r9")
+        if restarts:
+            out.append((strategy, int(depth), bins, int(restarts[0][1:])))
+        else:
+            out.append((strategy, int(depth)) if bins else (strategy, int(depth), False))
     return tuple(out)
 
 
 def recompose_run(quick: bool, reps: int, refit: bool,
-                  forms: tuple[tuple[Any, ...], ...] = RECOMPOSE_FORMS) -> dict[str, Any]:
+                  forms: tuple[tuple[Any, ...], ...] = RECOMPOSE_FORMS,
+                  models: list[str] | None = None) -> dict[str, Any]:
     """Every model: forest C and each exact oblivious form (and prune-refit + tables), timed interleaved."""
     import lumber
     from lumber.backends.table_c import TableRuntime
@@ -224,7 +245,7 @@ def recompose_run(quick: bool, reps: int, refit: bool,
     load0 = os.getloadavg()
     res: dict[str, Any] = {"mode": "quick" if quick else "full", "models": {}}
     n_rows = 20_000 if quick else 100_000
-    for m in recompose_models(quick):
+    for m in recompose_models(quick, models):
         bst = m["booster"]
         forest = lumber.load(bst)
         rng = np.random.default_rng(0)
@@ -245,11 +266,13 @@ def recompose_run(quick: bool, reps: int, refit: bool,
         bounds: dict[int, int] = {}
         for strategy, depth, *rest in forms:
             bins = rest[0] if rest else True
+            restarts = rest[1] if len(rest) > 1 else 0
             if depth not in bounds:
                 bounds[depth] = cover_lower_bound(poly, depth)
-            label = f"tables {strategy} d{depth}" + ("" if bins else " no bins")
+            label = (f"tables {strategy} d{depth}" + ("" if bins else " no bins")
+                     + (f" restarts {restarts}" if restarts else ""))
             t0 = time.perf_counter()
-            ens, st = recompose(poly, max_depth=depth, strategy=strategy, bins=bins)
+            ens, st = recompose(poly, max_depth=depth, strategy=strategy, bins=bins, restarts=restarts)
             q = quantize_ensemble(ens)
             rt = TableRuntime(q, march_native=MARCH_NATIVE)
             build = time.perf_counter() - t0 + entry["polynomial"]["seconds"]
@@ -494,24 +517,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peers", nargs="*", default=["library", "tl2cgen", "lleaves", "lumber-c", "lumber-oblivious"])
     ap.add_argument("--models", nargs="*", default=None,
                     help="models to run (default: lightgbm-synthetic lightgbm-shallow catboost-d6 catboost-d8 "
-                         "catboost-d4; with --tolerance: lightgbm-adult lightgbm-credit lightgbm-synthetic)")
+                         "catboost-d4; with --tolerance or --recompose: lightgbm-adult lightgbm-credit "
+                         "lightgbm-synthetic)")
     ap.add_argument("--out", type=Path, default=inf.RESULTS)
     ap.add_argument("--recompose", action="store_true", help="exact re-composition of LightGBM 500 x 63 (issue 18)")
     ap.add_argument("--refit", action="store_true", help="with --recompose: prune-refit and its tables too")
     ap.add_argument("--forms", nargs="+", metavar="STRATEGY:DEPTH",
-                    help="with --recompose: the exact forms to build, STRATEGY:DEPTH[:nobins] "
+                    help="with --recompose: the exact forms to build, STRATEGY:DEPTH[:nobins][:rN] "
                          "(default: pack:8 grow:8 pack:10 grow:10)")
     ap.add_argument("--tolerance", action="store_true",
                     help="quality-bounded translation (formula 5) and its cascade on LightGBM 500 x 63 (issue 18)")
     ap.add_argument("--fit-to-budget", action="store_true",
                     help="with --tolerance: no early stop (PrefixStop); the fit runs to its formula-5 stop or "
                          "time budget, as before (writes oblivious-tolerance-budget{,-quick}.*)")
+    ap.add_argument("--stem", default=None,
+                    help="results file name without suffix (default: oblivious, oblivious-recompose, "
+                         "oblivious-tolerance; -quick in quick mode)")
     _outputs.add_dry_run(ap)
     args = ap.parse_args(argv)
     forms = parse_forms(args.forms)
     kind = ("oblivious-tolerance" + ("-budget" if args.fit_to_budget else "") if args.tolerance
             else "oblivious-recompose" if args.recompose else "oblivious")
-    stem = _outputs.stem(kind, args.quick)
+    stem = args.stem or _outputs.stem(kind, args.quick)
     if _outputs.dry_run(args, args.out / f"{stem}.json", args.out / f"{stem}.md",
                         *([] if args.recompose or args.tolerance else [args.out / f"inference-{stem}.md"])):
         return 0
@@ -522,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         print(md)
         return 0
     if args.recompose:
-        res = recompose_run(args.quick, args.reps or 3, args.refit, forms)
+        res = recompose_run(args.quick, args.reps or 3, args.refit, forms, args.models)
         md = recompose_markdown(res)
         inf.write_results(args.out, stem, res, md)
         print(md)

@@ -85,7 +85,9 @@ def test_oblivious_recompose_forms_option(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setitem(sys.modules, spec.name, mod)
     spec.loader.exec_module(mod)
     assert mod.parse_forms(["grow:10", "pack:8:nobins"]) == (("grow", 10), ("pack", 8, False))
+    assert mod.parse_forms(["grow:10:r9", "grow:10:nobins:r2"]) == (("grow", 10, True, 9), ("grow", 10, False, 2))
     assert mod.parse_forms(None) == mod.RECOMPOSE_FORMS
-    for bad in ("grow", "grow:x", "fast:8", "grow:10:bins"):
+    for bad in ("grow", "grow:x", "fast:8", "grow:10:bins", "grow:10:r", "grow:10:rx", "grow:10:r2:r3",
+                "grow:10:nobins:nobins"):
         with pytest.raises(SystemExit, match="STRATEGY:DEPTH"):
             mod.parse_forms([bad])
