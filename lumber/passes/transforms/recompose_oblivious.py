@@ -832,7 +832,7 @@ def pooled_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_condit
     then in random orders, seeded), chosen by a set-cover MILP over the pooled distinct trees (HiGHS:
     every maximal monomial in a chosen tree), then polished again. The best single cover stands when
     HiGHS finds nothing better within ``time_limit`` seconds."""
-    from lumber.passes.analyses.counterfactual.solver import _new_highs
+    from lumber.passes.highs import new_highs
 
     nc = n_conditions
     top = np.flatnonzero(maximal_monomials(ids, deg))
@@ -856,7 +856,7 @@ def pooled_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_condit
     cols = np.concatenate(cov)
     tree = np.repeat(np.arange(T), [c.shape[0] for c in cov])
     A = scipy.sparse.csr_matrix((np.ones(cols.shape[0]), (cols, tree)), shape=(P.shape[0], T))
-    h = _new_highs()
+    h = new_highs()
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("threads", 1)
     h.setOptionValue("random_seed", 0)
@@ -1086,8 +1086,8 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
         size = np.array([len(v) for v in lists], dtype=np.int64)
         off = np.zeros(n_levels + 1, dtype=np.int64)
         np.cumsum(size, out=off[1:])
-        set_arrays = dict(level_set_offset=off,
-                          level_set_code=np.array([c for v in lists for c in v], dtype=np.int64))
+        set_arrays = {"level_set_offset": off,
+                      "level_set_code": np.array([c for v in lists for c in v], dtype=np.int64)}
     nan_true = poly.cond_nan_true[level_cond] | missing
     bin_info = [b for x in lay for b in x[4]]
     if any(b is not None for b in bin_info):  # bit j of the count of the group's thresholds below x

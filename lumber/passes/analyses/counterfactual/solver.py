@@ -8,17 +8,14 @@ Solvers are imported lazily.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Iterator
 
 import numpy as np
 import numpy.typing as npt
 
+from ...highs import new_highs, quiet_stdout
 from .model import MilpModel
 
 FloatArray = npt.NDArray[np.float64]
@@ -73,61 +70,6 @@ class SolveOutcome:
     seconds: float
     nodes: int
     message: str = ""
-
-
-_BANNER_LOCK = threading.Lock()
-_BANNER_DONE = False
-
-
-@contextlib.contextmanager
-def quiet_stdout() -> Iterator[None]:
-    """Silence C-level writes to stdout (HiGHS's banner, scipy's vendored debug line).
-
-    Works on file descriptor 1 itself, so it also silences the banner when
-    ``sys.stdout`` is replaced (pytest's capture, notebooks); C stdio buffers
-    are flushed before the descriptor is restored.
-    """
-    fd = 1
-    try:
-        sys.stdout.flush()
-        saved = os.dup(fd)
-    except (AttributeError, OSError, ValueError):
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, fd)
-        yield
-    finally:
-        _flush_c_stdio()
-        os.dup2(saved, fd)
-        os.close(saved)
-        os.close(devnull)
-
-
-def _flush_c_stdio() -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError):
-        pass
-
-
-def _new_highs():  # type: ignore[no-untyped-def]
-    """A silent ``highspy.Highs`` (the banner prints once per process, on first construction)."""
-    global _BANNER_DONE
-    import highspy
-
-    with _BANNER_LOCK:
-        if not _BANNER_DONE:
-            with quiet_stdout():
-                h = highspy.Highs()
-            _BANNER_DONE = True
-        else:
-            h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    return h
 
 
 _SCHEDULER_LOCK = threading.Lock()
@@ -251,7 +193,7 @@ class HighsSession:
         import highspy
 
         self.model, self.opt, self.stop = model, opt, stop
-        h = self.h = _new_highs()
+        h = self.h = new_highs()
         if stop is not None:  # checked at HiGHS's MIP interrupt points (a few per second; no cost measured)
             def interrupt(e: object) -> None:
                 if stop.is_set():
