@@ -467,21 +467,13 @@ def markdown(out: dict[str, Any]) -> str:
                          f"{a['mean_cost']:.2f} / {b['mean_cost']:.2f} | {a['median_s']:.2f} | {b['median_s']:.2f} | "
                          f"{b['p90_s']:.2f} | {b['optimal']:.0%} ({run.get('time_limit', '?')}) | {po[0]} | {po[1]} | "
                          f"{po[2]} | {run.get('run', '?')}, {run.get('load_end', '?')} |")
-                if f"{norm}/IF race" in e:
-                    c, cr = e[f"{norm}/IF race"]["summary"], e[f"{norm}/IF race"]
-                    L.append(f"| {name} | {norm}, {cr.get('race')} HiGHS runs raced | {c['n']} | "
-                             f"- / {c['plausible']:.0%} | - / {c['mean_cost']:.2f} | | {c['median_s']:.2f} | "
-                             f"{c['p90_s']:.2f} | {c['optimal']:.0%} ({cr.get('time_limit', '?')}) | | | | "
-                             f"{cr.get('run', '?')}, {cr.get('load_end', '?')} |")
-                if f"{norm}/IF threads" in e:
-                    c, cr = e[f"{norm}/IF threads"]["summary"], e[f"{norm}/IF threads"]
-                    L.append(f"| {name} | {norm}, HiGHS on {cr.get('threads')} threads | {c['n']} | "
-                             f"- / {c['plausible']:.0%} | - / {c['mean_cost']:.2f} | | {c['median_s']:.2f} | "
-                             f"{c['p90_s']:.2f} | {c['optimal']:.0%} ({cr.get('time_limit', '?')}) | | | | "
-                             f"{cr.get('run', '?')}, {cr.get('load_end', '?')} |")
-                if f"{norm}/IF cuts" in e:
-                    c, cr = e[f"{norm}/IF cuts"]["summary"], e[f"{norm}/IF cuts"]
-                    L.append(f"| {name} | {norm}, cut loop ({cr.get('cut_rounds')} solves) | {c['n']} | "
+                for key, label in (("race", lambda r: f"{r.get('race')} HiGHS runs raced"),
+                                   ("threads", lambda r: f"HiGHS on {r.get('threads')} threads"),
+                                   ("cuts", lambda r: f"cut loop ({r.get('cut_rounds')} solves)")):
+                    if f"{norm}/IF {key}" not in e:
+                        continue
+                    c, cr = e[f"{norm}/IF {key}"]["summary"], e[f"{norm}/IF {key}"]
+                    L.append(f"| {name} | {norm}, {label(cr)} | {c['n']} | "
                              f"- / {c['plausible']:.0%} | - / {c['mean_cost']:.2f} | | {c['median_s']:.2f} | "
                              f"{c['p90_s']:.2f} | {c['optimal']:.0%} ({cr.get('time_limit', '?')}) | | | | "
                              f"{cr.get('run', '?')}, {cr.get('load_end', '?')} |")
