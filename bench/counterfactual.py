@@ -268,22 +268,15 @@ def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
                 entry[f"{norm}/{label}"] = {"summary": s, "runs": rows, "time_limit": args.if_time_limit,
                                             "run": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                             "load_end": " ".join(f"{v:.1f}" for v in os.getloadavg())}
-            if args.race > 1:
-                entry[f"{norm}/IF race"]["race"] = args.race
-                c = entry[f"{norm}/IF race"]["summary"]
-                print(f"table4 {name} {norm}: IF with {args.race} HiGHS runs raced P {c['plausible']:.0%} "
-                      f"C {c['mean_cost']:.3f} T {c['median_s']:.2f}s (p90 {c['p90_s']:.2f}) optimal {c['optimal']:.0%}",
-                      flush=True)
-            if args.threads > 1:
-                entry[f"{norm}/IF threads"]["threads"] = args.threads
-                c = entry[f"{norm}/IF threads"]["summary"]
-                print(f"table4 {name} {norm}: IF with HiGHS on {args.threads} threads P {c['plausible']:.0%} "
-                      f"C {c['mean_cost']:.3f} T {c['median_s']:.2f}s (p90 {c['p90_s']:.2f}) optimal {c['optimal']:.0%}",
-                      flush=True)
-            if args.cut_rounds:
-                entry[f"{norm}/IF cuts"]["cut_rounds"] = args.cut_rounds
-                c = entry[f"{norm}/IF cuts"]["summary"]
-                print(f"table4 {name} {norm}: IF with cut loop ({args.cut_rounds} solves first) P {c['plausible']:.0%} "
+            for key, field, value, what in (("race", "race", args.race, f"{args.race} HiGHS runs raced"),
+                                            ("threads", "threads", args.threads, f"HiGHS on {args.threads} threads"),
+                                            ("cuts", "cut_rounds", args.cut_rounds,
+                                             f"cut loop ({args.cut_rounds} solves first)")):
+                if f"{norm}/IF {key}" not in entry:
+                    continue
+                entry[f"{norm}/IF {key}"][field] = value
+                c = entry[f"{norm}/IF {key}"]["summary"]
+                print(f"table4 {name} {norm}: IF with {what} P {c['plausible']:.0%} "
                       f"C {c['mean_cost']:.3f} T {c['median_s']:.2f}s (p90 {c['p90_s']:.2f}) optimal {c['optimal']:.0%}",
                       flush=True)
             a, b = entry[f"{norm}/no IF"]["summary"], entry[f"{norm}/IF"]["summary"]
