@@ -24,7 +24,14 @@ def add_dry_run(ap: argparse.ArgumentParser) -> None:
 
 
 def dry_run(args: argparse.Namespace, *paths: Path | str) -> bool:
-    """With ``--dry-run``: print ``paths`` (the files the run writes) and return True (the caller stops)."""
+    """With ``--dry-run``: print ``paths`` (the files the run writes) and return True (the caller stops).
+
+    Either way, every path's folder must exist: a run is refused before its work (as lumber's CLI refuses
+    an output in a missing folder) rather than ending in a traceback when it writes."""
+    missing = sorted({str(Path(p).parent) for p in paths if not Path(p).parent.is_dir()})
+    if missing:
+        raise SystemExit(f"error: the folder {', '.join(repr(m) for m in missing)} does not exist "
+                         f"(create it first: mkdir -p {' '.join(missing)})")
     if not getattr(args, "dry_run", False):
         return False
     for p in paths:

@@ -91,3 +91,13 @@ def test_oblivious_recompose_forms_option(monkeypatch: pytest.MonkeyPatch) -> No
                 "grow:10:nobins:nobins"):
         with pytest.raises(SystemExit, match="STRATEGY:DEPTH"):
             mod.parse_forms([bad])
+
+
+def test_a_missing_output_folder_is_refused_before_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``--output`` in a folder that does not exist stops at once, naming the folder (not a traceback
+    after the whole run)."""
+    missing = tmp_path / "not-there"
+    with pytest.raises(SystemExit, match=f"the folder '{missing}' does not exist"):
+        _outputs(BENCH / "counterfactual.py", ["--output", str(missing / "cf")], monkeypatch, capsys)
+    assert not missing.exists()
