@@ -157,13 +157,13 @@ def warn_if_positional(names: Sequence[str], data: Any, what: str = "data") -> N
                   PositionalBindingWarning, stacklevel=4)
 
 
-def label_notes(label: str, columns: Sequence[Any], features: Sequence[str]) -> list[str]:
-    """What to say when a file has no label column ``label``: the closest column that is not a feature
-    (a label is never one: 'Class' once suggested the feature 'WorkClass' beside a column 'label'), and
-    the file's columns."""
+def label_notes(label: str | None, columns: Sequence[Any], features: Sequence[str]) -> list[str]:
+    """What to say when a file has no label column ``label`` (or none was named): the closest column that
+    is not a feature (a label is never one: 'Class' once suggested the feature 'WorkClass' beside a column
+    'label'), and the file's columns."""
     cols = [str(c) for c in columns]
     others = [c for c in cols if c not in set(features)]
-    close = suggest(label, others)
+    close = suggest(label, others) if label else None
     if close is not None:
         notes = [f"did you mean '{close}'?"]
     elif len(others) == 1:

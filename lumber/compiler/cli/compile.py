@@ -147,7 +147,11 @@ def run(args: argparse.Namespace) -> int:
             raise CompileError("--tolerance needs --train (rows the lossy form is fitted on) and --valid (rows its "
                                "loss is checked on)", "pass --train CSV --valid CSV --label COLUMN")
         if args.label is None:
-            raise CompileError("--tolerance needs --label: the loss is measured against the label column")
+            from lumber.compiler.data import read_frame
+            from lumber.ir.binding import label_notes
+
+            raise CompileError("--tolerance needs --label: the loss is measured against the label column",
+                               *label_notes(None, read_frame(args.train).columns, ir.schema.feature_names))
         lossy = {"tolerance": args.tolerance, "data": _data(args, ir)}
         if args.agreement is not None:
             lossy["agreement"] = args.agreement
