@@ -70,6 +70,10 @@ SCREEN_POINTS = 256
 random candidates that join the annealing's before the robustness re-rank)."""
 SCREEN_DRAWS = 32
 """Noisy copies per random point in the screen and in the sampler's random candidates."""
+SCREEN_TOP, SCREEN_CHECK = 8, 128
+"""The screen re-scores its ``SCREEN_TOP`` best points on ``SCREEN_CHECK`` fresh copies and reports the best
+of those (the best share of 32 copies among 256 points is biased up by the selection: on the diabetes
+regression a set screening 1.0 gave samples kept by 0.925 of their copies)."""
 
 
 def random_points(x: FloatArray, jobs: Sequence[SampleJob], n: int,
@@ -124,9 +128,13 @@ def screen_robustness(ctx: RuleContext, x: FloatArray, rule_sets: Sequence[Seque
     for k, rs in enumerate(rule_sets):
         jobs = [j for j in (_job(ctx, x, rule, 0) for rule in rs[:MAX_RULES_SAMPLED]) if j is not None]
         P, _ = random_points(x, jobs, SCREEN_POINTS, rng)
-        _, _, share = robust_points(ctx, x, P, target, rng, sigma=float(np.sqrt(ROBUSTNESS_SIGMA2[0])))
-        if share.size:
-            best[k] = float(share.max())
+        sigma = float(np.sqrt(ROBUSTNESS_SIGMA2[0]))
+        ok, _, share = robust_points(ctx, x, P, target, rng, sigma=sigma)
+        if share.size:  # the best of 32 copies is biased up by the selection: re-score the top on fresh ones
+            top = ok[np.argsort(-share, kind="stable")[:SCREEN_TOP]]
+            again = noisy_keep(ctx, np.repeat(x[None, :], top.size, axis=0), P[top], [target] * top.size, sigma,
+                               SCREEN_CHECK, rng)
+            best[k] = float(again.max())
     return best
 
 
