@@ -561,7 +561,7 @@ def admissible_ceiling(ex: Any, X0: np.ndarray, target: Any, keys: list[int]) ->
     tgt = resolve_target(ctx.model, target, None)
     feats = ctx.model.schema.features
     pi_c = ctx.options.pi_c
-    out: dict[str, list[float]] = {"best": [], "polished": [], "boxes": []}
+    out: dict[str, list[float]] = {"best": [], "polished": [], "polished_fresh": [], "boxes": []}
     for c, x0 in enumerate(X0):
         q = _case_query(ctx, x0, keys[c])
         xr = ctx.table.forest.prepare_input(x0[None, :])[0]
@@ -583,6 +583,7 @@ def admissible_ceiling(ex: Any, X0: np.ndarray, target: Any, keys: list[int]) ->
                                             for j, a, b in zip(Sa, lo[k], hi[k])), 1.0, 0.0, 0.0)
                                  for k in np.flatnonzero(ok))
         best = -1.0
+        best_point: np.ndarray | None = None
         tops: list[tuple[float, Any, np.ndarray]] = []  # (best share, job, its 3 best points) per box
         for rule in boxes:
             job = _job(ctx, x0, rule, 0)
@@ -594,19 +595,25 @@ def admissible_ceiling(ex: Any, X0: np.ndarray, target: Any, keys: list[int]) ->
                 top = ok[np.argsort(-share, kind="stable")[:10]]
                 again = noisy_keep(ctx, np.repeat(x0[None, :], top.size, axis=0), P[top], [tgt] * top.size, 0.1,
                                    400, rng)
-                best = max(best, float(again.max()))
+                if float(again.max()) > best:
+                    best, best_point = float(again.max()), P[top[int(np.argmax(again))]]
                 tops.append((float(again.max()), job, P[top[np.argsort(-again, kind="stable")[:POLISH_STARTS]]]))
         # coordinate search from the best random points of the most promising boxes (common random numbers)
         polished = best
+        chosen = best_point
         tops.sort(key=lambda t: -t[0])
         for _, job, starts in tops[:POLISH_BOXES]:
             Q = polish(ctx, x0, job, starts, tgt, rng, 0.1)
             again = noisy_keep(ctx, np.repeat(x0[None, :], Q.shape[0], axis=0), Q, [tgt] * Q.shape[0], 0.1, 400, rng)
             ok = np.flatnonzero(tgt.hit(ctx.decide(Q)) & ((ctx.score(Q) >= 0) if ctx.score is not None else True))
-            if ok.size:
-                polished = max(polished, float(again[ok].max()))
+            if ok.size and float(again[ok].max()) > polished:
+                polished = float(again[ok].max())
+                chosen = Q[ok[int(np.argmax(again[ok]))]]
         out["best"].append(best)
         out["polished"].append(polished)
+        # the chosen point is the best of about 24 noisy estimates: its share of fresh copies is unbiased
+        out["polished_fresh"].append(float(noisy_keep(ctx, x0[None, :], chosen[None, :], [tgt], 0.1, 2000, rng)[0])
+                                     if chosen is not None else -1.0)
         out["boxes"].append(float(len(boxes)))
     return out
 
@@ -664,6 +671,8 @@ def run_regression(name: str, n_cases: int, seed: int, box_ceiling: bool = False
         local["box_ceiling_cases"] = box["best"]
         local["box_ceiling_polished"] = mean(box["polished"])
         local["box_ceiling_polished_cases"] = box["polished"]
+        local["box_ceiling_polished_fresh"] = mean(box["polished_fresh"])
+        local["box_ceiling_polished_fresh_cases"] = box["polished_fresh"]
         local["box_ceiling_boxes"] = mean(box["boxes"])
         local["box_ceiling_seconds"] = time.perf_counter() - t
     # the paper's public code (acv_explainers.counterfactual_rules) defaults to pi = pi_C = 0.8 (pi_level and
@@ -900,7 +909,7 @@ def markdown(doc: dict[str, Any]) -> str:
                   "| data | cases (below) | target | coverage | accuracy (paper) | plaus. IF 10% (paper) | plaus. IF auto "
                   "| sparsity (paper) | changed features | reached pi | stability .01/.025/.05 (paper) "
                   "| ceiling .01 (cell CRP: mean, max) | admissible boxes .01 | admissible boxes .01, polished "
-                  "| robustness report | s/case |",
+                  "(fresh copies) | robustness report | s/case |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for name, d in doc["regression"].items():
             L = d["local"]
@@ -912,7 +921,7 @@ def markdown(doc: dict[str, Any]) -> str:
                          f"| {fmt(L['reached_pi'])} | {fmt(L['stability'])} ({fmt(list(P['stability']))}) "
                          f"| {fmt(L.get('stability_ceiling'))} ({fmt(L.get('ceiling_cell_crp'))}, "
                          f"{fmt(L.get('ceiling_cell_crp_max'))}) | {fmt(L.get('box_ceiling'))} "
-                         f"| {fmt(L.get('box_ceiling_polished'))} "
+                         f"| {fmt(L.get('box_ceiling_polished'))} ({fmt(L.get('box_ceiling_polished_fresh'))}) "
                          f"| {fmt(L['robustness_report'])} | {fmt(L['seconds_per_case'], 3)} |")
         for name, d in doc["regression"].items():
             c8 = d["local"].get("code_defaults")
@@ -937,7 +946,9 @@ def markdown(doc: dict[str, Any]) -> str:
                   "stability goes within the paper's rule definition. Polished: the same, then the coordinate "
                   "search of the sampler (recourse.polish: one feature at a time to its best pool value on 256 "
                   "common noisy copies) from the 3 best random points of the 8 best boxes, re-scored on 400 fresh "
-                  "copies (a lower bound still: a local search over 8 boxes per case). Changed features: "
+                  "copies (a lower bound still: a local search over 8 boxes per case); in parentheses the chosen "
+                  "point's share of 2000 further fresh copies (the best of about 24 estimates on 400 copies is "
+                  "biased up by the selection, this is not). Changed features: "
                   "the noise perturbs these (a rule's feature whose case value already lies in its interval may "
                   "stay)."]
     lines += ["", "## Setup", "", "| data | train rows | features | model test acc. | surrogate fidelity "

@@ -58,9 +58,10 @@ def noisy_keep(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: Sequenc
 
 
 def robustness_report(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: Sequence[RuleTarget],
-                      key: int) -> list[tuple[tuple[float, float], ...]]:
-    """``(sigma^2, share)`` at each of ``ROBUSTNESS_SIGMA2`` for every sample (deterministic per ``key``)."""
-    rng = np.random.default_rng([ctx.options.seed, int(key), 29])
+                      key: int, stream: int = 29) -> list[tuple[tuple[float, float], ...]]:
+    """``(sigma^2, share)`` at each of ``ROBUSTNESS_SIGMA2`` for every sample (deterministic per ``key``;
+    another ``stream`` draws other copies)."""
+    rng = np.random.default_rng([ctx.options.seed, int(key), stream])
     shares = [noisy_keep(ctx, x0, X, targets, float(np.sqrt(s2)), ROBUSTNESS_DRAWS, rng) for s2 in ROBUSTNESS_SIGMA2]
     return [tuple((s2, float(sh[i])) for s2, sh in zip(ROBUSTNESS_SIGMA2, shares)) for i in range(X.shape[0])]
 
