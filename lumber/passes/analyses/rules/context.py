@@ -115,9 +115,10 @@ class RuleOptions:
         if min(self.max_rules, self.max_subsets, self.max_candidates, self.max_sets, self.max_sets_wide) < 1:
             raise InputDataError("max_rules, max_subsets, max_candidates, max_sets and max_sets_wide must be at "
                                  "least 1")
-        if self.widen < 0 or self.widen_sets < 0 or self.robust_boxes < 0:
-            raise InputDataError(f"widen, widen_sets and robust_boxes must be >= 0, got {self.widen!r}, "
-                                 f"{self.widen_sets!r}, {self.robust_boxes!r}")
+        if self.widen < 0 or self.widen_sets < 0:
+            raise InputDataError(f"widen and widen_sets must be >= 0, got {self.widen!r}, {self.widen_sets!r}")
+        if self.robust_boxes < 0:
+            raise InputDataError(f"robust_boxes must be >= 0, got {self.robust_boxes!r}")
         if self.n_samples < 0:
             raise InputDataError(f"n_samples must be >= 0, got {self.n_samples!r}")
         return self

@@ -131,8 +131,8 @@ def _widen(ctx: RuleContext, res: CounterfactualRule, more: Iterator[Outcome], x
         if _good(best.samples, robust):
             break
     if best is not res and robust > 0 and best.samples:
-        # the sets were compared on the report's own copies: the winner's report is biased up by that
-        # choice (diabetes regression: 0.939 where fresh copies gave 0.928), so it is drawn again
+        # the sets were compared on the report's own copies: the winner's report would be biased up by
+        # that choice, so it is drawn again
         Xs = np.stack([s.x for s in best.samples])
         rep = robustness_report(ctx, np.repeat(x[None, :], Xs.shape[0], axis=0), Xs,
                                 [best.target] * Xs.shape[0], key, stream=REPORT_AGAIN)
