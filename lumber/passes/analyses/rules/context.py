@@ -89,7 +89,8 @@ class RuleOptions:
     robust_boxes: int = 2
     """Local rules with the sampler's robustness reward: up to this many qualifying candidate boxes that
     the merge left out become further rules of a set when random points of their interior keep the target
-    under noise better than those of every merged rule (``core._robust_boxes``; 0: the merged rules only)."""
+    under noise better than those of every merged rule (``core._robust_boxes``; 0: the merged rules only).
+    They come on top of the ``max_rules`` merged rules and may overlap one of them."""
     seed: int = 0
     anneal: AnnealOptions = field(default_factory=AnnealOptions)
 

@@ -20,6 +20,7 @@ from .context import RuleContext
 from .divergent import SearchLog, candidate_features, search_divergent
 from .cells import Routes
 from .estimators import feature_bits
+from .recourse import screen_robustness
 from .results import FOUND, NO_DIVERGENT_SET, NO_RULE, Interval, Rule, SearchInfo
 from .targets import RuleTarget
 
@@ -312,7 +313,8 @@ def _info(ctx: RuleContext, q: Query, log: SearchLog, tried: int) -> SearchInfo:
 
 def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, S: IntArray,
               exclude: FloatArray | None) -> tuple[list[Rule], float]:
-    """Disjoint rule boxes over S reaching ``pi_c`` (most plausible first), and the best CRP seen."""
+    """Disjoint rule boxes over S reaching ``pi_c`` (most plausible first; for a local query also the
+    left-out boxes of :func:`_robust_boxes`), and the best CRP seen."""
     opt = ctx.options
     tab = ctx.table
     act = q.action
@@ -392,8 +394,6 @@ def _robust_boxes(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, r
     an inlier reaching the target, kept on noisy copies at sigma^2 = 0.01). On the diabetes regression a
     forest cell over {bmi, bp, s1, s2, s4, s5} held points keeping the target in 0.998 of their copies
     where the set's merged rule reached 0.93."""
-    from .recourse import screen_robustness  # recourse imports nothing of core; late, to keep core light
-
     if not merged or cand.lo.shape[0] == 0:
         return []
     inside = np.zeros(cand.lo.shape[0], dtype=bool)
