@@ -302,9 +302,7 @@ class RuleExplainer:
                  strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
                  max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1, rank: str = "splits",
                  n_estimators: int = 20, max_depth: int | None = 10, isolation: ModelLike | None = None,
-                 contamination: float | str = 0.1, anneal: AnnealOptions | None = None, verify: bool = True,
-                 robust_boxes: int = 2) -> None:
-        """Arguments as :func:`counterfactual_rules`; ``robust_boxes``: ``RuleOptions.robust_boxes``."""
+                 contamination: float | str = 0.1, anneal: AnnealOptions | None = None, verify: bool = True) -> None:
         self.request = explanation_request(model, constraints=constraints, verify=verify)
         self.forest: Forest = self.request.forest
         if self.forest.schema.task.name == "ANOMALY":
@@ -313,7 +311,7 @@ class RuleExplainer:
         options = RuleOptions(pi=pi, pi_c=pi_c, k=k, k_max=k_max, search=search, max_subsets=max_subsets,
                               max_rules=max_rules, strict=strict, max_sets=max_sets, n_samples=n_samples,
                               fallback=fallback, min_cell_rows=min_cell_rows, rank=rank,
-                              widen=widen, seed=seed, robust_boxes=robust_boxes,
+                              widen=widen, seed=seed,
                               anneal=anneal or AnnealOptions()).check()
         warn_positional(model, self.forest, X_train, "X_train")
         X_raw = self.forest.prepare_input(X_train)

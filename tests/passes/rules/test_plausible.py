@@ -153,8 +153,6 @@ def test_options_checked() -> None:
         RuleOptions(widen_sets=-1).check()
     with pytest.raises(InputDataError, match="max_sets_wide"):
         RuleOptions(max_sets_wide=0).check()
-    with pytest.raises(InputDataError, match="robust_boxes must be >= 0"):
-        RuleOptions(robust_boxes=-1).check()
 
 
 def test_robustness_bonus_only_for_inliers() -> None:

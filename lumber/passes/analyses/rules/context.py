@@ -86,11 +86,6 @@ class RuleOptions:
     screened for robustness and the ``widen`` most promising annealed (``local._by_screen``). On the
     diabetes regression sets with rules are sparse in the search order (2-7 of the first 25 tried for
     the weakest cases): 24 sets gave stability 0.875 at sigma^2 = 0.01, 96 about 0.905."""
-    robust_boxes: int = 2
-    """Local rules with the sampler's robustness reward: up to this many qualifying candidate boxes that
-    the merge left out become further rules of a set when random points of their interior keep the target
-    under noise better than those of every merged rule (``core._robust_boxes``; 0: the merged rules only).
-    They come on top of the ``max_rules`` merged rules and may overlap one of them."""
     seed: int = 0
     anneal: AnnealOptions = field(default_factory=AnnealOptions)
 
@@ -118,8 +113,6 @@ class RuleOptions:
                                  "least 1")
         if self.widen < 0 or self.widen_sets < 0:
             raise InputDataError(f"widen and widen_sets must be >= 0, got {self.widen!r}, {self.widen_sets!r}")
-        if self.robust_boxes < 0:
-            raise InputDataError(f"robust_boxes must be >= 0, got {self.robust_boxes!r}")
         if self.n_samples < 0:
             raise InputDataError(f"n_samples must be >= 0, got {self.n_samples!r}")
         return self

@@ -20,7 +20,6 @@ from .context import RuleContext
 from .divergent import SearchLog, candidate_features, search_divergent
 from .cells import Routes
 from .estimators import feature_bits
-from .recourse import screen_robustness
 from .results import FOUND, NO_DIVERGENT_SET, NO_RULE, Interval, Rule, SearchInfo
 from .targets import RuleTarget
 
@@ -313,8 +312,7 @@ def _info(ctx: RuleContext, q: Query, log: SearchLog, tried: int) -> SearchInfo:
 
 def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, S: IntArray,
               exclude: FloatArray | None) -> tuple[list[Rule], float]:
-    """Disjoint rule boxes over S reaching ``pi_c`` (most plausible first; for a local query also the
-    left-out boxes of :func:`_robust_boxes`), and the best CRP seen."""
+    """Disjoint rule boxes over S reaching ``pi_c`` (most plausible first), and the best CRP seen."""
     opt = ctx.options
     tab = ctx.table
     act = q.action
@@ -344,88 +342,19 @@ def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, S: IntArray,
         lo, hi, crp, plaus, pi_c=opt.pi_c, max_rules=opt.max_rules, allowed=allowed, prefer=prefer,
         crp_of=lambda a, b: box_crp(ctx, q, target, S, a, b),
         plaus_of=lambda a, b: weighted_share(vals, wr, a, b))
-    rules = [_rule(ctx, q, target, S, m, good) for m in merged]
-    if _robust_local(ctx, q):
-        rules += _robust_boxes(ctx, q, target, S, rules, merged, ScoredBoxes(lo, hi, crp, plaus), good)
+    feats = ctx.model.schema.features
+    rules = []
+    for m in merged:
+        keep, crp_m, plaus_m, inl = _prune(ctx, q, target, S, m, act.lo[S], act.hi[S], good)
+        Sk = S[keep]
+        support = float(in_boxes(tab.X[:, Sk], m.lo[None, keep], m.hi[None, keep])[0].mean())
+        ivs = tuple(Interval(feats[j], int(j), float(m.lo[k]), float(m.hi[k]), ctx.display)
+                    for k, j in zip(np.flatnonzero(keep), Sk))
+        rules.append(Rule(ivs, crp_m, plaus_m, support, inl))
     if good is not None:  # rules holding plausible points first (stable: most plausible first otherwise)
         rules.sort(key=lambda r: -float(plausible_rank(q, np.array([r.inliers or 0.0]),
                                                        np.array([r.plausibility]))[0]))
     return rules, best
-
-
-def _rule(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, m: ScoredBox,
-          good: tuple[FloatArray, FloatArray] | None) -> Rule:
-    """The rule of a box over S (:func:`_prune`d), with its support."""
-    act = q.action
-    feats = ctx.model.schema.features
-    keep, crp_m, plaus_m, inl = _prune(ctx, q, target, S, m, act.lo[S], act.hi[S], good)
-    Sk = S[keep]
-    support = float(in_boxes(ctx.table.X[:, Sk], m.lo[None, keep], m.hi[None, keep])[0].mean())
-    ivs = tuple(Interval(feats[j], int(j), float(m.lo[k]), float(m.hi[k]), ctx.display)
-                for k, j in zip(np.flatnonzero(keep), Sk))
-    return Rule(ivs, crp_m, plaus_m, support, inl)
-
-
-@dataclass(frozen=True)
-class ScoredBoxes:
-    """The qualifying candidate boxes of a set (CRP >= pi_c) with their CRP and plausibility."""
-
-    lo: FloatArray
-    hi: FloatArray
-    crp: FloatArray
-    plaus: FloatArray
-
-
-def _robust_local(ctx: RuleContext, q: Query) -> bool:
-    """Rules of a local query are also chosen by the robustness of their interior (the sampler's
-    robustness reward is on and ``robust_boxes`` > 0)."""
-    return (ctx.options.robust_boxes > 0 and ctx.options.anneal.robust_sigma > 0 and q.point is not None
-            and not q.regional)
-
-
-def _robust_boxes(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, rules: list[Rule],
-                  merged: list[ScoredBox], cand: ScoredBoxes, good: tuple[FloatArray, FloatArray] | None) -> list[Rule]:
-    """Qualifying candidate boxes that no merged rule contains, kept as further rules when their interior
-    keeps the target under noise better than every merged rule's (at most ``options.robust_boxes``).
-
-    The merge grows a rule from the most plausible box and drops the boxes that overlap it without
-    fitting inside the merged box; the most robust point of those boxes is then out of the sampler's
-    reach. Robustness is the screen of :func:`recourse.screen_robustness` (random points of the box, each
-    an inlier reaching the target, kept on noisy copies at sigma^2 = 0.01). On the diabetes regression a
-    forest cell over {bmi, bp, s1, s2, s4, s5} held points keeping the target in 0.998 of their copies
-    where the set's merged rule reached 0.93."""
-    if not merged or cand.lo.shape[0] == 0:
-        return []
-    inside = np.zeros(cand.lo.shape[0], dtype=bool)
-    for m in merged:
-        inside |= np.all((cand.lo >= m.lo[None, :]) & (cand.hi <= m.hi[None, :]), axis=1)
-    out = np.flatnonzero(~inside)
-    if out.size == 0:
-        return []
-    if out.size > ROBUST_SCREENED:  # the most plausible first, as the merge orders them
-        out = out[np.lexsort((-cand.crp[out], -cand.plaus[out]))[:ROBUST_SCREENED]]
-    extra = [_rule(ctx, q, target, S, ScoredBox(cand.lo[k], cand.hi[k], float(cand.crp[k]), float(cand.plaus[k])),
-                   good) for k in out.tolist()]
-    x = np.asarray(q.point, dtype=np.float64)
-    score = screen_robustness(ctx, x, [[r] for r in rules + extra], target, q.key)
-    bar = float(score[:len(rules)].max())
-    seen = {_key(r) for r in rules}
-    picked: list[Rule] = []
-    for k in np.argsort(-score[len(rules):], kind="stable").tolist():
-        if score[len(rules) + k] <= bar or len(picked) >= ctx.options.robust_boxes:
-            break
-        if _key(extra[k]) not in seen:
-            seen.add(_key(extra[k]))
-            picked.append(extra[k])
-    return picked
-
-
-ROBUST_SCREENED = 32
-"""Candidate boxes outside the merged rules screened per feature set by :func:`_robust_boxes`."""
-
-
-def _key(r: Rule) -> tuple[tuple[int, float, float], ...]:
-    return tuple((iv.index, iv.lo, iv.hi) for iv in r.intervals)
 
 
 def plausible_rank(q: Query, inliers: FloatArray, plaus: FloatArray) -> FloatArray:
