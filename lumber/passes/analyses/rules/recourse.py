@@ -117,12 +117,14 @@ def robust_points(ctx: RuleContext, x: FloatArray, P: FloatArray, target: RuleTa
 
 def screen_robustness(ctx: RuleContext, x: FloatArray, rule_sets: Sequence[Sequence[Rule]], target: RuleTarget,
                       key: int) -> FloatArray:
-    """Per rule set: the best share of noisy copies (sigma^2 = ``ROBUSTNESS_SIGMA2[0]``, the level
-    ``robust_target`` is checked at) keeping the target among ``SCREEN_POINTS`` random points of each of
-    its rules (:func:`random_points`) that are inliers reaching the target; -1 when no drawn point is one.
+    """Per rule set: how robust the best of ``SCREEN_POINTS`` random points of its rules
+    (:func:`random_points`; inliers reaching the target) is, as the share of noisy copies (sigma^2 =
+    ``ROBUSTNESS_SIGMA2[0]``, the level ``robust_target`` is checked at) keeping the target: the
+    ``SCREEN_TOP`` best by ``SCREEN_DRAWS`` copies each, re-scored on ``SCREEN_CHECK`` fresh ones; -1 when
+    no drawn point is one.
 
-    A cheap lower bound of what sampling can find inside a set's boxes: local rules rank further
-    feature sets by it before annealing the most promising (``local._widen``).
+    A cheap estimate of what sampling can find inside a set's boxes: local rules rank further feature
+    sets by it before annealing the most promising (``local._widen``).
     """
     rng = np.random.default_rng([ctx.options.seed, int(key), 31])
     best = np.full(len(rule_sets), -1.0)
