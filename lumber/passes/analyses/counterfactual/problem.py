@@ -29,6 +29,7 @@ from .leafcuts import add_leaf_cuts, prune_reach
 from .objective import CaseCost
 from .plausibility import collapse_uniform
 from .targets import TargetSpec, add_target_rows
+from . import trees
 from .trees import ForestEncoding, NodeChoices, classify, encode, path_assignment, reachable, register_cuts
 
 FloatArray = npt.NDArray[np.float64]
@@ -318,7 +319,8 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
         return Problem(q, model, doms, [], expired=True)
     if not encode_isolation and q.isolation_encoded is not None:
         forests, choices = forests[:-1], choices[:-1]
-    encs = [encode(f, ch, reach, doms, model, name="y" if f is q.forest else "y-iso")
+    integer_flows = trees.INTEGER_FLOWS and explained and encode_isolation and q.isolation is not None
+    encs = [encode(f, ch, reach, doms, model, name="y" if f is q.forest else "y-iso", integer_flows=integer_flows)
             for f, (ch, reach) in zip(forests, choices)]
     prob = Problem(q, model, doms, encs)
     if expired():

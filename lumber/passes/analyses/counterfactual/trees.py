@@ -135,8 +135,9 @@ class ForestEncoding:
 
 
 def encode(forest: Forest, ch: NodeChoices, reach: BoolArray, domains: list[Domain], model: MilpModel,
-           name: str = "y") -> ForestEncoding:
-    """Flows, branch binaries and consistency rows of one forest."""
+           name: str = "y", integer_flows: bool = False) -> ForestEncoding:
+    """Flows, branch binaries and consistency rows of one forest (``integer_flows``: the flows binary too,
+    see :data:`INTEGER_FLOWS`)."""
     left, right = forest.left.astype(np.int64), forest.right.astype(np.int64)
     internal = reach & (left >= 0)
     li, ri = np.maximum(left, 0), np.maximum(right, 0)
@@ -152,7 +153,7 @@ def encode(forest: Forest, ch: NodeChoices, reach: BoolArray, domains: list[Doma
     has_y = reach & live_tree[tree]
     y = np.full(forest.n_nodes, -1, dtype=np.int64)
     nodes_y = np.flatnonzero(has_y)
-    y[nodes_y] = model.add_cols(nodes_y.shape[0], 0.0, 1.0, name=name)
+    y[nodes_y] = model.add_cols(nodes_y.shape[0], 0.0, 1.0, integer=integer_flows, name=name)
     roots = forest.roots[live_tree]
     model.fix(y[roots], 1.0, 1.0)
 
@@ -254,6 +255,15 @@ def _consistency(forest: Forest, ch: NodeChoices, bnodes: IntArray, y: IntArray,
         _rows(model, z2 + [(yr[s2], None, 1.0)], -np.inf, 1.0)
         _rows(model, [(col[s2], const[s2], -1.0)] + z2 + [(yl[s2], None, -1.0)], -1.0, np.inf)
 
+
+INTEGER_FLOWS = True
+"""Declare the flows binary as well as the branch choices in a MILP with an isolation forest and the
+explained model. Every solution's flows are 0/1 already (a path per tree), so no point is lost; the solver
+gets cliques (the leaves of a tree) and node-level branching. On OCEAN's Table 4 credit queries (RF 100 x 5,
+isolation forest 100 x 32, l1, one HiGHS thread) the captured full MILPs took 4.5 s instead of 19 s (row 56),
+14 s instead of the 30 s limit (row 62), and row 37, never proven before, was proven in 20 s at a cost below
+the best point known. The isolation forest alone (``solve._plausible_relaxation``) got slower with it
+(0.1-1.0 s -> 0.4-4.4 s), so it keeps continuous flows."""
 
 INTERVAL_ROWS = True
 """Consistency as cumulative interval rows (stronger LP) instead of one pair of rows per node."""

@@ -330,3 +330,29 @@ def test_raced_infeasible_query_stays_infeasible(blobs) -> None:
         r = solve_counterfactual(f, x0, target=1, constraints=cons, norm="l1", isolation=(fi, delta), reference=X,
                                  race=2, use_warm_start=warm)
         assert r.status == "infeasible" and r.x is None, (warm, r.status)
+
+
+@pytest.mark.parametrize("integer_flows", [True, False])
+def test_integer_flows_keep_the_exhaustive_optimum(blobs, integer_flows, monkeypatch) -> None:
+    """With an isolation forest the full MILP declares the flows binary (``trees.INTEGER_FLOWS``); the
+    isolation forest alone keeps them continuous. Either way the optimum is the exhaustive one."""
+    import lumber.passes.analyses.counterfactual.trees as T
+    from lumber.passes.analyses.counterfactual.problem import build
+    from lumber.passes.analyses.counterfactual.solve import make_query
+
+    monkeypatch.setattr(T, "INTEGER_FLOWS", integer_flows)
+    X, y, rf, iso = blobs
+    f, fi = lumber.load(rf), lumber.load(iso)
+    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    ones = np.ones(2)
+    for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:3]]:
+        q = make_query(f, x0, 1, None, norm="l1", isolation=(fi, delta))[0]
+        full, alone = build(q), build(q, explained=False)
+        flows = [np.arange(a, b) for a, b, name in full.model._names if name in ("y", "y-iso")]
+        assert flows and all(bool(full.model.integer[c].all()) == integer_flows for c in flows)
+        alone_flows = [np.arange(a, b) for a, b, name in alone.model._names if name == "y-iso"]
+        assert alone_flows and not any(alone.model.integer[c].any() for c in alone_flows)
+        r = solve_counterfactual(f, x0, target=1, norm="l1", isolation=(fi, delta), reference=X)
+        exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, "l1", ones, ones,
+                               extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,))
+        assert r.optimal and r.verified and r.cost == pytest.approx(exact, rel=1e-6, abs=1e-12)
