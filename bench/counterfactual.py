@@ -272,7 +272,7 @@ def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
                                             ("threads", "threads", args.threads, f"HiGHS on {args.threads} threads"),
                                             ("cuts", "cut_rounds", args.cut_rounds,
                                              f"cut loop ({args.cut_rounds} solves first)")):
-                if f"{norm}/IF {key}" not in entry:
+                if f"IF {key}" not in runs:  # not run now: an earlier run's row keeps its own settings
                     continue
                 entry[f"{norm}/IF {key}"][field] = value
                 c = entry[f"{norm}/IF {key}"]["summary"]
