@@ -208,7 +208,8 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
                          max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1, rank: str = "splits",
                          n_estimators: int = 20, max_depth: int | None = 10, isolation: ModelLike | None = None,
                          contamination: float | str = 0.1, anneal: AnnealOptions | None = None,
-                         verify: bool = True, rows: Sequence[int] | None = None) -> CounterfactualRule | RuleSet:
+                         robust_search: bool = False, verify: bool = True,
+                         rows: Sequence[int] | None = None) -> CounterfactualRule | RuleSet:
     """Counterfactual rules for a case, a batch of cases, or a region of cases.
 
     Parameters
@@ -271,6 +272,11 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
         outliers), the definition ``lumber.counterfactual``'s plausibility constraint uses.
         ``"auto"`` is scikit-learn's fixed threshold (the paper's setting), which on
         small discrete data calls many real rows outliers (about half of compas's).
+    robust_search
+        When a case's sample keeps the target in fewer than 0.95 of its noisy copies (sigma^2 = 0.01 on
+        [0, 1]-scaled features, the paper's noisy-response test), search every admissible box of every
+        feature set over the ``k`` candidates for the most robust point and report it with its box as
+        the rule (seconds per such case; ``rules/robust_search.py``).
     verify
         Also check every sample with the source model object's ``predict``.
     """
@@ -280,8 +286,10 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
                               k_max=k_max,
                               n_samples=n_samples, widen=widen, seed=seed, strict=strict, search=search,
                               max_subsets=max_subsets, max_rules=max_rules, max_sets=max_sets,
-                              fallback=fallback, min_cell_rows=min_cell_rows, rank=rank, n_estimators=n_estimators, max_depth=max_depth, isolation=isolation,
-                              contamination=contamination, anneal=anneal, verify=verify)
+                              fallback=fallback, min_cell_rows=min_cell_rows, rank=rank, n_estimators=n_estimators,
+                              max_depth=max_depth, isolation=isolation,
+                              contamination=contamination, anneal=anneal, robust_search=robust_search,
+                              verify=verify)
     regions = _as_regions(explainer.forest, x)
     if regions is not None:
         rs = explainer.regional(regions[0], target)
@@ -302,7 +310,8 @@ class RuleExplainer:
                  strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
                  max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1, rank: str = "splits",
                  n_estimators: int = 20, max_depth: int | None = 10, isolation: ModelLike | None = None,
-                 contamination: float | str = 0.1, anneal: AnnealOptions | None = None, verify: bool = True) -> None:
+                 contamination: float | str = 0.1, anneal: AnnealOptions | None = None, robust_search: bool = False,
+                 verify: bool = True) -> None:
         self.request = explanation_request(model, constraints=constraints, verify=verify)
         self.forest: Forest = self.request.forest
         if self.forest.schema.task.name == "ANOMALY":
@@ -311,7 +320,7 @@ class RuleExplainer:
         options = RuleOptions(pi=pi, pi_c=pi_c, k=k, k_max=k_max, search=search, max_subsets=max_subsets,
                               max_rules=max_rules, strict=strict, max_sets=max_sets, n_samples=n_samples,
                               fallback=fallback, min_cell_rows=min_cell_rows, rank=rank,
-                              widen=widen, seed=seed,
+                              widen=widen, seed=seed, robust_search=robust_search,
                               anneal=anneal or AnnealOptions()).check()
         warn_positional(model, self.forest, X_train, "X_train")
         X_raw = self.forest.prepare_input(X_train)

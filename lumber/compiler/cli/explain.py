@@ -72,6 +72,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-cell-rows", type=int, default=1,
                    help="rules: training rows a Projected Forest cell keeps at least (default 1, the paper's "
                         "definition; its code uses 5)")
+    p.add_argument("--robust-search", action="store_true",
+                   help="rules: when a case's sample keeps the target in fewer than 0.99 of its noisy copies "
+                        "(sigma^2 = 0.01), search every admissible box for the most robust point (seconds per case)")
     p.add_argument("--contamination", default="0.1",
                    help="rules: share of training rows the isolation forest calls outliers (default 0.1), "
                         "or 'auto' for scikit-learn's fixed threshold")

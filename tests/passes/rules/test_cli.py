@@ -79,7 +79,21 @@ def test_explain_rules_fallback_and_cell_size(files: dict[str, Path], capsys: py
                  "--rows", "0", "--fallback", "smallest", "--min-cell-rows", "5", "-o", str(out), "-q"])
     assert code == 0
     info = json.loads(out.read_text())["analyses"]["rules"]["info"]
-    assert info["fallback"] == "smallest" and info["min_cell_rows"] == 5
+    assert info["fallback"] == "smallest" and info["min_cell_rows"] == 5 and info["robust_search"] is False
     code = main(["explain", str(files["model"]), str(files["data"]), "--rules", "--train", str(files["train"]),
                  "--rows", "0", "--min-cell-rows", "0", "-q"])
     assert code != 0 and "min_cell_rows must be >= 1" in capsys.readouterr().err
+
+
+def test_explain_rules_robust_search_flag(files: dict[str, Path]) -> None:
+    """``--robust-search`` reaches the explainer; a sample it returns is a verified inlier with its report."""
+    out = files["dir"] / "r_robust.json"
+    code = main(["explain", str(files["model"]), str(files["data"]), "--rules", "--train", str(files["train"]),
+                 "--rows", "0", "--robust-search", "-o", str(out), "-q"])
+    assert code == 0
+    rules = json.loads(out.read_text())["analyses"]["rules"]
+    assert rules["info"]["robust_search"] is True
+    assert any(case.get("samples") for case in rules["results"])
+    for case in rules["results"]:
+        for s in case.get("samples", []):
+            assert s["verified"] and s["inlier"] and len(s["robustness"]) == 3

@@ -256,3 +256,84 @@ def test_screen_share_is_not_biased_up_by_its_selection(step: dict[str, Any]) ->
     shares = [float(screen_robustness(ctx, step["x"], [[rule]], tgt, key=k)[0]) for k in range(4)]
     assert all(s >= 0.0 for s in shares)
     assert np.mean(shares) <= truth + 0.03, (shares, truth)
+
+
+def _only_fragile(either: dict[str, Any], monkeypatch: pytest.MonkeyPatch, robust_search: bool) -> RuleExplainer:
+    """The divergent search proposes only sets whose rule is the fragile x0 in (0.5, 0.55]."""
+    from lumber.passes.analyses.rules import Interval, Rule, core
+    from lumber.passes.analyses.rules.divergent import Attempt
+
+    ex = RuleExplainer(either["model"], either["X"], seed=0, k_max=0, robust_search=robust_search)
+    feats = ex.forest.schema.features
+
+    def attempts(*_: Any, **__: Any) -> Any:
+        for _k in range(8):
+            yield Attempt(np.array([0]), 0.95, True)
+
+    def rules_on(ctx: Any, target: Any, q: Any, S: np.ndarray, exclude: Any) -> tuple[list[Any], float]:
+        return [Rule((Interval(feats[0], 0, 0.5, 0.55),), 1.0, 0.05, 0.05)], 1.0
+
+    monkeypatch.setattr(core, "search_divergent", attempts)
+    monkeypatch.setattr(core, "_rules_on", rules_on)
+    return ex
+
+
+def test_robust_search_finds_the_robust_box_the_search_order_hides(either: dict[str, Any],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every set the divergent search proposes has only the fragile rule x0 in (0.5, 0.55] (about half
+    of the noisy copies fall back below 0.5), so widening finds nothing better. With ``robust_search``
+    the case's own admissible boxes are searched (the real ones: ``robust_search`` builds them itself):
+    the sample that comes back keeps the target in >= 0.95 of its copies, lies in the box reported as
+    the rule (every other feature unchanged), and that box reaches pi_c, recomputed here."""
+    from lumber.passes.analyses.rules.actionable import action_space
+    from lumber.passes.analyses.rules.core import box_crp, make_query
+
+    x = either["x"]
+    plain = _only_fragile(either, monkeypatch, False).local(x[None, :], target=1)[0]
+    assert plain.samples[0].robustness[0][1] < 0.9  # the trap: every proposed set is fragile
+    ex = _only_fragile(either, monkeypatch, True)
+    res = ex.local(x[None, :], target=1)[0]
+    s = res.samples[0]
+    assert "(robust search)" in res.message and s.verified and s.inlier
+    assert s.robustness[0][1] >= 0.95
+    [rule] = res.rules
+    assert 0.0 <= rule.support <= 1.0 and 0.0 <= rule.plausibility <= 1.0  # described, not left unset
+    ivs = sorted(rule.intervals, key=lambda iv: iv.index)
+    assert all(iv.lo < s.x[iv.index] <= iv.hi for iv in ivs)
+    assert all(s.x[j] == x[j] for j in range(x.size) if j not in {iv.index for iv in ivs})
+    ctx = ex.context
+    q = make_query(ctx, action_space(ctx.constraints, ctx.names, x, x),
+                   ctx.cells.point_routes(ctx.table.forest.prepare_input(x[None, :]))[0], 0, point=x)
+    S = np.array([iv.index for iv in ivs], dtype=np.int64)
+    crp = box_crp(ctx, q, res.target, S, np.array([[iv.lo for iv in ivs]]), np.array([[iv.hi for iv in ivs]]))
+    assert crp[0] >= ctx.options.pi_c
+    # fresh copies, not the report's: the pick is not an artefact of the copies it was scored on
+    fresh = noisy_keep(ctx, x[None, :], s.x[None, :], [res.target], 0.1, 4000, np.random.default_rng(11))[0]
+    assert fresh >= 0.95
+
+
+def test_robust_search_visits_the_highest_cdp_sets_within_its_budget(corner: dict[str, Any],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room for every subset the search visits all of them, smallest first; with a budget of one set
+    per ``len(X)`` rows it visits the one of highest CDP (brute force over the three subsets of two
+    candidates), and the search still returns a point in a box over that set."""
+    from lumber.passes.analyses.rules import robust_search
+    from lumber.passes.analyses.rules.actionable import action_space
+    from lumber.passes.analyses.rules.core import make_query, subset_cdp
+
+    ex = RuleExplainer(corner["model"], corner["X"], seed=0)
+    ctx = ex.context
+    x = np.array([0.1, 0.1])
+    tgt = ex.local(x[None, :], target=1)[0].target
+    xr = ctx.table.forest.prepare_input(x[None, :])[0]
+    q = make_query(ctx, action_space(ctx.constraints, ctx.names, x, x), ctx.cells.point_routes(xr[None, :])[0], 0,
+                   point=x)
+    every = robust_search.feature_sets(ctx, q, tgt, None)
+    assert [S.tolist() for S in every] == [[0], [1], [0, 1]]
+    cdp = subset_cdp(ctx, q, tgt, np.array([np.bitwise_or.reduce(q.bits[S]) for S in every], dtype=np.uint64))
+    monkeypatch.setattr(robust_search, "SET_BUDGET", corner["X"].shape[0])
+    [only] = robust_search.feature_sets(ctx, q, tgt, None)
+    assert only.tolist() == every[int(np.argmax(cdp))].tolist()
+    found = robust_search.most_robust_point(ctx, x, q, tgt, 0, xr)
+    assert found is not None and found.feature_sets == 1
+    assert {iv.index for iv in found.rule.intervals} <= set(only.tolist())

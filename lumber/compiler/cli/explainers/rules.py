@@ -34,6 +34,7 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
                               fallback=str(getattr(args, "fallback", "max_cdp")),
                               min_cell_rows=int(getattr(args, "min_cell_rows", 1)),
                               rank=str(getattr(args, "rank", "splits")),
+                              robust_search=bool(getattr(args, "robust_search", False)),
                               contamination=_contamination(str(getattr(args, "contamination", "0.1"))))
     from lumber.compiler.progress import Progress, enabled
 

@@ -17,8 +17,9 @@ import numpy.typing as npt
 
 from .actionable import action_space
 from .context import RuleContext
-from .core import Outcome, make_query, plausible_alternatives, search_rules
-from .recourse import robustness_report, sample_cases, screen_robustness
+from .core import Outcome, Query, make_query, plausible_alternatives, search_rules, subset_cdp
+from .recourse import POLISH_SIGMA, _sample, noisy_keep, robustness_report, sample_cases, screen_robustness
+from .robust_search import FRESH_DRAWS, SEARCH_BELOW, most_robust_point
 from .results import ALREADY_TARGET, FOUND, CounterfactualRule, CounterfactualSample, RuleSet
 from .targets import decisions, describe_decision, resolve_target
 
@@ -44,6 +45,7 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
     feats = tuple(ctx.model.schema.features)
     results: list[CounterfactualRule] = []
     more: dict[int, Iterator[Outcome]] = {}
+    queries: dict[int, Callable[[Any], Any]] = {}
     for i in range(n):
         tgt = resolve_target(ctx.model, target, dec[i])
         common: dict[str, Any] = dict(target=tgt, pi=opt.pi, pi_c=opt.pi_c, schema_features=feats, x=Xm[i].copy(),
@@ -61,6 +63,7 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
         out, gen = search_rules(ctx, tgt, query, exclude=Xr[i])
         if out.status == FOUND:
             more[i] = gen
+            queries[i] = query
         results.append(_result(out, names, common))
         if progress is not None:
             progress(1)
@@ -73,12 +76,20 @@ def local_rules(ctx: RuleContext, X: Any, target: Any = None, *, rows: Sequence[
         for k in found:
             if opt.widen > 0 and not _good(results[k].samples, _robust_target(ctx)):
                 results[k] = _widen(ctx, results[k], more[k], Xm[k], keys[k], names)
+            if opt.robust_search and _robust_target(ctx) > 0 and not _good(results[k].samples, SEARCH_BELOW):
+                results[k] = _search_boxes(ctx, results[k], queries[k](None), Xm[k], Xr[k], keys[k], names)
     return RuleSet(results, rule_info(ctx))
 
 
 def _result(out: Outcome, names: Sequence[str], common: dict[str, Any]) -> CounterfactualRule:
     return CounterfactualRule(out.status, out.message, features=tuple(names[j] for j in out.features), cdp=out.cdp,
                               reached_pi=out.reached_pi, rules=out.rules, search=out.search, **common)
+
+
+def _common(res: CounterfactualRule) -> dict[str, Any]:
+    """What a case's result keeps when another outcome replaces its rules."""
+    return dict(target=res.target, pi=res.pi, pi_c=res.pi_c, schema_features=res.schema_features, x=res.x,
+                prediction=res.prediction, row=res.row)
 
 
 def _robust_target(ctx: RuleContext) -> float:
@@ -120,9 +131,7 @@ def _widen(ctx: RuleContext, res: CounterfactualRule, more: Iterator[Outcome], x
     for out in alternatives:
         [samples] = sample_cases(ctx, x[None, :], [out.rules], [res.target], [key], ctx.options.n_samples)
         if _rank(samples, robust) > _rank(best.samples, robust):
-            common = dict(target=res.target, pi=res.pi, pi_c=res.pi_c, schema_features=res.schema_features,
-                          x=res.x, prediction=res.prediction, row=res.row)
-            best = _result(out, names, common)
+            best = _result(out, names, _common(res))
             best.samples = samples
             why = ("not verified" if not (res.samples and res.samples[0].verified) else
                    "an outlier" if not res.samples[0].inlier else
@@ -137,6 +146,39 @@ def _widen(ctx: RuleContext, res: CounterfactualRule, more: Iterator[Outcome], x
         rep = robustness_report(ctx, np.repeat(x[None, :], Xs.shape[0], axis=0), Xs,
                                 [best.target] * Xs.shape[0], key, stream=REPORT_AGAIN)
         best.samples = tuple(replace(s, robustness=r) for s, r in zip(best.samples, rep))
+    return best
+
+
+def _search_boxes(ctx: RuleContext, res: CounterfactualRule, q: Query, x: FloatArray, xr: FloatArray, key: int,
+                  names: Sequence[str]) -> CounterfactualRule:
+    """``RuleOptions.robust_search``: the most robust point of any admissible box of the case
+    (:func:`robust_search.most_robust_point`) replaces the sample, and its box the rules, when the sample
+    is no plausible hit or keeps the target in fewer fresh noisy copies (as many as the point was scored
+    on: the report's 200 would let noise decide)."""
+    found = most_robust_point(ctx, x, q, res.target, key, xr)
+    now = _robustness(res.samples[0]) if res.samples else -1.0
+    if found is not None and _good(res.samples):  # the sample on as many fresh copies as the search's point
+        rng = np.random.default_rng([ctx.options.seed, int(key), 61])
+        now = float(noisy_keep(ctx, x[None, :], res.samples[0].x[None, :], [res.target], POLISH_SIGMA, FRESH_DRAWS,
+                               rng)[0])
+    if found is None or (_good(res.samples) and found.share <= now):  # the search's point is a plausible hit
+        res.message += (f"; the robust search over {found.feature_sets} feature sets ({found.boxes} admissible "
+                        f"boxes) found no point more robust" if found is not None else
+                        "; the robust search found no plausible point in any admissible box")
+        return res
+    score = float(ctx.score(found.x[None, :])[0]) if ctx.score is not None else 0.0
+    reached = bool(res.target.hit(ctx.decide(found.x[None, :]))[0])
+    sample = _sample(ctx, x, found.x, score, reached, 0, names)
+    [rep] = robustness_report(ctx, x[None, :], found.x[None, :], [res.target], key, stream=REPORT_AGAIN)
+    S = np.array([iv.index for iv in found.rule.intervals], dtype=np.int64)
+    mask = np.bitwise_or.reduce(q.bits[S]).astype(np.uint64)
+    cdp = float(subset_cdp(ctx, q, res.target, np.array([mask], dtype=np.uint64))[0])
+    was = f"{{{', '.join(res.features)}}} (sample kept by {now:.2f} of its noisy copies)"
+    out = Outcome(FOUND, f"1 rule over {{{', '.join(names[j] for j in S)}}}: the most robust of {found.boxes} "
+                  f"admissible boxes searched over {found.feature_sets} feature sets (robust search), in place of {was}",
+                  S, cdp, cdp >= ctx.options.pi, (found.rule,), res.search, None)
+    best = _result(out, names, _common(res))
+    best.samples = (replace(sample, robustness=rep),)
     return best
 
 
@@ -173,7 +215,8 @@ def rule_info(ctx: RuleContext) -> dict[str, Any]:
     return {"rule_forest": {"trees": f.n_trees, "leaves": ctx.table.n_leaves, "source": dict(f.schema.source)},
             "training_rows": int(ctx.X_raw.shape[0]), "pi": ctx.options.pi, "pi_c": ctx.options.pi_c,
             "k": ctx.options.k, "k_max": ctx.options.k_max, "fallback": ctx.options.fallback,
-            "min_cell_rows": ctx.options.min_cell_rows, "seed": ctx.options.seed}
+            "min_cell_rows": ctx.options.min_cell_rows, "robust_search": ctx.options.robust_search,
+            "seed": ctx.options.seed}
 
 
 __all__ = ["local_rules", "rule_info"]
