@@ -273,7 +273,7 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
         ``"auto"`` is scikit-learn's fixed threshold (the paper's setting), which on
         small discrete data calls many real rows outliers (about half of compas's).
     robust_search
-        When a case's sample keeps the target in fewer than 0.95 of its noisy copies (sigma^2 = 0.01 on
+        When a case's sample keeps the target in fewer than 0.99 of its noisy copies (sigma^2 = 0.01 on
         [0, 1]-scaled features, the paper's noisy-response test), search every admissible box of every
         feature set over the ``k`` candidates for the most robust point and report it with its box as
         the rule (seconds per such case; ``rules/robust_search.py``).

@@ -92,7 +92,7 @@ class RuleOptions:
     over the K candidates for the most robust point (``robust_search.most_robust_point``; seconds per
     such case) and, when it beats the sample on fresh copies, report it with its box as the rule. On the
     diabetes regression (target [200, 250], 19 cases) stability at sigma^2 = 0.01 went from 0.93 to
-    0.955, at 4.1 s per case instead of 1.15 (bench/rules.py)."""
+    0.955, at 4.3 s per case instead of 1.0 (bench/rules.py)."""
     seed: int = 0
     anneal: AnnealOptions = field(default_factory=AnnealOptions)
 

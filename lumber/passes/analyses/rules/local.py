@@ -175,7 +175,8 @@ def _search_boxes(ctx: RuleContext, res: CounterfactualRule, q: Query, x: FloatA
     cdp = float(subset_cdp(ctx, q, res.target, np.array([mask], dtype=np.uint64))[0])
     was = f"{{{', '.join(res.features)}}} (sample kept by {now:.2f} of its noisy copies)"
     out = Outcome(FOUND, f"1 rule over {{{', '.join(names[j] for j in S)}}}: the most robust of {found.boxes} "
-                  f"admissible boxes searched over {found.feature_sets} feature sets (robust search), in place of {was}",
+                  f"admissible boxes searched over {found.feature_sets} feature sets (robust search), "
+                  f"in place of {was}",
                   S, cdp, cdp >= ctx.options.pi, (found.rule,), res.search, None)
     best = _result(out, names, _common(res))
     best.samples = (replace(sample, robustness=rep),)

@@ -5,12 +5,13 @@ divergent set's merged boxes, then the most promising further sets. On hard targ
 robustness on the table (the diabetes regression, target [200, 250]: 0.93 of noisy copies at
 sigma^2 = 0.01, where the paper reports 0.96 on its Diabetes). This search is the exhaustive version,
 opt-in (``RuleOptions.robust_search``) because it costs seconds per case: every feature set over the
-case's K candidates (the highest-CDP ones within ``SET_BUDGET`` on large data), every admissible box of each -- the merged rules and each candidate box (a leaf or
-forest cell of a target row) whose CRP reaches ``pi_c`` on its own -- random training-value points in
-each box ranked by their share of noisy copies keeping the target, then a coordinate search
-(:func:`recourse.polish`) from the best points of the best boxes, and the winner re-scored on fresh
-copies. Every point it returns lies in a box that is a local counterfactual rule by the paper's
-definition (CRP >= pi_c with the other features fixed); the box is reported as the case's rule.
+case's K candidates (the highest-CDP ones within ``SET_BUDGET`` on large data), every admissible box of
+each -- the merged rules and each candidate box (a leaf or forest cell of a target row) whose CRP
+reaches ``pi_c`` on its own -- random training-value points in each box ranked by their share of noisy
+copies keeping the target, then a coordinate search (:func:`recourse.polish`) from the best points of
+the best boxes, and the winner re-scored on fresh copies. Every point it returns lies in a box that is a
+local counterfactual rule by the paper's definition (CRP >= pi_c with the other features fixed); the box
+is reported as the case's rule.
 """
 
 from __future__ import annotations
