@@ -877,24 +877,24 @@ def markdown(doc: dict[str, Any]) -> str:
                          f"{fmt(L.get('ceiling_cell_crp_max'))}) | {fmt(L.get('box_ceiling'))} "
                          f"| {fmt(L.get('box_ceiling_polished'))} ({fmt(L.get('box_ceiling_polished_fresh'))}) "
                          f"| {fmt(L['robustness_report'])} | {fmt(L['seconds_per_case'], 3)} |")
+        def measures(v: dict[str, Any]) -> str:
+            return (f"coverage {fmt(v['coverage'])}, accuracy {fmt(v['accuracy'])}, plausibility IF 10% "
+                    f"{fmt(v['plausibility_10'])}, sparsity {fmt(v['sparsity'], 1)}, changed features "
+                    f"{fmt(v['changed_features'], 1)}, stability .01/.025/.05 {fmt(v['stability'])}")
+
         for name, d in doc["regression"].items():
             rb = d["local"].get("robust_search")
             if rb:
                 lines += ["", f"{name} with `robust_search=True` (opt-in: a case whose sample's robustness report is "
                           "below 0.99 gets the most robust point of any admissible box, `rules/robust_search.py`; "
-                          f"{fmt(rb['searched'])} of the cases took its point): coverage {fmt(rb['coverage'])}, "
-                          "accuracy "
-                          f"{fmt(rb['accuracy'])}, plausibility IF 10% {fmt(rb['plausibility_10'])}, sparsity "
-                          f"{fmt(rb['sparsity'], 1)}, changed features {fmt(rb['changed_features'], 1)}, stability "
-                          f".01/.025/.05 {fmt(rb['stability'])}, {fmt(rb['seconds_per_case'], 2)} s per case."]
+                          f"{fmt(rb['searched'])} of the cases took its point): {measures(rb)}, "
+                          f"{fmt(rb['seconds_per_case'], 2)} s per case."]
         for name, d in doc["regression"].items():
             c8 = d["local"].get("code_defaults")
             if c8:
                 lines += ["", f"{name} at the paper's code defaults, pi = pi_C = {fmt(c8['pi'])} "
-                          "(acv_explainers.counterfactual_rules; the paper's text and the row above: 0.9): coverage "
-                          f"{fmt(c8['coverage'])}, accuracy {fmt(c8['accuracy'])}, plausibility IF 10% "
-                          f"{fmt(c8['plausibility_10'])}, sparsity {fmt(c8['sparsity'], 1)}, changed features "
-                          f"{fmt(c8['changed_features'], 1)}, stability .01/.025/.05 {fmt(c8['stability'])}."]
+                          "(acv_explainers.counterfactual_rules; the paper's text and the row above: 0.9): "
+                          f"{measures(c8)}."]
         lines += ["", "Ceiling .01: per case, the most robust of up to 3000 random plausible points reaching the target "
                   f"(of {CEILING_POINTS} drawn: the case with a random subset of features set to training values, no "
                   "rule imposed), scored on 400 fresh noisy copies at sigma^2 = 0.01; the mean over the cases with a "
