@@ -300,15 +300,16 @@ def test_robust_search_finds_the_robust_box_the_search_order_hides(either: dict[
     assert 0.0 <= rule.support <= 1.0 and 0.0 <= rule.plausibility <= 1.0  # described, not left unset
     ivs = sorted(rule.intervals, key=lambda iv: iv.index)
     assert all(iv.lo < s.x[iv.index] <= iv.hi for iv in ivs)
-    assert all(s.x[j] == x[j] for j in range(x.size) if j not in {iv.index for iv in ivs})
     ctx = ex.context
+    xm = ctx.model.prepare_input(x[None, :])[0]  # the case as the model reads it (float32 here)
+    assert all(s.x[j] == xm[j] for j in range(x.size) if j not in {iv.index for iv in ivs})
     q = make_query(ctx, action_space(ctx.constraints, ctx.names, x, x),
                    ctx.cells.point_routes(ctx.table.forest.prepare_input(x[None, :]))[0], 0, point=x)
     S = np.array([iv.index for iv in ivs], dtype=np.int64)
     crp = box_crp(ctx, q, res.target, S, np.array([[iv.lo for iv in ivs]]), np.array([[iv.hi for iv in ivs]]))
     assert crp[0] >= ctx.options.pi_c
     # fresh copies, not the report's: the pick is not an artefact of the copies it was scored on
-    fresh = noisy_keep(ctx, x[None, :], s.x[None, :], [res.target], 0.1, 4000, np.random.default_rng(11))[0]
+    fresh = noisy_keep(ctx, xm[None, :], s.x[None, :], [res.target], 0.1, 4000, np.random.default_rng(11))[0]
     assert fresh >= 0.95
 
 
@@ -337,3 +338,23 @@ def test_robust_search_visits_the_highest_cdp_sets_within_its_budget(corner: dic
     found = robust_search.most_robust_point(ctx, x, q, tgt, 0, xr)
     assert found is not None and found.feature_sets == 1
     assert {iv.index for iv in found.rule.intervals} <= set(only.tolist())
+
+
+def test_widened_sample_report_is_drawn_again(either: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sets were compared on the reports' own copies, so the winner's report is drawn again on another
+    stream (``local.REPORT_AGAIN``): the report equals a fresh report of that point on that stream, not the
+    one the comparison read (stream 29)."""
+    from lumber.passes.analyses.rules.local import REPORT_AGAIN
+    from lumber.passes.analyses.rules.recourse import robustness_report
+
+    ex = _fragile_then_robust(either, monkeypatch, 2)
+    x = either["x"]
+    res = ex.local(x[None, :], target=1, rows=[7])[0]
+    assert "widened from" in res.message
+    s = res.samples[0]
+    ctx = ex.context
+    xm = ctx.model.prepare_input(x[None, :])  # as the model reads it (float32 for scikit-learn's forests)
+    [again] = robustness_report(ctx, xm, s.x[None, :], [res.target], 7, stream=REPORT_AGAIN)
+    [first] = robustness_report(ctx, xm, s.x[None, :], [res.target], 7)
+    assert s.robustness == again
+    assert first != again  # the streams differ: the test can tell them apart
