@@ -258,12 +258,14 @@ def test_screen_share_is_not_biased_up_by_its_selection(step: dict[str, Any]) ->
     assert np.mean(shares) <= truth + 0.03, (shares, truth)
 
 
-def _only_fragile(either: dict[str, Any], monkeypatch: pytest.MonkeyPatch, robust_search: bool) -> RuleExplainer:
+def _only_fragile(either: dict[str, Any], monkeypatch: pytest.MonkeyPatch, robust_search: bool,
+                  n_samples: int = 1) -> RuleExplainer:
     """The divergent search proposes only sets whose rule is the fragile x0 in (0.5, 0.55]."""
     from lumber.passes.analyses.rules import Interval, Rule, core
     from lumber.passes.analyses.rules.divergent import Attempt
 
-    ex = RuleExplainer(either["model"], either["X"], seed=0, k_max=0, robust_search=robust_search)
+    ex = RuleExplainer(either["model"], either["X"], seed=0, k_max=0, robust_search=robust_search,
+                       n_samples=n_samples)
     feats = ex.forest.schema.features
 
     def attempts(*_: Any, **__: Any) -> Any:
@@ -311,6 +313,10 @@ def test_robust_search_finds_the_robust_box_the_search_order_hides(either: dict[
     # fresh copies, not the report's: the pick is not an artefact of the copies it was scored on
     fresh = noisy_keep(ctx, xm[None, :], s.x[None, :], [res.target], 0.1, 4000, np.random.default_rng(11))[0]
     assert fresh >= 0.95
+    # more samples asked for: the search's point first, the others drawn from the same box
+    many = _only_fragile(either, monkeypatch, True, n_samples=3).local(x[None, :], target=1)[0]
+    assert np.array_equal(many.samples[0].x, s.x) and len(many.samples) == 3
+    assert all(bool(many.rules[0].contains(t.x[None, :])[0]) and t.verified for t in many.samples)
 
 
 def test_robust_search_visits_the_highest_cdp_sets_within_its_budget(corner: dict[str, Any],

@@ -179,7 +179,11 @@ def _search_boxes(ctx: RuleContext, res: CounterfactualRule, q: Query, x: FloatA
                   f"in place of {was}",
                   S, cdp, cdp >= ctx.options.pi, (found.rule,), res.search, None)
     best = _result(out, names, _common(res))
-    best.samples = (replace(sample, robustness=rep),)
+    more: tuple[CounterfactualSample, ...] = ()
+    if ctx.options.n_samples > 1:  # the others from the same box, as the sampler draws them
+        [drawn] = sample_cases(ctx, x[None, :], [(found.rule,)], [res.target], [key], ctx.options.n_samples)
+        more = tuple(d for d in drawn if not np.array_equal(d.x, found.x))[:ctx.options.n_samples - 1]
+    best.samples = (replace(sample, robustness=rep), *more)
     return best
 
 
