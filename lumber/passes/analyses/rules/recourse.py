@@ -130,15 +130,28 @@ def screen_robustness(ctx: RuleContext, x: FloatArray, rule_sets: Sequence[Seque
     best = np.full(len(rule_sets), -1.0)
     for k, rs in enumerate(rule_sets):
         jobs = [j for j in (_job(ctx, x, rule, 0) for rule in rs[:MAX_RULES_SAMPLED]) if j is not None]
-        P, _ = random_points(x, jobs, SCREEN_POINTS, rng)
-        sigma = float(np.sqrt(ROBUSTNESS_SIGMA2[0]))
-        ok, _, share = robust_points(ctx, x, P, target, rng, sigma=sigma)
-        if share.size:  # the best of 32 copies is biased up by the selection: re-score the top on fresh ones
-            top = ok[np.argsort(-share, kind="stable")[:SCREEN_TOP]]
-            again = noisy_keep(ctx, np.repeat(x[None, :], top.size, axis=0), P[top], [target] * top.size, sigma,
-                               SCREEN_CHECK, rng)
+        _, again = best_random_points(ctx, x, jobs, target, rng, SCREEN_POINTS, SCREEN_DRAWS, SCREEN_TOP,
+                                      SCREEN_CHECK)
+        if again.size:
             best[k] = float(again.max())
     return best
+
+
+def best_random_points(ctx: RuleContext, x: FloatArray, jobs: Sequence[SampleJob], target: RuleTarget,
+                       rng: np.random.Generator, n: int, draws: int, top: int,
+                       check: int) -> tuple[FloatArray, FloatArray]:
+    """``n`` random points per job (:func:`random_points`); of the inliers reaching the target, the ``top``
+    keeping it in most of ``draws`` noisy copies (sigma^2 = ``ROBUSTNESS_SIGMA2[0]``), re-scored on ``check``
+    fresh copies (the best of few copies among many points is biased up by the selection). Returns those
+    points and their fresh shares, in the order of the first ranking."""
+    sigma = float(np.sqrt(ROBUSTNESS_SIGMA2[0]))
+    P, _ = random_points(x, jobs, n, rng)
+    ok, _, share = robust_points(ctx, x, P, target, rng, sigma=sigma, draws=draws)
+    if not share.size:
+        return np.zeros((0, np.asarray(x).shape[0])), np.zeros(0)
+    best = P[ok[np.argsort(-share, kind="stable")[:top]]]
+    return best, noisy_keep(ctx, np.repeat(np.asarray(x, dtype=np.float64)[None, :], best.shape[0], axis=0), best,
+                            [target] * best.shape[0], sigma, check, rng)
 
 
 POLISH_SIGMA = float(np.sqrt(ROBUSTNESS_SIGMA2[0]))

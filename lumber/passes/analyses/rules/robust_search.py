@@ -25,7 +25,7 @@ import numpy.typing as npt
 from .boxes import candidate_boxes, in_boxes, weighted_share
 from .context import RuleContext
 from .core import Query, _allowed, _rules_on, box_crp, query_weights, set_values, subset_cdp
-from .recourse import POLISH_DRAWS, POLISH_SIGMA, _job, noisy_keep, polish, random_points, robust_points
+from .recourse import POLISH_DRAWS, POLISH_SIGMA, _job, best_random_points, noisy_keep, polish
 from .results import Interval, Rule
 from .targets import RuleTarget
 
@@ -160,16 +160,12 @@ def most_robust_point(ctx: RuleContext, x: FloatArray, q: Query, target: RuleTar
         if job is None:
             continue
         jobs[b] = job
-        P, _ = random_points(x, [job], per_box, rng)
-        ok, _, share = robust_points(ctx, x, P, target, rng, sigma=sigma, draws=SEARCH_DRAWS)
-        if not share.size:
+        top, again = best_random_points(ctx, x, [job], target, rng, per_box, SEARCH_DRAWS, SEARCH_TOP, SEARCH_CHECK)
+        if not again.size:
             continue
-        top = ok[np.argsort(-share, kind="stable")[:SEARCH_TOP]]
-        again = noisy_keep(ctx, np.repeat(x[None, :], top.size, axis=0), P[top], [target] * top.size, sigma,
-                           SEARCH_CHECK, rng)
         if float(again.max()) > best:
-            best, best_x, best_rule = float(again.max()), P[top[int(np.argmax(again))]], rule
-        tops.append((float(again.max()), b, P[top[np.argsort(-again, kind="stable")[:POLISH_STARTS]]]))
+            best, best_x, best_rule = float(again.max()), top[int(np.argmax(again))], rule
+        tops.append((float(again.max()), b, top[np.argsort(-again, kind="stable")[:POLISH_STARTS]]))
     if best_x is None or best_rule is None:
         return None
     random_best, polished = best, -1.0  # the starts hold every box's best random point: they compete again
