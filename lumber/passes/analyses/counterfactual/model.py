@@ -9,6 +9,7 @@ rows (relations, implications, targets of fixed trees).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -149,6 +150,22 @@ class MilpModel:
         cols = np.asarray(cols, dtype=np.int64)
         lb[cols] = np.maximum(lb[cols], lo)
         ub[cols] = np.minimum(ub[cols], hi)
+
+    def with_fixed(self, cols: IntArray, values: FloatArray) -> MilpModel:
+        """A copy with columns ``cols`` also bound to ``values`` (a value outside a column's bounds leaves it
+        with ``lb > ub``: no point). The row blocks are shared: they are never changed in place, and rows
+        added to the copy go to its own lists."""
+        m = copy.copy(self)
+        lb, ub, cost, integer = (a.copy() for a in self._columns())
+        cols = np.asarray(cols, dtype=np.int64)
+        v = np.asarray(values, dtype=np.float64)
+        lb[cols], ub[cols] = np.maximum(lb[cols], v), np.minimum(ub[cols], v)
+        m._frozen = (lb, ub, cost, integer)
+        m._lb, m._ub, m._cost, m._int = [lb], [ub], [cost], [integer]
+        m._names = list(self._names)
+        m._rr, m._rc, m._rv, m._rlo, m._rhi = (list(self._rr), list(self._rc), list(self._rv), list(self._rlo),
+                                               list(self._rhi))
+        return m
 
     def col_group(self, j: int) -> str:
         for a, b, name in self._names:

@@ -111,6 +111,81 @@ def solve(model: MilpModel, options: SolverOptions, start: FloatArray | None = N
     raise InputDataError(f"unknown MILP backend {options.backend!r}", "accepted: 'highs', 'scipy'")
 
 
+Case = tuple[npt.NDArray[np.int64], FloatArray]
+"""Columns and the values they are fixed at: one side of a disjunction the caller branches on."""
+
+
+def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | None, cases: list[Case],
+                probe_limit: float) -> SolveOutcome:
+    """Solve ``model`` as the disjunction of ``cases`` when the cases away from ``start`` are quickly
+    decided; otherwise solve ``model`` whole.
+
+    The cases must cover every integer solution of ``model`` (the caller's branching is complete). Each
+    case that does not hold ``start`` is probed first, for at most ``probe_limit`` seconds, with the
+    objective cut off at ``start``'s (only a cheaper point matters there). If every probe ends proven
+    (infeasible or optimal), the case holding ``start`` gets the time left, from ``start``, and the best
+    case optimum is the model's. If a probe does not end in time, the whole model is solved from
+    ``start`` with the time left, and the probes' time is lost.
+    """
+    def holds(c: Case) -> bool:
+        return start is not None and bool(np.all(np.abs(start[c[0]] - c[1]) <= 1e-9))
+
+    empty = SolveOutcome(INFEASIBLE, None, np.inf, np.inf, np.inf, 0.0, 0, "the case is outside the bounds")
+    children = [model.with_fixed(*c) for c in cases]
+    live = [k for k, ch in enumerate(children) if not np.any(ch.lb > ch.ub)]
+    outs: list[SolveOutcome] = [empty] * (len(cases) - len(live))
+    first = [k for k in live if not holds(cases[k])]
+    last = [k for k in live if holds(cases[k])]
+    spent = 0.0
+    for k in first:
+        child = children[k]
+        if start is not None:  # objective <= start's objective
+            nz = np.flatnonzero(model.cost)
+            limit = float(model.cost @ start) * (1 + 1e-9) + 1e-12
+            child.add_rows(np.zeros(nz.shape[0], dtype=np.int64), nz, model.cost[nz], np.array([-np.inf]),
+                           np.array([limit]))
+        left = float(options.time_limit) - spent
+        out = solve(child, replace(options, time_limit=max(min(probe_limit, left), 0.01)), None)
+        spent += out.seconds
+        if out.status not in (OPTIMAL, INFEASIBLE):
+            whole = solve(model, replace(options, time_limit=max(float(options.time_limit) - spent, 0.01)), start)
+            return replace(whole, seconds=whole.seconds + spent, nodes=whole.nodes + out.nodes)
+        outs.append(out)
+    for k in last:
+        left = float(options.time_limit) - spent
+        out = solve(children[k], replace(options, time_limit=max(left, 0.01)), start)
+        spent += out.seconds
+        outs.append(out)
+    return _combine(outs, complete=len(outs) == len(cases), rel_gap=float(options.mip_rel_gap), seconds=spent)
+
+
+def _combine(outs: list[SolveOutcome], complete: bool, rel_gap: float, seconds: float) -> SolveOutcome:
+    """One outcome for a disjunction: the best point, and the smallest bound over its cases."""
+    found = [o for o in outs if o.x is not None]
+    best = min(found, key=lambda o: o.objective) if found else None
+
+    def bound(o: SolveOutcome) -> float:
+        if o.status == INFEASIBLE:
+            return np.inf
+        if o.status == OPTIMAL and o.x is not None:
+            return o.objective
+        return o.bound if np.isfinite(o.bound) else -np.inf
+
+    low = min([bound(o) for o in outs] + ([] if complete else [-np.inf]))
+    nodes = sum(o.nodes for o in outs)
+    if best is None:
+        proven = complete and all(o.status == INFEASIBLE for o in outs)
+        status = INFEASIBLE if proven else (ERROR if any(o.status == ERROR for o in outs) else NO_SOLUTION)
+        return SolveOutcome(status, None, np.inf, low, np.inf, seconds, nodes, "; ".join(o.message for o in outs))
+    obj = best.objective
+    low = min(low, obj)
+    gap = (obj - low) / max(abs(obj), 1e-300) if np.isfinite(low) else np.inf
+    status = OPTIMAL if (np.isfinite(low) and (obj - low <= rel_gap * max(abs(obj), 1e-300) or obj == low)) \
+        else TIME_LIMIT
+    return SolveOutcome(status, best.x, obj, low, gap if status != OPTIMAL else max(gap, 0.0), seconds, nodes,
+                        best.message)
+
+
 def _solve_highs(model: MilpModel, opt: SolverOptions, start: FloatArray | None) -> SolveOutcome:
     """HiGHS, trusted only where its answer checks out: with a start solution HiGHS 1.16 can
     report the optimum's objective while handing back the start's columns (a case found by

@@ -356,3 +356,49 @@ def test_integer_flows_keep_the_exhaustive_optimum(blobs, integer_flows, monkeyp
         exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, "l1", ones, ones,
                                extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,))
         assert r.optimal and r.verified and r.cost == pytest.approx(exact, rel=1e-6, abs=1e-12)
+
+
+@pytest.fixture(scope="module")
+def flag_blobs():
+    """Two blobs and a 0/1 flag that the target class rarely has: plausible points must clear the flag."""
+    rng = np.random.default_rng(3)
+    n = 200
+    X1 = np.column_stack([rng.normal(0.0, 1.0, (n, 2)), (rng.uniform(size=n) < 0.9).astype(float)])
+    X2 = np.column_stack([rng.normal(2.0, 0.8, (n, 2)), (rng.uniform(size=n) < 0.05).astype(float)])
+    X = np.vstack([X1, X2])
+    y = np.r_[np.zeros(n, dtype=int), np.ones(n, dtype=int)]
+    rf = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=1).fit(X, y)
+    iso = IsolationForest(n_estimators=5, max_samples=32, random_state=1).fit(X[y == 1])
+    return X, y, rf, iso
+
+
+def test_branching_on_the_flag_the_relaxation_flips_keeps_the_exhaustive_optimum(flag_blobs, monkeypatch) -> None:
+    """``solve.FLIP_SPLIT``: the MILP is solved as its two sides on the 0/1 feature the isolation forest
+    alone flips; the optimum is the exhaustive one over the domain (the flag only 0 or 1), as without it."""
+    import lumber.passes.analyses.counterfactual.solve as S
+
+    X, y, rf, iso = flag_blobs
+    f, fi = lumber.load(rf), lumber.load(iso)
+    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    split: list[int] = []
+    real = S.solve_cases
+    monkeypatch.setattr(S, "solve_cases", lambda *a, **k: split.append(1) or real(*a, **k))
+    ones = np.ones(3)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    cases = X[np.flatnonzero((rf.predict(X) == 0) & (X[:, 2] == 1.0))[:6]]
+    for x0 in cases:
+        before = len(split)
+        r = solve_counterfactual(f, x0, target=1, norm="l1", isolation=(fi, delta), reference=X,
+                                 clip_to_reference=True)
+        exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, "l1", ones, ones, lo=lo, hi=hi,
+                               extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,), steps={2: 1.0})
+        assert r.optimal and r.verified, (r.status, r.message)
+        assert r.x[2] in (0.0, 1.0)
+        assert r.cost == pytest.approx(exact, rel=1e-6, abs=1e-12)
+        if len(split) > before:
+            monkeypatch.setattr(S, "FLIP_SPLIT", False)
+            plain = solve_counterfactual(f, x0, target=1, norm="l1", isolation=(fi, delta), reference=X,
+                                         clip_to_reference=True)
+            monkeypatch.setattr(S, "FLIP_SPLIT", True)
+            assert plain.cost == pytest.approx(r.cost, rel=1e-9, abs=1e-12)
+    assert split, "no case was split: the test does not reach the branch it is about"
