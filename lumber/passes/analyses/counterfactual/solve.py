@@ -354,9 +354,10 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
 
 FLIP_SPLIT = True
 """Branch first on the two-valued feature the plausible relaxation's optimum flips (:func:`_flip_cases`)."""
-PROBE_SHARE = 0.1
+PROBE_SHARE = 0.05
 """Share of the solver's time the side without the warm start may take before the split is given up
-(the whole model is then solved with the time left)."""
+(the whole model is then solved with the time left). The probes that decided took 0.5-1.0 s on credit;
+row 55's did not decide, and at a tenth (3 s) the time it lost cost that query its proof (26 s whole)."""
 
 
 def _flip_cases(q: Query, prob: Problem, x_r: FloatArray) -> list[Case] | None:
@@ -368,10 +369,11 @@ def _flip_cases(q: Query, prob: Problem, x_r: FloatArray) -> list[Case] | None:
     such a flip: a payment-delay flag at 0.3-0.8 in the LP. HiGHS spends its root on cuts before it
     branches there. ``solver.solve_cases`` first probes the side that keeps the case's value, cut off
     at the warm start's cost; it was infeasible within 0.5-0.8 s on those rows. Then it solves the
-    flipped side alone. A/B over the 20 queries, one core each, load 1-2: median 3.08 s against 3.72 s,
-    17 proven either way. Row 62 took 6.1 s instead of 16.9 s, row 56 4.8 s instead of 6.7 s, and row
-    174 2.6 s instead of 4.3 s. Row 37 took 24.2 s instead of 21.7 s, and row 55 29.9 s instead of
-    26.5 s; on those two the flip is not where the gap is.
+    flipped side alone. A/B over the 20 queries, one core each, load 1-2, with a 3 s probe: median
+    3.08 s against 3.72 s, 17 proven either way. Row 62 took 6.1 s instead of 16.9 s, row 56 4.8 s
+    instead of 6.7 s, and row 174 2.6 s instead of 4.3 s. Row 37 took 24.2 s instead of 21.7 s, and row
+    55 29.9 s instead of 26.5 s; on those two the flip is not where the gap is. With the 1.5 s probe
+    (:data:`PROBE_SHARE`) the bench gave a median of 3.21 s (3.75 s before) with 17 of 20 proven.
     """
     costs = q.cost.feature_costs(x_r[None, :])[0]
     pick: NumericDomain | None = None
