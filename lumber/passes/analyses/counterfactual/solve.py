@@ -373,7 +373,8 @@ def _flip_cases(q: Query, prob: Problem, x_r: FloatArray) -> list[Case] | None:
     3.08 s against 3.72 s, 17 proven either way. Row 62 took 6.1 s instead of 16.9 s, row 56 4.8 s
     instead of 6.7 s, and row 174 2.6 s instead of 4.3 s. Row 37 took 24.2 s instead of 21.7 s, and row
     55 29.9 s instead of 26.5 s; on those two the flip is not where the gap is. With the 1.5 s probe
-    (:data:`PROBE_SHARE`) the bench gave a median of 3.21 s (3.75 s before) with 17 of 20 proven.
+    (:data:`PROBE_SHARE`) two bench runs gave medians of 3.21 and 3.22 s (3.75 s before), with 17 of
+    20 proven.
     """
     costs = q.cost.feature_costs(x_r[None, :])[0]
     pick: NumericDomain | None = None

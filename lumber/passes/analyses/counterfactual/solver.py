@@ -179,11 +179,9 @@ def _combine(outs: list[SolveOutcome], complete: bool, rel_gap: float, seconds: 
         return SolveOutcome(status, None, np.inf, low, np.inf, seconds, nodes, "; ".join(o.message for o in outs))
     obj = best.objective
     low = min(low, obj)
-    gap = (obj - low) / max(abs(obj), 1e-300) if np.isfinite(low) else np.inf
-    status = OPTIMAL if (np.isfinite(low) and (obj - low <= rel_gap * max(abs(obj), 1e-300) or obj == low)) \
-        else TIME_LIMIT
-    return SolveOutcome(status, best.x, obj, low, gap if status != OPTIMAL else max(gap, 0.0), seconds, nodes,
-                        best.message)
+    gap = max((obj - low) / max(abs(obj), 1e-300), 0.0) if np.isfinite(low) else np.inf
+    proven = np.isfinite(low) and (obj - low <= rel_gap * max(abs(obj), 1e-300) or obj == low)
+    return SolveOutcome(OPTIMAL if proven else TIME_LIMIT, best.x, obj, low, gap, seconds, nodes, best.message)
 
 
 def _solve_highs(model: MilpModel, opt: SolverOptions, start: FloatArray | None) -> SolveOutcome:
