@@ -136,7 +136,7 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
     outs: list[SolveOutcome] = [empty] * (len(cases) - len(live))
     first = [k for k in live if not holds(cases[k])]
     last = [k for k in live if holds(cases[k])]
-    spent = 0.0
+    t0 = time.perf_counter()  # wall time, loading each copy into HiGHS included
     for k in first:
         child = children[k]
         if start is not None:  # objective <= start's objective
@@ -144,19 +144,18 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
             limit = float(model.cost @ start) * (1 + 1e-9) + 1e-12
             child.add_rows(np.zeros(nz.shape[0], dtype=np.int64), nz, model.cost[nz], np.array([-np.inf]),
                            np.array([limit]))
-        left = float(options.time_limit) - spent
+        left = float(options.time_limit) - (time.perf_counter() - t0)
         out = solve(child, replace(options, time_limit=max(min(probe_limit, left), 0.01)), None)
-        spent += out.seconds
         if out.status not in (OPTIMAL, INFEASIBLE):
-            whole = solve(model, replace(options, time_limit=max(float(options.time_limit) - spent, 0.01)), start)
-            return replace(whole, seconds=whole.seconds + spent, nodes=whole.nodes + out.nodes)
+            left = float(options.time_limit) - (time.perf_counter() - t0)
+            whole = solve(model, replace(options, time_limit=max(left, 0.01)), start)
+            return replace(whole, seconds=time.perf_counter() - t0, nodes=whole.nodes + out.nodes)
         outs.append(out)
     for k in last:
-        left = float(options.time_limit) - spent
-        out = solve(children[k], replace(options, time_limit=max(left, 0.01)), start)
-        spent += out.seconds
-        outs.append(out)
-    return _combine(outs, complete=len(outs) == len(cases), rel_gap=float(options.mip_rel_gap), seconds=spent)
+        left = float(options.time_limit) - (time.perf_counter() - t0)
+        outs.append(solve(children[k], replace(options, time_limit=max(left, 0.01)), start))
+    return _combine(outs, complete=len(outs) == len(cases), rel_gap=float(options.mip_rel_gap),
+                    seconds=time.perf_counter() - t0)
 
 
 def _combine(outs: list[SolveOutcome], complete: bool, rel_gap: float, seconds: float) -> SolveOutcome:
