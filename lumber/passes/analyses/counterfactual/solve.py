@@ -306,7 +306,7 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
         start = prob.assignment(x_h) if x_h is not None else None
         run = replace(opts, time_limit=max(remaining, 0.01))
         cases = _flip_cases(q, prob, starts[0]) if FLIP_SPLIT and starts else None
-        out = (solve_cases(prob.model, run, start, cases, PROBE_SHARE * run.time_limit) if cases
+        out = (solve_cases(prob.model, run, start, cases, _probe_limit(run.time_limit)) if cases
                else solve(prob.model, run, start))
         solve_secs += out.seconds
         res.status, res.gap, res.bound, res.objective = out.status, out.gap, q.cost.from_objective(out.bound) \
@@ -358,6 +358,12 @@ PROBE_SHARE = 0.05
 """Share of the solver's time the side without the warm start may take before the split is given up
 (the whole model is then solved with the time left). The probes that decided took 0.5-1.0 s on credit;
 row 55's did not decide, and at a tenth (3 s) the time it lost cost that query its proof (26 s whole)."""
+PROBE_FLOOR = 1.0
+"""Seconds a probe may take at least (up to a quarter of the time), so that short limits still split."""
+
+
+def _probe_limit(seconds: float) -> float:
+    return min(max(PROBE_SHARE * seconds, PROBE_FLOOR), 0.25 * seconds)
 
 
 def _flip_cases(q: Query, prob: Problem, x_r: FloatArray) -> list[Case] | None:
