@@ -117,3 +117,12 @@ def test_combined_status_and_bound() -> None:
     assert cut.status == TIME_LIMIT and cut.bound == -np.inf
     assert SV._combine([inf, inf], complete=True, rel_gap=1e-6, seconds=1.0).status == INFEASIBLE
     assert SV._combine([inf, none], complete=True, rel_gap=1e-6, seconds=1.0).status == NO_SOLUTION
+
+
+def test_probe_limit_floor_and_ceiling() -> None:
+    from lumber.passes.analyses.counterfactual.solve import _probe_limit
+
+    assert _probe_limit(30.0) == pytest.approx(1.5)  # 5% of a long limit
+    assert _probe_limit(100.0) == pytest.approx(5.0)
+    assert _probe_limit(5.0) == pytest.approx(1.0)  # at least a second
+    assert _probe_limit(2.0) == pytest.approx(0.5)  # at most a quarter
