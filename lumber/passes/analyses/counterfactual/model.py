@@ -151,6 +151,13 @@ class MilpModel:
         lb[cols] = np.maximum(lb[cols], lo)
         ub[cols] = np.minimum(ub[cols], hi)
 
+    def add_cost_row(self, hi: float) -> None:
+        """The row ``cost . x <= hi`` (the objective without its offset), when any column has a cost."""
+        c = self.cost
+        nz = np.flatnonzero(c)
+        if nz.size:
+            self.add_rows(np.zeros(nz.shape[0], dtype=np.int64), nz, c[nz], np.array([-INF]), np.array([hi]))
+
     def with_fixed(self, cols: IntArray, values: FloatArray) -> MilpModel:
         """A copy with columns ``cols`` also bound to ``values`` (a value outside a column's bounds leaves it
         with ``lb > ub``: no point). The row blocks are shared: they are never changed in place, and rows

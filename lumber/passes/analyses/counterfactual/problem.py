@@ -331,11 +331,7 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
         # The pruned model routes exactly every point within the bound, and the bounding point stays in
         # it, so its optimum is the true one without this row. Under l0 the row (a knapsack over the
         # change binaries) still helps the solver; under l1 it slowed credit queries 1.4x (bench).
-        c = model.cost
-        nz = np.flatnonzero(c)
-        if nz.size:
-            limit = q.cost.to_objective(cost_bound) * (1 + 1e-9) + 1e-12 - model.offset
-            model.add_rows(np.zeros(nz.shape[0], dtype=np.int64), nz, c[nz], np.array([-np.inf]), np.array([limit]))
+        model.add_cost_row(q.cost.to_objective(cost_bound) * (1 + 1e-9) + 1e-12 - model.offset)
     if leaf_cuts:
         for f, (ch, _), enc in zip(forests, choices, encs):
             add_leaf_cuts(f, ch, enc, doms, q.cost, prob.zcols, model, deadline)

@@ -140,10 +140,7 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
     for k in first:
         child = children[k]
         if start is not None:  # objective <= start's objective
-            nz = np.flatnonzero(model.cost)
-            limit = float(model.cost @ start) * (1 + 1e-9) + 1e-12
-            child.add_rows(np.zeros(nz.shape[0], dtype=np.int64), nz, model.cost[nz], np.array([-np.inf]),
-                           np.array([limit]))
+            child.add_cost_row(float(model.cost @ start) * (1 + 1e-9) + 1e-12)
         left = float(options.time_limit) - (time.perf_counter() - t0)
         out = solve(child, replace(options, time_limit=max(min(probe_limit, left), 0.01)), None)
         if out.status not in (OPTIMAL, INFEASIBLE):
