@@ -244,9 +244,15 @@ class Candidates:
         """:meth:`meets` for rows whose fast margins ``m`` are known."""
         q = self.q
         ok = q.spec.satisfied(q.forest.schema.decide(m))
+        return self._plausible(X, ok)
+
+    def _plausible(self, X: FloatArray, ok: BoolArray) -> BoolArray:
+        """``ok`` and plausible: the isolation forest is walked only for the rows still ``ok``."""
+        q = self.q
         if q.isolation is not None and ok.any():
             iso, delta = q.isolation
-            ok &= fast_margins(iso, X).reshape(-1) >= delta
+            ok = ok.copy()
+            ok[ok] = fast_margins(iso, X[ok]).reshape(-1) >= delta
         return ok
 
     def repair(self, X: FloatArray) -> tuple[FloatArray, BoolArray]:
@@ -288,10 +294,7 @@ class Candidates:
         q = self.q
         f = q.forest
         ok = q.spec.satisfied(f.schema.decide(fast_margins(f, X)))
-        if q.isolation is not None and ok.any():
-            iso, delta = q.isolation
-            ok &= fast_margins(iso, X).reshape(-1) >= delta
-        return ok
+        return self._plausible(X, ok)
 
     def feasible(self, X: FloatArray, met: BoolArray | None = None) -> BoolArray:
         """Target met (``met``, when known), plausible, every coupling constraint holds, and the change
@@ -409,9 +412,12 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
         if not keep.any():
             break
         X, c, moved = X[keep], c[keep], cc[keep]
-        if inside:
+        if inside:  # the isolation forest's mean path length, again only over the trees a move can change
             assert q.isolation is not None
-            plausible = fast_margins(q.isolation[0], X).reshape(-1) >= q.isolation[1]
+            lengths = _moved_margins(q.isolation[0], x, moved, X, deadline)
+            if lengths is None:
+                break
+            plausible = lengths.reshape(-1) >= q.isolation[1]
             X, c, moved = X[plausible], c[plausible], moved[plausible]
             if not c.size:
                 break

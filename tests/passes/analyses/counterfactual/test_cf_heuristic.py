@@ -40,6 +40,21 @@ def test_moved_margins_are_the_full_walks(kind: str) -> None:
         np.testing.assert_allclose(got, heuristic.fast_margins(f, Z), rtol=0, atol=1e-12)
 
 
+def test_moved_path_lengths_of_an_isolation_forest_are_the_full_walks() -> None:
+    """The walk inside the plausible region scores its moves' isolation path lengths the same way."""
+    from sklearn.ensemble import IsolationForest
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 6)).round(2)
+    f = lumber.load(IsolationForest(n_estimators=40, max_samples=32, random_state=0).fit(X))
+    for r in range(4):
+        cols, Z = _moves(X, X[r], 400, r)
+        got = heuristic._moved_margins(f, X[r], cols, Z, Deadline.never())
+        assert got is not None
+        np.testing.assert_allclose(got, heuristic.fast_margins(f, Z), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got.reshape(-1), f.evaluate(Z).reshape(-1), rtol=1e-12)
+
+
 def test_moved_margins_at_the_thresholds_themselves() -> None:
     """A move onto a split threshold goes left (``x <= t``), one float above goes right: the line walk's
     intervals ``(lo, hi]`` must route both as the tree walk does."""
