@@ -136,7 +136,8 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
     objective cut off at ``start``'s (only a cheaper point matters there). If every probe ends proven
     (infeasible or optimal), the case holding ``start`` gets the time left, from ``start``, and the best
     case optimum is the model's. If a probe does not end in time, the whole model is solved from
-    ``start`` with the time left, and the probes' time is lost.
+    ``start`` with the time left, and the probes' time is lost. With ``options.threads > 1`` and two
+    cases the probe runs beside the case holding ``start`` (:func:`_cases_at_once`).
     """
     def holds(c: Case) -> bool:
         return start is not None and bool(np.all(np.abs(start[c[0]] - c[1]) <= 1e-9))
@@ -148,12 +149,15 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
     first = [k for k in live if not holds(cases[k])]
     last = [k for k in live if holds(cases[k])]
     t0 = time.perf_counter()  # wall time, loading each copy into HiGHS included
+    if start is not None:  # a probed case only matters below start's objective
+        for k in first:
+            children[k].add_cost_row(float(model.cost @ start) * (1 + 1e-9) + 1e-12)
+    if (len(first) == 1 and len(last) == 1 and options.threads > 1 and options.backend == "highs"
+            and _interruptible()):
+        return _cases_at_once(model, options, start, children[first[0]], children[last[0]], probe_limit, t0)
     for k in first:
-        child = children[k]
-        if start is not None:  # objective <= start's objective
-            child.add_cost_row(float(model.cost @ start) * (1 + 1e-9) + 1e-12)
         left = float(options.time_limit) - (time.perf_counter() - t0)
-        out = solve(child, replace(options, time_limit=max(min(probe_limit, left), 0.01)), None)
+        out = solve(children[k], replace(options, time_limit=max(min(probe_limit, left), 0.01)), None)
         if out.status not in (OPTIMAL, INFEASIBLE):
             left = float(options.time_limit) - (time.perf_counter() - t0)
             whole = solve(model, replace(options, time_limit=max(left, 0.01)), start)
@@ -164,6 +168,49 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
         outs.append(solve(children[k], replace(options, time_limit=max(left, 0.01)), start))
     return _combine(outs, complete=len(outs) == len(cases), rel_gap=float(options.mip_rel_gap),
                     seconds=time.perf_counter() - t0)
+
+
+def _cases_at_once(model: MilpModel, options: SolverOptions, start: FloatArray | None, probe: MilpModel,
+                   held: MilpModel, probe_limit: float, t0: float) -> SolveOutcome:
+    """:func:`solve_cases` with two cases on two threads (``options.threads > 1``): the probe and the case
+    holding ``start`` are solved at once, one HiGHS thread each, so the probe's time is no longer added to
+    the query's. If the probe ends unproven, the other is stopped and the whole model solved as before."""
+    one = replace(options, threads=1, race=1)
+    _match_scheduler(1)  # here, not in a worker (see _race)
+    stop = threading.Event()
+    outs: dict[str, SolveOutcome] = {}
+    errors: list[BaseException] = []
+
+    def go(key: str, child: MilpModel, opt: SolverOptions, st: FloatArray | None,
+           halt: threading.Event | None) -> None:
+        try:
+            outs[key] = _solve_highs(child, opt, st, halt)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(e)
+            stop.set()
+
+    left = float(options.time_limit) - (time.perf_counter() - t0)
+    probing = threading.Thread(target=go, daemon=True, args=(
+        "probe", probe, replace(one, time_limit=max(min(probe_limit, left), 0.01)), None, None))
+    holding = threading.Thread(target=go, daemon=True, args=(
+        "held", held, replace(one, time_limit=max(left, 0.01)), start, stop))
+    probing.start()
+    holding.start()
+    probing.join()
+    decided = not errors and outs["probe"].status in (OPTIMAL, INFEASIBLE)
+    if not decided:
+        stop.set()
+    holding.join()
+    if errors:
+        raise errors[0]
+    p, h = outs["probe"], outs["held"]
+    if not decided:  # from the held case's point when it is cheaper (its columns are the model's)
+        if h.x is not None and (start is None or h.objective < float(model.cost @ start) + model.offset):
+            start = h.x
+        left = float(options.time_limit) - (time.perf_counter() - t0)
+        whole = solve(model, replace(options, time_limit=max(left, 0.01)), start)
+        return replace(whole, seconds=time.perf_counter() - t0, nodes=whole.nodes + p.nodes + h.nodes)
+    return _combine([p, h], complete=True, rel_gap=float(options.mip_rel_gap), seconds=time.perf_counter() - t0)
 
 
 def _combine(outs: list[SolveOutcome], complete: bool, rel_gap: float, seconds: float) -> SolveOutcome:
@@ -191,26 +238,28 @@ def _combine(outs: list[SolveOutcome], complete: bool, rel_gap: float, seconds: 
     return SolveOutcome(OPTIMAL if proven else TIME_LIMIT, best.x, obj, low, gap, seconds, nodes, best.message)
 
 
-def _solve_highs(model: MilpModel, opt: SolverOptions, start: FloatArray | None) -> SolveOutcome:
+def _solve_highs(model: MilpModel, opt: SolverOptions, start: FloatArray | None,
+                 stop: threading.Event | None = None) -> SolveOutcome:
     """HiGHS, trusted only where its answer checks out: with a start solution HiGHS 1.16 can
     report the optimum's objective while handing back the start's columns (a case found by
     test_cf_optimality: objective 0.5, columns of cost 1.5). The returned columns must price
     at the reported objective; if they do not, the query is solved again without the start."""
-    out = _run_highs(model, opt, start)
+    out = _run_highs(model, opt, start, stop)
     if start is None or out.x is None:
         return out
     priced = float(model.cost @ out.x) + float(model.offset)
     if abs(priced - out.objective) <= 1e-7 * (1.0 + abs(out.objective)):
         return out
     rest = max(float(opt.time_limit) - out.seconds, 0.01)
-    again = _run_highs(model, replace(opt, time_limit=rest), None)
+    again = _run_highs(model, replace(opt, time_limit=rest), None, stop)
     return replace(again, seconds=again.seconds + out.seconds)
 
 
-def _run_highs(model: MilpModel, opt: SolverOptions, start: FloatArray | None) -> SolveOutcome:
-    if opt.race > 1 and opt.threads == 1 and _interruptible():
+def _run_highs(model: MilpModel, opt: SolverOptions, start: FloatArray | None,
+               stop: threading.Event | None = None) -> SolveOutcome:
+    if opt.race > 1 and opt.threads == 1 and _interruptible() and stop is None:
         return _race(model, opt, start)
-    return HighsSession(model, opt).run(start)
+    return HighsSession(model, opt, stop=stop).run(start)
 
 
 def _interruptible() -> bool:

@@ -97,6 +97,49 @@ def test_an_unproven_probe_falls_back_to_the_whole_model(monkeypatch) -> None:
     assert out.seconds >= 0.2  # the probe's wall time counts
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_cases_on_two_threads_give_the_whole_models_optimum(seed: int) -> None:
+    """With ``threads=2`` the probe and the case holding the start run at once (solver._cases_at_once)."""
+    import threading
+
+    m, c, A = _cover(seed)
+    before = threading.active_count()
+    # from the optimum, and from every column set (the optimum may then sit in the probed case)
+    for start, j in itertools.product((solve(m, SolverOptions(time_limit=10)).x, np.ones(c.shape[0])), range(7)):
+        cases = [(np.array([j]), np.array([v])) for v in (0.0, 1.0)]
+        out = solve_cases(m, SolverOptions(time_limit=10, threads=2), start, cases, probe_limit=5.0)
+        assert out.status == OPTIMAL and out.bound == pytest.approx(out.objective, abs=1e-9)
+        assert out.objective == pytest.approx(_exhaustive(c, A), abs=1e-9)
+    assert threading.active_count() == before
+
+
+def test_an_unproven_probe_on_two_threads_stops_the_other_case_and_solves_the_whole_model(monkeypatch) -> None:
+    import threading
+
+    m, c, A = _cover(4)
+    real = SV._solve_highs
+    seen: list[str] = []
+
+    def probe_stops(model, opt, start=None, stop=None):  # type: ignore[no-untyped-def]
+        if start is None and stop is None:  # the probe: ends unproven, as at its time limit
+            seen.append("probe")
+            return SolveOutcome(TIME_LIMIT, None, np.inf, 0.0, np.inf, 0.1, 3)
+        if stop is not None:  # the case holding the start: runs until it is stopped
+            assert stop.wait(10.0)
+            seen.append("stopped")
+            return SolveOutcome(TIME_LIMIT, None, np.inf, 0.0, np.inf, 0.1, 2)
+        seen.append("whole")
+        return real(model, opt, start, stop)
+
+    monkeypatch.setattr(SV, "_solve_highs", probe_stops)
+    start = real(m, SolverOptions(time_limit=10), None).x
+    cases = [(np.array([1]), np.array([v])) for v in (0.0, 1.0)]
+    before = threading.active_count()
+    out = solve_cases(m, SolverOptions(time_limit=10, threads=2), start, cases, probe_limit=1.0)
+    assert sorted(seen) == ["probe", "stopped", "whole"] and threading.active_count() == before
+    assert out.status == OPTIMAL and out.objective == pytest.approx(_exhaustive(c, A), abs=1e-9)
+
+
 def test_combined_status_and_bound() -> None:
     x = np.zeros(1)
     opt = SolveOutcome(OPTIMAL, x, 2.0, 2.0, 0.0, 1.0, 1)
