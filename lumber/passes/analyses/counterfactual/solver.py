@@ -133,7 +133,8 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
 
     The cases must cover every integer solution of ``model`` (the caller's branching is complete). Each
     case that does not hold ``start`` is probed first, for at most ``probe_limit`` seconds, with the
-    objective cut off at ``start``'s (only a cheaper point matters there). If every probe ends proven
+    objective cut off at ``start``'s (only a cheaper point matters there): its LP relaxation, then, unless
+    that is infeasible, the MILP. If every probe ends proven
     (infeasible or optimal), the case holding ``start`` gets the time left, from ``start``, and the best
     case optimum is the model's. If a probe does not end in time, the whole model is solved from
     ``start`` with the time left, and the probes' time is lost. With ``options.threads > 1`` and two
@@ -149,13 +150,19 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
     first = [k for k in live if not holds(cases[k])]
     last = [k for k in live if holds(cases[k])]
     t0 = time.perf_counter()  # wall time, loading each copy into HiGHS included
-    if start is not None:  # a probed case only matters below start's objective
-        for k in first:
-            children[k].add_cost_row(float(model.cost @ start) * (1 + 1e-9) + 1e-12)
-    if (len(first) == 1 and len(last) == 1 and options.threads > 1 and options.backend == "highs"
-            and _interruptible()):
-        return _cases_at_once(model, options, start, children[first[0]], children[last[0]], probe_limit, t0)
+    probes = []
     for k in first:
+        if start is not None:  # a probed case only matters below start's objective
+            children[k].add_cost_row(float(model.cost @ start) * (1 + 1e-9) + 1e-12)
+        if options.backend == "highs" and _lp_infeasible(children[k], options, probe_limit):
+            outs.append(replace(empty, message="its LP relaxation is infeasible"))
+        else:
+            probes.append(k)
+    probe_limit -= time.perf_counter() - t0  # the LPs' time is the probes' time
+    if (len(probes) == 1 and len(last) == 1 and options.threads > 1 and options.backend == "highs"
+            and _interruptible()):
+        return _cases_at_once(model, options, start, children[probes[0]], children[last[0]], probe_limit, t0)
+    for k in probes:
         left = float(options.time_limit) - (time.perf_counter() - t0)
         out = solve(children[k], replace(options, time_limit=max(min(probe_limit, left), 0.01)), None)
         if out.status not in (OPTIMAL, INFEASIBLE):
@@ -168,6 +175,17 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
         outs.append(solve(children[k], replace(options, time_limit=max(left, 0.01)), start))
     return _combine(outs, complete=len(outs) == len(cases), rel_gap=float(options.mip_rel_gap),
                     seconds=time.perf_counter() - t0)
+
+
+def _lp_infeasible(model: MilpModel, options: SolverOptions, time_limit: float) -> bool:
+    """Is the LP relaxation of ``model`` infeasible (so the MILP is)? On the credit Table 4 queries the
+    flag probe's LP, cut off at the warm start's cost, was infeasible in 0.05-0.13 s where HiGHS's MIP
+    took 0.55-0.94 s (presolve, probing and cliques) to say the same at its root."""
+    import highspy
+
+    session = HighsSession(model, replace(options, highs_options=()), relaxed=True)
+    session.run(time_limit=min(float(options.time_limit), time_limit))
+    return bool(session.h.getModelStatus() == highspy.HighsModelStatus.kInfeasible)
 
 
 def _cases_at_once(model: MilpModel, options: SolverOptions, start: FloatArray | None, probe: MilpModel,
@@ -318,7 +336,8 @@ class HighsSession:
     """One HiGHS model kept loaded between solves, so that rows (cuts) can be added and the model solved
     again without rebuilding it (``plausibility`` cut loop)."""
 
-    def __init__(self, model: MilpModel, opt: SolverOptions, stop: threading.Event | None = None) -> None:
+    def __init__(self, model: MilpModel, opt: SolverOptions, stop: threading.Event | None = None,
+                 relaxed: bool = False) -> None:
         import highspy
 
         self.model, self.opt, self.stop = model, opt, stop
@@ -344,7 +363,7 @@ class HighsSession:
         empty_i = np.zeros(0, dtype=np.int32)
         h.addCols(n, model.cost, model.lb, model.ub, 0, empty_i, empty_i, np.zeros(0))
         ints = np.flatnonzero(model.integer).astype(np.int32)
-        if ints.size:
+        if ints.size and not relaxed:  # relaxed: the LP relaxation
             h.changeColsIntegrality(ints.shape[0], ints, np.full(ints.shape[0], 1, dtype=np.uint8))
         lo, hi, starts, idx, vals = model.csr()
         self.inf = inf = highspy.kHighsInf

@@ -89,6 +89,7 @@ def test_an_unproven_probe_falls_back_to_the_whole_model(monkeypatch) -> None:
         return real(model, opts, start)
 
     monkeypatch.setattr(SV, "solve", probe_stops)
+    monkeypatch.setattr(SV, "_lp_infeasible", lambda *a: False)  # the LP does not decide the probe
     whole = real(m, SolverOptions(time_limit=10))
     cases = [(np.array([0]), np.array([v])) for v in (0.0, 1.0)]
     out = solve_cases(m, SolverOptions(time_limit=10), whole.x, cases, probe_limit=1.0)
@@ -132,12 +133,48 @@ def test_an_unproven_probe_on_two_threads_stops_the_other_case_and_solves_the_wh
         return real(model, opt, start, stop)
 
     monkeypatch.setattr(SV, "_solve_highs", probe_stops)
+    monkeypatch.setattr(SV, "_lp_infeasible", lambda *a: False)
     start = real(m, SolverOptions(time_limit=10), None).x
     cases = [(np.array([1]), np.array([v])) for v in (0.0, 1.0)]
     before = threading.active_count()
     out = solve_cases(m, SolverOptions(time_limit=10, threads=2), start, cases, probe_limit=1.0)
     assert sorted(seen) == ["probe", "stopped", "whole"] and threading.active_count() == before
     assert out.status == OPTIMAL and out.objective == pytest.approx(_exhaustive(c, A), abs=1e-9)
+
+
+def test_a_probe_whose_lp_is_infeasible_needs_no_milp(monkeypatch) -> None:
+    m, c, A = _cover(1)
+    m.add_rows(np.array([0]), np.array([2]), np.array([1.0]), np.array([1.0]), np.array([np.inf]))  # x2 = 1
+    calls: list[int] = []
+    real = SV.solve
+
+    def counted(model: MilpModel, opts: SolverOptions, start=None) -> SolveOutcome:
+        calls.append(model.n_cols)
+        return real(model, opts, start)
+
+    start = real(m, SolverOptions(time_limit=10)).x
+    monkeypatch.setattr(SV, "solve", counted)
+    cases = [(np.array([2]), np.array([v])) for v in (0.0, 1.0)]
+    out = solve_cases(m, SolverOptions(time_limit=10), start, cases, probe_limit=1.0)
+    assert len(calls) == 1  # only the case holding the start: x2 = 0 has no LP point
+    assert out.status == OPTIMAL and out.objective == pytest.approx(_exhaustive(c, A, {2: 1.0}), abs=1e-9)
+
+
+def test_an_infeasible_lp_means_no_point() -> None:
+    """Sound: whenever ``_lp_infeasible`` says so, enumeration finds no point under the fixing and the cutoff
+    (and it does say so on some of these)."""
+    said = 0
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        m, c, A = _cover(seed)
+        for j, v in itertools.product(range(c.shape[0]), (0.0, 1.0)):
+            child = m.with_fixed(np.array([j]), np.array([v]))
+            cut = float(rng.uniform(0.5, 1.5) * _exhaustive(c, A))
+            child.add_cost_row(cut)
+            if SV._lp_infeasible(child, SolverOptions(time_limit=10), 10.0):
+                said += 1
+                assert not _exhaustive(c, A, {j: v}) <= cut + 1e-9
+    assert said > 0
 
 
 def test_combined_status_and_bound() -> None:
