@@ -209,7 +209,7 @@ def _cases_at_once(model: MilpModel, options: SolverOptions, start: FloatArray |
 
     left = float(options.time_limit) - (time.perf_counter() - t0)
     probing = threading.Thread(target=go, daemon=True, args=(
-        "probe", probe, replace(one, time_limit=max(min(probe_limit, left), 0.01)), None, None))
+        "probe", probe, replace(one, time_limit=max(min(probe_limit, left), 0.01)), None, stop))
     holding = threading.Thread(target=go, daemon=True, args=(
         "held", held, replace(one, time_limit=max(left, 0.01)), start, stop))
     probing.start()

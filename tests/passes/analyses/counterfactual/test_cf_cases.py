@@ -122,7 +122,7 @@ def test_an_unproven_probe_on_two_threads_stops_the_other_case_and_solves_the_wh
     seen: list[str] = []
 
     def probe_stops(model, opt, start=None, stop=None):  # type: ignore[no-untyped-def]
-        if start is None and stop is None:  # the probe: ends unproven, as at its time limit
+        if start is None and stop is not None:  # the probe: ends unproven, as at its time limit
             seen.append("probe")
             return SolveOutcome(TIME_LIMIT, None, np.inf, 0.0, np.inf, 0.1, 3)
         if stop is not None:  # the case holding the start: runs until it is stopped
@@ -140,6 +140,27 @@ def test_an_unproven_probe_on_two_threads_stops_the_other_case_and_solves_the_wh
     out = solve_cases(m, SolverOptions(time_limit=10, threads=2), start, cases, probe_limit=1.0)
     assert sorted(seen) == ["probe", "stopped", "whole"] and threading.active_count() == before
     assert out.status == OPTIMAL and out.objective == pytest.approx(_exhaustive(c, A), abs=1e-9)
+
+
+def test_an_error_on_either_thread_stops_the_other_and_reaches_the_caller(monkeypatch) -> None:
+    import threading
+
+    m, _, _ = _cover(5)
+
+    def held_fails(model, opt, start=None, stop=None):  # type: ignore[no-untyped-def]
+        if start is not None:
+            raise RuntimeError("HiGHS failed")
+        assert stop is not None and stop.wait(10.0)  # the probe runs until the error stops it
+        return SolveOutcome(TIME_LIMIT, None, np.inf, 0.0, np.inf, 0.1, 1)
+
+    monkeypatch.setattr(SV, "_solve_highs", held_fails)
+    monkeypatch.setattr(SV, "_lp_infeasible", lambda *a: False)
+    cases = [(np.array([0]), np.array([v])) for v in (0.0, 1.0)]
+    before = threading.active_count()
+    t0 = time.perf_counter()
+    with pytest.raises(RuntimeError, match="HiGHS failed"):
+        solve_cases(m, SolverOptions(time_limit=10, threads=2), np.ones(7), cases, probe_limit=5.0)
+    assert threading.active_count() == before and time.perf_counter() - t0 < 5.0
 
 
 def test_a_probe_whose_lp_is_infeasible_needs_no_milp(monkeypatch) -> None:
