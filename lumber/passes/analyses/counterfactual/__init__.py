@@ -32,9 +32,11 @@ highs_options, race)``:
   ``>= delta`` (see :func:`isolation_threshold`).
 - ``k``: also find up to ``k - 1`` further counterfactuals with other change patterns (``.alternatives``).
 - ``verifier``: ``f(X) -> predictions`` of the source model (default: ``Forest.evaluate``).
-- ``highs_options``: further HiGHS options as ``(name, value)`` pairs (highspy backend).
-- ``threads``: HiGHS threads (1.16 runs its parallel MIP search when above 1); ``race=2``: instead two
-  one-thread HiGHS runs of each MILP with different settings, the first proven answer wins.
+- ``highs_options``: further HiGHS options as ``(name, value)`` pairs (highspy backend), applied after
+  ``solver.HIGHS_DEFAULTS``.
+- ``threads``: HiGHS threads (1.16 runs its parallel MIP search when above 1, and a query that branches
+  first on a flag solves both sides at once); ``race=2``: instead two one-thread HiGHS runs of each MILP
+  with different settings, the first proven answer wins.
 
 The exact nearest class change of an ensemble under a weighted L1 / L2 / Linf metric, as the
 sensitive-tests analysis needs it, is ``solve_counterfactual(forest, x, target=None, norm="l2",
