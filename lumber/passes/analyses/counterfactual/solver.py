@@ -163,18 +163,27 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
             and _interruptible()):
         return _cases_at_once(model, options, start, children[probes[0]], children[last[0]], probe_limit, t0)
     for k in probes:
-        left = float(options.time_limit) - (time.perf_counter() - t0)
-        out = solve(children[k], replace(options, time_limit=max(min(probe_limit, left), 0.01)), None)
+        out = solve(children[k], replace(options, time_limit=max(min(probe_limit, _left(options, t0)), 0.01)), None)
         if out.status not in (OPTIMAL, INFEASIBLE):
-            left = float(options.time_limit) - (time.perf_counter() - t0)
-            whole = solve(model, replace(options, time_limit=max(left, 0.01)), start)
-            return replace(whole, seconds=time.perf_counter() - t0, nodes=whole.nodes + out.nodes)
+            return _whole(model, options, start, t0, out.nodes)
         outs.append(out)
     for k in last:
-        left = float(options.time_limit) - (time.perf_counter() - t0)
-        outs.append(solve(children[k], replace(options, time_limit=max(left, 0.01)), start))
+        outs.append(solve(children[k], replace(options, time_limit=max(_left(options, t0), 0.01)), start))
     return _combine(outs, complete=len(outs) == len(cases), rel_gap=float(options.mip_rel_gap),
                     seconds=time.perf_counter() - t0)
+
+
+def _left(options: SolverOptions, t0: float) -> float:
+    """Seconds of ``options.time_limit`` left since ``t0``."""
+    return float(options.time_limit) - (time.perf_counter() - t0)
+
+
+def _whole(model: MilpModel, options: SolverOptions, start: FloatArray | None, t0: float,
+           probe_nodes: int) -> SolveOutcome:
+    """The fallback of :func:`solve_cases`: the whole model with the time left; the probes' time and nodes
+    count."""
+    whole = solve(model, replace(options, time_limit=max(_left(options, t0), 0.01)), start)
+    return replace(whole, seconds=time.perf_counter() - t0, nodes=whole.nodes + probe_nodes)
 
 
 def _lp_infeasible(model: MilpModel, options: SolverOptions, time_limit: float) -> bool:
@@ -207,7 +216,7 @@ def _cases_at_once(model: MilpModel, options: SolverOptions, start: FloatArray |
             errors.append(e)
             stop.set()
 
-    left = float(options.time_limit) - (time.perf_counter() - t0)
+    left = _left(options, t0)
     probing = threading.Thread(target=go, daemon=True, args=(
         "probe", probe, replace(one, time_limit=max(min(probe_limit, left), 0.01)), None, stop))
     holding = threading.Thread(target=go, daemon=True, args=(
@@ -225,9 +234,7 @@ def _cases_at_once(model: MilpModel, options: SolverOptions, start: FloatArray |
     if not decided:  # from the held case's point when it is cheaper (its columns are the model's)
         if h.x is not None and (start is None or h.objective < float(model.cost @ start) + model.offset):
             start = h.x
-        left = float(options.time_limit) - (time.perf_counter() - t0)
-        whole = solve(model, replace(options, time_limit=max(left, 0.01)), start)
-        return replace(whole, seconds=time.perf_counter() - t0, nodes=whole.nodes + p.nodes + h.nodes)
+        return _whole(model, options, start, t0, p.nodes + h.nodes)
     return _combine([p, h], complete=True, rel_gap=float(options.mip_rel_gap), seconds=time.perf_counter() - t0)
 
 
