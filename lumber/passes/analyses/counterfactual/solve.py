@@ -34,9 +34,9 @@ from .objective import CaseCost, feature_scales
 from .problem import Problem, Query, build, change_pattern
 from .result import CounterfactualResult
 from .plausibility import BoxBound, leave_box
-from .domain import NumericDomain
+from .domain import CategoricalDomain, NumericDomain
 from .solver import (INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, Case, HighsSession, SolverOptions,
-                     solve, solve_cases)
+                     solve, solve_cases, solve_enumerated)
 from .targets import forest_meets, target_specs
 
 FloatArray = npt.NDArray[np.float64]
@@ -305,9 +305,16 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
             break
         start = prob.assignment(x_h) if x_h is not None else None
         run = replace(opts, time_limit=max(remaining, 0.01))
-        cases = _flip_cases(q, prob, starts[0]) if FLIP_SPLIT and starts else None
-        out = (solve_cases(prob.model, run, start, cases, _probe_limit(run.time_limit)) if cases
-               else solve(prob.model, run, start))
+        if q.isolation is not None:
+            run = replace(run, highs_options=PLAUSIBLE_FULL_OPTIONS + tuple(run.highs_options))
+        enum = _discrete_cases(q, prob, c_h) if ENUMERATE and starts and start is not None and c_h else None
+        cases = _flip_cases(q, prob, starts[0]) if FLIP_SPLIT and starts and enum is None else None
+        if enum is not None:
+            out = solve_enumerated(prob.model, run, start, *enum)
+        elif cases:
+            out = solve_cases(prob.model, run, start, cases, _probe_limit(run.time_limit))
+        else:
+            out = solve(prob.model, run, start)
         solve_secs += out.seconds
         res.status, res.gap, res.bound, res.objective = out.status, out.gap, q.cost.from_objective(out.bound) \
             if math.isfinite(out.bound) else out.bound, out.objective
@@ -352,6 +359,14 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
     return res
 
 
+PLAUSIBLE_FULL_OPTIONS: tuple[tuple[str, object], ...] = (
+    ("mip_allow_restart", False),
+    ("mip_pscost_minreliable", 0),
+)
+"""HiGHS options (after ``solver.HIGHS_DEFAULTS``, before the caller's) for the full MILP of a query with an
+isolation forest."""
+
+
 FLIP_SPLIT = True
 """Branch first on the two-valued feature the plausible relaxation's optimum flips (:func:`_flip_cases`)."""
 PROBE_SHARE = 0.05
@@ -393,6 +408,60 @@ def _flip_cases(q: Query, prob: Problem, x_r: FloatArray) -> list[Case] | None:
     return [(pick.mu, np.array([v])) for v in (0.0, 1.0)]
 
 
+ENUMERATE = True
+"""Solve a plausible query case by case over its two-valued and categorical features (:func:`_discrete_cases`)."""
+MAX_CASES = 64
+"""More combinations than this below the warm start's cost: the query is solved whole (or split on one flag)."""
+
+
+def _discrete_cases(q: Query, prob: Problem, cutoff: float) -> tuple[list[Case], FloatArray] | None:
+    """Every combination of values of the two-valued and categorical features whose changes alone cost less
+    than ``cutoff`` (the warm start's cost), with that cost as the combination's floor in objective units;
+    None when there are none or more than :data:`MAX_CASES`.
+
+    The cases cover every point cheaper than the warm start: the cost only grows with each feature's
+    change, so a combination whose own changes reach ``cutoff`` holds no cheaper point. Each two-valued
+    level column is declared integer (its two levels are the feature's only domain values, or the two
+    cells of its one cut), so its two cases cover every solution.
+    """
+    feats: list[tuple[int, npt.NDArray[np.int64], list[FloatArray], FloatArray]] = []
+    for d in prob.domains:
+        if (isinstance(d, NumericDomain) and d.levels.shape[0] == 2 and d.x_int_col < 0 and not d.in_relation):
+            feats.append((d.index, d.mu, [np.zeros(1), np.ones(1)], d.levels.copy()))
+        elif isinstance(d, CategoricalDomain) and d.codes.shape[0] > 1:
+            n = d.codes.shape[0]
+            xs = np.where(np.arange(n) == d.x0_code, d.x0, d.codes.astype(np.float64)) if d.x0_code >= 0 \
+                else d.codes.astype(np.float64)
+            feats.append((d.index, d.nu, list(np.eye(n)), xs))
+    if not feats:
+        return None
+    x = q.x0.copy()
+    cost: Callable[[], float] = lambda: float(q.cost.total(x[None, :])[0])
+    out: list[tuple[list[int], float]] = []
+
+    def walk(f: int, picks: list[int]) -> bool:
+        if f == len(feats):
+            out.append((list(picks), cost()))
+            return len(out) <= MAX_CASES
+        i, _, _, xs = feats[f]
+        for j in range(xs.shape[0]):
+            x[i] = xs[j]
+            if cost() < cutoff and not walk(f + 1, picks + [j]):
+                return False
+        x[i] = q.x0[i]
+        return True
+
+    if not walk(0, []) or not out:
+        return None
+    cols = np.concatenate([c for _, c, _, _ in feats])
+    prob.model.set_integer(cols)  # (the one-hot columns of categories are integer already)
+    cases = [(cols, np.concatenate([feats[f][2][j] for f, j in enumerate(picks)])) for picks, _ in out]
+    floors = np.array([q.cost.to_objective(c) for _, c in out])
+    return cases, floors
+
+
+RELAXATION_OPTIONS: tuple[tuple[str, object], ...] = (("mip_pscost_minreliable", 0),)
+"""HiGHS options (after ``solver.HIGHS_DEFAULTS``, before the caller's) for the plausible relaxation."""
 RELAXATION_SHARE = 0.25
 """Share of the time left that the plausible relaxation (the query without the explained model) may use."""
 
@@ -412,7 +481,8 @@ def _plausible_relaxation(q: Query, opts: SolverOptions, verify: Verifier, deadl
     prob = build(q, nogoods=nogoods, deadline=deadline, explained=False)
     if prob.infeasible or prob.expired or deadline.remaining() <= 0:
         return None
-    out = solve(prob.model, replace(opts, time_limit=max(deadline.remaining(), 0.01)))
+    out = solve(prob.model, replace(opts, time_limit=max(deadline.remaining(), 0.01),
+                                    highs_options=RELAXATION_OPTIONS + tuple(opts.highs_options)))
     if out.x is None:
         return None
     x = prob.point(out.x)

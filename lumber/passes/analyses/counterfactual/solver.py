@@ -173,6 +173,101 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
                     seconds=time.perf_counter() - t0)
 
 
+CASE_LP_SECONDS = 0.25
+"""How long :func:`solve_enumerated` lets a case's LP run before the case goes to its MILP undecided."""
+
+
+def solve_enumerated(model: MilpModel, options: SolverOptions, start: FloatArray | None, cases: list[Case],
+                     floors: FloatArray) -> SolveOutcome:
+    """Solve ``model`` case by case, cheapest floor first, with the best point so far as the cutoff.
+
+    ``cases`` must cover every integer solution of ``model`` whose objective is below ``start``'s, and
+    ``floors[k]`` must bound the objective (offset included) of every solution in case ``k`` from below.
+    A case closes when its floor reaches the incumbent, when its LP relaxation cut off at the incumbent is
+    infeasible (one LP loaded once, each case's columns fixed in turn, at most :data:`CASE_LP_SECONDS`), or
+    when its MILP (the case's columns fixed, cut off at the incumbent, from ``start`` when the case holds
+    it) ends proven. A point found lowers the cutoff for the cases after it. When every case is closed the
+    incumbent is proven optimal; at the time limit the bound is the smallest floor still open.
+    """
+    t0 = time.perf_counter()
+    offset = float(model.offset)
+    inc = start_obj = float(model.cost @ start) + offset if start is not None else np.inf
+    best = start
+    floors = np.array(floors, dtype=np.float64)
+    for k, (cols, vals) in enumerate(cases):
+        if np.any(np.maximum(model.lb[cols], vals) > np.minimum(model.ub[cols], vals)):
+            floors[k] = np.inf  # the case is outside the bounds
+    lp = _CaseLp(model, options) if options.backend == "highs" and np.isfinite(inc) else None
+    nodes, messages = 0, []
+    for k in [int(k) for k in np.argsort(floors, kind="stable")]:
+        if floors[k] >= inc or _left(options, t0) <= 0:
+            continue
+        held = start is not None and bool(np.all(np.abs(start[cases[k][0]] - cases[k][1]) <= 1e-9))
+        if lp is not None and not (held and inc == start_obj):  # (the start's case has a point at the cutoff)
+            floors[k] = max(floors[k], lp.floor(cases[k], inc, min(CASE_LP_SECONDS, _left(options, t0))))
+            if floors[k] >= inc:
+                continue
+        child = model.with_fixed(*cases[k])
+        if not held and np.isfinite(inc):  # only a cheaper point matters here
+            child.add_cost_row((inc - offset) * (1 + 1e-9) + 1e-12)
+        out = solve(child, replace(options, time_limit=max(_left(options, t0), 0.01)), start if held else None)
+        nodes += out.nodes
+        if out.x is not None and out.objective < inc:
+            inc, best = out.objective, out.x
+        if out.status in (OPTIMAL, INFEASIBLE):
+            floors[k] = np.inf
+        else:
+            floors[k] = max(floors[k], out.bound) if np.isfinite(out.bound) else floors[k]
+            messages.append(out.message)
+    low = min([inc, *floors[floors < inc]])
+    seconds = time.perf_counter() - t0
+    if best is None:
+        status = INFEASIBLE if low == np.inf else NO_SOLUTION
+        return SolveOutcome(status, None, np.inf, low, np.inf, seconds, nodes, "; ".join(messages))
+    gap = max((inc - low) / max(abs(inc), 1e-300), 0.0)
+    proven = inc - low <= float(options.mip_rel_gap) * max(abs(inc), 1e-300)
+    return SolveOutcome(OPTIMAL if proven else TIME_LIMIT, best, inc, low, gap, seconds, nodes, "; ".join(messages))
+
+
+class _CaseLp:
+    """The LP relaxation of a model loaded once, with a row holding its objective under a cutoff; each call
+    fixes one case's columns (the previous case's are freed) and re-solves from the last basis."""
+
+    def __init__(self, model: MilpModel, options: SolverOptions) -> None:
+        self.session = HighsSession(model, replace(options, highs_options=(), threads=1, race=1), relaxed=True)
+        h = self.session.h
+        self.lb, self.ub, self.offset = model.lb, model.ub, float(model.offset)
+        nz = np.flatnonzero(model.cost)
+        self.row = int(h.getNumRow())
+        h.addRow(-self.session.inf, self.session.inf, int(nz.shape[0]), nz.astype(np.int32), model.cost[nz])
+        self.fixed = np.zeros(0, dtype=np.int64)
+
+    def floor(self, case: Case, cutoff: float, time_limit: float) -> float:
+        """The case's LP optimum under ``objective <= cutoff``: +inf when infeasible, -inf when undecided."""
+        import highspy
+
+        h = self.session.h
+        if self.fixed.size:
+            h.changeColsBounds(int(self.fixed.shape[0]), self.fixed.astype(np.int32), self.lb[self.fixed],
+                               self.ub[self.fixed])
+        cols, vals = case
+        self.fixed = np.asarray(cols, dtype=np.int64)
+        lo, hi = np.maximum(self.lb[self.fixed], vals), np.minimum(self.ub[self.fixed], vals)
+        if np.any(lo > hi):
+            return np.inf
+        h.changeColsBounds(int(self.fixed.shape[0]), self.fixed.astype(np.int32), lo, hi)
+        h.changeRowBounds(self.row, -self.session.inf, (cutoff - self.offset) * (1 + 1e-9) + 1e-12)
+        if time_limit <= 0:
+            return -np.inf
+        self.session.run(time_limit=h.getRunTime() + time_limit)  # (HiGHS's clock runs on across runs)
+        st = h.getModelStatus()
+        if st == highspy.HighsModelStatus.kInfeasible:
+            return np.inf
+        if st == highspy.HighsModelStatus.kOptimal:
+            return float(h.getInfo().objective_function_value)
+        return -np.inf
+
+
 def _left(options: SolverOptions, t0: float) -> float:
     """Seconds of ``options.time_limit`` left since ``t0``."""
     return float(options.time_limit) - (time.perf_counter() - t0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from sklearn.ensemble import IsolationForest, RandomForestClassifier
@@ -380,6 +382,7 @@ def test_branching_on_the_flag_the_relaxation_flips_keeps_the_exhaustive_optimum
     X, y, rf, iso = flag_blobs
     f, fi = lumber.load(rf), lumber.load(iso)
     delta = isolation_threshold(fi, X[y == 1], 0.1)
+    monkeypatch.setattr(S, "ENUMERATE", False)  # (it takes precedence over the one-flag split)
     split: list[int] = []
     real = S.solve_cases
     monkeypatch.setattr(S, "solve_cases", lambda *a, **k: split.append(1) or real(*a, **k))
@@ -402,3 +405,111 @@ def test_branching_on_the_flag_the_relaxation_flips_keeps_the_exhaustive_optimum
             monkeypatch.setattr(S, "FLIP_SPLIT", True)
             assert plain.cost == pytest.approx(r.cost, rel=1e-9, abs=1e-12)
     assert split, "no case was split: the test does not reach the branch it is about"
+
+
+@pytest.fixture(scope="module")
+def flags_and_category():
+    """Two numeric features, two 0/1 flags and a category (codes 0-3), the target class mostly without the
+    flags and with category 2: plausible counterfactuals change some of them."""
+    rng = np.random.default_rng(5)
+    n = 250
+    def part(mu: float, p_flag: float, cat_p: list[float]) -> np.ndarray:
+        return np.column_stack([rng.normal(mu, 1.0, (n, 2)), (rng.uniform(size=(n, 2)) < p_flag).astype(float),
+                                rng.choice(4, size=n, p=cat_p).astype(float)])
+    X = np.vstack([part(0.0, 0.85, [0.4, 0.3, 0.1, 0.2]), part(1.5, 0.1, [0.05, 0.05, 0.85, 0.05])])
+    y = np.r_[np.zeros(n, dtype=int), np.ones(n, dtype=int)]
+    rf = RandomForestClassifier(n_estimators=6, max_depth=3, random_state=2).fit(X, y)
+    iso = IsolationForest(n_estimators=6, max_samples=32, random_state=2).fit(X[y == 1])
+    return X, y, rf, iso
+
+
+def test_case_by_case_over_flags_and_categories_keeps_the_exhaustive_optimum(flags_and_category, monkeypatch) -> None:
+    """``solve.ENUMERATE``: a plausible query is solved case by case over the values of its two-valued and
+    categorical features (``solver.solve_enumerated``); the optimum is the exhaustive one over the domain
+    (flags 0 or 1, the category one of its codes) and the same as the whole MILP's, for l1, l2 and linf."""
+    import lumber.passes.analyses.counterfactual.solve as S
+    from lumber.ir import Feature, FeatureKind
+
+    X, y, rf, iso = flags_and_category
+    f, fi = lumber.load(rf), lumber.load(iso)
+    feats = list(f.schema.features)
+    feats[4] = Feature(name=feats[4].name, kind=FeatureKind.CATEGORICAL, categories=(0, 1, 2, 3))
+    f = f.replace(schema=f.schema.with_(features=tuple(feats)))
+    fi = fi.replace(schema=fi.schema.with_(features=tuple(feats)))
+    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    calls: list[int] = []
+    real = S.solve_enumerated
+    monkeypatch.setattr(S, "solve_enumerated", lambda *a, **k: calls.append(len(a[3])) or real(*a, **k))
+    rng = np.random.default_rng(0)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    origins = X[np.flatnonzero(rf.predict(X) == 0)[:5]]
+    for x0, norm in itertools.product(origins, ("l1", "l2", "linf")):
+        wd, wu = rng.uniform(0.5, 2.0, 5), rng.uniform(0.5, 2.0, 5)
+        before = len(calls)
+        r = solve_counterfactual(f, x0, target=1, norm=norm, weights=(wd, wu), isolation=(fi, delta), reference=X,
+                                 clip_to_reference=True)
+        exact, _ = brute_force(f, x0, lambda Z: f.predict(Z) == 1, norm, wd, wu, lo=lo, hi=hi,
+                               extra_ok=lambda Z: path_lengths(fi, Z) >= delta, also=(fi,),
+                               codes={4: [0.0, 1.0, 2.0, 3.0]}, steps={2: 1.0, 3: 1.0})
+        assert r.optimal and r.verified, (r.status, r.message)
+        assert r.x[2] in (0.0, 1.0) and r.x[3] in (0.0, 1.0) and r.x[4] in (0.0, 1.0, 2.0, 3.0)
+        assert r.cost == pytest.approx(exact, rel=1e-6, abs=1e-12), (norm, x0)
+        if len(calls) > before:
+            monkeypatch.setattr(S, "ENUMERATE", False)
+            whole = solve_counterfactual(f, x0, target=1, norm=norm, weights=(wd, wu), isolation=(fi, delta),
+                                         reference=X, clip_to_reference=True)
+            monkeypatch.setattr(S, "ENUMERATE", True)
+            assert whole.cost == pytest.approx(r.cost, rel=1e-9, abs=1e-12)
+    assert any(n > 1 for n in calls), "no query went case by case: the test does not reach the branch it is about"
+
+
+def test_the_cases_are_every_combination_cheaper_than_the_cutoff(flags_and_category) -> None:
+    """``solve._discrete_cases`` lists each combination of flag values and category codes whose own changes
+    cost less than the cutoff, once, with that cost as its floor; none is left out (the cover the optimum
+    rests on), and more than ``MAX_CASES`` gives None (the query is then solved whole)."""
+    import lumber.passes.analyses.counterfactual.solve as S
+    from lumber.ir import Feature, FeatureKind
+    from lumber.passes.analyses.counterfactual.problem import build
+
+    X, y, rf, iso = flags_and_category
+    f, fi = lumber.load(rf), lumber.load(iso)
+    feats = list(f.schema.features)
+    feats[4] = Feature(name=feats[4].name, kind=FeatureKind.CATEGORICAL, categories=(0, 1, 2, 3))
+    f = f.replace(schema=f.schema.with_(features=tuple(feats)))
+    fi = fi.replace(schema=fi.schema.with_(features=tuple(feats)))
+    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    wd, wu = np.array([1.0, 1.0, 0.7, 1.3, 0.9]), np.array([1.0, 1.0, 1.1, 0.6, 0.9])
+    for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:3]]:
+        q = S.make_query(f, x0, 1, norm="l1", weights=(wd, wu), reference=X, isolation=(fi, delta),
+                         clip_to_reference=True)[0]
+        for cutoff in (0.5, 1.5, 2.5, 10.0):
+            prob = build(q)
+            got = S._discrete_cases(q, prob, cutoff)
+            want = {}
+            for v2, v3, c4 in itertools.product((0.0, 1.0), (0.0, 1.0), (0.0, 1.0, 2.0, 3.0)):
+                z = q.x0.copy()  # (the case as the model reads it: float32)
+                z[2], z[3], z[4] = v2, v3, c4
+                cost = float(q.cost.total(z[None, :])[0])
+                if cost < cutoff:
+                    want[(v2, v3, c4)] = cost
+            assert got is not None
+            cases, floors = got
+            assert len(cases) == len(want)
+            dom = {d.index: d for d in prob.domains}
+            seen = {}
+            for (cols, vals), floor in zip(cases, floors):
+                sol = np.zeros(prob.model.n_cols)
+                sol[cols] = vals
+                key = (float(dom[2].levels[int(sol[dom[2].mu[0]])]), float(dom[3].levels[int(sol[dom[3].mu[0]])]),
+                       float(dom[4].codes[int(np.argmax(sol[dom[4].nu]))]))
+                seen[key] = floor
+            assert seen == pytest.approx(want)
+            assert np.all(prob.model.integer[cases[0][0]])  # the flags' level columns are integer now
+    prob = build(q)
+    assert S._discrete_cases(q, prob, 10.0) is not None
+    old = S.MAX_CASES
+    try:
+        S.MAX_CASES = 15
+        assert S._discrete_cases(q, prob, 10.0) is None  # 16 combinations
+    finally:
+        S.MAX_CASES = old
