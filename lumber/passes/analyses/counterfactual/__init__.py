@@ -29,7 +29,9 @@ highs_options, race)``:
 - ``reference``: training rows, for scaling, for the warm start (nearest feasible row of the target,
   repaired to the constraints) and for ``clip_to_reference`` (keep values in the data's range).
 - ``isolation``: ``(isolation_forest_ir, delta)``: the point must have mean isolation path length
-  ``>= delta`` (see :func:`isolation_threshold`).
+  ``>= delta`` (see :func:`isolation_threshold`). Such a query solves the isolation forest alone first,
+  then the full MILP case by case over its flags' and categories' values (``solve._discrete_cases``,
+  ``solver.solve_enumerated``), with HiGHS options of its own (``solve.PLAUSIBLE_FULL_OPTIONS``).
 - ``k``: also find up to ``k - 1`` further counterfactuals with other change patterns (``.alternatives``).
 - ``verifier``: ``f(X) -> predictions`` of the source model (default: ``Forest.evaluate``).
 - ``highs_options``: further HiGHS options as ``(name, value)`` pairs (highspy backend), applied after

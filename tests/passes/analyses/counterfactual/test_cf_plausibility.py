@@ -10,6 +10,7 @@ from sklearn.ensemble import IsolationForest, RandomForestClassifier
 
 import lumber
 from cf_brute import brute_force
+from lumber.ir import Feature, FeatureKind
 from lumber.passes.analyses.counterfactual import isolation_threshold, path_lengths, solve_counterfactual
 
 
@@ -413,6 +414,7 @@ def flags_and_category():
     flags and with category 2: plausible counterfactuals change some of them."""
     rng = np.random.default_rng(5)
     n = 250
+
     def part(mu: float, p_flag: float, cat_p: list[float]) -> np.ndarray:
         return np.column_stack([rng.normal(mu, 1.0, (n, 2)), (rng.uniform(size=(n, 2)) < p_flag).astype(float),
                                 rng.choice(4, size=n, p=cat_p).astype(float)])
@@ -420,7 +422,12 @@ def flags_and_category():
     y = np.r_[np.zeros(n, dtype=int), np.ones(n, dtype=int)]
     rf = RandomForestClassifier(n_estimators=6, max_depth=3, random_state=2).fit(X, y)
     iso = IsolationForest(n_estimators=6, max_samples=32, random_state=2).fit(X[y == 1])
-    return X, y, rf, iso
+    f, fi = lumber.load(rf), lumber.load(iso)
+    feats = list(f.schema.features)
+    feats[4] = Feature(name=feats[4].name, kind=FeatureKind.CATEGORICAL, categories=(0, 1, 2, 3))
+    f = f.replace(schema=f.schema.with_(features=tuple(feats)))
+    fi = fi.replace(schema=fi.schema.with_(features=tuple(feats)))
+    return X, y, rf, f, fi, isolation_threshold(fi, X[y == 1], 0.1)
 
 
 def test_case_by_case_over_flags_and_categories_keeps_the_exhaustive_optimum(flags_and_category, monkeypatch) -> None:
@@ -428,15 +435,8 @@ def test_case_by_case_over_flags_and_categories_keeps_the_exhaustive_optimum(fla
     categorical features (``solver.solve_enumerated``); the optimum is the exhaustive one over the domain
     (flags 0 or 1, the category one of its codes) and the same as the whole MILP's, for l1, l2 and linf."""
     import lumber.passes.analyses.counterfactual.solve as S
-    from lumber.ir import Feature, FeatureKind
 
-    X, y, rf, iso = flags_and_category
-    f, fi = lumber.load(rf), lumber.load(iso)
-    feats = list(f.schema.features)
-    feats[4] = Feature(name=feats[4].name, kind=FeatureKind.CATEGORICAL, categories=(0, 1, 2, 3))
-    f = f.replace(schema=f.schema.with_(features=tuple(feats)))
-    fi = fi.replace(schema=fi.schema.with_(features=tuple(feats)))
-    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    X, y, rf, f, fi, delta = flags_and_category
     calls: list[int] = []
     real = S.solve_enumerated
     monkeypatch.setattr(S, "solve_enumerated", lambda *a, **k: calls.append(len(a[3])) or real(*a, **k))
@@ -468,16 +468,9 @@ def test_the_cases_are_every_combination_cheaper_than_the_cutoff(flags_and_categ
     cost less than the cutoff, once, with that cost as its floor; none is left out (the cover the optimum
     rests on), and more than ``MAX_CASES`` gives None (the query is then solved whole)."""
     import lumber.passes.analyses.counterfactual.solve as S
-    from lumber.ir import Feature, FeatureKind
     from lumber.passes.analyses.counterfactual.problem import build
 
-    X, y, rf, iso = flags_and_category
-    f, fi = lumber.load(rf), lumber.load(iso)
-    feats = list(f.schema.features)
-    feats[4] = Feature(name=feats[4].name, kind=FeatureKind.CATEGORICAL, categories=(0, 1, 2, 3))
-    f = f.replace(schema=f.schema.with_(features=tuple(feats)))
-    fi = fi.replace(schema=fi.schema.with_(features=tuple(feats)))
-    delta = isolation_threshold(fi, X[y == 1], 0.1)
+    X, y, rf, f, fi, delta = flags_and_category
     wd, wu = np.array([1.0, 1.0, 0.7, 1.3, 0.9]), np.array([1.0, 1.0, 1.1, 0.6, 0.9])
     for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:3]]:
         q = S.make_query(f, x0, 1, norm="l1", weights=(wd, wu), reference=X, isolation=(fi, delta),
