@@ -231,8 +231,8 @@ def solve_enumerated(model: MilpModel, options: SolverOptions, start: FloatArray
 
 class _CaseLp:
     """The LP relaxation of a model loaded once, with a row holding its objective under a cutoff; each call
-    fixes one case's columns (the previous case's are freed) and solves it again (HiGHS starts from its last basis
-    where it can)."""
+    fixes one case's columns (the previous case's are freed) and solves it again (HiGHS starts from its
+    last basis where it can)."""
 
     def __init__(self, model: MilpModel, options: SolverOptions) -> None:
         self.session = HighsSession(model, replace(options, highs_options=(), threads=1, race=1), relaxed=True)
