@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +34,7 @@ from .objective import CaseCost, feature_scales
 from .problem import Problem, Query, build, change_pattern
 from .result import CounterfactualResult
 from .plausibility import BoxBound, leave_box
-from .domain import CategoricalDomain, NumericDomain
+from .domain import CategoricalDomain, Domain, NumericDomain
 from .solver import (INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, Case, HighsSession, SolverOptions,
                      solve, solve_cases, solve_enumerated)
 from .targets import forest_meets, target_specs
@@ -381,6 +381,13 @@ def _probe_limit(seconds: float) -> float:
     return min(max(PROBE_SHARE * seconds, PROBE_FLOOR), 0.25 * seconds)
 
 
+def _two_valued(d: Domain) -> TypeGuard[NumericDomain]:
+    """A numeric feature with two levels and a single level column that only the trees read (a 0/1 flag, or
+    one cut): the column is 0 or 1 in every solution that matters, so its two values are a complete split."""
+    return (isinstance(d, NumericDomain) and d.levels.shape[0] == 2 and d.x_int_col < 0
+            and not d.in_relation)
+
+
 def _flip_cases(q: Query, prob: Problem, x_r: FloatArray) -> list[Case] | None:
     """The two sides of the costliest two-valued feature (a 0/1 flag) that the relaxation's optimum
     ``x_r`` changes, or None. Its single level column is 0 or 1 in every solution (the flows that read it
@@ -400,8 +407,8 @@ def _flip_cases(q: Query, prob: Problem, x_r: FloatArray) -> list[Case] | None:
     costs = q.cost.feature_costs(x_r[None, :])[0]
     pick: NumericDomain | None = None
     for d in prob.domains:
-        if (isinstance(d, NumericDomain) and d.levels.shape[0] == 2 and d.x_int_col < 0 and not d.in_relation
-                and x_r[d.index] != q.x0[d.index] and (pick is None or costs[d.index] > costs[pick.index])):
+        if (_two_valued(d) and x_r[d.index] != q.x0[d.index]
+                and (pick is None or costs[d.index] > costs[pick.index])):
             pick = d
     if pick is None:
         return None
@@ -426,12 +433,11 @@ def _discrete_cases(q: Query, prob: Problem, cutoff: float) -> tuple[list[Case],
     """
     feats: list[tuple[int, npt.NDArray[np.int64], list[FloatArray], FloatArray]] = []
     for d in prob.domains:
-        if (isinstance(d, NumericDomain) and d.levels.shape[0] == 2 and d.x_int_col < 0 and not d.in_relation):
+        if _two_valued(d):
             feats.append((d.index, d.mu, [np.zeros(1), np.ones(1)], d.levels.copy()))
         elif isinstance(d, CategoricalDomain) and d.codes.shape[0] > 1:
-            n = d.codes.shape[0]
-            xs = np.where(np.arange(n) == d.x0_code, d.x0, d.codes.astype(np.float64)) if d.x0_code >= 0 \
-                else d.codes.astype(np.float64)
+            n = d.codes.shape[0]  # (the case's own code keeps its value; x0_code is -1 when it has none)
+            xs = np.where(np.arange(n) == d.x0_code, d.x0, d.codes.astype(np.float64))
             feats.append((d.index, d.nu, list(np.eye(n)), xs))
     if not feats:
         return None

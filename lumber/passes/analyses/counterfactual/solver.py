@@ -140,20 +140,17 @@ def solve_cases(model: MilpModel, options: SolverOptions, start: FloatArray | No
     ``start`` with the time left, and the probes' time is lost. With ``options.threads > 1`` and two
     cases the probe runs beside the case holding ``start`` (:func:`_cases_at_once`).
     """
-    def holds(c: Case) -> bool:
-        return start is not None and bool(np.all(np.abs(start[c[0]] - c[1]) <= 1e-9))
-
     empty = SolveOutcome(INFEASIBLE, None, np.inf, np.inf, np.inf, 0.0, 0, "the case is outside the bounds")
     children = [model.with_fixed(*c) for c in cases]
     live = [k for k, ch in enumerate(children) if not np.any(ch.lb > ch.ub)]
     outs: list[SolveOutcome] = [empty] * (len(cases) - len(live))
-    first = [k for k in live if not holds(cases[k])]
-    last = [k for k in live if holds(cases[k])]
+    first = [k for k in live if not _holds(start, cases[k])]
+    last = [k for k in live if _holds(start, cases[k])]
     t0 = time.perf_counter()  # wall time, loading each copy into HiGHS included
     probes = []
     for k in first:
         if start is not None:  # a probed case only matters below start's objective
-            children[k].add_cost_row(float(model.cost @ start) * (1 + 1e-9) + 1e-12)
+            children[k].add_cost_row(_cutoff(float(model.cost @ start)))
         if options.backend == "highs" and _lp_infeasible(children[k], options, probe_limit):
             outs.append(replace(empty, message="its LP relaxation is infeasible"))
         else:
@@ -202,14 +199,14 @@ def solve_enumerated(model: MilpModel, options: SolverOptions, start: FloatArray
     for k in [int(k) for k in np.argsort(floors, kind="stable")]:
         if floors[k] >= inc or _left(options, t0) <= 0:
             continue
-        held = start is not None and bool(np.all(np.abs(start[cases[k][0]] - cases[k][1]) <= 1e-9))
+        held = _holds(start, cases[k])
         if lp is not None and not (held and inc == start_obj):  # (the start's case has a point at the cutoff)
             floors[k] = max(floors[k], lp.floor(cases[k], inc, min(CASE_LP_SECONDS, _left(options, t0))))
             if floors[k] >= inc:
                 continue
         child = model.with_fixed(*cases[k])
         if not held and np.isfinite(inc):  # only a cheaper point matters here
-            child.add_cost_row((inc - offset) * (1 + 1e-9) + 1e-12)
+            child.add_cost_row(_cutoff(inc - offset))
         out = solve(child, replace(options, time_limit=max(_left(options, t0), 0.01)), start if held else None)
         nodes += out.nodes
         if out.x is not None and out.objective < inc:
@@ -257,7 +254,7 @@ class _CaseLp:
         if np.any(lo > hi):
             return np.inf
         h.changeColsBounds(int(self.fixed.shape[0]), self.fixed.astype(np.int32), lo, hi)
-        h.changeRowBounds(self.row, -self.session.inf, (cutoff - self.offset) * (1 + 1e-9) + 1e-12)
+        h.changeRowBounds(self.row, -self.session.inf, _cutoff(cutoff - self.offset))
         if time_limit <= 0:
             return -np.inf
         self.session.run(time_limit=h.getRunTime() + time_limit)  # (HiGHS's clock runs on across runs)
@@ -267,6 +264,16 @@ class _CaseLp:
         if st == highspy.HighsModelStatus.kOptimal:
             return float(h.getInfo().objective_function_value)
         return -np.inf
+
+
+def _holds(start: FloatArray | None, case: Case) -> bool:
+    """Does ``start`` lie in ``case``?"""
+    return start is not None and bool(np.all(np.abs(start[case[0]] - case[1]) <= 1e-9))
+
+
+def _cutoff(objective: float) -> float:
+    """A cost row's upper end at ``objective``, a hair above it so that a point of that cost stays in."""
+    return objective * (1 + 1e-9) + 1e-12
 
 
 def _left(options: SolverOptions, t0: float) -> float:
