@@ -34,7 +34,7 @@ def assert_explainers_accept(forest: Forest, X: np.ndarray) -> None:
     """Attribution, sensitive tests and (for classifiers) a counterfactual run and re-check on the forest."""
     att = lumber.attribution(forest, X[:20])
     assert att.nu.shape[0] == forest.n_features
-    res = lumber.sensitive_tests(forest, X[:2], scale="std", reference=X)
+    res = lumber.sensitive_tests(forest, X[:2], reference=X, options=lumber.SensitiveOptions(scale="std"))
     assert len(res) == 2
     if forest.schema.task in (Task.BINARY, Task.MULTICLASS):
         cf = lumber.counterfactual(forest, X[0], reference=X, time_limit=20.0)

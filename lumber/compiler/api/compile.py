@@ -19,7 +19,8 @@ from lumber.backends.base import fingerprint
 from lumber.ir import CompileError, Forest, ModelLike, ObliviousEnsemble
 from lumber.passes.transforms.oblivious_fit import FitOptions
 
-from .. import speed, tolerance
+from .. import speed
+from .. import tolerance as lossy
 from ..predictors import Predictor
 from ..targets import get_target, known_targets, load_artifact
 from ..targets.base import model_ir, project
@@ -97,7 +98,7 @@ def compile_within(model: ModelLike, tolerance: float, data: Mapping[str, Any], 
     if fit is not None and not isinstance(fit, FitOptions):
         raise CompileError(f"fit must be a FitOptions, not {type(fit).__name__}",
                            f"pass fit=FitOptions(...) (fields: {', '.join(FitOptions.__dataclass_fields__)})")
-    return tolerance.compile_within(_forest(model, "compile_within"), _fastest_options(options), tolerance=tolerance, data=data,
+    return lossy.compile_within(_forest(model, "compile_within"), _fastest_options(options), tolerance=tolerance, data=data,
                         path=path, threads=threads, metric=metric, fit=fit, agreement=agreement)
 
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from lumber.compiler.api.rules import CellCounts, Margins, RuleExplainer
+from lumber.compiler.api.rules import CellCounts, Margins, RuleExplainer, RuleOptions
 from lumber.passes.analyses.rules.core import make_query, subset_routes
 
 
 def test_compiled_margins_equal_the_interpreter(compas_model: dict[str, Any]) -> None:
-    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0)
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=0))
     rng = np.random.default_rng(0)
     X = ex.context.X_raw[rng.integers(0, ex.context.X_raw.shape[0], 500)].copy()
     X += rng.normal(size=X.shape) * 0.5  # off the training grid too
@@ -34,7 +34,7 @@ def test_compiled_margins_equal_the_interpreter(compas_model: dict[str, Any]) ->
 
 
 def test_cached_estimates_equal_the_estimator(compas_model: dict[str, Any]) -> None:
-    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0)
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=0))
     ctx = ex.context
     Xm = ex.forest.prepare_input(compas_model["Xte"].iloc[:3])
     from lumber.passes.analyses.rules.actionable import action_space
@@ -81,7 +81,7 @@ def test_a_full_estimate_cache_is_cleared_without_losing_a_route(compas_model: d
     from lumber.passes.analyses.rules.actionable import action_space
     from lumber.passes.analyses.rules.targets import resolve_target
 
-    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0)
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=0))
     ctx = ex.context
     Xm = ex.forest.prepare_input(compas_model["Xte"].iloc[:1])
     tgt = resolve_target(ctx.model, None, float(ctx.decide(Xm)[0]))
@@ -95,7 +95,7 @@ def test_a_full_estimate_cache_is_cleared_without_losing_a_route(compas_model: d
 
 
 def test_rules_do_not_depend_on_the_fast_paths(compas_model: dict[str, Any]) -> None:
-    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=1)
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=1))
     fast_ctx, slow_ctx = _fast_and_slow(ex)
     assert fast_ctx.cells.counter.native is None  # type: ignore[union-attr]
     from lumber.passes.analyses.rules import local_rules
@@ -112,7 +112,7 @@ def test_rules_do_not_depend_on_the_fast_paths(compas_model: dict[str, Any]) -> 
 def test_regional_rules_do_not_depend_on_the_fast_paths(compas_model: dict[str, Any]) -> None:
     from lumber.passes.analyses.rules import Region, regional_rules
 
-    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0, widen=2)
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=0, widen=2))
     fast_ctx, slow_ctx = _fast_and_slow(ex)
     schema = ex.forest.schema
     regions = [Region.from_bounds(schema, {"PriorsCount": (3, None)}, "many priors"),
@@ -169,7 +169,7 @@ def test_estimates_with_the_c_counts_equal_numpy(compas_model: dict[str, Any]) -
 
     from lumber.passes.analyses.rules.cells import build_cells
 
-    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0)
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=0))
     ctx = ex.context
     X = ctx.table.X
     rng = np.random.default_rng(2)
