@@ -329,19 +329,25 @@ def run_dataset(name: str, n_cases: int, seed: int, milp: bool, k: int = 10, var
     iso_auto = IsolationForest(random_state=seed).fit(Xtr_a)
     iso_cal = IsolationForest(contamination=0.1, random_state=seed).fit(Xtr_a)
     t0 = time.perf_counter()
-    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k, isolation=iso_cal))  # the headline detector
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k,
+                                                       isolation=iso_cal))  # the headline detector
     setup = time.perf_counter() - t0
     protected = PROTECTED.get(name, ())
-    variants = {"paper_if": RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k, isolation=iso_auto)),
-                "k_only": RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=0, k=k, k_max=0, isolation=iso_cal))}
+    variants = {"paper_if": RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k,
+                                                                          isolation=iso_auto)),
+                "k_only": RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=0, k=k, k_max=0,
+                                                                        isolation=iso_cal))}
     if not variants_on:
         variants = {}
     if Xtr.shape[1] > k:  # the paper code's candidates: K by impurity importance, no second pass (always run)
-        variants["paper_rank"] = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k, k_max=0, rank="impurity", isolation=iso_cal))
+        variants["paper_rank"] = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k, k_max=0,
+                                                                               rank="impurity", isolation=iso_cal))
     if protected and variants_on:
         cons = {"immutable": list(protected)}
-        variants["protected"] = RuleExplainer(model, Xtr, constraints=cons, options=RuleOptions(seed=seed, n_samples=1, k=k, isolation=iso_cal))
-        variants["protected_paper_if"] = RuleExplainer(model, Xtr, constraints=cons, options=RuleOptions(seed=seed, n_samples=1, k=k, isolation=iso_auto))
+        variants["protected"] = RuleExplainer(model, Xtr, cons, options=RuleOptions(
+            seed=seed, n_samples=1, k=k, isolation=iso_cal))
+        variants["protected_paper_if"] = RuleExplainer(model, Xtr, cons, options=RuleOptions(
+            seed=seed, n_samples=1, k=k, isolation=iso_auto))
     span = np.nanmax(Xtr_a, axis=0) - np.nanmin(Xtr_a, axis=0)
     span = np.where(span > 0, span, 1.0)
     pred = model.predict(Xte)

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from .binding import bind_frame
 from .diagnostics import InputDataError
-from .schema import CategoryRule, FeatureKind, PostTransform, Schema
+from .schema import CategoryRule, FeatureKind, PostTransform, Schema, Task
 
 if TYPE_CHECKING:  # pragma: no cover
     from .forest import Forest
@@ -290,8 +290,6 @@ def forest_evaluate(forest: "Forest", X: npt.NDArray[np.float64]) -> npt.NDArray
 
 
 def is_classifier(schema: Schema) -> bool:
-    from .schema import Task
-
     return schema.task in (Task.BINARY, Task.MULTICLASS)
 
 

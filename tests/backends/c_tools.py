@@ -12,15 +12,8 @@ from lumber.backends.c import BuildOptions, CLibrary, CEmitOptions, build_shared
 from lumber.ir import CompileError, Forest
 
 
-def have_compiler() -> bool:
-    try:
-        find_compiler()
-    except CompileError:
-        return False
-    return True
-
-
-needs_cc = pytest.mark.skipif(not have_compiler(), reason="no C compiler")
+needs_cc = pytest.mark.usefixtures("c_compiler")
+"""The test builds C: the session's ``c_compiler`` fixture (tests/conftest.py) checks for a compiler once."""
 
 
 def build_many(forests: Sequence[tuple[str, Forest, bool | str]], out: Path, opt: str = "-O3",

@@ -22,11 +22,8 @@ def multiclass() -> Forest:
 
 
 @pytest.fixture(scope="module")
-def c_pred(multiclass: Forest, tmp_path_factory: pytest.TempPathFactory) -> lumber.compiler.predictors.CPredictor:
-    from c_tools import have_compiler
-
-    if not have_compiler():
-        pytest.skip("no C compiler")
+def c_pred(multiclass: Forest, tmp_path_factory: pytest.TempPathFactory,
+           c_compiler: str) -> lumber.compiler.predictors.CPredictor:
     return lumber.compile(multiclass, target="c", path=tmp_path_factory.mktemp("api") / "mc.so")
 
 

@@ -194,7 +194,8 @@ def test_a_request_is_accepted_where_a_model_goes(classifier: Any) -> None:
     assert lumber.explanation_request is explanation_request
     req = lumber.explanation_request(model, constraints={"immutable": ["x2"]}, norm="l1")
     assert isinstance(req, ExplanationRequest) and req.predictor is not None
-    direct = lumber.sensitive_tests(model, X[:4], constraints={"immutable": ["x2"]}, options=lumber.SensitiveOptions(norm="l1"))
+    direct = lumber.sensitive_tests(model, X[:4], constraints={"immutable": ["x2"]},
+                                    options=lumber.SensitiveOptions(norm="l1"))
     via = lumber.sensitive_tests(req, X[:4])
     np.testing.assert_array_equal(direct.distance, via.distance)
     assert via.verified.all()

@@ -71,11 +71,11 @@ def compile_fastest(model: ModelLike, *, sample: Any = None, path: str | Path | 
     timed on ``sample`` (default: rows spread over the model's splits). Both forms compute the source model's
     predictions exactly; ``predictor.report`` holds every form's time and the choice.
 
-    ``options``: a ``lumber.FastestOptions`` (the ``c`` library's fields plus the tables' ``max_depth``,
-    ``strategy``, ``exact``, ``time_passes``).
+    ``options``: a ``lumber.FastestOptions`` (the ``c`` library's fields plus the tables'
+    ``max_depth``, ``strategy``, ``exact``, ``time_passes``).
     """
-    return speed.compile_fastest(_forest(model, "compile_fastest"), _fastest_options(options), path=path, threads=threads,
-                         sample=sample)
+    return speed.compile_fastest(_forest(model, "compile_fastest"), _fastest_options(options), path=path,
+                                 threads=threads, sample=sample)
 
 
 def compile_within(model: ModelLike, tolerance: float, data: Mapping[str, Any], *, metric: str = "auto",
@@ -92,14 +92,15 @@ def compile_within(model: ModelLike, tolerance: float, data: Mapping[str, Any], 
     data : ``{"train": (X, y), "valid": (Xv, yv)}``.
     agreement : binary classifiers: the share of validation rows whose decision must stay the source's
         (default 1: every one); 0.999 lets the few disagreements farthest from the decision stay on the fast path.
-    fit : a :class:`~lumber.passes.transforms.oblivious_fit.FitOptions` for the lossy fit (default: its defaults).
+    fit : a :class:`~lumber.passes.transforms.oblivious_fit.FitOptions` for the lossy fit (default: its
+        defaults).
     options : a ``lumber.FastestOptions`` for the libraries built.
     """
     if fit is not None and not isinstance(fit, FitOptions):
         raise CompileError(f"fit must be a FitOptions, not {type(fit).__name__}",
                            f"pass fit=FitOptions(...) (fields: {', '.join(FitOptions.__dataclass_fields__)})")
-    return lossy.compile_within(_forest(model, "compile_within"), _fastest_options(options), tolerance=tolerance, data=data,
-                        path=path, threads=threads, metric=metric, fit=fit, agreement=agreement)
+    return lossy.compile_within(_forest(model, "compile_within"), _fastest_options(options), tolerance=tolerance,
+                                data=data, path=path, threads=threads, metric=metric, fit=fit, agreement=agreement)
 
 
 def _forest(model: ModelLike, entry: str) -> Forest:

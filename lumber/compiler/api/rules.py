@@ -26,7 +26,9 @@ from lumber.compiler.explain import (
     ConstraintsLike, ExplanationRequest, explanation_request, source_predictor, warn_positional,
 )
 from lumber.ir.domains import domains_for
-from lumber.ir import ArrayLike, CasesLike, Feature, Forest, InputDataError, ModelLike, TargetLike, UnsupportedModelError
+from lumber.ir import (
+    ArrayLike, CasesLike, Feature, Forest, InputDataError, ModelLike, TargetLike, UnsupportedModelError,
+)
 from lumber.passes.analyses.rules import (
     CounterfactualRule, CounterfactualSample, Region, RuleContext, RuleOptions, RuleSet,
     apply_regional, build_context, coverage, decisions, local_rules, regional_rules,

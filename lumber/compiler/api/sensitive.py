@@ -17,7 +17,9 @@ from typing import Any, Sequence
 import numpy as np
 from joblib import Parallel, delayed
 
-from lumber.compiler.explain import ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request, warn_positional
+from lumber.compiler.explain import (
+    ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request, warn_positional,
+)
 from lumber.ir import ArrayLike, Feature, Forest, InputDataError, ModelLike, Norm, TargetLike, Task
 from lumber.ir.display import Display
 from lumber.passes.analyses.metrics import Metric, build_metric

@@ -136,7 +136,9 @@ def regional(st: State) -> None:
 
         bounds = [{f: ab for f, ab in b} for _, b in regions]
         try:
-            rs = lumber.counterfactual_rules(_request(st), train.X, bounds, options=lumber.RuleOptions(pi=cfg.explain.pi, pi_c=cfg.explain.pi_c, n_samples=0, seed=cfg.seed))
+            rs = lumber.counterfactual_rules(_request(st), train.X, bounds,
+                                             options=lumber.RuleOptions(pi=cfg.explain.pi, pi_c=cfg.explain.pi_c,
+                                                                        n_samples=0, seed=cfg.seed))
         except LumberError as exc:
             return {"error": _error(exc)}
         results = list(rs)

@@ -122,4 +122,5 @@ def _fresh_library(path: str | Path, fp: str, prefix: str, threads: int) -> CPre
     return pred
 
 
-__all__ = ["COptions", "CLibraryTarget", "CSourceOptions", "FastestOptions", "CSourceTarget", "build_library", "is_shared_library"]
+__all__ = ["COptions", "CLibraryTarget", "CSourceOptions", "FastestOptions", "CSourceTarget", "build_library",
+           "is_shared_library"]

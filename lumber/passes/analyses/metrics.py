@@ -319,6 +319,12 @@ def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", s
     for r in cons.rules:
         i = names.index(r.feature)
         _apply_rule(r, i, categorical[i], immutable, inc, dec, lower, upper, lrel, urel, allowed, w_down, w_up)
+    free = np.flatnonzero(((w_down == 0) | (w_up == 0)) & ~immutable)
+    if free.size:  # a weight may be 0 (a free move); a distance along a free feature is not defined
+        raise InputDataError(f"sensitive tests measure a distance: the weight (or cost) of feature '{names[free[0]]}' "
+                             "is 0, which makes every change of it free",
+                             "give it a positive weight, make it immutable, or use lumber.counterfactual "
+                             "(free changes are allowed there)")
     mc = cons.max_changes if cons.max_changes is not None else max_changes
     if mc is not None and (not isinstance(mc, (int, np.integer)) or mc < 0):
         raise InputDataError(f"max_changes must be a non-negative integer, got {mc!r}")
@@ -381,9 +387,9 @@ def _apply_rule(r: FeatureRule, i: int, categorical: bool, immutable: npt.NDArra
     for cost, arr in ((r.cost_up, w_up), (r.cost_down, w_down)):
         if cost is None:
             continue
-        if not (cost > 0 and np.isfinite(cost)):
-            raise InputDataError(f"cost of feature '{r.feature}' is {cost}: costs must be positive and finite{where}",
-                                 "to keep a feature from changing, make it immutable")
+        if not (cost >= 0 and np.isfinite(cost)):  # the rule of lumber.ir.constraints.parse_weights
+            raise InputDataError(f"cost of feature '{r.feature}' is {cost}: costs must be finite and at least 0"
+                                 f"{where}", "to keep a feature from changing, make it immutable")
         arr[i] = float(cost)
 
 

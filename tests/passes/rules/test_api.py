@@ -57,25 +57,30 @@ def test_single_case_and_constraints(compas_model: dict[str, Any]) -> None:
     assert not {"Race", "Sex", "AgeGroup"} & set(res.features)
     for s in res.samples:
         assert {c.feature for c in s.changes}.isdisjoint({"Race", "Sex", "AgeGroup"})
-    one = lumber.counterfactual_rules(m, Xtr, Xte.iloc[:4], constraints={"max_changes": 1}, options=RuleOptions(n_samples=0))
+    one = lumber.counterfactual_rules(m, Xtr, Xte.iloc[:4], constraints={"max_changes": 1},
+                                      options=RuleOptions(n_samples=0))
     assert all(r.sparsity <= 1 for r in one if r.found)
-    as_dict = lumber.counterfactual_rules(m, Xtr, Xte.iloc[3].to_dict(), constraints=cons, options=RuleOptions(max_sets=3))
+    as_dict = lumber.counterfactual_rules(m, Xtr, Xte.iloc[3].to_dict(), constraints=cons,
+                                          options=RuleOptions(max_sets=3))
     assert as_dict.to_dict() == res.to_dict()
 
 
 def test_constraint_file_text(compas_model: dict[str, Any], tmp_path: Any) -> None:
     p = tmp_path / "c.lum"
     p.write_text("immutable Race, Sex\n")
-    res = lumber.counterfactual_rules(compas_model["model"], compas_model["Xtr"], compas_model["Xte"].iloc[0], constraints=str(p), options=RuleOptions(n_samples=0))
+    res = lumber.counterfactual_rules(compas_model["model"], compas_model["Xtr"], compas_model["Xte"].iloc[0],
+                                      constraints=str(p), options=RuleOptions(n_samples=0))
     assert not {"Race", "Sex"} & set(res.features)
 
 
 def test_region_through_the_api(compas_model: dict[str, Any]) -> None:
     m, Xtr = compas_model["model"], compas_model["Xtr"]
-    res = lumber.counterfactual_rules(m, Xtr, {"PriorsCount": (8, None), "AgeGroup": (1, 1)}, options=RuleOptions(n_samples=0))
+    res = lumber.counterfactual_rules(m, Xtr, {"PriorsCount": (8, None), "AgeGroup": (1, 1)},
+                                      options=RuleOptions(n_samples=0))
     assert isinstance(res, CounterfactualRule) and res.is_regional and res.region_rows > 0
     assert res.found and res.prediction == 1
-    both = lumber.counterfactual_rules(m, Xtr, [{"PriorsCount": (8, None)}, {"PriorsCount": (None, 0)}], options=RuleOptions(n_samples=0))
+    both = lumber.counterfactual_rules(m, Xtr, [{"PriorsCount": (8, None)}, {"PriorsCount": (None, 0)}],
+                                       options=RuleOptions(n_samples=0))
     assert isinstance(both, RuleSet) and len(both) == 2
 
 
@@ -119,7 +124,8 @@ def test_sampled_subset_search_finds_the_two_features_that_matter() -> None:
     y = ((X[:, 3] > 0.3) & (X[:, 11] < 0.5)).astype(int)
     rf = RandomForestClassifier(n_estimators=20, max_depth=8, random_state=0, n_jobs=1).fit(X, y)
     case = np.where(np.arange(20) == 3, -1.0, 0.0)
-    res = lumber.counterfactual_rules(rf, X, case, target=1, options=RuleOptions(k=20, search="sampled", max_subsets=40, n_samples=1))
+    res = lumber.counterfactual_rules(rf, X, case, target=1, options=RuleOptions(k=20, search="sampled",
+                                                                                 max_subsets=40, n_samples=1))
     assert res.found and res.search is not None and res.search.sampled
     assert "f3" in res.features and len(res.features) <= 3
     assert res.samples[0].verified and rf.predict(res.samples[0].x[None, :])[0] == 1
@@ -171,7 +177,8 @@ def test_default_isolation_forest_is_calibrated(compas_model: dict[str, Any],
     X = ex.forest.prepare_input(compas_model["Xtr"])
     share = float((ex.inlier_score(X) >= 0).mean())
     assert 0.88 <= share <= 0.92
-    auto = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=0, contamination="auto"))
+    auto = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=0,
+                                                                                         contamination="auto"))
     assert float((auto.inlier_score(X) >= 0).mean()) < 0.7
     for r in rs:  # local rules report how much of each box is plausible
         assert all(rule.inliers is not None and 0.0 <= rule.inliers <= rule.plausibility + 1e-12 for rule in r.rules)
@@ -186,9 +193,11 @@ def test_regions_that_are_not_regions_are_a_clear_error(compas_rules: tuple[Rule
 
 
 def test_fallback_and_cell_size_reach_the_search(compas_model: dict[str, Any]) -> None:
-    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=0, fallback="smallest", min_cell_rows=5))
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"],
+                       options=RuleOptions(n_samples=0, fallback="smallest", min_cell_rows=5))
     assert ex.context.options.fallback == "smallest" and ex.context.cells.min_rows == 5
-    r = lumber.counterfactual_rules(compas_model["model"], compas_model["Xtr"], compas_model["Xte"].iloc[0], options=RuleOptions(n_samples=0, fallback="smallest", min_cell_rows=5))
+    r = lumber.counterfactual_rules(compas_model["model"], compas_model["Xtr"], compas_model["Xte"].iloc[0],
+                                    options=RuleOptions(n_samples=0, fallback="smallest", min_cell_rows=5))
     assert r.status in ("found", "no_rule", "no_divergent_set", "already_target")
     with pytest.raises(InputDataError, match="fallback must be one of"):
         RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(fallback="largest"))

@@ -264,7 +264,8 @@ def _only_fragile(either: dict[str, Any], monkeypatch: pytest.MonkeyPatch, robus
     from lumber.passes.analyses.rules import Interval, Rule, core
     from lumber.passes.analyses.rules.divergent import Attempt
 
-    ex = RuleExplainer(either["model"], either["X"], options=RuleOptions(seed=0, k_max=0, robust_search=robust_search, n_samples=n_samples))
+    ex = RuleExplainer(either["model"], either["X"], options=RuleOptions(seed=0, k_max=0, robust_search=robust_search,
+                                                                         n_samples=n_samples))
     feats = ex.forest.schema.features
 
     def attempts(*_: Any, **__: Any) -> Any:
