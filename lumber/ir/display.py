@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .domains import DomainKind, Domains
-from .forest import ZERO_THRESHOLD
+from .interp import ZERO_THRESHOLD
 from .schema import FeatureKind
 
 if TYPE_CHECKING:

@@ -160,7 +160,7 @@ def test_c_options_for_tables_carry_over_or_say_why_not() -> None:
 
 @pytest.fixture(scope="module")
 def lgb_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     from sklearn.datasets import load_diabetes
 
     X, y = load_diabetes(return_X_y=True)

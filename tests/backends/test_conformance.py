@@ -31,8 +31,8 @@ from lumber.backends.onnx import OnnxOptions, check, emit_onnx
 from lumber.compiler.predictors import OnnxPredictor, as_rows
 from lumber.ir import CompileError, Forest, FeatureKind
 
-lgb = pytest.importorskip("lightgbm")
-xgb = pytest.importorskip("xgboost")
+import lightgbm as lgb
+import xgboost as xgb
 
 
 @dataclass

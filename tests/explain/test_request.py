@@ -215,14 +215,14 @@ def _data() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _lightgbm_booster() -> Any:
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     X, y = _data()
     return lgb.train({"objective": "binary", "num_leaves": 4, "min_data_in_leaf": 5, "verbose": -1},
                      lgb.Dataset(X, y), num_boost_round=5)
 
 
 def _xgboost_booster() -> Any:
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     X, y = _data()
     return xgb.train({"objective": "binary:logistic", "max_depth": 2}, xgb.DMatrix(X, y), num_boost_round=5)
 
