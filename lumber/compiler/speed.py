@@ -1,4 +1,4 @@
-"""``optimize="speed"``: build the forest and the oblivious-table libraries, time both, keep the faster.
+"""``lumber.compile_fastest``: build the forest and the oblivious-table libraries, time both, keep the faster.
 
 Both are C shared libraries with the same entry points and the source model's
 fingerprint (targets ``c`` and ``table-c``), so the choice is invisible to

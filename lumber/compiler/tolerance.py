@@ -1,4 +1,4 @@
-"""``optimize="speed", tolerance=...``: the fastest form whose validation loss stays within the tolerance.
+"""``lumber.compile_within``: the fastest form whose validation loss stays within the tolerance.
 
 Without a tolerance nothing lossy ever happens (:mod:`lumber.compiler.speed`
 picks among exact forms). With one, the exact forms are measured beside

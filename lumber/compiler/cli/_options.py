@@ -81,8 +81,8 @@ def add_explainer_options(p: argparse.ArgumentParser, *, jobs_help: str = "worke
     g.add_argument("--constraints", help="constraint file (.lum): actionability, costs, norm, scale and target")
     g.add_argument("--target", default=None, help="target class label (or lo:hi interval for regression)")
     g.add_argument("--norm", choices=NORMS, default=None,
-                   help="distance norm (default: the constraint file's, else l2 for sensitive tests, l1 for "
-                        "counterfactuals)")
+                   help="distance norm (default: the constraint file's, else l2 for sensitive tests and l1 for "
+                        "counterfactuals; lumber report: the build file's, l1)")
     add_scale(g)
     g.add_argument("--train", help="training CSV (scaling statistics, feature domains, rules, plausibility; "
                    "without it the rows of DATA give the statistics and domains)")
