@@ -549,3 +549,19 @@ def test_margin_is_the_smallest_domain_change_and_labels_print() -> None:
     assert t.categories is not None and t.margin == 5.0
     assert t.to_dict()["categories_text"] == [feats[1].categories[c] for c in t.categories]
     assert str(t).startswith("Job not in {") and "pilot -> " in str(t) and "clerk" in str(t) or "nurse" in str(t)
+
+
+def test_worker_processes_give_the_same_result() -> None:
+    """``n_jobs=2`` splits the rows over worker processes; the result equals one process's, row for row."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    opts = lumber.SensitiveOptions(scale="std", method="upper-bound")
+    one = lumber.sensitive_tests(model, X[:6], reference=X, options=opts)
+    two = lumber.sensitive_tests(model, X[:6], reference=X, options=opts, n_jobs=2)
+    np.testing.assert_array_equal(one.distance, two.distance)
+    np.testing.assert_array_equal(one.point, two.point)
+    assert [c.to_dict(one.forest.schema.feature_names) for c in one] == \
+        [c.to_dict(two.forest.schema.feature_names) for c in two]

@@ -74,8 +74,7 @@ def scale_of(args: argparse.Namespace) -> str | None:
     return None if args.scale in (None, "none") else args.scale  # type: ignore[no-any-return]
 
 
-def add_explainer_options(p: argparse.ArgumentParser, *, jobs_help: str = "worker processes (default: 1)"
-                          ) -> argparse._ArgumentGroup:
+def add_explainer_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     """The options every explaining command shares, declared once (names, choices, defaults, help)."""
     g = p.add_argument_group("explanations")
     g.add_argument("--constraints", help="constraint file (.lum): actionability, costs, norm, scale and target")
@@ -88,7 +87,7 @@ def add_explainer_options(p: argparse.ArgumentParser, *, jobs_help: str = "worke
                    "without it the rows of DATA give the statistics and domains)")
     g.add_argument("--time-limit", type=positive_float, default=TIME_LIMIT,
                    help=f"seconds per case of a search (counterfactual: the whole query; default {TIME_LIMIT:g})")
-    g.add_argument("--jobs", type=int, default=1, help=jobs_help)
+    g.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1; lumber batch: all cores)")
     g.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
     return g
 

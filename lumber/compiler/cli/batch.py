@@ -28,8 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for a in ("counterfactual", "sensitive", "rules"):
         what.add_argument(f"--{a}", dest="analysis", action="store_const", const=a, help=f"{a} per row")
     p.add_argument("-o", "--output", required=True, help="JSON Lines output (resumed when it exists)")
-    _options.add_explainer_options(p, jobs_help="local worker processes (default: all cores)")
-    p.set_defaults(jobs=-1)
+    _options.add_explainer_options(p)
+    p.set_defaults(jobs=-1)  # a batch is for many rows: every local core
     _options.add_rows(p)
     _options.add_no_header(p)
     p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")

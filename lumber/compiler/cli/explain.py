@@ -43,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="CSV of cases to explain (a header row names the features)")
     for a in ANALYSES:
         p.add_argument(f"--{a}", action="store_true", help=ANALYSIS_HELP[a])
-    _options.add_explainer_options(p, jobs_help="worker processes for several cases (default: 1)")
+    _options.add_explainer_options(p)
     _options.add_rows(p)
     _options.add_no_header(p)
     _options.add_rule_options(p)

@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sections", default="model,attribution,cases,regional,constraints,checks",
                    help="report sections, in order (default: model,attribution,cases,regional,constraints,checks)")
     p.add_argument("--formats", default="html,md,json", help="files to write: html, md, json (default: all three)")
-    _options.add_explainer_options(p, jobs_help="worker processes for the explanations (default: 1)")
+    _options.add_explainer_options(p)
     p.add_argument("--max-cases", type=_options.positive_int, default=20,
                    help="explain the first N rows of CASES (default: 20); the report says how many it explains")
     p.add_argument("--title", default="", help="title of the report (default: from the model's file name)")

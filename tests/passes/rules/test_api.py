@@ -201,3 +201,15 @@ def test_fallback_and_cell_size_reach_the_search(compas_model: dict[str, Any]) -
     assert r.status in ("found", "no_rule", "no_divergent_set", "already_target")
     with pytest.raises(InputDataError, match="fallback must be one of"):
         RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(fallback="largest"))
+
+
+def test_worker_processes_give_the_same_rules(compas_model: dict[str, Any],
+                                              compas_rules: tuple[RuleExplainer, RuleSet]) -> None:
+    """``n_jobs=2``: each worker fits the same estimators and keys each case's random stream by its row, so
+    the rules and samples equal those of one process, in order, and ``progress`` counts every case."""
+    _, one = compas_rules
+    seen: list[int] = []
+    two = lumber.counterfactual_rules(compas_model["model"], compas_model["Xtr"], compas_model["Xte"].iloc[:12],
+                                      options=RuleOptions(n_samples=1), n_jobs=2, progress=seen.append)
+    assert sum(seen) == 12 and [r.row for r in two] == list(range(12))
+    assert [r.to_dict() for r in two] == [r.to_dict() for r in one]
