@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .build import TreeArrays, concat_trees
+from .assemble import TreeArrays, concat_trees
 from .diagnostics import IRLocation, ValidationError
 from .graph import parents
 from .interp import category_codes, prepare_input
