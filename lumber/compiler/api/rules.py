@@ -1,4 +1,4 @@
-"""``lumber.counterfactual_rules``: local and regional counterfactual rules (papers.md section 4).
+"""``lumber.counterfactual_rules``: local and regional counterfactual rules.
 
 Where the MILP gives one optimal point, rules give ranges over a few features
 that change the decision with high probability, robust to an imprecise

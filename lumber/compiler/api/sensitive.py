@@ -1,8 +1,9 @@
 """``lumber.sensitive_tests``: where each case sits relative to the model's decision surface.
 
 Loads any supported model, resolves the metric from a constraint file or
-object and keyword options (keywords give defaults, constraints override),
-runs the analysis (exact projection for a single tree; for an ensemble the
+object and a :class:`SensitiveOptions` (the options give defaults, the
+constraints' norm, scale and costs override them), runs the analysis (in
+``n_jobs`` worker processes for many rows) (exact projection for a single tree; for an ensemble the
 counterfactual MILP when available, else a verified upper bound labelled as
 such), and verifies every witness point on the source model itself when a
 model object is given (:class:`~lumber.compiler.explain.SourcePredictor`:
