@@ -8,8 +8,8 @@ from typing import Sequence
 
 import pytest
 
-from lumber.backends.c import BuildOptions, CLibrary, CEmitOptions, build_shared, emit_source, find_compiler
-from lumber.ir import CompileError, Forest
+from lumber.backends.c import BuildOptions, CLibrary, CEmitOptions, build_shared, emit_source
+from lumber.ir import Forest
 
 
 needs_cc = pytest.mark.usefixtures("c_compiler")

@@ -16,7 +16,6 @@ from lumber.backends.onnx import OnnxOptions, check, emit_onnx
 from lumber.compiler.predictors import OnnxPredictor, as_rows
 from lumber.ir import CategoryRule, CompileError, Forest
 
-import onnxruntime as ort
 import onnx
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "onnx"

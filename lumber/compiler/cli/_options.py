@@ -10,7 +10,6 @@ time limit, workers, seed) used by ``lumber explain``, ``lumber batch`` and
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
 import numpy.typing as npt

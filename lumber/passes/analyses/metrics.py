@@ -25,7 +25,7 @@ from __future__ import annotations
 import difflib
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
