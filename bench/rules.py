@@ -1,4 +1,4 @@
-"""Benchmark: counterfactual rules on the paper's Table 1 protocol (papers.md section 4).
+"""Benchmark: counterfactual rules on the paper's Table 1 protocol (Amoukou and Brunel).
 
 Per data set (compas and adult bundled with lumber, breast cancer from scikit-learn, and
 ``diabetes_cls``: scikit-learn's diabetes labelled "progression above the median", a stand-in for the
@@ -759,7 +759,7 @@ def side_by_side(doc: dict[str, Any]) -> list[str]:
 def markdown(doc: dict[str, Any]) -> str:
     parts = doc.get("parts") or [{"command": doc["command"], "load": doc.get("load"), "seconds": doc.get("seconds")}]
     runs = [f"`{p['command']}` ({fmt(p.get('seconds'), 0)} s; load at the end {fmt(p.get('load'))})" for p in parts]
-    lines = ["# Counterfactual rules: Table 1 protocol (papers.md section 4)", "",
+    lines = ["# Counterfactual rules: Table 1 protocol (Amoukou and Brunel)", "",
              "Run" + ("s" if len(runs) > 1 else "") + ": " + "; ".join(runs) + f" — {doc['machine']}; "
              f"{doc['cases_per_class']} test cases per class, K = {doc.get('k', 10)}, seed {doc['seed']}. Paper values "
              "in parentheses (adult is not in the paper).", "",

@@ -3,7 +3,7 @@
 The explained model decides; the rule forest (a random forest fitted to the
 explained model's decisions, or the model itself when it is one) estimates.
 Training decisions are the explained model's, never the data's labels: the
-rules explain the model (papers.md section 4, "f(X) as the output of a learned
+rules explain the model (Amoukou and Brunel, "f(X) as the output of a learned
 model").
 """
 
