@@ -177,6 +177,23 @@ def prune_result() -> str:
     return "; ".join(parts)
 
 
+def prune_seeds_result() -> str:
+    rows = [r for r in get(load("prune-seeds.json"), "rows") if r.get("selection", "best-auc") == "best-auc"]
+    if not rows:
+        raise Missing("no best-auc rows in `results/prune-seeds.json`")
+    paper = [float(get(r, "reduction")) for r in rows]
+    refit = [float(get(r, "refit", "reduction")) for r in rows]
+    return (f"adult over {len(rows)} splits: paper's rule median {num(statistics.median(paper))}x "
+            f"({num(min(paper))}-{num(max(paper))}x), `prune{{method=refit}}` median {num(statistics.median(refit))}x "
+            f"({num(min(refit))}-{num(max(refit))}x)")
+
+
+def sklearn_lower_result() -> str:
+    rows = get(load("sklearn_lower.json"), "rows")
+    return "; ".join(f"{get(r, 'model')}: lumber {num(float(get(r, 'lumber_s')))} s, treelite "
+                     f"{num(float(get(r, 'treelite_s')))} s, output matches: {get(r, 'exact')}" for r in rows)
+
+
 def attribution_result() -> str:
     d = load("attribution.json")
     digits = get(d, "digits")
@@ -248,9 +265,11 @@ def rules_result(name: str) -> Callable[[], str]:
         for ds, v in get(d, "datasets").items():
             for cls, c in get(v, "classes").items():
                 loc = get(c, "local")
-                parts.append(f"{ds} {cls}: accuracy {float(get(loc, 'accuracy')):.2f}, coverage "
-                             f"{float(get(loc, 'coverage')):.2f}, plausibility {float(get(loc, 'plausibility_10')):.2f}, "
-                             f"stability {float(get(loc, 'stability', 0)):.2f}, sparsity {float(get(loc, 'sparsity')):.1f}")
+                parts.append(f"{ds} {cls}: accuracy {float(get(loc, 'accuracy')):.2f}, "
+                             f"coverage {float(get(loc, 'coverage')):.2f}, "
+                             f"plausibility {float(get(loc, 'plausibility_10')):.2f}, "
+                             f"stability {float(get(loc, 'stability', 0)):.2f}, "
+                             f"sparsity {float(get(loc, 'sparsity')):.1f}")
         for ds, v in (d.get("regression") or {}).items():
             loc = get(v, "local")
             parts.append(f"{ds} regression: accuracy {float(get(loc, 'accuracy')):.2f}, stability "
@@ -265,10 +284,11 @@ def rules_speed_result(name: str) -> Callable[[], str]:
         for ds, v in get(load(name), "speed").items():
             reg = get(v, "regional_seconds")
             loc = get(v, "local_seconds_per_case")
+            same = bool(get(v, "same_local")) and bool(get(v, "same_regional"))
             parts.append(f"{ds}: {get(v, 'regions')} regions {num(statistics.median(get(reg, 'fast')), 2)} s "
                          f"(plain path {num(statistics.median(get(reg, 'plain')), 3)} s); local rules "
                          + ", ".join(f"{cls} {num(float(get(c, 'fast')), 2)} s per case" for cls, c in loc.items())
-                         + f"; same results on both paths: {bool(get(v, 'same_local')) and bool(get(v, 'same_regional'))}")
+                         + f"; same results on both paths: {same}")
         return "; ".join(parts)
     return result
 
@@ -291,6 +311,7 @@ def claims() -> list[tuple[str, list[Claim]]]:
     return [
         ("Loading", [
             Claim("load a 1000-tree x 255-leaf LightGBM model", "bench/load.py", load_result, "< 2 s, < 10x the file"),
+            Claim("lower fitted scikit-learn ensembles (adult)", "bench/sklearn_lower.py", sklearn_lower_result),
         ]),
         ("Inference: the C backend against its peers", [
             *inference_rows("inference-idle.json",
@@ -302,14 +323,17 @@ def claims() -> list[tuple[str, list[Claim]]]:
             *inference_rows("oblivious.json", "bench/oblivious.py"),
             *forms_rows("oblivious-recompose.json", "bench/oblivious.py --recompose --forms grow:10 --reps 3",
                         "exact re-composition"),
-            *forms_rows("oblivious-recompose-restarts.json", "bench/oblivious.py --recompose --models lightgbm-synthetic "
-                        "--forms grow:10:r9 --reps 3 --stem oblivious-recompose-restarts", "re-composition with restarts"),
+            *forms_rows("oblivious-recompose-restarts.json",
+                        "bench/oblivious.py --recompose --models lightgbm-synthetic --forms grow:10:r9 --reps 3 "
+                        "--stem oblivious-recompose-restarts", "re-composition with restarts"),
             *forms_rows("oblivious-tolerance.json", "bench/oblivious.py --tolerance --reps 3",
                         "quality-bounded translation"),
         ]),
         ("Passes", [
             Claim("polynomial conversion and monomial pruning (paper Table 1)", "bench/prune.py", prune_result,
                   "2.5x on adult at <= 0.0005 AUC loss"),
+            Claim("monomial pruning over five adult splits", "bench/prune.py --seed-study 0,1,2,3,4",
+                  prune_seeds_result, "2.5x at <= 0.0005 AUC loss"),
             Claim("attribution against SHAP on digits", "bench/attribution.py", attribution_result),
         ]),
         ("Explanations", [
@@ -328,7 +352,8 @@ def claims() -> list[tuple[str, list[Claim]]]:
                   "bench/rules.py --merge ...", rules_result("rules.json"), "accuracy >= 0.95, stability >= 0.95"),
             Claim("counterfactual rules: compas, diabetes", "bench/rules.py --merge rules_compas,rules_diabetes,"
                   "rules_diabetes_cls --stem rules-idle", rules_result("rules-idle.json")),
-            Claim("counterfactual rules, speed (adult)", "bench/rules.py --speed --datasets adult --stem rules_speed_adult",
+            Claim("counterfactual rules, speed (adult)",
+                  "bench/rules.py --speed --datasets adult --stem rules_speed_adult",
                   rules_speed_result("rules_speed_adult.json"), "8 regions <= 10 s, <= 2 s per case"),
             Claim("counterfactual rules, speed (breast cancer)",
                   "bench/rules.py --speed --datasets bcw --stem rules_speed_bcw",
