@@ -103,15 +103,21 @@ def inference_rows(name: str, command: str) -> list[Claim]:
                 raise Missing("no lumber form")
             best_name = min(mine, key=lambda k: ns_row_tree(mine[k], rows, trees))
             best = ns_row_tree(mine[best_name], rows, trees)
+            me = mine[best_name]
+            extra = "".join([
+                f", 2 threads {num(float(me['speedup_2t']))}x one" if me.get("speedup_2t") else "",
+                f", one row from Python {num(float(me['row_python_us']))} us" if me.get("row_python_us") else "",
+                f", compiled in {num(float(me['compile_cpu_s']))} s CPU" if me.get("compile_cpu_s") else ""])
             parts = [f"{best_name} {num(best)} ns/row/tree (1 thread, CPU), "
-                     f"{get(mine[best_name], 'corpus_mismatch')} corpus mismatches"]
+                     f"{get(me, 'corpus_mismatch')} corpus mismatches{extra}"]
             others = []
             for k, v in peers.items():
                 if k.startswith("lumber") or "batch_1t_cpu" not in v:
                     continue
                 t = ns_row_tree(v, rows, trees)
                 others.append(f"{k} {num(t)} ({num(t / best)}x, {v.get('corpus_mismatch', '?')} mismatches)")
-            return "; ".join(parts + others)
+            load = run_line(d)
+            return "; ".join(parts + others) + (f" (load average {load})" if load else "")
         note = get(m, "notes") if "notes" in m else model
         out.append(Claim(f"{model}: {note}", command, result))
     return out
