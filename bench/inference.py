@@ -524,7 +524,7 @@ def peer_lumber_oblivious(case: ModelCase, workdir: Path) -> Peer:
 
 def oblivious_cases(quick: bool, n_batch: int, Xs: np.ndarray, ys: np.ndarray, rng: np.random.Generator
                     ) -> list[ModelCase]:
-    """Issue 5 (bench/oblivious.py): CatBoost depth 6 and 8 (500 trees) and a shallow LightGBM model."""
+    """The oblivious-table cases (bench/oblivious.py): CatBoost depth 6 and 8 (500 trees) and a shallow LightGBM model."""
     import catboost
     import lightgbm as lgb
 

@@ -344,7 +344,7 @@ def recompose_markdown(res: dict[str, Any]) -> str:
     lines = ["# Exact oblivious re-composition on production-size models", "",
              _run_line(res) + (" " + flags if flags else ""),
              "Build seconds include the polynomial expansion (and the refit). `lower bound` = monomials / 2^depth "
-             "(every table full), which the data rarely allows (see docs/passes.md); `cover bound` = maximal "
+             "(every table full), which the data rarely allows; `cover bound` = maximal "
              "monomials no two of which fit in one table of that depth (`cover_lower_bound`): every exact form "
              "of that depth needs at least that many trees.", ""]
     for name, e in res["models"].items():

@@ -1,4 +1,4 @@
-"""Benchmark: counterfactual rules on the paper's Table 1 protocol (papers.md section 4).
+"""Benchmark: counterfactual rules on the paper's Table 1 protocol (Amoukou and Brunel).
 
 Per data set (compas and adult bundled with lumber, breast cancer from scikit-learn, and
 ``diabetes_cls``: scikit-learn's diabetes labelled "progression above the median", a stand-in for the
@@ -74,7 +74,7 @@ The full run, in parts of at most a few minutes each on an idle 2-core machine (
     bench/rules.py --merge rules_compas,rules_bcw_pos,rules_bcw_neg,rules_adult_pos,rules_adult_neg,rules_diabetes,rules_diabetes_cls
     bench/rules.py --cdp-check --cases 30
 
-(bcw neg without the variants: its rule search is the slowest, about 9 s per case at load 7, and the
+(bcw neg without the variants: its rule search is the slowest, about 9 s per case, and the
 variants would run it twice more.)
 
 Writes ``bench/results/rules.json`` and ``bench/results/rules.md`` (``rules_quick.*`` with
@@ -82,7 +82,7 @@ Writes ``bench/results/rules.json`` and ``bench/results/rules.md`` (``rules_quic
 into one command per data set (each writes its own stem); ``--merge`` joins their JSON into one
 table, each part's command, wall time and load average listed.
 
-Speed (``--speed``; issue 16's targets: 8 Adult regions <= 10 s, local rules <= 2 s per case at
+Speed (``--speed``; targets: 8 Adult regions <= 10 s, local rules <= 2 s per case at
 K = 10): regional rules for the 8 regions above and local rules for ``--cases`` (default 10) test
 cases per class, each on a fresh explainer, the shipped fast paths (C cell counts, compiled margins)
 interleaved with the plain ones (numpy counts, interpreted margins), regional ``--repeats`` times;
@@ -754,7 +754,7 @@ def side_by_side(doc: dict[str, Any]) -> list[str]:
     lines += ["", "Note on compas plausibility under 'auto': scikit-learn's fixed threshold (score_samples < -0.5) "
               "calls about half of compas's real test cases outliers (column \"cases' own IF\") and every point "
               "with Sex = 1. The headline explainer scores its samples with the calibrated detector, so under "
-              "'auto' its samples are mostly 'outliers' (0.10 / 0.13 in an earlier run); the 'paper IF' variant, "
+              "'auto' its samples are mostly 'outliers'; the 'paper IF' variant, "
               "whose explainer scores with the 'auto' detector as the paper does, is the comparable number.", ""]
     return lines
 
@@ -762,7 +762,7 @@ def side_by_side(doc: dict[str, Any]) -> list[str]:
 def markdown(doc: dict[str, Any]) -> str:
     parts = doc.get("parts") or [{"command": doc["command"], "load": doc.get("load"), "seconds": doc.get("seconds")}]
     runs = [f"`{p['command']}` ({fmt(p.get('seconds'), 0)} s; load at the end {fmt(p.get('load'))})" for p in parts]
-    lines = ["# Counterfactual rules: Table 1 protocol (papers.md section 4)", "",
+    lines = ["# Counterfactual rules: Table 1 protocol (Amoukou and Brunel)", "",
              "Run" + ("s" if len(runs) > 1 else "") + ": " + "; ".join(runs) + f" — {doc['machine']}; "
              f"{doc['cases_per_class']} test cases per class, K = {doc.get('k', 10)}, seed {doc['seed']}. Paper values "
              "in parentheses (adult is not in the paper).", "",
@@ -1046,7 +1046,7 @@ def search_report(name: str, n_cases: int, seed: int, pi: float = 0.9) -> dict[s
 
 def cdp_markdown(doc: dict[str, Any]) -> str:
     mc = doc["monte_carlo"]
-    lines = ["# Counterfactual rules: the CDP estimator and the minimal divergent set (issue 16)", "",
+    lines = ["# Counterfactual rules: the CDP estimator and the minimal divergent set", "",
              f"`{doc['command']}` — {doc['machine']}; load average {fmt(doc['load'])} on {doc['cpus']} cores "
              "(the machine is shared; timings at load above the core count are not evidence).", "",
              "## CDP against a Monte Carlo estimate", "",
@@ -1055,8 +1055,8 @@ def cdp_markdown(doc: dict[str, Any]) -> str:
              "of that conditional law; their share in the target is the Monte Carlo estimate. "
              f"{mc['cases']} test cases, every S with at least {mc['min_matches']} matching rows "
              f"({mc['pairs']} (case, S) pairs). *cells*: the Projected Forest as the paper defines it (rows in the "
-             "intersection of the reached leaves; lumber now); *union*: every row of every reached leaf (lumber "
-             "before issue 16).", "",
+             "intersection of the reached leaves, lumber's estimator); *union*: every row of every reached leaf "
+             "(an estimator that counts rows twice).", "",
              "| estimator | mean abs. error | bias | 95th pct abs. error | share of pairs with CDP >= 0.9 |",
              "|---|---|---|---|---|",
              f"| Monte Carlo | — | — | — | {fmt(mc['mc_reach_pi'], 3)} |"]
@@ -1206,7 +1206,7 @@ def speed(datasets: list[str], n_cases: int, repeats: int, seed: int) -> dict[st
 def speed_markdown(doc: dict[str, Any]) -> str:
     lines = ["# Counterfactual rules: speed", "",
              f"`{doc['command']}` -- {doc['machine']}, {doc['cpus']} CPUs, load average at the end "
-             f"{doc['load'][0]:.2f}; {doc['seconds']:.0f} s in all. Targets (issue 16): regional rules for 8 "
+             f"{doc['load'][0]:.2f}; {doc['seconds']:.0f} s in all. Targets: regional rules for 8 "
              "Adult regions <= 10 s, local rules <= 2 s per case at K = 10 (adult, bcw).", "",
              "Fast: the explainer as shipped (C cell counts, compiled margins, both built in the background "
              "once the work passes a threshold); plain: the same explainer with numpy cell counts and "

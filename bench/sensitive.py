@@ -242,7 +242,7 @@ def markdown(doc: dict[str, Any]) -> str:
                      f"{r['cases_per_s_wall']:,.0f} | {r['ratio_to_algorithm1']:.1f} |")
     lines += ["", "## Ensembles (random forests): exact MILP vs the labelled upper-bound search", "",
               "Every point of both methods is verified by scikit-learn. `milp` is the default for ensembles "
-              "(issue 8's solver, same metric); `upper-bound` is the search used when it is not wanted or fails.", "",
+              "(the counterfactual MILP, same metric); `upper-bound` is the search used when it is not wanted or fails.", "",
               "| data | trees | depth | cases | MILP ms/case | MILP exact cases | upper-bound ms/case | "
               "upper bound = exact | upper bound / exact (mean) | mean distance (exact) | mean tests (exact) |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]

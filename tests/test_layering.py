@@ -1,4 +1,4 @@
-"""The layering rule of STYLE.md, checked on the source: ir <- passes, backends <- compiler.
+"""The layering rule, checked on the source: ir <- passes, backends <- compiler.
 
 ``lumber.ir`` imports nothing else from lumber; ``lumber.passes`` and
 ``lumber.backends`` import only ``lumber.ir`` (and themselves);

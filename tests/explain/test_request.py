@@ -18,7 +18,7 @@ from lumber.passes.analyses.metrics import build_metric
 from lumber.passes.analyses.counterfactual import make_query
 from lumber.passes.targets import TargetSet, resolve_target
 
-# -- the alias tables of the three explainers before the request (issue 15) ----------------------
+# -- the alias tables of the three explainers before the request ----------------------
 
 SOLVE_PARSE_NORM = {"L0": Norm.L0, "L1": Norm.L1, "L2": Norm.L2, "LINF": Norm.LINF, "INF": Norm.LINF}
 """counterfactual/solve.parse_norm: ``str(norm).strip().upper().replace("-", "")`` looked up here."""

@@ -362,7 +362,7 @@ def test_ensemble_upper_bound_is_tight_on_small_forests(f) -> None:
 @settings(max_examples=12)
 @given(forests(max_trees=3, max_depth=3, max_features=3), st.data())
 def test_ensembles_use_the_counterfactual_milp_and_are_exact(f, data) -> None:
-    """Issue 8's MILP, with the same metric, gives the oracle's distance (method "milp", exact)."""
+    """The counterfactual MILP, with the same metric, gives the oracle's distance (method "milp", exact)."""
     if f.n_trees < 2:
         return
     goal = _goal_for(f)

@@ -1,4 +1,4 @@
-"""``lumber.counterfactual_rules``: local and regional counterfactual rules.
+"""``lumber.counterfactual_rules``: local and regional counterfactual rules (Amoukou and Brunel).
 
 Where the MILP gives one optimal point, rules give ranges over a few features
 that change the decision with high probability, robust to an imprecise
@@ -54,7 +54,7 @@ COUNT_AFTER = 1 << 24
 
 def native_after(after: int, training_rows: int) -> int:
     """The work after which a native stand-in is built: ``after``, a quarter of it for a large
-    training set (on Adult the interpreter's first 20k rows cost ~0.9 s at load 6, the C library 0.02 s)."""
+    training set (on Adult the interpreter's first 20k rows cost ~0.9 s, the C library 0.02 s)."""
     return after // 4 if training_rows >= LARGE_TRAINING else after
 
 

@@ -6,7 +6,7 @@ a feature differently, freeze a feature or one of its directions. A
 :class:`Metric` holds exactly that, per feature, resolved from a
 :class:`~lumber.ir.Constraints` (what the constraint language compiles to)
 and plain keyword options. Keywords give defaults; a constraint object
-overrides them (DESIGN.md).
+overrides them.
 
 Costs are the one cost model of every explanation
 (:class:`~lumber.passes.analyses.change_cost.ChangeCost`), with the spread folded

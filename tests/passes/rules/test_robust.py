@@ -1,5 +1,5 @@
 """Robust recourse: the sampler prefers the interior of a rule's box (its decision survives noise on the
-changed features) and every sample carries a robustness report (papers.md section 4, noisy responses)."""
+changed features) and every sample carries a robustness report (Amoukou and Brunel, noisy responses)."""
 
 from __future__ import annotations
 
