@@ -122,13 +122,15 @@ def _fastest_options(options: Any) -> FastestOptions:
     return options
 
 
-def load_compiled(path: str | Path, model: ModelLike | None = None, *, threads: int = 1) -> Predictor:
+def load_compiled(path: str | Path, model: ModelLike | None = None, *, prefix: str = "lumber",
+                  threads: int = 1) -> Predictor:
     """A predictor for a saved artifact (``.so``, ``.onnx``, ``.table``, ...; see ``load_artifact``).
 
     With ``model``, the artifact's recorded fingerprint must match the model's,
-    else a ``CompileError`` says the artifact is stale.
+    else a ``CompileError`` says the artifact is stale. ``prefix``: the symbol prefix of the model inside
+    a shared library (``COptions.prefix``).
     """
-    return load_artifact(path, model, threads=threads)
+    return load_artifact(path, model, prefix=prefix, threads=threads)
 
 
 __all__ = ["TARGETS", "compile", "compile_fastest", "compile_within", "load_compiled"]
