@@ -31,12 +31,11 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import (
-    CompileError, Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
+    CompileError, Constraints, Diagnostic, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
+    Severity,
 )
-
-from lumber.ir.domains import DomainKind, Domains
-
 from lumber.ir.constraints import MoveLimits, parse_spreads, parse_weights
+from lumber.ir.domains import DomainKind, Domains
 
 from .change_cost import ChangeCost, reference_spread
 from .realizable import above, below
@@ -209,7 +208,6 @@ def _resolve_scale(value: Any, names: Sequence[str]) -> tuple[Scale | None, npt.
 
 def _check_supported(c: Constraints) -> None:
     """Sensitive tests project onto boxes: statements beyond per-feature rules need the MILP."""
-    from lumber.ir import Diagnostic, Severity
 
     diags = []
     for what, items in (("a linear relation", c.relations), ("an implication", c.implications)):
