@@ -395,11 +395,17 @@ def _open_c_source(fp: str, ir: bytes, target: str, files: dict[str, bytes], art
     return pred
 
 
-def _open_c(fp: str, data: bytes, prefix: str, label: str) -> CPredictor:
+def open_library(label: str, prefix: str = "lumber", data: bytes | None = None) -> CLibrary:
+    """A verified library loaded (:class:`CLibrary`); one that cannot load on this machine (another CPU,
+    operating system or C runtime) is rebuilt from the C source its manifest carries, when a compiler is here."""
     try:
-        lib = CLibrary(label, prefix, data=data)
+        return CLibrary(label, prefix, data=data)
     except (ForeignLibraryError, LibraryLoadError) as exc:
-        lib = _rebuild(data, prefix, label, exc)
+        return _rebuild(data if data is not None else Path(label).read_bytes(), prefix, label, exc)
+
+
+def _open_c(fp: str, data: bytes, prefix: str, label: str) -> CPredictor:
+    lib = open_library(label, prefix, data)
     if lib.fingerprint != fp:
         raise ModelFormatError(f"{label}: the library holds model {lib.fingerprint[:12]}, the pickle says {fp[:12]}")
     return CPredictor(lib, lib.data)
@@ -463,5 +469,5 @@ def reopen(target: str, fp: str, digest: str, payload: tuple[Any, ...], threads:
     return out
 
 
-__all__ = ["OPENERS", "reopen", "CPredictor", "CSourcePredictor", "NumpyPredictor", "OnnxPredictor", "Predictor", "TablePredictor",
+__all__ = ["OPENERS", "open_library", "reopen", "CPredictor", "CSourcePredictor", "NumpyPredictor", "OnnxPredictor", "Predictor", "TablePredictor",
            "as_rows", "check_runtime"]
