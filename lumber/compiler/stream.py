@@ -36,7 +36,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from lumber.ir import InputDataError, Task, atomic_open
-from lumber.ir.binding import TYPE_CODES, bind, check_unique
+from lumber.ir.binding import TYPE_CODES, _error, _looks_like_data, bind, check_unique
 
 from .progress import Progress
 
@@ -80,7 +80,7 @@ def output_format(output: str | Path | None, options: StreamOptions) -> str:
         fmt = {".jsonl": "jsonl", ".parquet": "parquet", ".pq": "parquet"}.get(suffix, "csv")
     if fmt == "parquet":
         if output in (None, "-"):
-            raise InputDataError("parquet output is a binary file: give an output path (-o PATH.parquet)")
+            raise InputDataError("parquet output is a binary file: give -o PATH.parquet")
         _pyarrow("parquet output")
     return fmt
 
@@ -127,7 +127,7 @@ def predict_file(model: Any, source: str | Path | IO[bytes], output: str | Path 
             n += len(X)
             bar.update(consumed)
         if n == 0:
-            raise InputDataError(f"{label}: has a header but no rows")
+            raise InputDataError(f"{label}: has no rows")
     return n
 
 
@@ -162,8 +162,8 @@ def _open_source(source: str | Path | IO[bytes]) -> Iterator[tuple[io.BufferedRe
             size = None
         yield fh, str(label), size
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise InputDataError(f"{label}: damaged gzip file ({exc})",
-                             "re-compress the CSV, or pass it uncompressed") from None
+        raise _error(str(label), 1, f"damaged gzip file ({exc})",
+                     "re-compress the CSV, or pass it uncompressed") from None
     finally:
         if raw is not sys.stdin.buffer and not hasattr(source, "read"):
             raw.close()
@@ -172,13 +172,29 @@ def _open_source(source: str | Path | IO[bytes]) -> Iterator[tuple[io.BufferedRe
 # -- CSV ---------------------------------------------------------------------------------------------------------
 
 
-def _header(fh: io.BufferedReader, label: str) -> tuple[list[str], int]:
-    line = fh.readline()
-    if not line.strip():
-        raise InputDataError(f"{label}:1: file is empty",
-                             "expected a header row naming the model's features, then one row per case")
-    text = _decode(line, label, 1).lstrip("\ufeff")
-    return [c.strip() for c in next(csv.reader([text]))], len(line)
+ACCEPTED = "expected a header row naming the model's features, then one row per case"
+
+
+def _header(fh: io.BufferedReader, label: str) -> tuple[list[str], int, int]:
+    """The header's column names, its length in bytes and its line (blank lines before it are skipped)."""
+    number = 0
+    while True:
+        line = fh.readline()
+        number += 1
+        if not line:
+            raise _error(label, 1, "file is empty", ACCEPTED)
+        if line.strip():
+            break
+    text = _decode(line, label, number).lstrip("\ufeff")
+    head = [c.strip() for c in next(csv.reader([text]))]
+    for i, c in enumerate(head):
+        if not c:
+            raise _error(label, number, f"column {i + 1} of the header has no name", ACCEPTED)
+    if _looks_like_data(head):
+        raise _error(label, number, "the first line looks like data, not a header row naming the features",
+                     "pass --no-header to take the columns by position, in the model's feature order "
+                     "(Python: pass a numpy array)", ACCEPTED)
+    return head, len(line), number
 
 
 def _decode(data: bytes, label: str, first_line: int) -> str:
@@ -186,8 +202,7 @@ def _decode(data: bytes, label: str, first_line: int) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = first_line + data[:exc.start].count(b"\n")
-        raise InputDataError(f"{label}:{line}: not UTF-8 text (byte {data[exc.start]:#04x})",
-                             "save the CSV as UTF-8") from None
+        raise _error(label, line, f"not UTF-8 text (byte {data[exc.start]:#04x})", "save the CSV as UTF-8") from None
 
 
 def _lines(fh: io.BufferedReader, chunk_rows: int, line_bytes: int) -> Iterator[tuple[bytes, int]]:
@@ -228,6 +243,7 @@ def _field_counts(block: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.b
 
 
 def _check_widths(block: bytes, width: int, label: str, first_line: int, what: str) -> None:
+    _decode(block, label, first_line)  # UTF-8, else the line of the first bad byte
     if b'"' in block:  # quoted fields may hold commas and newlines: the csv module counts them
         line = first_line
         reader = csv.reader(io.StringIO(_decode(block, label, first_line), newline=""))
@@ -244,27 +260,30 @@ def _check_widths(block: bytes, width: int, label: str, first_line: int, what: s
 
 
 def _width_error(label: str, line: int, got: int, width: int, what: str) -> InputDataError:
-    return InputDataError(f"{label}:{line}: row has {got} field{'s' if got != 1 else ''}, {what} {width}")
+    return _error(label, line, f"row has {got} field{'s' if got != 1 else ''}, {what} {width}")
 
 
 def _csv_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamOptions
                 ) -> Iterator[tuple[npt.NDArray[np.float64], int]]:
     names = list(schema.feature_names)
     if options.header:
-        columns, used = _header(fh, label)
-        if not all(columns):
-            raise InputDataError(f"{label}:1: column {columns.index('') + 1} of the header has no name")
+        columns, used, head_line = _header(fh, label)
         check_unique(columns, label)
         idx = bind(names, columns, source=label)
         what = "the header has"
-        line = 2
+        line = head_line + 1
     else:
-        columns, used, idx, line = names, 0, list(range(len(names))), 1
+        columns, used, idx, line, head_line = names, 0, list(range(len(names))), 1, 1
         what = f"the model reads (with --no-header, columns are the features in order: {', '.join(names[:6])}" \
                f"{' ...' if len(names) > 6 else ''})"
     width = len(columns)
-    first = True
-    for block, consumed in _lines(fh, options.chunk_rows, max(used, 2 * width)):
+    first, rows, pending, held = True, 0, b"", 0
+    for part, size in _lines(fh, options.chunk_rows, max(used, 2 * width)):
+        block, consumed = pending + part, held + size
+        if block.count(b'"') % 2:  # a quoted field runs on past this block: read on
+            pending, held = block, consumed
+            continue
+        pending, held = b"", 0
         _check_widths(block, width, label, line, what)
         if first and options.header:
             first = False
@@ -276,7 +295,13 @@ def _csv_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamO
                     continue
         start = line
         line += block.count(b"\n")
-        yield _parse(block, label, start, schema, columns, idx), consumed
+        X = _parse(block, label, start, schema, columns, idx)
+        rows += len(X)
+        yield X, consumed
+    if pending:
+        raise _error(label, line, "a quoted field is never closed")
+    if rows == 0:
+        raise _error(label, head_line, "has a header but no rows" if options.header else "file is empty", ACCEPTED)
 
 
 def _parse(block: bytes, label: str, start: int, schema: Any, columns: Sequence[str],
