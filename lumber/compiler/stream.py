@@ -123,7 +123,7 @@ def predict_file(model: Any, source: str | Path | IO[bytes], output: str | Path 
         writer = stack.enter_context(_writer(output, fmt))
         n = 0
         for X, consumed in chunks:
-            writer(_predictions(model, X, options.raw))
+            writer(prediction_frame(model, X, options.raw))
             n += len(X)
             bar.update(consumed)
         if n == 0:
@@ -364,7 +364,8 @@ def _parquet_chunks(fh: io.BufferedReader, label: str, schema: Any, options: Str
 # -- output ------------------------------------------------------------------------------------------------------
 
 
-def _predictions(model: Any, X: npt.NDArray[np.float64], raw: bool) -> pd.DataFrame:
+def prediction_frame(model: Any, X: Any, raw: bool = False) -> pd.DataFrame:
+    """``raw`` (``raw_k`` per output), ``proba_<class>`` (classifiers) and ``prediction`` for the rows ``X``."""
     schema = model.schema
     margin = model.evaluate(X) if hasattr(model, "evaluate") else model.predict_raw(X)
     m2 = np.asarray(margin).reshape(len(X), -1)
@@ -417,4 +418,4 @@ def _writer(output: str | Path | IO[str] | None, fmt: str) -> Iterator[Any]:
         fh.flush()
 
 
-__all__ = ["FORMATS", "StreamOptions", "output_format", "predict_file"]
+__all__ = ["FORMATS", "StreamOptions", "output_format", "predict_file", "prediction_frame"]
