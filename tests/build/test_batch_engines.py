@@ -81,9 +81,9 @@ def test_sigterm_stops_the_workers(project_src: Path, tmp_path: Path) -> None:
         workers = _children(proc.pid)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 128 + signal.SIGTERM, err.decode()
         _, alive = psutil.wait_procs(workers, timeout=60)
         assert not alive, f"workers still running after the batch ended: {[p.pid for p in alive]}"
+        assert proc.returncode == 128 + signal.SIGTERM, err.decode()
     finally:
         if proc.poll() is None:
             proc.kill()
