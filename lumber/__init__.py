@@ -17,6 +17,8 @@ _API: dict[str, str] = {
     "equivalent": "lumber.compiler.api.equivalence:equivalent",
     "compile": "lumber.compiler.api.compile:compile",
     "load_compiled": "lumber.compiler.api.compile:load_compiled",
+    "predict_file": "lumber.compiler.stream:predict_file",
+    "StreamOptions": "lumber.compiler.stream:StreamOptions",
     "parse_constraints": "lumber.compiler.dsl:parse_constraints",
     "sensitive_tests": "lumber.compiler.api.sensitive:sensitive_tests",
     "counterfactual": "lumber.compiler.api.counterfactual:counterfactual",

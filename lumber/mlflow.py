@@ -31,7 +31,7 @@ from lumber.compiler.targets import get_target
 from lumber.ir import CompileError, InputDataError
 
 try:
-    import mlflow
+    import mlflow.pyfunc
     from mlflow.models import Model
     from mlflow.models.model import MLMODEL_FILE_NAME
 except ImportError as _exc:  # the optional extra is missing
@@ -104,8 +104,6 @@ def save_model(model_or_artifact: Any, path: str | Path, *, target: str = "c", o
         model.add_flavor(FLAVOR_NAME, artifact=name, target=pred.target, fingerprint=pred.fingerprint,
                          lumber_version=_version(), source_library=str(source.get("library", "")),
                          features=list(schema.feature_names), task=schema.task.name.lower())
-        import mlflow.pyfunc
-
         mlflow.pyfunc.add_to_model(model, loader_module="lumber.mlflow", data=name)
         (path / "requirements.txt").write_text(f"lumber=={_version()}\nnumpy\npandas\n")
         model.save(str(path / MLMODEL_FILE_NAME))

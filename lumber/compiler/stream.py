@@ -38,7 +38,7 @@ import pandas as pd
 from lumber.ir import InputDataError, Task, atomic_open
 from lumber.ir.binding import TYPE_CODES, _error, _looks_like_data, bind, check_unique
 
-from .progress import Progress
+from .progress import enabled
 
 PARQUET_MAGIC, GZIP_MAGIC = b"PAR1", b"\x1f\x8b"
 FORMATS = ("csv", "jsonl", "parquet")
@@ -119,13 +119,18 @@ def predict_file(model: Any, source: str | Path | IO[bytes], output: str | Path 
         fh, label, size = stack.enter_context(_open_source(source))
         chunks = _parquet_chunks(fh, label, schema, options) if fh.peek(4)[:4] == PARQUET_MAGIC or \
             str(label).lower().endswith((".parquet", ".pq")) else _csv_chunks(fh, label, schema, options)
-        bar = stack.enter_context(Progress(size or 0, 0, options.progress, f"scoring {label}"))
+        show = enabled() if options.progress is None else options.progress
         writer = stack.enter_context(_writer(output, fmt))
-        n = 0
+        n = read = 0
         for X, consumed in chunks:
             writer(prediction_frame(model, X, options.raw))
-            n += len(X)
-            bar.update(consumed)
+            n, read = n + len(X), read + consumed
+            if show:
+                done = f" ({100 * read / size:.0f}% of the file)" if size else ""
+                sys.stderr.write(f"\rscoring {label}: {n:,} rows{done}")
+                sys.stderr.flush()
+        if show:
+            sys.stderr.write("\n")
         if n == 0:
             raise InputDataError(f"{label}: has no rows")
     return n
@@ -139,33 +144,35 @@ def _with_threads(model: Any, threads: int) -> Any:
 
 
 @contextmanager
-def _open_source(source: str | Path | IO[bytes]) -> Iterator[tuple[io.BufferedReader, str, int | None]]:
+def _open_source(source: str | Path | IO[bytes]) -> Iterator[tuple[Any, str, int | None]]:
     """(a buffered binary stream, its label, its size in bytes when known); gzip read as its text."""
-    if hasattr(source, "read"):
-        raw, label, size = source, getattr(source, "name", "<stream>"), None
+    owned = False
+    raw: Any
+    if not isinstance(source, (str, Path)):
+        raw, label, size = source, str(getattr(source, "name", "<stream>")), None
     elif str(source) == "-":
         raw, label, size = sys.stdin.buffer, "<stdin>", None
     else:
         p = Path(source)
         try:
-            raw, label, size = p.open("rb"), str(p), p.stat().st_size
+            raw, label, size, owned = p.open("rb"), str(p), p.stat().st_size, True
         except FileNotFoundError:
             raise InputDataError(f"{p}: no such file") from None
         except IsADirectoryError:
             raise InputDataError(f"{p}: is a directory, expected a CSV or Parquet file") from None
         except OSError as exc:
             raise InputDataError(f"{p}: cannot read ({exc.strerror})") from None
-    fh = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
+    fh: Any = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
     try:
         if fh.peek(2)[:2] == GZIP_MAGIC:
             fh = io.BufferedReader(gzip.GzipFile(fileobj=fh))  # type: ignore[arg-type]
             size = None
-        yield fh, str(label), size
+        yield fh, label, size
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise _error(str(label), 1, f"damaged gzip file ({exc})",
+        raise _error(label, 1, f"damaged gzip file ({exc})",
                      "re-compress the CSV, or pass it uncompressed") from None
     finally:
-        if raw is not sys.stdin.buffer and not hasattr(source, "read"):
+        if owned:
             raw.close()
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 from c_tools import needs_cc
 
 from lumber.compiler.cli import main

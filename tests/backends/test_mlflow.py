@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from c_tools import needs_cc
 
-mlflow = pytest.importorskip("mlflow")  # the optional extra lumber[mlflow]
+pytest.importorskip("mlflow")  # the optional extra lumber[mlflow]
 import mlflow.pyfunc  # noqa: E402
 
 import lumber  # noqa: E402

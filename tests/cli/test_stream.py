@@ -111,3 +111,12 @@ def test_options_are_checked() -> None:
         StreamOptions(chunk_rows=0)
     with pytest.raises(InputDataError, match="unknown output format 'xml'"):
         StreamOptions(output_format="xml")
+
+
+def test_progress_on_stderr(setup: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    out = io.StringIO()
+    predict_file(setup["pred"], setup["dir"] / "rows.parquet", out, options=StreamOptions(chunk_rows=200,
+                                                                                         progress=True))
+    err = capsys.readouterr().err
+    assert "rows.parquet: 200 rows" in err and "500 rows (100% of the file)" in err, err
+    assert out.getvalue().count("\n") == 501  # header and rows: stdout-like output untouched by progress
