@@ -357,6 +357,7 @@ def _parquet_chunks(fh: io.BufferedReader, label: str, schema: Any, options: Str
         wanted = [columns[i] for i in idx]
         total = max(pf.metadata.num_rows, 1)
         size = os.fstat(src.fileno()).st_size if hasattr(src, "fileno") else 0
+        seen = reported = 0
         for batch in pf.iter_batches(batch_size=options.chunk_rows, columns=list(dict.fromkeys(wanted))):
             frame = batch.to_pandas()[wanted]
             frame.columns = list(schema.feature_names)
@@ -365,7 +366,10 @@ def _parquet_chunks(fh: io.BufferedReader, label: str, schema: Any, options: Str
             except InputDataError as exc:
                 raise InputDataError([d.__class__(d.severity, f"{label}: {d.message}", d.location, d.notes)
                                       for d in exc.diagnostics]) from None
-            yield X, int(size * len(frame) / total)
+            seen += len(frame)
+            share = size * seen // total  # the file's bytes in proportion to the rows read
+            yield X, share - reported
+            reported = share
 
 
 # -- output ------------------------------------------------------------------------------------------------------
