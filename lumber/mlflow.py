@@ -57,8 +57,7 @@ def _predictor(model_or_artifact: Any, target: str, options: Any) -> Predictor:
         art = compiled_artifact(model_or_artifact)
         if art is not None:
             return art  # type: ignore[no-any-return]
-    extra = {"options": options} if options is not None else {}  # the target's options dataclass
-    return compile_model(model_or_artifact, target=target, **extra)
+    return compile_model(model_or_artifact, target=target, options=options)
 
 
 def save_model(model_or_artifact: Any, path: str | Path, *, target: str = "c", options: Any = None,
