@@ -19,6 +19,8 @@ _API: dict[str, str] = {
     "compile_fastest": "lumber.compiler.api.compile:compile_fastest",
     "compile_within": "lumber.compiler.api.compile:compile_within",
     "load_compiled": "lumber.compiler.api.compile:load_compiled",
+    "predict_file": "lumber.compiler.stream:predict_file",
+    "StreamOptions": "lumber.compiler.stream:StreamOptions",
     "COptions": "lumber.compiler.targets.c:COptions",
     "CSourceOptions": "lumber.compiler.targets.c:CSourceOptions",
     "FastestOptions": "lumber.compiler.targets.c:FastestOptions",
