@@ -20,6 +20,7 @@ _API: dict[str, str] = {
     "parse_constraints": "lumber.compiler.dsl:parse_constraints",
     "sensitive_tests": "lumber.compiler.api.sensitive:sensitive_tests",
     "counterfactual": "lumber.compiler.api.counterfactual:counterfactual",
+    "CounterfactualOptions": "lumber.passes.analyses.counterfactual.options:CounterfactualOptions",
     "counterfactual_rules": "lumber.compiler.api.rules:counterfactual_rules",
     "attribution": "lumber.compiler.api.attribution:attribution",
     "explanation_request": "lumber.compiler.explain:explanation_request",

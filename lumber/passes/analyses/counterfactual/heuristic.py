@@ -361,11 +361,6 @@ def improve(cands: Candidates, x: FloatArray, passes: int = 2, deadline: Deadlin
     return x
 
 
-WINDOW: int | None = None
-"""Cells the greedy walk tries next to the current value of each numeric feature (farther ones sparsely);
-None: every cell (measured best on credit: windows of 8 or 32 cells walked to 1.3x-2.7x dearer points)."""
-
-
 def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = None,
            start: FloatArray | None = None) -> FloatArray | None:
     """Cross one split at a time, best target gain per unit cost; keep the cheapest feasible point seen.
@@ -379,6 +374,7 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
     that stay plausible: the walk then looks for the target inside the plausible region.
     """
     q = cands.q
+    window = q.options.window
     x = q.x0.copy() if start is None else np.array(start, dtype=np.float64)
     inside = start is not None and q.isolation is not None
     moves: list[tuple[int, FloatArray]] = []
@@ -400,10 +396,10 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
     for _ in range(max_steps):
         if deadline.expired():
             break
-        # per numeric feature: the WINDOW cells nearest the current value on each side, then every 2^k-th
+        # per numeric feature: the ``window`` cells nearest the current value on each side, then every 2^k-th
         p = np.concatenate([np.full(v.shape[0], np.searchsorted(v, x[i])) for i, v in moves])
         dist = np.where(fpos >= p, fpos - p, p - 1 - fpos)
-        near = ~numeric | (dist < WINDOW) | ((dist & (dist + 1)) == 0) if WINDOW else np.ones(dist.shape[0], bool)
+        near = ~numeric | (dist < window) | ((dist & (dist + 1)) == 0) if window else np.ones(dist.shape[0], bool)
         cc, vv = col[near], val[near]
         X = np.tile(x, (vv.shape[0], 1))
         X[np.arange(vv.shape[0]), cc] = vv
