@@ -13,7 +13,7 @@ Sections (``--sections``, default all):
 - ``main``: seconds per explanation (median, p90; wall and CPU) for l0, l1, l2,
   share verified / proven optimal, model size (variables, nonzeros) as built
   and as solved after the warm-start bound, beside OCEAN's Gurobi figures;
-- ``backends``: highspy presolve on / off and scipy's HiGHS on the same queries;
+- ``backends``: HiGHS presolve on / off on the same queries;
 - ``sweeps``: adult, l1, trees in {10, 20, 50, 100, 200, 500} and depth 3..8;
 - ``table4``: OCEAN's Table 4 protocol (isolation forest of 100 trees x 32 samples on the
   training rows labelled with the target class, contamination 0.1, l0 / l1 / l2, time limit
@@ -32,7 +32,7 @@ process are reported beside wall seconds; HiGHS runs in-process on one thread.
 
     .venv/bin/python bench/counterfactual.py [--quick] [--origins 20] [--time-limit 60] [--sections main,dice]
     .venv/bin/python bench/counterfactual.py --quick --sections actionability
-    .venv/bin/python bench/counterfactual.py --sections table4 [--norms l1] [--origins 20] [--cut-rounds 3] [--threads 2] [--race 2]
+    .venv/bin/python bench/counterfactual.py --sections table4 [--norms l1] [--origins 20] [--threads 2] [--whole]
 
 Writes ``bench/results/counterfactual.json`` and ``bench/results/counterfactual.md`` (``counterfactual-quick.*``
 with --quick; ``--dry-run`` prints the files and stops).
@@ -119,15 +119,18 @@ def weights(n_features: int, n: int, seed: int = 1) -> list[tuple[np.ndarray, np
     return [(rng.uniform(0.5, 2.0, n_features), rng.uniform(0.5, 2.0, n_features)) for _ in range(n)]
 
 
-def explain(case: dict[str, Any], x: np.ndarray, w: Any, norm: str, time_limit: float, **kw: Any) -> dict[str, Any]:
-    from lumber.passes.analyses.counterfactual import solve_counterfactual
+def explain(case: dict[str, Any], x: np.ndarray, w: Any, norm: str, time_limit: float,
+            constraints: Any = "protocol", isolation: Any = None, **options: Any) -> dict[str, Any]:
+    """One query of the protocol; ``options`` are further :class:`CounterfactualOptions` fields."""
+    from lumber.passes.analyses.counterfactual import CounterfactualOptions, solve_counterfactual
 
     rf = case["rf"]
-    kw.setdefault("constraints", case["constraints"])
-    kw.setdefault("clip_to_reference", True)
+    options.setdefault("clip_to_reference", True)
+    opts = CounterfactualOptions(norm=norm, scale="minmax", weights=w, time_limit=time_limit, **options)
+    cons = case["constraints"] if constraints == "protocol" else constraints
     c0, t0 = time.process_time(), time.perf_counter()
-    r = solve_counterfactual(case["forest"], x, target=case["target"], norm=norm, scale="minmax", weights=w,
-                             reference=case["Xtr"], time_limit=time_limit, verifier=lambda Z: rf.predict(Z), **kw)
+    r = solve_counterfactual(case["forest"], x, case["target"], cons, options=opts, reference=case["Xtr"],
+                             isolation=isolation, verifier=lambda Z: rf.predict(Z))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"status": r.status, "verified": bool(r.verified), "cost": float(r.cost), "wall": wall, "cpu": cpu,
             "solve": r.solve_seconds, "variables": r.n_variables, "nonzeros": r.nnz, "binaries": r.n_binaries,
@@ -137,11 +140,12 @@ def explain(case: dict[str, Any], x: np.ndarray, w: Any, norm: str, time_limit: 
 
 def full_size(case: dict[str, Any], x: np.ndarray, w: Any, norm: str) -> tuple[int, int]:
     """Variables and nonzeros of the MILP as the paper builds it (no warm-start bound)."""
+    from lumber.passes.analyses.counterfactual import CounterfactualOptions
     from lumber.passes.analyses.counterfactual.problem import build
     from lumber.passes.analyses.counterfactual.solve import make_query
 
-    q = make_query(case["forest"], x, case["target"], case["constraints"], norm=norm, scale="minmax", weights=w,
-                   reference=case["Xtr"], clip_to_reference=True)[0]
+    opts = CounterfactualOptions(norm=norm, scale="minmax", weights=w, clip_to_reference=True)
+    q = make_query(case["forest"], x, case["target"], case["constraints"], options=opts, reference=case["Xtr"])[0]
     p = build(q, leaf_cuts=False)
     return p.model.n_cols, p.model.nnz
 
@@ -183,8 +187,7 @@ def section_main(args: argparse.Namespace, out: dict[str, Any]) -> None:
 
 
 def section_backends(args: argparse.Namespace, out: dict[str, Any]) -> None:
-    variants = {"highs presolve on": {"presolve": True}, "highs presolve off": {"presolve": False},
-                "scipy (HiGHS 1.12)": {"backend": "scipy"}}
+    variants = {"highs presolve on": {"presolve": True}, "highs presolve off": {"presolve": False}}
     res: dict[str, Any] = {}
     n = max(3, args.origins // 4)
     for name in args.datasets:
@@ -227,7 +230,6 @@ def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
 
     import lumber
     from lumber.passes.analyses.counterfactual import isolation_threshold, path_lengths
-    from lumber.passes.analyses.counterfactual import solve as solve_mod
 
     res: dict[str, Any] = dict(out.get("table4", {}))  # rows of earlier runs (other data sets or norms) stay
     res["protocol"] = dict(OCEAN_IF)
@@ -244,21 +246,15 @@ def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
         entry: dict[str, Any] = dict(res.get(name, {}))
         entry.update({"origins": idx, "delta": delta, "target_rows": int(len(target_rows))})
         for norm in args.norms:
-            variants: list[tuple[str, dict[str, Any], int]] = [("no IF", {}, 0), ("IF", {"isolation": (fi, delta)}, 0)]
-            if args.cut_rounds:  # the same query with the cut loop first (solve.CUT_ROUNDS, off by default)
-                variants.append(("IF cuts", {"isolation": (fi, delta)}, args.cut_rounds))
+            variants: list[tuple[str, dict[str, Any]]] = [("no IF", {}), ("IF", {"isolation": (fi, delta)})]
             if args.threads > 1:  # the same query with HiGHS's parallel MIP (1.16: its default when threads > 1)
-                variants.append(("IF threads", {"isolation": (fi, delta), "threads": args.threads}, 0))
-            if args.race > 1:  # the same query with every MILP raced by one-thread HiGHS runs (solver.RACE_VARIANTS)
-                variants.append(("IF race", {"isolation": (fi, delta), "race": args.race}, 0))
+                variants.append(("IF threads", {"isolation": (fi, delta), "threads": args.threads}))
+            if args.whole:  # the same query solved as one MILP (strategy "whole") instead of case by case
+                variants.append(("IF whole", {"isolation": (fi, delta), "strategy": "whole"}))
             runs: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
             for i, w in zip(idx, ws):  # interleaved: the same origin without and with the isolation forest
-                for label, kw, rounds in variants:
-                    solve_mod.CUT_ROUNDS, default_rounds = rounds, solve_mod.CUT_ROUNDS
-                    try:
-                        r = explain(case, case["Xte"][i], w, norm, args.if_time_limit, **kw)
-                    finally:
-                        solve_mod.CUT_ROUNDS = default_rounds
+                for label, kw in variants:
+                    r = explain(case, case["Xte"][i], w, norm, args.if_time_limit, **kw)
                     r["plausible"] = bool(r["x"] is not None and path_lengths(fi, np.array([r["x"]]))[0] >= delta)
                     runs[label].append(r)
             for label, rows in runs.items():
@@ -268,10 +264,8 @@ def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
                 entry[f"{norm}/{label}"] = {"summary": s, "runs": rows, "time_limit": args.if_time_limit,
                                             "run": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                             "load_end": " ".join(f"{v:.1f}" for v in os.getloadavg())}
-            for key, field, value, what in (("race", "race", args.race, f"{args.race} HiGHS runs raced"),
-                                            ("threads", "threads", args.threads, f"HiGHS on {args.threads} threads"),
-                                            ("cuts", "cut_rounds", args.cut_rounds,
-                                             f"cut loop ({args.cut_rounds} solves first)")):
+            for key, field, value, what in (("threads", "threads", args.threads, f"HiGHS on {args.threads} threads"),
+                                            ("whole", "strategy", "whole", "one MILP (strategy whole)")):
                 if f"IF {key}" not in runs:  # not run now: an earlier run's row keeps its own settings
                     continue
                 entry[f"{norm}/IF {key}"][field] = value
@@ -460,9 +454,8 @@ def markdown(out: dict[str, Any]) -> str:
                          f"{a['mean_cost']:.2f} / {b['mean_cost']:.2f} | {a['median_s']:.2f} | {b['median_s']:.2f} | "
                          f"{b['p90_s']:.2f} | {b['optimal']:.0%} ({run.get('time_limit', '?')}) | {po[0]} | {po[1]} | "
                          f"{po[2]} | {run.get('run', '?')}, {run.get('load_end', '?')} |")
-                for key, label in (("race", lambda r: f"{r.get('race')} HiGHS runs raced"),
-                                   ("threads", lambda r: f"HiGHS on {r.get('threads')} threads"),
-                                   ("cuts", lambda r: f"cut loop ({r.get('cut_rounds')} solves)")):
+                for key, label in (("threads", lambda r: f"HiGHS on {r.get('threads')} threads"),
+                                   ("whole", lambda r: "one MILP (strategy whole)")):
                     if f"{norm}/IF {key}" not in e:
                         continue
                     c, cr = e[f"{norm}/IF {key}"]["summary"], e[f"{norm}/IF {key}"]
@@ -523,12 +516,10 @@ def main() -> None:
     ap.add_argument("--sections", default=",".join(SECTIONS))
     ap.add_argument("--norms", default="l0,l1,l2", help="norms of the table4 section")
     ap.add_argument("--if-time-limit", type=float, default=30.0, help="seconds per query in the table4 section")
-    ap.add_argument("--race", type=int, default=1,
-                    help="table4: also run each isolation-forest query with this many one-thread HiGHS runs raced")
     ap.add_argument("--threads", type=int, default=1,
                     help="table4: also run each isolation-forest query with HiGHS on this many threads")
-    ap.add_argument("--cut-rounds", type=int, default=0,
-                    help="table4: also run each isolation-forest query with this many cut-loop solves first")
+    ap.add_argument("--whole", action="store_true",
+                    help="table4: also run each isolation-forest query as one MILP (strategy whole)")
     ap.add_argument("--output", default=None,
                     help="results path without suffix (default: bench/results/counterfactual, quick: counterfactual-quick)")
     _outputs.add_dry_run(ap)

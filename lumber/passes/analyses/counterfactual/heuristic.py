@@ -200,6 +200,7 @@ class Candidates:
         self._levels: dict[int, FloatArray] = {}
         c = q.constraints
         self.coupled = c is not None and bool(c.relations or c.implications or c.max_changes is not None)
+        self.checker = actionability.Checker(c, q.names, q.x0) if c is not None and self.coupled else None
 
     def _codes(self, i: int) -> FloatArray:
         q = self.q
@@ -298,17 +299,22 @@ class Candidates:
 
     def feasible(self, X: FloatArray, met: BoolArray | None = None) -> BoolArray:
         """Target met (``met``, when known), plausible, every coupling constraint holds, and the change
-        pattern is new."""
-        ok = self.meets(X) if met is None else met
+        pattern is new. The constraints are checked first (a few numpy operations for all rows), the
+        model only on the rows that pass them."""
+        if met is None and self.checker is None:
+            ok = self.meets(X)
+        elif met is None:
+            ok = self.checker.ok(X)
+            if ok.any():
+                ok[ok] = self.meets(X[ok])
+        else:
+            ok = met.copy()
+            if self.checker is not None and ok.any():
+                ok[ok] = self.checker.ok(X[ok])
         if self.nogoods and ok.any():
             pats = change_pattern(self.q, X)  # row-wise
             for pat in self.nogoods:
                 ok &= ~np.all(pats == pat[None, :], axis=1)
-        if self.coupled:
-            q = self.q
-            for r in np.flatnonzero(ok):
-                if actionability.violations(q.constraints, q.names, q.x0, X[r]):
-                    ok[r] = False
         return ok
 
     def exact(self, x: FloatArray) -> bool:

@@ -253,3 +253,29 @@ def test_weights_by_name(forest) -> None:
     assert a.cost == pytest.approx(b.cost) and np.array_equal(a.x, b.x)
     with pytest.raises(InputDataError, match="unknown features"):
         solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(weights={"zz": 2.0}))
+
+
+def test_vectorised_check_agrees_with_violations_point_by_point() -> None:
+    """``actionability.Checker.ok`` (the warm start's check of many points at once) says exactly what
+    ``violations`` says of each point: bounds, allowed values, relations, implications and the change limit."""
+    from lumber.passes.analyses.counterfactual.actionability import Checker, violations
+
+    names = ["a", "b", "c", "d"]
+    cons = Constraints(
+        rules=(FeatureRule("a", lower=Bound(-1.0), upper=Bound(2.0)), FeatureRule("d", allowed=(0.0, 1.0, 3.0))),
+        relations=(LinearRelation((("a", 1.0), ("b", 2.0)), (("a", 1.0),), "<=", 3.0),
+                   LinearRelation((("c", 1.0),), (), "==", 0.5)),
+        implications=(Implication(FeatureEvent("b", Event.INCREASES), (Membership("d", (1.0, 3.0)),)),
+                      Implication(Membership("d", (0.0,), original=True), (FeatureEvent("c", Event.UNCHANGED),)),
+                      Implication(LinearRelation((("a", 1.0),), (), ">=", 1.0), (FeatureEvent("d", Event.CHANGES),))),
+        max_changes=2)
+    rng = np.random.default_rng(0)
+    x0 = np.array([0.5, 1.0, 0.5, 0.0])
+    X = np.tile(x0, (4000, 1))
+    for j in range(4):  # each coordinate kept, or moved to one of a few values (some NaN)
+        pick = rng.uniform(size=X.shape[0]) < 0.5
+        X[pick, j] = rng.choice([-2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, np.nan], size=int(pick.sum()))
+    want = np.array([not violations(cons, names, x0, x) for x in X])
+    got = Checker(cons, names, x0).ok(X)
+    assert np.array_equal(got, want)
+    assert 0 < want.sum() < want.shape[0]
