@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     task = make_task(forest, args.analysis, target=target, constraints=args.constraints, reference=R, **options)
     rows = _options.parse_rows(args.rows, len(X)) if args.rows else None
     res = run_task(task, X, rows=rows, output=args.output, scheduler=args.scheduler, n_jobs=args.jobs,
-                   chunk_size=args.chunk_size, progress=False if args.quiet else args.progress,
+                   chunk_size=args.chunk_size, progress=False if args.quiet else args.progress is not False,
                    retry_failed=args.retry_failed)
     if not args.quiet:
         print(f"{args.output}: {res.summary()}", file=sys.stdout)
