@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
+from lumber.ir import Constraints, Direction, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
 from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
 from lumber.passes.targets import resolve_target
@@ -213,11 +213,52 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
         if best is None or _better(res, best):
             best = res
     assert best is not None
+    if best.status == INFEASIBLE and constraints is not None and not deadline.expired():
+        _name_blocking(best, forest, x, target, constraints, opts, reference, isolation, verify, deadline)
     best.total_seconds = deadline.clock() - t0
     shown = Display(forest, queries[0].domains)
     for r in [best, *best.alternatives]:
         r.display = shown
     return best
+
+
+def relaxations(cons: Constraints) -> list[tuple[str, Constraints]]:
+    """The constraints without one of their lines each: ``(what was left out, the rest)``."""
+    out: list[tuple[str, Constraints]] = []
+    if cons.max_changes is not None:
+        out.append((f"changes <= {cons.max_changes}", replace(cons, max_changes=None)))
+    for k, r in enumerate(cons.rules):
+        if r.immutable or r.direction != Direction.ANY or r.lower is not None or r.upper is not None or r.allowed is not None:
+            what = ("immutable " if r.immutable else "") + f"the rule on {r.feature}"
+            out.append((what, replace(cons, rules=cons.rules[:k] + cons.rules[k + 1:])))
+    for k, rel in enumerate(cons.relations):
+        out.append((f"relation {k + 1}", replace(cons, relations=cons.relations[:k] + cons.relations[k + 1:])))
+    for k, imp in enumerate(cons.implications):
+        out.append((f"implication {k + 1}",
+                    replace(cons, implications=cons.implications[:k] + cons.implications[k + 1:])))
+    return out
+
+
+def _name_blocking(res: CounterfactualResult, forest: Forest, x: Any, target: Any, cons: Constraints,
+                   opts: CounterfactualOptions, reference: Any, isolation: tuple[Forest, float] | None,
+                   verify: Verifier, deadline: Deadline) -> None:
+    """Name the constraint that blocks an infeasible query: the first one without which a verified point
+    reaches the target (each try gets an equal share of the time left; a try that ends unproven names
+    nothing). The query stays infeasible; only ``blocking`` and the message say more."""
+    tries = relaxations(cons)
+    for k, (what, rest) in enumerate(tries):
+        left = deadline.remaining()
+        if left <= 0:
+            return
+        sub = replace(opts, k=1, time_limit=max(left / (len(tries) - k), 0.01))
+        queries = make_query(forest, x, target, rest, options=sub, reference=reference, isolation=isolation)
+        R = None if reference is None or not sub.warm_start else forest.prepare_input(reference)
+        for q in queries:
+            r = _solve_query(q, solver_options(sub), verify, R, Deadline.after(sub.time_limit, deadline.clock))
+            if r.found and r.verified and not r.violations:
+                res.blocking = what
+                res.message = f"{res.message}; without {what} a point reaches {q.spec.describe()}".lstrip("; ")
+                return
 
 
 def solver_options(opts: CounterfactualOptions) -> SolverOptions:

@@ -279,3 +279,29 @@ def test_vectorised_check_agrees_with_violations_point_by_point() -> None:
     got = Checker(cons, names, x0).ok(X)
     assert np.array_equal(got, want)
     assert 0 < want.sum() < want.shape[0]
+
+
+def test_an_infeasible_query_names_the_constraint_that_blocks_it(forest) -> None:
+    """No point under the constraints: the answer stays infeasible, and names the one constraint without
+    which a verified point reaches the target (exhaustive search agrees on both)."""
+    frozen = Constraints(rules=(FeatureRule("a", immutable=True), FeatureRule("b", immutable=True),
+                                FeatureRule("c", immutable=True)))
+    assert _brute(forest, frozen) == np.inf
+    r = solve_counterfactual(forest, X0, target=1, constraints=frozen)
+    assert r.status == "infeasible" and r.x is None
+    # a alone cannot reach the target (the first rule tried), b alone can
+    assert _brute(forest, Constraints(rules=frozen.rules[1:])) == np.inf
+    assert np.isfinite(_brute(forest, Constraints(rules=(frozen.rules[0], frozen.rules[2]))))
+    assert r.blocking == "immutable the rule on b" and "without immutable the rule on b" in r.message
+    none = Constraints(max_changes=0)
+    r = solve_counterfactual(forest, X0, target=1, constraints=none)
+    assert r.status == "infeasible" and r.blocking == "changes <= 0"
+    assert r.to_dict()["blocking"] == "changes <= 0"
+
+
+def test_no_constraint_blocks_alone_names_none(forest) -> None:
+    """Every feature immutable and no change allowed: no single removal admits a point, so none is named."""
+    cons = Constraints(rules=(FeatureRule("a", immutable=True), FeatureRule("b", immutable=True),
+                              FeatureRule("c", immutable=True)), max_changes=0)
+    r = solve_counterfactual(forest, X0, target=1, constraints=cons)
+    assert r.status == "infeasible" and r.blocking == ""
