@@ -28,6 +28,7 @@ from lumber.ir import ArrayLike, CasesLike, Constraints, Feature, Forest, InputD
 from lumber.passes.analyses.counterfactual import (
     CounterfactualOptions, CounterfactualResult, isolation_threshold, solve_counterfactual,
 )
+from lumber.passes.analyses.counterfactual.reference import DECIDE_FROM, Reference
 from lumber.passes.targets import class_labels, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
@@ -94,7 +95,7 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
                    domains=opts.domains if opts.domains is not None else req.domains,
                    isolation_forest=None, contamination=None)
     done = progress or (lambda n: None)
-    job = _Job(forest, target, cons, R, verifier, opts)
+    job = _Job(forest, target, cons, Reference.of(forest, R, decide=len(X) >= DECIDE_FROM), verifier, opts)
 
     if single or n_jobs == 1 or len(X) < 2:
         results = []
@@ -115,12 +116,13 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
 
 @dataclass(frozen=True)
 class _Job:
-    """What every case of a batch shares: the model, target, constraints, reference rows and options."""
+    """What every case of a batch shares: the model, target, constraints, reference rows (prepared once,
+    shipped to each worker) and options."""
 
     forest: Forest
     target: Any
     constraints: Constraints | None
-    reference: FloatArray | None
+    reference: Reference | None
     verifier: Any
     options: CounterfactualOptions
 

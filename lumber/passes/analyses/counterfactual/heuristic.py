@@ -29,6 +29,7 @@ from . import actionability
 from .deadline import Deadline
 from .domain import Grid
 from .problem import Query, change_pattern
+from .reference import Reference
 from .targets import decision_threshold
 
 FloatArray = npt.NDArray[np.float64]
@@ -453,13 +454,14 @@ With a walk from a plausible start (``starts``) 2 rows are enough: on 9 credit q
 was the best of the pool every time, and 8 rows only cost their refinement (0.3-0.7 s -> 0.2-0.5 s)."""
 
 
-def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: FloatArray | None,
+def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Reference | FloatArray | None,
                n_refine: int = 2, nogoods: Sequence[FloatArray] = (), deadline: Deadline | None = None,
                starts: Sequence[FloatArray] = ()) -> FloatArray | None:
     """The cheapest feasible point the heuristics find (checked exactly) by ``deadline``, or None.
 
     ``starts``: plausible points (the optimum without the explained model, see
-    ``solve._plausible_relaxation``) from which a walk inside the plausible region looks for the target."""
+    ``solve._plausible_relaxation``) from which a walk inside the plausible region looks for the target.
+    Reference rows the model already gives the target are tried first (cheapest first), then the others."""
     cands = Candidates(q, meets, nogoods)
     deadline = deadline or Deadline.never()
     pool: list[FloatArray] = []
@@ -474,15 +476,19 @@ def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Fl
     if q.isolation is not None and not pool:
         n_refine = max(n_refine, PLAUSIBLE_REFINE)
     rows: list[FloatArray] = []
-    if reference is not None and len(reference) and n_refine > 0:
-        R, rep = cands.repair(np.asarray(reference, dtype=np.float64))
+    given = reference.rows if isinstance(reference, Reference) else reference
+    if given is not None and len(given) and n_refine > 0:
+        R, rep = cands.repair(np.asarray(given, dtype=np.float64))
+        known = isinstance(reference, Reference) and reference.decisions is not None
+        first = (q.spec.satisfied(reference.decisions) if known else np.zeros(R.shape[0], dtype=bool))[rep]
         R = R[rep]
         if R.shape[0]:
-            R = R[np.argsort(q.cost.total(R), kind="stable")]
-            for start in range(0, R.shape[0], 1024):  # cheapest first, stop once enough are found
+            R = R[np.lexsort((q.cost.total(R), ~first))]
+            size = 128 if known else 1024  # (rows at the target first: a short block mostly holds enough)
+            for start in range(0, R.shape[0], size):  # cheapest first, stop once enough are found
                 if deadline.expired():
                     break
-                blk = R[start:start + 1024]
+                blk = R[start:start + size]
                 rows += [blk[j] for j in np.flatnonzero(cands.feasible(blk))[:n_refine - len(rows)]]
                 if len(rows) >= n_refine:
                     break

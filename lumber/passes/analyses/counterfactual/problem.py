@@ -29,6 +29,7 @@ from .leafcuts import add_leaf_cuts, prune_reach
 from .objective import CaseCost
 from .options import CounterfactualOptions
 from .plausibility import collapse_uniform
+from .reference import Reference
 from .targets import TargetSpec, add_target_rows, margin_terms, scaled_row
 from .trees import ForestEncoding, NodeChoices, classify, encode, path_assignment, reachable, register_cuts
 
@@ -59,11 +60,16 @@ class Query:
     """What values a person could give each feature (integer levels, resolutions, one-hot groups)."""
     options: CounterfactualOptions = field(default_factory=CounterfactualOptions)
     """The encoding and search options (``integer_flows``, ``interval_rows``, ``compact_levels``, ...)."""
+    reference: Reference | None = None
+    """The reference rows, prepared once for every case of a batch."""
 
     @cached_property
     def isolation_encoded(self) -> Forest | None:
         """The isolation forest as the MILP encodes it: uniform subtrees collapsed (same scores, fewer splits)."""
-        return None if self.isolation is None else collapse_uniform(self.isolation[0])
+        if self.isolation is None:
+            return None
+        iso = self.isolation[0]
+        return self.reference.encoded(iso) if self.reference is not None else collapse_uniform(iso)
 
     @property
     def names(self) -> list[str]:

@@ -37,6 +37,7 @@ from ..change_cost import ChangeCost
 from .objective import CaseCost, feature_scales
 from .options import CounterfactualOptions
 from .problem import Problem, Query, build, change_pattern
+from .reference import Reference
 from .result import CounterfactualResult
 from .domain import CategoricalDomain, Domain, NumericDomain
 from .solver import (HIGHS_DEFAULTS, INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, Case, SolveOutcome,
@@ -133,7 +134,8 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
             scale = cons.scale
         if cons.target is not None:
             target = cons.target
-    R = None if reference is None else forest.prepare_input(reference)
+    ref = Reference.of(forest, reference)
+    R = None if ref is None else ref.rows
     forests = [forest] + ([isolation[0]] if isolation is not None else [])
     cat = categorical_features(forests)
     names = schema.feature_names
@@ -167,7 +169,7 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
     if schema.task in (Task.BINARY, Task.MULTICLASS):
         current = float(schema.class_index(forest.evaluate(x0[None, :]))[0])
     specs = target_specs(resolve_target(forest, target, current, explainer="counterfactuals"))
-    return [Query(forest, x0, s, cost, cons, lo, hi, allowed, cat, codes, isolation, domains, opts) for s in specs]
+    return [Query(forest, x0, s, cost, cons, lo, hi, allowed, cat, codes, isolation, domains, opts, ref) for s in specs]
 
 
 def _with_onehot(cons: Constraints | None, domains: Domains, names: Sequence[str], x0: FloatArray
@@ -201,8 +203,9 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
     opts = options or CounterfactualOptions()
     deadline = Deadline.after(opts.time_limit, clock)
     t0 = deadline.clock()
-    queries = make_query(forest, x, target, constraints, options=opts, reference=reference, isolation=isolation)
-    R = None if reference is None or not opts.warm_start else forest.prepare_input(reference)
+    ref = Reference.of(forest, reference)
+    queries = make_query(forest, x, target, constraints, options=opts, reference=ref, isolation=isolation)
+    R = ref if opts.warm_start else None
     verify = verifier or default_verifier(forest)
     run = solver_options(opts)
     best: CounterfactualResult | None = None
@@ -214,7 +217,7 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
             best = res
     assert best is not None
     if best.status == INFEASIBLE and constraints is not None and not deadline.expired():
-        _name_blocking(best, forest, x, target, constraints, opts, reference, isolation, verify, deadline)
+        _name_blocking(best, forest, x, target, constraints, opts, ref, isolation, verify, deadline)
     best.total_seconds = deadline.clock() - t0
     shown = Display(forest, queries[0].domains)
     for r in [best, *best.alternatives]:
@@ -240,7 +243,7 @@ def relaxations(cons: Constraints) -> list[tuple[str, Constraints]]:
 
 
 def _name_blocking(res: CounterfactualResult, forest: Forest, x: Any, target: Any, cons: Constraints,
-                   opts: CounterfactualOptions, reference: Any, isolation: tuple[Forest, float] | None,
+                   opts: CounterfactualOptions, reference: Reference | None, isolation: tuple[Forest, float] | None,
                    verify: Verifier, deadline: Deadline) -> None:
     """Name the constraint that blocks an infeasible query: the first one without which a verified point
     reaches the target (each try gets an equal share of the time left; a try that ends unproven names
@@ -252,7 +255,7 @@ def _name_blocking(res: CounterfactualResult, forest: Forest, x: Any, target: An
             return
         sub = replace(opts, k=1, time_limit=max(left / (len(tries) - k), 0.01))
         queries = make_query(forest, x, target, rest, options=sub, reference=reference, isolation=isolation)
-        R = None if reference is None or not sub.warm_start else forest.prepare_input(reference)
+        R = reference if sub.warm_start else None
         for q in queries:
             r = _solve_query(q, solver_options(sub), verify, R, Deadline.after(sub.time_limit, deadline.clock))
             if r.found and r.verified and not r.violations:
@@ -303,7 +306,7 @@ def _finish(q: Query, res: CounterfactualResult, x: FloatArray, verify: Verifier
     return res
 
 
-def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: FloatArray | None,
+def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Reference | None,
                  deadline: Deadline, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
     meets: Callable[[FloatArray], npt.NDArray[np.bool_]] = lambda X: forest_meets(q.forest, q.spec, X)
     if not nogoods and bool(meets(q.x0[None, :])[0]):  # the model and its source library both agree
@@ -570,7 +573,7 @@ def _size(res: CounterfactualResult, prob: Problem) -> None:
 
 
 def _diverse(q: Query, first: CounterfactualResult, n: int, opts: SolverOptions, verify: Verifier,
-             reference: FloatArray | None, deadline: Deadline) -> list[CounterfactualResult]:
+             reference: Reference | None, deadline: Deadline) -> list[CounterfactualResult]:
     """Up to ``n`` more counterfactuals, each with a change pattern not seen before (no-good cuts)."""
     assert first.x is not None
     patterns = [change_pattern(q, first.x)]
