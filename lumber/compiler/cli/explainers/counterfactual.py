@@ -16,6 +16,7 @@ import numpy as np
 
 from lumber.compiler.api.counterfactual import counterfactual
 from lumber.compiler.cli.explainers import parse_target
+from lumber.compiler.progress import Progress, enabled
 from lumber.ir import InputDataError
 from lumber.passes.analyses.counterfactual import CounterfactualOptions, CounterfactualResult
 
@@ -27,8 +28,6 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     reference, ref_name = (ctx.train_X, "train") if ctx.train_X is not None else (ctx.X, "data")
     target = parse_target(args.target, forest.schema.task)
     X = ctx.X[np.asarray(ctx.rows, dtype=np.int64)]
-    from lumber.compiler.progress import Progress, enabled
-
     with Progress(len(X), 0, enabled(args.quiet) and len(X) > 1, "counterfactual") as bar:
         opts = CounterfactualOptions(norm=args.norm or "l1", scale=scale, time_limit=args.time_limit,
                                      seed=args.seed)

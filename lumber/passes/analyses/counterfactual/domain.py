@@ -8,7 +8,7 @@ ordinal features with named levels, allowed values). A numerical split
 ``<= t``; its right side starts at ``up(u)``, the smallest representable value
 above it. ``u`` and ``up(u)`` are both *levels*, so the interval between them is
 a *gap* holding no representable value, and the order-simplex variable of that
-interval is the indicator ``[x > t]`` (papers.md section 3, with the epsilon of
+interval is the indicator ``[x > t]`` (OCEAN, Parmentier & Vidal 2021, with the epsilon of
 the paper replaced by the grid step: the witness lands strictly inside its cell
 in the model's own dtype).
 

@@ -1,4 +1,4 @@
-"""Plausibility through an isolation forest (papers.md section 3, equation 33).
+"""Plausibility through an isolation forest (OCEAN, Parmentier & Vidal 2021, equation 33).
 
 An isolation forest trained on rows of the target class, lowered to a Forest
 (scikit-learn's frontend stores ``depth + c(n)`` in each leaf, averaged, with

@@ -1,4 +1,4 @@
-"""Branch-choice encoding of a forest (papers.md section 3.1-3.2), vectorised over all nodes.
+"""Branch-choice encoding of a forest (OCEAN, Parmentier & Vidal 2021, sections 3.1-3.2), vectorised over all nodes.
 
 Per tree: a continuous flow ``y`` on every node that can still be reached, with
 ``y_root = 1`` and ``y_v = y_left + y_right``, and one binary ``lambda`` per depth
