@@ -302,16 +302,18 @@ class Candidates:
         """Target met (``met``, when known), plausible, every coupling constraint holds, and the change
         pattern is new. The constraints are checked first (a few numpy operations for all rows), the
         model only on the rows that pass them."""
-        if met is None and self.checker is None:
+        checker = self.checker
+        if met is None and checker is None:
             ok = self.meets(X)
-        elif met is None:
-            ok = self.checker.ok(X)
+        elif met is None and checker is not None:
+            ok = checker.ok(X)
             if ok.any():
                 ok[ok] = self.meets(X[ok])
         else:
+            assert met is not None
             ok = met.copy()
-            if self.checker is not None and ok.any():
-                ok[ok] = self.checker.ok(X[ok])
+            if checker is not None and ok.any():
+                ok[ok] = checker.ok(X[ok])
         if self.nogoods and ok.any():
             pats = change_pattern(self.q, X)  # row-wise
             for pat in self.nogoods:
@@ -479,8 +481,9 @@ def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Re
     given = reference.rows if isinstance(reference, Reference) else reference
     if given is not None and len(given) and n_refine > 0:
         R, rep = cands.repair(np.asarray(given, dtype=np.float64))
-        known = isinstance(reference, Reference) and reference.decisions is not None
-        first = (q.spec.satisfied(reference.decisions) if known else np.zeros(R.shape[0], dtype=bool))[rep]
+        decided = reference.decisions if isinstance(reference, Reference) else None
+        known = decided is not None
+        first = (q.spec.satisfied(decided) if decided is not None else np.zeros(R.shape[0], dtype=bool))[rep]
         R = R[rep]
         if R.shape[0]:
             R = R[np.lexsort((q.cost.total(R), ~first))]

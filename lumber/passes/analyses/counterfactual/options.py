@@ -22,7 +22,7 @@ class CounterfactualOptions:
     """Options of one counterfactual query (and of every case of a batch)."""
 
     # -- the question
-    norm: str = "l1"
+    norm: str | Norm = "l1"
     """``"l0"``, ``"l1"``, ``"l2"`` or ``"linf"`` of the weighted, scaled change."""
     scale: Any = None
     """None, ``"std"``, ``"minmax"`` (from the reference rows) or one number per feature."""

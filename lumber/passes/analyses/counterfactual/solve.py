@@ -99,7 +99,8 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
     numeric feature on its grid (whole numbers, 0/1, multiples of a resolution) within its bounds,
     and keeps one-hot groups one-hot."""
     opts = options or CounterfactualOptions()
-    norm, scale, weights, domains = opts.norm, opts.scale, opts.weights, opts.domains
+    norm: str | Norm = opts.norm
+    scale, weights, domains = opts.scale, opts.weights, opts.domains
     clip_to_reference = opts.clip_to_reference
     schema = forest.schema
     x0 = forest.prepare_input(np.asarray(x, dtype=np.float64).reshape(1, -1) if not hasattr(x, "iloc") else x)
