@@ -3,12 +3,17 @@
 Resolves the request once (:func:`lumber.compiler.explain.explanation_request`:
 the model, constraints from any accepted form -- keywords give defaults, the
 constraints' ``norm``/``scale``/``target`` override them -- and reference rows),
-fits the isolation forest a ``plausible`` constraint asks for, and solves one
-MILP per case (:func:`lumber.passes.analyses.counterfactual.solve_counterfactual`).
-Every returned point is verified with the source model's own ``predict``
-(:class:`~lumber.compiler.explain.SourcePredictor`, boosters included) when a
-model object is given, else with the lowered Forest; batches run in parallel
-with joblib, one solver thread per worker.
+fits the isolation forest a ``plausible`` constraint asks for, prepares the
+reference rows once for the whole batch
+(:class:`~lumber.passes.analyses.counterfactual.reference.Reference`), and
+solves each case (:func:`lumber.passes.analyses.counterfactual.solve_counterfactual`)
+with one :class:`CounterfactualOptions`. Every returned point is verified with
+the source model's own ``predict`` (:class:`~lumber.compiler.explain.SourcePredictor`,
+boosters included) when a model object is given, else with the lowered Forest;
+batches run in parallel with joblib, one solver thread per worker. Every case
+gets an answer: a verified point (proven optimal, or at the time limit with a
+proven bound and gap), or a proven ``infeasible`` that names the constraint
+blocking it where one does alone (``result.blocking``).
 """
 
 from __future__ import annotations
