@@ -251,7 +251,7 @@ def test_weights_by_name(forest) -> None:
     a = solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(weights={"a": (1.0, 3.0)}))
     b = solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(weights=(np.ones(3), np.array([3.0, 1.0, 1.0]))))
     assert a.cost == pytest.approx(b.cost) and np.array_equal(a.x, b.x)
-    with pytest.raises(InputDataError, match="unknown features"):
+    with pytest.raises(InputDataError, match="unknown feature 'zz'"):
         solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(weights={"zz": 2.0}))
 
 
