@@ -210,6 +210,10 @@ def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints
     return best
 
 
+BLOCKING_SECONDS = 2.0
+"""Seconds each try of :func:`_name_blocking` may take at most (a point is usually found by the warm start)."""
+
+
 def relaxations(cons: Constraints) -> list[tuple[str, Constraints]]:
     """The constraints without one of their lines each: ``(what was left out, the rest)``."""
     out: list[tuple[str, Constraints]] = []
@@ -231,14 +235,15 @@ def _name_blocking(res: CounterfactualResult, forest: Forest, x: Any, target: An
                    opts: CounterfactualOptions, reference: Reference | None, isolation: tuple[Forest, float] | None,
                    verify: Verifier, deadline: Deadline) -> None:
     """Name the constraint that blocks an infeasible query: the first one without which a verified point
-    reaches the target (each try gets an equal share of the time left; a try that ends unproven names
-    nothing). The query stays infeasible; only ``blocking`` and the message say more."""
+    reaches the target (each try gets an equal share of the time left, at most :data:`BLOCKING_SECONDS`;
+    a try that ends without a point names nothing). The query stays infeasible; only ``blocking`` and the
+    message say more."""
     tries = relaxations(cons)
     for k, (what, rest) in enumerate(tries):
         left = deadline.remaining()
         if left <= 0:
             return
-        sub = replace(opts, k=1, time_limit=max(left / (len(tries) - k), 0.01))
+        sub = replace(opts, k=1, time_limit=max(min(left / (len(tries) - k), BLOCKING_SECONDS), 0.01))
         queries = make_query(forest, x, target, rest, options=sub, reference=reference, isolation=isolation)
         R = reference if sub.warm_start else None
         for q in queries:
