@@ -252,13 +252,17 @@ def _dask(task: Task, chunks: list[tuple[FloatArray, list[int]]], scheduler: Any
             raise BatchError(f"scheduler must be an address 'tcp://host:port' or a dask.distributed.Client, "
                              f"not {type(scheduler).__name__}")
     try:
-        shared = client.scatter(task, broadcast=True)
+        # hash=False: the task gets a key of this batch's own. A content-hashed key is shared with any
+        # other batch of the same task on the cluster, and the scheduler can process that batch's
+        # release of the key after this scatter: the key is forgotten and every chunk is cancelled
+        # for "lost dependencies".
+        shared = client.scatter(task, broadcast=True, hash=False)
         futures = [client.submit(run_chunk, shared, X, rows, pure=False) for X, rows in chunks]
         try:
             for fut in as_completed(futures):
                 yield fut.result()
         finally:
-            client.cancel(futures)
+            client.cancel([*futures, shared])
     finally:
         if own:
             client.close()

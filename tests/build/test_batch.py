@@ -61,6 +61,38 @@ def test_dask_local_cluster(data: dict[str, Any], reference: dict[int, Any]) -> 
         assert results(again.records) == {k: reference[k] for k in (0, 1)}
 
 
+class _SpyClient:
+    """A dask.distributed.Client that records the keys of the data each batch scatters."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.scattered: list[str] = []
+
+    def scatter(self, *args: Any, **kwargs: Any) -> Any:
+        fut = self.client.scatter(*args, **kwargs)
+        self.scattered.append(fut.key)
+        return fut
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+def test_dask_back_to_back_batches_of_one_task(data: dict[str, Any]) -> None:
+    """Each batch scatters its task under a key of its own: a key shared by content with the batch before
+    could be forgotten by the scheduler on that batch's release and cancel this one ("lost dependencies")."""
+    distributed = pytest.importorskip("distributed")
+    task, X = flaky(data, ())
+    want = {r: {"sum": float(np.nansum(X[r]))} for r in range(N)}
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        spy = _SpyClient(client)
+        for i in range(20):  # the user's client and a client by address in turn, as a test or a user may
+            res = run_task(task, X, scheduler=spy if i % 2 == 0 else cluster.scheduler_address, chunk_size=1,
+                           progress=False)
+            assert not res.failed and results(res.records) == want
+        assert len(spy.scattered) == 10 and len(set(spy.scattered)) == 10
+
+
 def test_unreachable_scheduler(data: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("distributed")
     monkeypatch.setattr("lumber.compiler.batch.CONNECT_TIMEOUT", 0.5)
