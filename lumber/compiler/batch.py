@@ -90,7 +90,8 @@ class Task:
             out = lumber.sensitive_tests(req, X, options=lumber.SensitiveOptions(**self.options))
             out.rows = np.asarray(rows, dtype=np.int64)
             names = self.forest.schema.feature_names
-            meta = {"method": out.method, "exact": out.exact, "metric": out.metric.describe()}
+            meta = {"method": out.method, "exact": out.exact, "metric": out.metric.describe(),
+                    "not_applied": [n.to_dict() for n in out.not_applied]}
             return [dict(c.to_dict(names), **meta) for c in out]
         if self.analysis == "rules":
             if self.reference is None:

@@ -210,6 +210,7 @@ class Plausibility:
 
     method: str
     params: tuple[tuple[str, Any], ...] = ()
+    span: SourceSpan | None = field(default=None, compare=False)
 
     def param(self, name: str, default: Any = None) -> Any:
         return dict(self.params).get(name, default)

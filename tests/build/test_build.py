@@ -247,3 +247,27 @@ def test_a_target_the_backend_refuses_is_named_at_its_line(project: Path, monkey
     assert text.startswith(f"{toml}:{line}:1: error: target 'onnx' cannot be built: 78532 category set"), text
     assert "ORT #25400" in text and "passes 'polynomial,prune{alpha=auto,tol=0.002}'" in text
     assert "drop 'onnx' from [compile] targets" in text
+
+
+def test_sensitive_tests_leave_out_what_they_cannot_apply_and_say_so(project: Path) -> None:
+    """A constraint file with an implication and a plausibility requirement: the sensitive tests run on
+    every case under the per-feature rules, and the report names the lines they do not apply."""
+    lum = project / "recourse.lum"
+    lum.write_text(lum.read_text() + "if EducationNumber increases then Age >= Age0 + 2\n"
+                   "plausible isolation-forest(contamination=0.1)\n")
+    lines = lum.read_text().splitlines()
+    imp, plaus = lines.index("if EducationNumber increases then Age >= Age0 + 2") + 1, len(lines)
+    toml = project / "lumber.toml"
+    set_key(toml, "compile", "targets = []")
+    set_key(toml, "explain", 'analyses = ["sensitive"]')
+    set_key(toml, "data", "max_cases = 3")
+    res = build(toml)
+    checks = {c.name: c for c in res.checks}
+    assert checks["analysis[sensitive]"].passed, checks["analysis[sensitive]"].message
+    assert not res.failed
+    doc = json.loads((res.output / "report.json").read_text())
+    assert doc["cases"]["sensitive_not_applied"] == [
+        {"kind": "implication", "line": imp, "file": "recourse.lum"},
+        {"kind": "plausibility", "line": plaus, "file": "recourse.lum"}]
+    md = (res.output / "report.md").read_text()
+    assert f"do not apply recourse.lum line {imp} (implication); recourse.lum line {plaus} (plausibility):" in md

@@ -174,6 +174,14 @@ def cases_section(doc: dict[str, Any]) -> list[Block]:
                  + (f"; immutable: {', '.join(m['immutable'])}" if m.get("immutable") else "")
                  + (f"; at most {m['max_changes']} changes" if m.get("max_changes") else "") + ".")
     out.append(Para(head))
+    skipped = c.get("sensitive_not_applied")
+    if skipped:
+        where = "; ".join(f"{s['file']} line {s['line']} ({s['kind']})" if s.get("line") else s["kind"]
+                          for s in skipped)
+        by_cf = " (the counterfactuals apply them)" if "counterfactual" in c.get("analyses", ()) else ""
+        out.append(Para(f"Sensitive tests move each feature within its own rule and do not apply {where}{by_cf}: "
+                        "their distances and witness points are under the other constraints, and a witness may "
+                        "break a statement listed here."))
     dist = [(f"case {it['row']}", it["sensitive"]["distance"]) for it in c["items"]
             if isinstance(it.get("sensitive"), dict) and isinstance(it["sensitive"].get("distance"), (int, float))]
     if dist:

@@ -23,7 +23,7 @@ from lumber.compiler.explain import (
 )
 from lumber.ir import ArrayLike, Feature, Forest, InputDataError, ModelLike, Norm, TargetLike, Task
 from lumber.ir.display import Display
-from lumber.passes.analyses.metrics import Metric, build_metric
+from lumber.passes.analyses.metrics import Metric, build_metric, split_for_sensitive
 from lumber.passes.analyses.sensitive import SensitiveOptions
 from lumber.passes.analyses.sensitive import sensitive_tests as _analyse
 from lumber.passes.analyses.sensitive_results import SensitiveResult
@@ -46,7 +46,10 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
     constraints
         A :class:`~lumber.ir.Constraints`, a constraint file or text (``lumber.parse_constraints``), or a
         plain mapping (``{"immutable": [...], "increase": [...], "cost": {...}, "bounds": {...},
-        "max_changes": k}``). Its norm, scale, costs and target win over the options.
+        "max_changes": k}``). Its norm, scale, costs and target win over the options. Sensitive tests
+        move each feature within its own rule: linear relations, implications and a plausibility
+        requirement are not applied; they are listed in ``result.not_applied`` (with their lines), and
+        distances and witnesses are those under the other constraints.
     target
         A class label to reach (default: any other class); for a regressor the
         interval ``(lo, hi)`` whose membership is the decision explained.
@@ -76,7 +79,8 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
     forest = req.forest
     warn_positional(model, forest, X, "X")
     domains = opts.domains or req.domains
-    metric = build_metric(forest, req.rules, norm=req.norm_or(Norm.L2), scale=req.scale, reference=req.reference,
+    applied, not_applied = split_for_sensitive(req.rules)
+    metric = build_metric(forest, applied, norm=req.norm_or(Norm.L2), scale=req.scale, reference=req.reference,
                           weights=opts.weights, domains=domains)
     job = _Job(forest, metric, _goal(req), opts.method, opts.time_limit, opts.search,
                domains if forest.n_trees > 1 and opts.method in ("auto", "milp") else None)
@@ -88,6 +92,7 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
         chunks = [c for c in np.array_split(np.arange(n), min(n, max(1, abs(n_jobs)) * 4)) if c.size]
         result = SensitiveResult.concat(Parallel(n_jobs=n_jobs)(delayed(job)(rows[c]) for c in chunks))
     result.display = Display(forest, domains)
+    result.not_applied = not_applied
     result.rows = np.arange(len(result))
     if forest.schema.task == Task.REGRESSION:
         result.predictions = forest.predict(result.X)

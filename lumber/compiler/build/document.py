@@ -150,6 +150,11 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
         out["metric"] = {k: sens[0]["result"]["metric"][k] for k in ("norm", "scale", "immutable", "increase_only",
                                                                      "decrease_only", "max_changes")}
         out["sensitive_method"] = sens[0]["result"]["method"]
+        skipped = sens[0]["result"].get("not_applied") or []
+        if skipped:  # the constraint file's statements the sensitive tests leave out, by line
+            path = inp.config.constraints.path
+            out["sensitive_not_applied"] = [dict(s, file=inp.config.relative(path) if path else s.get("file"))
+                                            for s in skipped]
     return out
 
 

@@ -646,7 +646,7 @@ class _Checker:
                 continue
             params.append((p.name, value))
         if ok:
-            self.setting("plausible", Plausibility(st.method, tuple(params)), st.span)
+            self.setting("plausible", Plausibility(st.method, tuple(params), st.span), st.span)
 
     def target(self, st: A.TargetClass | A.TargetRange) -> None:
         task = self.schema.task if self.schema is not None else None

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from lumber.ir import (
     CompileError, Constraints, Diagnostic, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
-    Severity,
+    Severity, SourceSpan,
 )
 from lumber.ir.constraints import MoveLimits, parse_spreads, parse_weights
 from lumber.ir.domains import DomainKind, Domains
@@ -206,20 +206,53 @@ def _resolve_scale(value: Any, names: Sequence[str]) -> tuple[Scale | None, npt.
     return None, parse_spreads(value, names)
 
 
-def _check_supported(c: Constraints) -> None:
-    """Sensitive tests project onto boxes: statements beyond per-feature rules need the MILP."""
+@dataclass(frozen=True)
+class NotApplied:
+    """A constraint statement sensitive tests leave out: they project onto the decision surface moving
+    each feature within its own rule, so a statement that ties features together, or a plausibility
+    requirement, is not applied (the counterfactual MILP applies it)."""
 
-    diags = []
-    for what, items in (("a linear relation", c.relations), ("an implication", c.implications)):
-        for it in items:
-            diags.append(Diagnostic(Severity.ERROR, f"{what} is not supported by sensitive tests", it.span,
-                                    ("sensitive tests move each feature independently; use lumber.counterfactual",)))
+    kind: str
+    """``"linear relation"``, ``"implication"`` or ``"plausibility"``."""
+    span: SourceSpan | None = None
+    """Where the statement is in the constraint file (None for a constraints object built in code)."""
+
+    @property
+    def line(self) -> int | None:
+        return self.span.line if self.span is not None else None
+
+    @property
+    def what(self) -> str:
+        return {"plausibility": "a plausibility requirement"}.get(self.kind, f"a{'n' * (self.kind[0] in 'aeiou')} {self.kind}")
+
+    def describe(self) -> str:
+        """``adult.lum:10: an implication`` (the statement's place when known)."""
+        where = f"{self.span.file or 'line'}:{self.span.line}: " if self.span is not None else ""
+        return where + self.what
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "line": self.line, "file": self.span.file if self.span is not None else None}
+
+
+def split_for_sensitive(c: Constraints) -> tuple[Constraints, tuple[NotApplied, ...]]:
+    """The constraints sensitive tests apply (per-feature rules, norm, scale, target, ``changes <= k``)
+    and the statements they do not apply (linear relations, implications, plausibility), in file order."""
+    skipped = [NotApplied("linear relation", r.span) for r in c.relations]
+    skipped += [NotApplied("implication", i.span) for i in c.implications]
     if c.plausibility is not None:
-        diags.append(Diagnostic(Severity.ERROR,
-                                f"plausibility '{c.plausibility.method}' is not supported by sensitive tests",
-                                None, ("use lumber.counterfactual for plausible counterfactuals",)))
-    if diags:
-        raise CompileError(diags)
+        skipped.append(NotApplied("plausibility", c.plausibility.span))
+    skipped.sort(key=lambda n: (n.line is None, n.line or 0))
+    applied = replace(c, relations=(), implications=(), plausibility=None)
+    return applied, tuple(skipped)
+
+
+def _check_supported(c: Constraints) -> None:
+    """A metric is built from statements sensitive tests apply; :func:`split_for_sensitive` separates them."""
+    _, skipped = split_for_sensitive(c)
+    if skipped:
+        raise CompileError([Diagnostic(Severity.ERROR, f"{s.what} is not applied by sensitive tests", s.span,
+                                       ("lumber.sensitive_tests leaves it out and lists it in result.not_applied; "
+                                        "lumber.counterfactual applies it",)) for s in skipped])
 
 
 def as_constraints(constraints: Any) -> Constraints:

@@ -186,6 +186,10 @@ class SensitiveResult(Sequence[CaseSensitivity]):
     """Per case: the distance is proven minimal (the MILP may stop at its time limit for some cases)."""
     display: Any = None
     """A :class:`lumber.ir.display.Display`: tests print their thresholds and values for people."""
+    not_applied: tuple[Any, ...] = ()
+    """Constraint statements the tests leave out (:class:`~lumber.passes.analyses.metrics.NotApplied`:
+    linear relations, implications, plausibility): distances and witnesses are those under the other
+    constraints, and a witness may break a statement listed here."""
 
     @property
     def reachable(self) -> npt.NDArray[np.bool_]:
@@ -216,8 +220,9 @@ class SensitiveResult(Sequence[CaseSensitivity]):
 
     def __repr__(self) -> str:
         reach = int(self.reachable.sum())
+        skipped = f", not applied: {'; '.join(n.describe() for n in self.not_applied)}" if self.not_applied else ""
         return (f"<SensitiveResult {len(self)} cases, method={self.method!r}, exact={self.exact}, "
-                f"{reach} reachable, {int(self.verified.sum())} verified>")
+                f"{reach} reachable, {int(self.verified.sum())} verified{skipped}>")
 
     def __len__(self) -> int:
         return int(self.X.shape[0])
@@ -298,7 +303,7 @@ class SensitiveResult(Sequence[CaseSensitivity]):
         """JSON-ready dict: metric, method and one entry per case."""
         names = self.metric.names
         return {"method": self.method, "exact": self.exact, "metric": self.metric.describe(),
-                "cases": [c.to_dict(names) for c in self]}
+                "not_applied": [n.to_dict() for n in self.not_applied], "cases": [c.to_dict(names) for c in self]}
 
 
 def _plain(v: Any) -> Any:
