@@ -22,7 +22,7 @@ from strategies import boundary_rows, forests
 import lumber
 from lumber.ir import CompileError, Constraints, InputDataError, LinearRelation, Task, UnsupportedModelError
 from lumber.passes.analyses.leaf_boxes import tree_boxes
-from lumber.passes.analyses.metrics import build_metric
+from lumber.passes.analyses.metrics import build_metric, split_for_sensitive
 from lumber.passes.analyses.realizable import above, below
 from lumber.passes.analyses.sensitive_ensemble import upper_bound_sensitive
 from lumber.passes.analyses.sensitive_results import UNREACHABLE
@@ -461,8 +461,13 @@ def test_bad_metric_options_are_clear_errors() -> None:
         build_metric(f, norm="l0")
     with pytest.raises(InputDataError, match="unknown feature 'Agee'"):
         build_metric(f, frozen=["Agee"])
-    with pytest.raises(CompileError, match="linear relation is not supported"):
+    with pytest.raises(CompileError, match="a linear relation is not applied by sensitive tests"):
         build_metric(f, Constraints(relations=(LinearRelation((("Age", 1.0),), op="<=", rhs=3.0),)))
+    # lumber.sensitive_tests applies the rest and lists what it leaves out
+    applied, skipped = split_for_sensitive(
+        Constraints(relations=(LinearRelation((("Age", 1.0),), op="<=", rhs=3.0),), max_changes=2))
+    assert applied == Constraints(max_changes=2) and [s.kind for s in skipped] == ["linear relation"]
+    assert build_metric(f, applied).max_changes == 2
     g = make_forest([("c", {1}, 0.0, 1.0)], [categorical("c")], task=Task.BINARY)
     with pytest.raises(CompileError, match="categorical: it has no direction"):
         build_metric(g, increase_only=["c"])
