@@ -393,6 +393,29 @@ def prediction_frame(model: Any, X: Any, raw: bool = False) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def csv_text(frame: pd.DataFrame, *, header: bool = True) -> str:
+    """``frame`` as CSV: floats as the shortest text that reads back to the same double (Python's ``repr``),
+    missing values empty. Columns of text that needs quoting go through pandas' writer."""
+    cols: list[list[str]] = []
+    for c in frame.columns:
+        v = frame[c].to_numpy()
+        if v.dtype.kind == "f":
+            text = [repr(x) for x in v.tolist()]
+            if np.isnan(v).any():
+                text = ["" if t == "nan" else t for t in text]
+        else:
+            text = [str(x) for x in v.tolist()]
+            if any(any(ch in t for ch in ',"\n\r') for t in text):
+                return frame.to_csv(index=False, header=header)
+        cols.append(text)
+    if len(cols) == 1 and "" in cols[0]:  # an empty line would read as no row at all
+        return frame.to_csv(index=False, header=header)
+    names = io.StringIO()
+    csv.writer(names, lineterminator="\n").writerow([str(c) for c in frame.columns])
+    body = "\n".join(map(",".join, zip(*cols)))
+    return (names.getvalue() if header else "") + body + ("\n" if body else "")
+
+
 @contextmanager
 def _writer(output: str | Path | IO[str] | None, fmt: str) -> Iterator[Any]:
     """A function writing one chunk's predictions; the file appears (atomically) only when all are written."""
@@ -418,7 +441,7 @@ def _writer(output: str | Path | IO[str] | None, fmt: str) -> Iterator[Any]:
             elif fmt == "jsonl":
                 fh.write("".join(json.dumps(r) + "\n" for r in frame.to_dict(orient="records")))
             else:
-                frame.to_csv(fh, index=False, header=state["first"], float_format="%.17g")
+                fh.write(csv_text(frame, header=state["first"]))
             state["first"] = False
 
         yield write
@@ -429,4 +452,4 @@ def _writer(output: str | Path | IO[str] | None, fmt: str) -> Iterator[Any]:
         fh.flush()
 
 
-__all__ = ["FORMATS", "StreamOptions", "output_format", "predict_file", "prediction_frame"]
+__all__ = ["FORMATS", "StreamOptions", "csv_text", "output_format", "predict_file", "prediction_frame"]
