@@ -33,6 +33,7 @@ _API: dict[str, str] = {
     "sensitive_tests": "lumber.compiler.api.sensitive:sensitive_tests",
     "SensitiveOptions": "lumber.passes.analyses.sensitive:SensitiveOptions",
     "counterfactual": "lumber.compiler.api.counterfactual:counterfactual",
+    "CounterfactualOptions": "lumber.passes.analyses.counterfactual.options:CounterfactualOptions",
     "counterfactual_rules": "lumber.compiler.api.rules:counterfactual_rules",
     "RuleOptions": "lumber.passes.analyses.rules:RuleOptions",
     "attribution": "lumber.compiler.api.attribution:attribution",

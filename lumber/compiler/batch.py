@@ -84,7 +84,7 @@ class Task:
 
         req = self.request()
         if self.analysis == "counterfactual":
-            res = lumber.counterfactual(req, X, n_jobs=1, **self.options)
+            res = lumber.counterfactual(req, X, n_jobs=1, options=lumber.CounterfactualOptions(**self.options))
             return [r.to_dict() for r in res]
         if self.analysis == "sensitive":
             out = lumber.sensitive_tests(req, X, options=lumber.SensitiveOptions(**self.options))

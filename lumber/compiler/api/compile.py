@@ -122,7 +122,8 @@ def _fastest_options(options: Any) -> FastestOptions:
     return options
 
 
-def load_compiled(path: str | Path, model: ModelLike | None = None, *, threads: int = 1) -> Predictor:
+def load_compiled(path: str | Path, model: ModelLike | None = None, *, prefix: str = "lumber",
+                  threads: int = 1) -> Predictor:
     """A predictor for a saved artifact: a shared library (``.so``), ``.onnx``, ``.table``, ``.lumber`` or ``.c``.
 
     The kind is read from the file's first bytes, so a renamed file still loads.
@@ -134,6 +135,8 @@ def load_compiled(path: str | Path, model: ModelLike | None = None, *, threads: 
     model : model, model file or IR, optional
         With a model, the artifact's recorded fingerprint must match the model's, else a
         ``CompileError`` says the artifact is stale.
+    prefix : str
+        The symbol prefix of the model inside a shared library (``COptions.prefix``).
     threads : int
         Threads inside this process for each ``predict_*`` call.
 
@@ -153,7 +156,7 @@ def load_compiled(path: str | Path, model: ModelLike | None = None, *, threads: 
         for another machine is rebuilt from the C source it carries when a C compiler is present, else the
         error says so.
     """
-    return load_artifact(path, model, threads=threads)
+    return load_artifact(path, model, prefix=prefix, threads=threads)
 
 
 __all__ = ["TARGETS", "compile", "compile_fastest", "compile_within", "load_compiled"]

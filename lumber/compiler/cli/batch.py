@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     rows = _options.parse_rows(args.rows, len(X)) if args.rows else None
     with _stopped_by_sigterm(), _scheduler(args) as scheduler:
         res = run_task(task, X, rows=rows, output=args.output, scheduler=scheduler, n_jobs=args.jobs,
-                       chunk_size=args.chunk_size, progress=False if args.quiet else args.progress,
+                       chunk_size=args.chunk_size, progress=False if args.quiet else args.progress is not False,
                        retry_failed=args.retry_failed)
     if not args.quiet:
         print(f"{args.output}: {res.summary()}", file=sys.stdout)
