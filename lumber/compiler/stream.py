@@ -38,7 +38,6 @@ import pandas as pd
 from lumber.ir import InputDataError, Task, atomic_open
 from lumber.ir.binding import TYPE_CODES, _error, _looks_like_data, bind, check_unique
 
-from .progress import enabled
 
 PARQUET_MAGIC, GZIP_MAGIC = b"PAR1", b"\x1f\x8b"
 FORMATS = ("csv", "jsonl", "parquet")
@@ -61,7 +60,7 @@ class StreamOptions:
     output_format: str | None = None
     """csv, jsonl or parquet; None: from the output's suffix, else csv."""
     progress: bool | None = None
-    """Rows scored, on stderr; None: when stderr is a terminal."""
+    """Rows scored, on stderr; None: when stderr is a terminal (as :class:`lumber.compiler.progress.Progress`)."""
 
     def __post_init__(self) -> None:
         if int(self.chunk_rows) < 1:
@@ -119,17 +118,19 @@ def predict_file(model: Any, source: str | Path | IO[bytes], output: str | Path 
         fh, label, size = stack.enter_context(_open_source(source))
         chunks = _parquet_chunks(fh, label, schema, options) if fh.peek(4)[:4] == PARQUET_MAGIC or \
             str(label).lower().endswith((".parquet", ".pq")) else _csv_chunks(fh, label, schema, options)
-        show = enabled() if options.progress is None else options.progress
+        tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        show = tty if options.progress is None else options.progress
         writer = stack.enter_context(_writer(output, fmt))
         n = read = 0
         for X, consumed in chunks:
             writer(prediction_frame(model, X, options.raw))
             n, read = n + len(X), read + consumed
-            if show:
+            if show:  # one line redrawn on a terminal, a line per chunk in a log
                 done = f" ({100 * read / size:.0f}% of the file)" if size else ""
-                sys.stderr.write(f"\rscoring {label}: {n:,} rows{done}")
+                sys.stderr.write(f"\rscoring {label}: {n:,} rows{done}" if tty else
+                                 f"scoring {label}: {n:,} rows{done}\n")
                 sys.stderr.flush()
-        if show:
+        if show and tty:
             sys.stderr.write("\n")
         if n == 0:
             raise InputDataError(f"{label}: has no rows")
