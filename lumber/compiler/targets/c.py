@@ -117,7 +117,7 @@ def _fresh_library(path: str | Path, fp: str, prefix: str, threads: int) -> CPre
         return None
     if lib.fingerprint != fp:
         return None
-    pred = CPredictor(lib, Path(path).read_bytes(), threads=threads)
+    pred = CPredictor(lib, lib.data, threads=threads)
     pred.path = Path(path)
     return pred
 
