@@ -211,6 +211,5 @@ def explainer_options(options: Any, cls: type[OptionsT], call: str) -> OptionsT:
                              f"{call}(..., options=lumber.{cls.__name__}(...))")
     return options
 
-__all__ = [
-    "ConstraintsLike", "ExplanationRequest", "ScaleLike", "explainer_options", "explanation_request", "parse_scale", "resolve_constraints", "warn_positional",
-]
+__all__ = ["ConstraintsLike", "ExplanationRequest", "ScaleLike", "explainer_options", "explanation_request",
+           "parse_scale", "resolve_constraints", "warn_positional"]
