@@ -23,7 +23,7 @@
  * Configuration macros (set by the includer):
  *   LT_IN_T   float or double: the model's input type (borders are values of it)
  *   LT_BIN_T  uint8_t or uint16_t: bins (borders per column must fit)
- *   LT_BLOCK  rows per vector step block (a multiple of 32)
+ *   LT_BLOCK  rows per vector step block (a multiple of 64)
  *   LT_FIXED_K, LT_FIXED_F  optional compile-time output / feature counts
  */
 #include <stddef.h>
@@ -150,7 +150,8 @@ LT_HOT static void lt_codes(const lt_model *M, const LT_IN_T *xs, int lanes, dou
 #endif
 
 /* Step 1: bins of rows X[0..m), m <= lanes <= LT_BLOCK, for every column into bins[c * stride + i]
- * (lanes, a multiple of 32, is how many rows the vector loops cover: m rounded up). */
+ * (lanes, a multiple of 32, is how many rows the vector loops cover: m rounded up; lt_super passes a
+ * multiple of 64). */
 LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, int lanes, LT_BIN_T *bins, int64_t stride)
 {
     LT_IN_T xs[LT_BLOCK];
@@ -473,15 +474,90 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
     }
 }
 
+/* -- the fused kernels: one output, no leaf ids, depth <= 16 --------------------------------------
+ *
+ * Trees go in groups of up to LT_GROUP. For a group, each tree's 16-bit cell index of every row of
+ * the block is computed first (step 2), then the rows add the group's values in registers (step 3):
+ * a row's sum is loaded once per group, and each lane (one row) adds the trees in order, so every path
+ * rounds exactly as the numpy evaluator. A tree's index is the sum of its terms
+ * (bin[col] > bin_j) * 2^shift_j: its plain levels (shift = the level) or, for a tree with bin levels,
+ * its terms (a bin group's borders share the group's first level as shift: they add its code).
+ *
+ * Three paths, chosen per call (lt_run's isa; ISA_AUTO: the best this CPU runs):
+ *   portable  plain C: the compiler vectorizes the index loops for the build's baseline; scalar sums;
+ *   avx2      32 rows per byte compare; scalar sums, eight rows' chains at a time;
+ *   avx512    64 rows per byte compare (a mask), the index accumulated under the mask in 16-bit lanes;
+ *             the sums 16 rows per step: a tree whose distinct values fit in 8, 16 or 32 doubles looks
+ *             its cells' byte codes up with one gather and its values with register permutes; any other
+ *             tree gathers its values from its table directly. */
 #define LT_GROUP 16
-/* Eight rows at a time, eight independent chains of additions over the ng trees of a group:
- * VALUE(j, c) is tree j's value of cell c. */
+#define LT_ISA_AUTO 0
+#define LT_ISA_PORTABLE 1
+#define LT_ISA_AVX2 2
+#define LT_ISA_AVX512 3
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(LT_NO_X86)
+#define LT_X86 1
+#include <immintrin.h>
+#define LT_TARGET_AVX2 __attribute__((target("avx2")))
+#define LT_TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi")))
+#endif
+
+/* Whether this CPU runs the given path. */
+static int lt_isa_available(int isa)
+{
+    if (isa == LT_ISA_PORTABLE || isa == LT_ISA_AUTO) return 1;
+#ifdef LT_X86
+    __builtin_cpu_init();
+    if (isa == LT_ISA_AVX2) return __builtin_cpu_supports("avx2") != 0;
+    if (isa == LT_ISA_AVX512)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+               && __builtin_cpu_supports("avx512vbmi");
+#endif
+    return 0;
+}
+
+/* The path a call takes: the requested one, or for ISA_AUTO the widest available; -1 if unavailable. */
+static int lt_isa_resolve(int isa)
+{
+    if (isa == LT_ISA_AUTO) {
+        if (lt_isa_available(LT_ISA_AVX512)) return LT_ISA_AVX512;
+        if (lt_isa_available(LT_ISA_AVX2)) return LT_ISA_AVX2;
+        return LT_ISA_PORTABLE;
+    }
+    return isa >= LT_ISA_PORTABLE && isa <= LT_ISA_AVX512 && lt_isa_available(isa) ? isa : -1;
+}
+
+/* Tree t's terms: n of them, column col[j], bin kb[j]; shift[j] (NULL: the term's position j). */
+typedef struct {
+    const int32_t *col;
+    const LT_BIN_T *kb;
+    const int32_t *shift;
+    int n;
+} lt_terms_of;
+
+static lt_terms_of lt_tree_terms(const lt_model *M, int32_t t)
+{
+    lt_terms_of r;
+    if (LT_CODED(M, t)) {
+        const int64_t lo = M->term_offset[t];
+        r.col = M->term_col + lo; r.kb = M->term_bin + lo; r.shift = M->term_shift + lo;
+        r.n = (int)(M->term_offset[t + 1] - lo);
+    } else {
+        const int64_t lo = M->level_offset[t];
+        r.col = M->level_col + lo; r.kb = M->level_bin + lo; r.shift = NULL;
+        r.n = M->depth[t];
+    }
+    return r;
+}
+
+/* Step 3 without vectors: eight rows at a time, eight independent chains over the ng trees of a group
+ * (VALUE(j, c): tree j's value of cell c). */
 #define LT_GROUP_SUMS(VALUE)                                                                  \
     for (; i + 8 <= m; i += 8) {                                                              \
         double s0 = acc[i], s1 = acc[i + 1], s2 = acc[i + 2], s3 = acc[i + 3];                \
         double s4 = acc[i + 4], s5 = acc[i + 5], s6 = acc[i + 6], s7 = acc[i + 7];            \
         for (int j = 0; j < ng; ++j) {                                                        \
-            const IDX_T_ *g = gidx[j] + i;                                                    \
+            const uint16_t *g = gidx[j] + i;                                                  \
             s0 += VALUE(j, g[0]); s1 += VALUE(j, g[1]); s2 += VALUE(j, g[2]); s3 += VALUE(j, g[3]); \
             s4 += VALUE(j, g[4]); s5 += VALUE(j, g[5]); s6 += VALUE(j, g[6]); s7 += VALUE(j, g[7]); \
         }                                                                                     \
@@ -495,58 +571,356 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
     }
 #define LT_TABLE_VALUE(j, c) tabs[j][c]
 #define LT_DICT_VALUE(j, c) tabs[j][codes[j][c]]
-/* Single-output models, trees of depth <= 16: the indices of a group of up to LT_GROUP trees are
- * computed first, then each row adds their values in a register (no load/store of the sum per tree).
- * A group is a run of trees of one kind: all with dictionaries (a byte code per cell, then the
- * tree's few distinct values: a d10 tree reads 1 KiB of codes instead of 8 KiB of doubles, so a
- * group's tables stay in L1) or all without. Two widths: byte indices when every tree has depth
- * <= 8, else 16-bit ones. */
-#define LT_FUSED_FN(NAME, IDX_T, INDEX)                                                       \
-    LT_HOT static void NAME(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins, double *acc, \
-                            int64_t stride, int m)                                            \
-    {                                                                                         \
-        typedef IDX_T IDX_T_;                                                                 \
-        IDX_T gidx[LT_GROUP][LT_BLOCK];                                                       \
-        const double *tabs[LT_GROUP];                                                         \
-        const uint8_t *codes[LT_GROUP];                                                       \
-        const int lanes = (m + 31) & ~31;                                                     \
-        for (int32_t g0 = t0, ng; g0 < t1; g0 += ng) {                                        \
-            const int dict = LT_DICT(M, g0);                                                  \
-            ng = 1;                                                                           \
-            while (ng < LT_GROUP && g0 + ng < t1 && LT_DICT(M, g0 + ng) == dict) ++ng;        \
-            for (int j = 0; j < ng; ++j) {                                                    \
-                const int32_t t = g0 + j;                                                     \
-                if (dict) {                                                                   \
-                    tabs[j] = M->dict_value + M->dict_offset[t];                              \
-                    codes[j] = M->cell_code + M->value_offset[t];                             \
-                } else {                                                                      \
-                    tabs[j] = M->value + M->value_offset[t];                                  \
-                }                                                                             \
-                INDEX(M, t, M->depth[t], bins, stride, lanes, gidx[j]);                       \
-            }                                                                                 \
-            int i = 0;                                                                        \
-            if (dict) {                                                                       \
-                LT_GROUP_SUMS(LT_DICT_VALUE)                                                  \
-            } else {                                                                          \
-                LT_GROUP_SUMS(LT_TABLE_VALUE)                                                 \
-            }                                                                                 \
-        }                                                                                     \
-    }
 
-/* Index of a tree of any depth <= 16 as 16-bit values. */
-static void lt_index_wide(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, int lanes,
-                          uint16_t *idx)
+/* Scalar sums of trees [g0, g0 + ng) (all with dictionaries, or all without) for rows [0, m). */
+static inline void lt_sums_scalar(const lt_model *M, int32_t g0, int ng, int dict, uint16_t (*gidx)[LT_BLOCK],
+                                  double *acc, int m)
 {
-    if (d <= 8) {
-        uint8_t idx8[LT_BLOCK];
-        lt_index_small(M, t, d, bins, stride, lanes, idx8);
-        for (int i = 0; i < lanes; ++i) idx[i] = idx8[i];
+    const double *tabs[LT_GROUP];
+    const uint8_t *codes[LT_GROUP];
+    for (int j = 0; j < ng; ++j) {
+        const int32_t t = g0 + j;
+        if (dict) {
+            tabs[j] = M->dict_value + M->dict_offset[t];
+            codes[j] = M->cell_code + M->value_offset[t];
+        } else {
+            tabs[j] = M->value + M->value_offset[t];
+        }
+    }
+    int i = 0;
+    if (dict) {
+        LT_GROUP_SUMS(LT_DICT_VALUE)
     } else {
-        lt_index_mid(M, t, d, bins, stride, lanes, idx);
+        LT_GROUP_SUMS(LT_TABLE_VALUE)
     }
 }
-LT_FUSED_FN(lt_trees_fused8, uint8_t, lt_index_small)
-LT_FUSED_FN(lt_trees_fused16, uint16_t, lt_index_wide)
+
+/* Length of the group starting at g0: up to LT_GROUP trees of one kind (with or without a dictionary). */
+static inline int lt_group_len(const lt_model *M, int32_t g0, int32_t t1)
+{
+    const int dict = LT_DICT(M, g0);
+    int ng = 1;
+    while (ng < LT_GROUP && g0 + ng < t1 && LT_DICT(M, g0 + ng) == dict) ++ng;
+    return ng;
+}
+
+/* Portable step 2: tree t's index of rows [0, lanes). */
+static void lt_index_portable(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, int lanes,
+                              uint16_t *idx)
+{
+    const lt_terms_of q = lt_tree_terms(M, t);
+    for (int i = 0; i < lanes; ++i) idx[i] = 0;
+    for (int j = 0; j < q.n; ++j) {
+        const LT_BIN_T *bc = bins + (int64_t)q.col[j] * stride;
+        const LT_BIN_T k = q.kb[j];
+        const int s = q.shift ? q.shift[j] : j;
+        for (int i = 0; i < lanes; ++i) idx[i] = (uint16_t)(idx[i] + ((uint16_t)(bc[i] > k) << s));
+    }
+}
+
+/* Trees [t0, t1) for the rows of one block (bins and acc point at its first row; lanes: m rounded up to 64). */
+static void lt_fused_portable(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins, double *acc,
+                              int64_t stride, int m)
+{
+    uint16_t gidx[LT_GROUP][LT_BLOCK];
+    const int lanes = (m + 63) & ~63;
+    for (int32_t g0 = t0, ng; g0 < t1; g0 += ng) {
+        ng = lt_group_len(M, g0, t1);
+        for (int j = 0; j < ng; ++j) lt_index_portable(M, g0 + j, bins, stride, lanes, gidx[j]);
+        lt_sums_scalar(M, g0, ng, LT_DICT(M, g0), gidx, acc, m);
+    }
+}
+
+#ifdef LT_X86
+/* AVX2 step 2: 32 rows per compare (bytes, unsigned through the sign flip), the index in two 16-lane halves. */
+LT_TARGET_AVX2 static void lt_index_avx2(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride,
+                                         int lanes, uint16_t *idx)
+{
+    const lt_terms_of q = lt_tree_terms(M, t);
+    if (sizeof(LT_BIN_T) != 1) {
+        lt_index_portable(M, t, bins, stride, lanes, idx);
+        return;
+    }
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    for (int i = 0; i < lanes; i += 32) {
+        __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+        for (int j = 0; j < q.n; ++j) {
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(bins + (int64_t)q.col[j] * stride + i));
+            const __m256i k = _mm256_set1_epi8((char)(q.kb[j] ^ 0x80));
+            const __m256i gt = _mm256_cmpgt_epi8(_mm256_xor_si256(b, flip), k);  /* 0xff where bin > kb */
+            const __m256i w = _mm256_set1_epi16((short)(1 << (q.shift ? q.shift[j] : j)));
+            a0 = _mm256_add_epi16(a0, _mm256_and_si256(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(gt)), w));
+            a1 = _mm256_add_epi16(a1, _mm256_and_si256(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(gt, 1)), w));
+        }
+        _mm256_storeu_si256((__m256i *)(idx + i), a0);
+        _mm256_storeu_si256((__m256i *)(idx + i + 16), a1);
+    }
+}
+
+LT_TARGET_AVX2 static void lt_fused_avx2(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins,
+                                         double *acc, int64_t stride, int m)
+{
+    uint16_t gidx[LT_GROUP][LT_BLOCK];
+    const int lanes = (m + 63) & ~63;
+    for (int32_t g0 = t0, ng; g0 < t1; g0 += ng) {
+        ng = lt_group_len(M, g0, t1);
+        for (int j = 0; j < ng; ++j) lt_index_avx2(M, g0 + j, bins, stride, lanes, gidx[j]);
+        lt_sums_scalar(M, g0, ng, LT_DICT(M, g0), gidx, acc, m);
+    }
+}
+
+/* The byte codes of 64 rows' cells (index bits 0-7 in lo, 8-9 in hi) from a tree's table of cells
+ * (<= 1024, a power of two) byte codes: a two-register byte permute per 128 cells, the parts then
+ * picked by index bits 7, 8 and 9. */
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 __m512i lt_codes512(const uint8_t *tab, int cells,
+                                                                                  __m512i lo, __m512i hi)
+{
+    if (cells <= 128) {
+        const __mmask64 m0 = cells >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << cells) - 1);
+        const __mmask64 m1 = cells >= 128 ? ~(__mmask64)0 : cells <= 64 ? 0 : (((__mmask64)1 << (cells - 64)) - 1);
+        return _mm512_permutex2var_epi8(_mm512_maskz_loadu_epi8(m0, tab), lo, _mm512_maskz_loadu_epi8(m1, tab + 64));
+    }
+    __m512i r[8];
+    const int parts = cells >> 7;
+    for (int p = 0; p < parts; ++p)
+        r[p] = _mm512_permutex2var_epi8(_mm512_loadu_si512((const void *)(tab + 128 * p)), lo,
+                                        _mm512_loadu_si512((const void *)(tab + 128 * p + 64)));
+    const __mmask64 m7 = _mm512_movepi8_mask(lo);
+    for (int p = 0; p < parts / 2; ++p) r[p] = _mm512_mask_blend_epi8(m7, r[2 * p], r[2 * p + 1]);
+    if (parts >= 4) {
+        const __mmask64 m8 = _mm512_test_epi8_mask(hi, _mm512_set1_epi8(1));
+        for (int p = 0; p < parts / 4; ++p) r[p] = _mm512_mask_blend_epi8(m8, r[2 * p], r[2 * p + 1]);
+    }
+    if (parts >= 8) r[0] = _mm512_mask_blend_epi8(_mm512_test_epi8_mask(hi, _mm512_set1_epi8(2)), r[0], r[1]);
+    return r[0];
+}
+
+/* AVX-512 step 2 for nch (1-4) chunks of 64 rows from row i0, byte bins: each term is one compare (a
+ * mask of 64 rows) and one masked byte add; index bits 0-7 sum in one byte per row, bits 8-15 in
+ * another. Only for trees whose low-byte terms add up to at most 255 (no carry out of a byte; a bin
+ * group straddling bit 8 does not). With codes (the tree's cell codes, cells of them) the rows' codes
+ * go to out8; else the 16-bit indices to idx. */
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_index512_chunks(
+    const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int i0, const int nch, const uint8_t *codes,
+    int cells, uint16_t *idx, uint8_t *out8)
+{
+    __m512i lo[4], hi[4];
+    for (int c = 0; c < nch; ++c) lo[c] = hi[c] = _mm512_setzero_si512();
+    for (int j = 0; j < q->n; ++j) {
+        const LT_BIN_T *bc = bins + (int64_t)q->col[j] * stride + i0;
+        const __m512i k = _mm512_set1_epi8((char)q->kb[j]);
+        const int s = q->shift ? q->shift[j] : j;
+        if (s < 8) {
+            const __m512i w = _mm512_set1_epi8((char)(1 << s));
+            for (int c = 0; c < nch; ++c)
+                lo[c] = _mm512_mask_add_epi8(lo[c], _mm512_cmpgt_epu8_mask(_mm512_loadu_si512((const void *)(bc + 64 * c)), k),
+                                             lo[c], w);
+        } else {
+            const __m512i w = _mm512_set1_epi8((char)(1 << (s - 8)));
+            for (int c = 0; c < nch; ++c)
+                hi[c] = _mm512_mask_add_epi8(hi[c], _mm512_cmpgt_epu8_mask(_mm512_loadu_si512((const void *)(bc + 64 * c)), k),
+                                             hi[c], w);
+        }
+    }
+    if (codes) {
+        for (int c = 0; c < nch; ++c)
+            _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_codes512(codes, cells, lo[c], hi[c]));
+        return;
+    }
+    /* in each 128-bit lane, unpack interleaves its first (then last) 8 rows; the permutes restore row order */
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+    const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    for (int c = 0; c < nch; ++c) {
+        const __m512i a = _mm512_unpacklo_epi8(lo[c], hi[c]), b = _mm512_unpackhi_epi8(lo[c], hi[c]);
+        _mm512_storeu_si512((void *)(idx + i0 + 64 * c), _mm512_permutex2var_epi64(a, first, b));
+        _mm512_storeu_si512((void *)(idx + i0 + 64 * c + 32), _mm512_permutex2var_epi64(a, second, b));
+    }
+}
+
+/* Whether the AVX-512 path looks tree t's cell codes up in registers: a dictionary, byte bins, at most
+ * 1024 cells and no carry out of the index's low byte. */
+static inline int lt_byte_codes(const lt_model *M, int32_t t, const lt_terms_of *q)
+{
+    if (sizeof(LT_BIN_T) != 1 || !LT_DICT(M, t) || M->depth[t] > 10) return 0;
+    int low = 0;  /* what the terms below bit 8 add at most */
+    for (int j = 0; j < q->n; ++j) {
+        const int s = q->shift ? q->shift[j] : j;
+        if (s < 8) low += 1 << s;
+    }
+    return low <= 255;
+}
+
+/* AVX-512 step 2 for a tree with byte codes: the rows' codes of rows [0, lanes) into out8. */
+LT_TARGET_AVX512 static void lt_codes_avx512(const lt_model *M, int32_t t, const lt_terms_of *q, const LT_BIN_T *bins,
+                                             int64_t stride, int lanes, uint8_t *out8)
+{
+    const uint8_t *codes = M->cell_code + M->value_offset[t];
+    const int cells = (int)(M->value_offset[t + 1] - M->value_offset[t]);
+    int i = 0;
+    for (; i + 256 <= lanes; i += 256) lt_index512_chunks(q, bins, stride, i, 4, codes, cells, NULL, out8);
+    switch ((lanes - i) >> 6) {
+    case 3: lt_index512_chunks(q, bins, stride, i, 3, codes, cells, NULL, out8); break;
+    case 2: lt_index512_chunks(q, bins, stride, i, 2, codes, cells, NULL, out8); break;
+    case 1: lt_index512_chunks(q, bins, stride, i, 1, codes, cells, NULL, out8); break;
+    default: break;
+    }
+}
+
+/* AVX-512 step 2: tree t's index of rows [0, lanes) (lanes a multiple of 64). */
+LT_TARGET_AVX512 static void lt_index_avx512(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride,
+                                             int lanes, uint16_t *idx)
+{
+    const lt_terms_of q = lt_tree_terms(M, t);
+    int low = 0;  /* what the terms below bit 8 add at most */
+    for (int j = 0; j < q.n; ++j) {
+        const int s = q.shift ? q.shift[j] : j;
+        if (s < 8) low += 1 << s;
+    }
+    if (sizeof(LT_BIN_T) == 1 && low <= 255) {
+        int i = 0;
+        for (; i + 256 <= lanes; i += 256) lt_index512_chunks(&q, bins, stride, i, 4, NULL, 0, idx, NULL);
+        switch ((lanes - i) >> 6) {
+        case 3: lt_index512_chunks(&q, bins, stride, i, 3, NULL, 0, idx, NULL); break;
+        case 2: lt_index512_chunks(&q, bins, stride, i, 2, NULL, 0, idx, NULL); break;
+        case 1: lt_index512_chunks(&q, bins, stride, i, 1, NULL, 0, idx, NULL); break;
+        default: break;
+        }
+    } else if (sizeof(LT_BIN_T) == 1) {
+        /* 16-bit sums: the mask's halves add 2^shift to two 32-lane registers */
+        for (int i = 0; i < lanes; i += 64) {
+            __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+            for (int j = 0; j < q.n; ++j) {
+                const __m512i b = _mm512_loadu_si512((const void *)(bins + (int64_t)q.col[j] * stride + i));
+                const __mmask64 gt = _mm512_cmpgt_epu8_mask(b, _mm512_set1_epi8((char)q.kb[j]));
+                const __m512i w = _mm512_set1_epi16((short)(1 << (q.shift ? q.shift[j] : j)));
+                a0 = _mm512_mask_add_epi16(a0, (__mmask32)gt, a0, w);
+                a1 = _mm512_mask_add_epi16(a1, (__mmask32)(gt >> 32), a1, w);
+            }
+            _mm512_storeu_si512((void *)(idx + i), a0);
+            _mm512_storeu_si512((void *)(idx + i + 32), a1);
+        }
+    } else {
+        for (int i = 0; i < lanes; i += 32) {
+            __m512i a = _mm512_setzero_si512();
+            for (int j = 0; j < q.n; ++j) {
+                const __m512i b = _mm512_loadu_si512((const void *)(bins + (int64_t)q.col[j] * stride + i));
+                const __mmask32 gt = _mm512_cmpgt_epu16_mask(b, _mm512_set1_epi16((short)q.kb[j]));
+                a = _mm512_mask_add_epi16(a, gt, a, _mm512_set1_epi16((short)(1 << (q.shift ? q.shift[j] : j))));
+            }
+            _mm512_storeu_si512((void *)(idx + i), a);
+        }
+    }
+}
+
+/* AVX-512 step 3 for trees [g0, g0 + ng), 16 rows per step (two registers of sums). Tree j's rows
+ * come as byte codes (byte[j]: gcode[j]) or as 16-bit indices (gidx[j]); a tree whose distinct values
+ * fit in 8, 16 or 32 doubles looks them up with register permutes (regs 1, 2, 4), any other gathers
+ * them (from its dictionary by code, or from its table by index). */
+LT_TARGET_AVX512 static void lt_sums_avx512(const lt_model *M, int32_t g0, int ng, const int *byte,
+                                            uint16_t (*gidx)[LT_BLOCK], uint8_t (*gcode)[LT_BLOCK], double *acc, int m)
+{
+    const double *tabs[LT_GROUP];
+    const uint8_t *codes[LT_GROUP];
+    int regs[LT_GROUP];
+    __mmask8 dm[LT_GROUP][4];
+    for (int j = 0; j < ng; ++j) {
+        const int32_t t = g0 + j;
+        const int64_t nd = LT_DICT(M, t) ? M->dict_offset[t + 1] - M->dict_offset[t] : 0;
+        regs[j] = nd == 0 ? 0 : nd <= 8 ? 1 : nd <= 16 ? 2 : nd <= 32 ? 4 : 0;
+        for (int r = 0; r < 4; ++r) {
+            const int64_t have = nd - 8 * r;
+            dm[j][r] = (__mmask8)(have >= 8 ? 0xff : have <= 0 ? 0 : (1u << have) - 1);
+        }
+        if (nd) {
+            tabs[j] = M->dict_value + M->dict_offset[t];
+            codes[j] = M->cell_code + M->value_offset[t];
+        } else {
+            tabs[j] = M->value + M->value_offset[t];
+            codes[j] = NULL;
+        }
+    }
+    const __m512i bit4 = _mm512_set1_epi64(16);
+    for (int i = 0; i < m; i += 16) {
+        const int left = m - i;
+        const __mmask8 k0 = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
+        const __mmask8 k1 = left >= 16 ? 0xff : left <= 8 ? 0 : (__mmask8)((1u << (left - 8)) - 1);
+        __m512d s0 = _mm512_maskz_loadu_pd(k0, acc + i), s1 = _mm512_maskz_loadu_pd(k1, acc + i + 8);
+        for (int j = 0; j < ng; ++j) {
+            __m512d v0, v1;
+            __m512i c0, c1;
+            const int r = regs[j];
+            if (byte[j]) {
+                if (r == 0) {  /* many distinct values: gather them from the dictionary */
+                    const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gcode[j] + i)));
+                    v0 = _mm512_i32gather_pd(_mm512_castsi512_si256(c), tabs[j], 8);
+                    v1 = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(c, 1), tabs[j], 8);
+                    goto add;
+                }
+                c0 = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(gcode[j] + i)));
+                c1 = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(gcode[j] + i + 8)));
+            } else {
+                const __m512i g = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(gidx[j] + i)));
+                if (r == 0 && codes[j] == NULL) {  /* no dictionary: gather from the table */
+                    v0 = _mm512_i32gather_pd(_mm512_castsi512_si256(g), tabs[j], 8);
+                    v1 = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(g, 1), tabs[j], 8);
+                    goto add;
+                }
+                /* each lane reads the 4 bytes at its cell's code: the code is the low byte (cell_code is padded) */
+                const __m512i c = _mm512_and_si512(_mm512_i32gather_epi32(g, (const void *)codes[j], 1),
+                                                   _mm512_set1_epi32(0xff));
+                if (r == 0) {
+                    v0 = _mm512_i32gather_pd(_mm512_castsi512_si256(c), tabs[j], 8);
+                    v1 = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(c, 1), tabs[j], 8);
+                    goto add;
+                }
+                c0 = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(c));
+                c1 = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(c, 1));
+            }
+            {
+                const __m512d d0 = _mm512_maskz_loadu_pd(dm[j][0], tabs[j]);
+                if (r == 1) {
+                    v0 = _mm512_permutexvar_pd(c0, d0);
+                    v1 = _mm512_permutexvar_pd(c1, d0);
+                } else {
+                    const __m512d d1 = _mm512_maskz_loadu_pd(dm[j][1], tabs[j] + 8);
+                    v0 = _mm512_permutex2var_pd(d0, c0, d1);
+                    v1 = _mm512_permutex2var_pd(d0, c1, d1);
+                    if (r == 4) {  /* code bit 4 picks the upper 16 */
+                        const __m512d d2 = _mm512_maskz_loadu_pd(dm[j][2], tabs[j] + 16);
+                        const __m512d d3 = _mm512_maskz_loadu_pd(dm[j][3], tabs[j] + 24);
+                        v0 = _mm512_mask_blend_pd(_mm512_test_epi64_mask(c0, bit4), v0, _mm512_permutex2var_pd(d2, c0, d3));
+                        v1 = _mm512_mask_blend_pd(_mm512_test_epi64_mask(c1, bit4), v1, _mm512_permutex2var_pd(d2, c1, d3));
+                    }
+                }
+            }
+        add:
+            s0 = _mm512_add_pd(s0, v0);
+            s1 = _mm512_add_pd(s1, v1);
+        }
+        _mm512_mask_storeu_pd(acc + i, k0, s0);
+        _mm512_mask_storeu_pd(acc + i + 8, k1, s1);
+    }
+}
+
+LT_TARGET_AVX512 static void lt_fused_avx512(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins,
+                                             double *acc, int64_t stride, int m)
+{
+    uint16_t gidx[LT_GROUP][LT_BLOCK];
+    uint8_t gcode[LT_GROUP][LT_BLOCK];
+    int byte[LT_GROUP];
+    const int lanes = (m + 63) & ~63;
+    for (int32_t g0 = t0, ng; g0 < t1; g0 += ng) {
+        ng = (int)(t1 - g0 < LT_GROUP ? t1 - g0 : LT_GROUP);
+        for (int j = 0; j < ng; ++j) {
+            const lt_terms_of q = lt_tree_terms(M, g0 + j);
+            byte[j] = lt_byte_codes(M, g0 + j, &q);
+            if (byte[j]) lt_codes_avx512(M, g0 + j, &q, bins, stride, lanes, gcode[j]);
+            else lt_index_avx512(M, g0 + j, bins, stride, lanes, gidx[j]);
+        }
+        lt_sums_avx512(M, g0, ng, byte, gidx, gcode, acc, m);
+    }
+}
+#endif
 
 /* Bytes tree t's evaluation reads from its table: its cells' codes and distinct values, or its values. */
 static int64_t lt_table_bytes(const lt_model *M, int32_t t)
@@ -567,7 +941,7 @@ static int32_t lt_chunk_end(const lt_model *M, int32_t t0)
 
 /* Margins of rows X[0..m), m <= s->rows, into out (row-major m x K); leaf ids into leaf (m x T) if given. */
 static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out, int32_t *leaf, int transform,
-                     int fused, lt_scratch *s)
+                     int fused, lt_scratch *s)  /* fused: 0, or the fused kernels' LT_ISA_ path */
 {
     const int K = LT_K(M);
     const int64_t R = s->rows;
@@ -575,7 +949,7 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
     double *acc = s->acc;
     for (int64_t r = 0; r < m; r += LT_BLOCK) {
         const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
-        lt_binarize(M, X + r * F, mb, (mb + 31) & ~31, s->bins + r, R);
+        lt_binarize(M, X + r * F, mb, (mb + 63) & ~63, s->bins + r, R);
     }
     for (int k = 0; k < K; ++k)
         for (int64_t i = 0; i < m; ++i) acc[(int64_t)k * R + i] = M->base[k];
@@ -583,10 +957,14 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
         const int32_t t1 = lt_chunk_end(M, t0);
         for (int64_t r = 0; r < m; r += LT_BLOCK) {
             const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
-            if (fused == 8)
-                lt_trees_fused8(M, t0, t1, s->bins + r, acc + r, R, mb);
-            else if (fused == 16)
-                lt_trees_fused16(M, t0, t1, s->bins + r, acc + r, R, mb);
+            if (fused == LT_ISA_PORTABLE)
+                lt_fused_portable(M, t0, t1, s->bins + r, acc + r, R, mb);
+#ifdef LT_X86
+            else if (fused == LT_ISA_AVX2)
+                lt_fused_avx2(M, t0, t1, s->bins + r, acc + r, R, mb);
+            else if (fused == LT_ISA_AVX512)
+                lt_fused_avx512(M, t0, t1, s->bins + r, acc + r, R, mb);
+#endif
             else
                 lt_trees(M, t0, t1, s->bins + r, acc + r, R, mb, leaf ? leaf + r * M->n_trees : NULL, M->n_trees);
         }
@@ -653,10 +1031,13 @@ static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *lea
     return 0;
 }
 
-/* All rows, super-blocks shared among threads; returns 0, or -1 when scratch memory ran out. */
+/* All rows, super-blocks shared among threads, the fused kernels on path isa (LT_ISA_*); returns 0,
+ * -1 when scratch memory ran out, or -2 when this CPU lacks the requested path. */
 static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out, int32_t *leaf, int32_t threads,
-                  int transform)
+                  int transform, int isa)
 {
+    const int path = lt_isa_resolve(isa);
+    if (path < 0) return -2;
     if (n == 1) return lt_row(M, rows, out, leaf, transform);
     int64_t R = lt_super_rows(M);
     if (n < R) R = (n + LT_BLOCK - 1) / LT_BLOCK * LT_BLOCK;
@@ -665,12 +1046,10 @@ static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out
     const int64_t F = LT_F(M);
     const int K = LT_K(M);
     int failed = 0;
-    /* the fused paths: one output, no leaf ids, depth <= 8 (byte indices) or <= 16 */
-    int fused = K == 1 && leaf == NULL ? 8 : 0;
-    for (int32_t t = 0; t < M->n_trees && fused; ++t) {
+    /* the fused kernels: one output, no leaf ids, depth <= 16 */
+    int fused = K == 1 && leaf == NULL ? path : 0;
+    for (int32_t t = 0; t < M->n_trees && fused; ++t)
         if (M->tree_output[t] != 0 || M->depth[t] > 16) fused = 0;
-        else if (M->depth[t] > 8) fused = 16;
-    }
     (void)threads;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 1 ? threads : 1) reduction(| : failed)
