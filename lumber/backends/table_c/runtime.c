@@ -604,17 +604,44 @@ static inline int lt_group_len(const lt_model *M, int32_t g0, int32_t t1)
     return ng;
 }
 
-/* Portable step 2: tree t's index of rows [0, lanes). */
+/* What tree t's terms below bit 8 add at most: at most 255, its index sums in two bytes per row (bits
+ * 0-7 and 8-15) without a carry between them (a bin group straddling bit 8 can exceed it). */
+static inline int lt_low_sum(const lt_terms_of *q)
+{
+    int low = 0;
+    for (int j = 0; j < q->n; ++j) {
+        const int s = q->shift ? q->shift[j] : j;
+        if (s < 8) low += 1 << s;
+    }
+    return low;
+}
+
+/* Portable step 2: tree t's index of rows [0, lanes), in two bytes per row where no carry crosses them
+ * (the row loops vectorize 16 or more rows per instruction), else in 16 bits. */
 static void lt_index_portable(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, int lanes,
                               uint16_t *idx)
 {
     const lt_terms_of q = lt_tree_terms(M, t);
+    if (lt_low_sum(&q) <= 255) {
+        uint8_t lo[LT_BLOCK], hi[LT_BLOCK];
+        for (int i = 0; i < lanes; ++i) lo[i] = hi[i] = 0;
+        for (int j = 0; j < q.n; ++j) {
+            const LT_BIN_T *bc = bins + (int64_t)q.col[j] * stride;
+            const LT_BIN_T k = q.kb[j];
+            const int s = q.shift ? q.shift[j] : j;
+            uint8_t *a = s < 8 ? lo : hi;
+            const uint8_t w = (uint8_t)(1u << (s & 7));
+            for (int i = 0; i < lanes; ++i) a[i] = (uint8_t)(a[i] + (bc[i] > k ? w : 0));
+        }
+        for (int i = 0; i < lanes; ++i) idx[i] = (uint16_t)(lo[i] | (uint16_t)hi[i] << 8);
+        return;
+    }
     for (int i = 0; i < lanes; ++i) idx[i] = 0;
     for (int j = 0; j < q.n; ++j) {
         const LT_BIN_T *bc = bins + (int64_t)q.col[j] * stride;
         const LT_BIN_T k = q.kb[j];
-        const int s = q.shift ? q.shift[j] : j;
-        for (int i = 0; i < lanes; ++i) idx[i] = (uint16_t)(idx[i] + ((uint16_t)(bc[i] > k) << s));
+        const uint16_t w = (uint16_t)(1u << (q.shift ? q.shift[j] : j));
+        for (int i = 0; i < lanes; ++i) idx[i] = (uint16_t)(idx[i] + (bc[i] > k ? w : 0));
     }
 }
 
@@ -632,29 +659,51 @@ static void lt_fused_portable(const lt_model *M, int32_t t0, int32_t t1, const L
 }
 
 #ifdef LT_X86
-/* AVX2 step 2: 32 rows per compare (bytes, unsigned through the sign flip), the index in two 16-lane halves. */
+/* AVX2 step 2 for nch (1-4) chunks of 32 rows from row i0 (byte bins, no carry out of the low byte):
+ * per term one compare of 32 bins (unsigned through the sign flip) and one add of its weight into the
+ * rows' low or high index byte; then the bytes interleave into 16-bit indices. */
+static inline __attribute__((always_inline)) LT_TARGET_AVX2 void lt_index256_chunks(
+    const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int i0, const int nch, uint16_t *idx)
+{
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    __m256i lo[4], hi[4];
+    for (int c = 0; c < nch; ++c) lo[c] = hi[c] = _mm256_setzero_si256();
+    for (int j = 0; j < q->n; ++j) {
+        const LT_BIN_T *bc = bins + (int64_t)q->col[j] * stride + i0;
+        const __m256i k = _mm256_set1_epi8((char)(q->kb[j] ^ 0x80));
+        const int s = q->shift ? q->shift[j] : j;
+        const __m256i w = _mm256_set1_epi8((char)(1 << (s & 7)));
+        if (s < 8) {
+            for (int c = 0; c < nch; ++c) {
+                const __m256i b = _mm256_loadu_si256((const __m256i *)(bc + 32 * c));
+                lo[c] = _mm256_add_epi8(lo[c], _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_xor_si256(b, flip), k), w));
+            }
+        } else {
+            for (int c = 0; c < nch; ++c) {
+                const __m256i b = _mm256_loadu_si256((const __m256i *)(bc + 32 * c));
+                hi[c] = _mm256_add_epi8(hi[c], _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_xor_si256(b, flip), k), w));
+            }
+        }
+    }
+    for (int c = 0; c < nch; ++c) {  /* per 128-bit lane: rows 0-7 (16-23), then 8-15 (24-31) */
+        const __m256i a = _mm256_unpacklo_epi8(lo[c], hi[c]), b = _mm256_unpackhi_epi8(lo[c], hi[c]);
+        _mm256_storeu_si256((__m256i *)(idx + i0 + 32 * c), _mm256_permute2x128_si256(a, b, 0x20));
+        _mm256_storeu_si256((__m256i *)(idx + i0 + 32 * c + 16), _mm256_permute2x128_si256(a, b, 0x31));
+    }
+}
+
+/* AVX2 step 2: tree t's index of rows [0, lanes) (lanes a multiple of 64). */
 LT_TARGET_AVX2 static void lt_index_avx2(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride,
                                          int lanes, uint16_t *idx)
 {
     const lt_terms_of q = lt_tree_terms(M, t);
-    if (sizeof(LT_BIN_T) != 1) {
+    if (sizeof(LT_BIN_T) != 1 || lt_low_sum(&q) > 255) {
         lt_index_portable(M, t, bins, stride, lanes, idx);
         return;
     }
-    const __m256i flip = _mm256_set1_epi8((char)0x80);
-    for (int i = 0; i < lanes; i += 32) {
-        __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-        for (int j = 0; j < q.n; ++j) {
-            const __m256i b = _mm256_loadu_si256((const __m256i *)(bins + (int64_t)q.col[j] * stride + i));
-            const __m256i k = _mm256_set1_epi8((char)(q.kb[j] ^ 0x80));
-            const __m256i gt = _mm256_cmpgt_epi8(_mm256_xor_si256(b, flip), k);  /* 0xff where bin > kb */
-            const __m256i w = _mm256_set1_epi16((short)(1 << (q.shift ? q.shift[j] : j)));
-            a0 = _mm256_add_epi16(a0, _mm256_and_si256(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(gt)), w));
-            a1 = _mm256_add_epi16(a1, _mm256_and_si256(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(gt, 1)), w));
-        }
-        _mm256_storeu_si256((__m256i *)(idx + i), a0);
-        _mm256_storeu_si256((__m256i *)(idx + i + 16), a1);
-    }
+    int i = 0;
+    for (; i + 128 <= lanes; i += 128) lt_index256_chunks(&q, bins, stride, i, 4, idx);
+    if (i < lanes) lt_index256_chunks(&q, bins, stride, i, 2, idx);  /* lanes - i == 64 */
 }
 
 LT_TARGET_AVX2 static void lt_fused_avx2(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins,
@@ -741,13 +790,7 @@ static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_index512_c
  * 1024 cells and no carry out of the index's low byte. */
 static inline int lt_byte_codes(const lt_model *M, int32_t t, const lt_terms_of *q)
 {
-    if (sizeof(LT_BIN_T) != 1 || !LT_DICT(M, t) || M->depth[t] > 10) return 0;
-    int low = 0;  /* what the terms below bit 8 add at most */
-    for (int j = 0; j < q->n; ++j) {
-        const int s = q->shift ? q->shift[j] : j;
-        if (s < 8) low += 1 << s;
-    }
-    return low <= 255;
+    return sizeof(LT_BIN_T) == 1 && LT_DICT(M, t) && M->depth[t] <= 10 && lt_low_sum(q) <= 255;
 }
 
 /* AVX-512 step 2 for a tree with byte codes: the rows' codes of rows [0, lanes) into out8. */
@@ -771,12 +814,7 @@ LT_TARGET_AVX512 static void lt_index_avx512(const lt_model *M, int32_t t, const
                                              int lanes, uint16_t *idx)
 {
     const lt_terms_of q = lt_tree_terms(M, t);
-    int low = 0;  /* what the terms below bit 8 add at most */
-    for (int j = 0; j < q.n; ++j) {
-        const int s = q.shift ? q.shift[j] : j;
-        if (s < 8) low += 1 << s;
-    }
-    if (sizeof(LT_BIN_T) == 1 && low <= 255) {
+    if (sizeof(LT_BIN_T) == 1 && lt_low_sum(&q) <= 255) {
         int i = 0;
         for (; i + 256 <= lanes; i += 256) lt_index512_chunks(&q, bins, stride, i, 4, NULL, 0, idx, NULL);
         switch ((lanes - i) >> 6) {
