@@ -1019,8 +1019,37 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
     }
 }
 
+#ifdef LT_X86
+/* AVX-512: the indices of trees [t0, t0 + nt) for one row whose byte bins are in bins (n_cols <= 128,
+ * padded to 128): per tree, 16 terms at a time, its columns' bins picked from two registers by a byte
+ * permute, compared with its bins under a mask, and the weights 2^shift of the true ones summed. */
+LT_TARGET_AVX512 static void lt_row_index_avx512(const lt_model *M, int32_t t0, int32_t nt, const uint8_t *bins,
+                                                 uint32_t *idx)
+{
+    const __m512i b0 = _mm512_loadu_si512((const void *)bins), b1 = _mm512_loadu_si512((const void *)(bins + 64));
+    const __m512i one = _mm512_set1_epi32(1), pos = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    for (int32_t u = 0; u < nt; ++u) {
+        const lt_terms_of q = lt_tree_terms(M, t0 + u);
+        uint32_t i = 0;
+        for (int j = 0; j < q.n; j += 16) {
+            const int left = q.n - j;
+            const __mmask16 nm = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+            const __m128i cols = _mm512_cvtepi32_epi8(_mm512_maskz_loadu_epi32(nm, q.col + j));
+            const __m128i got = _mm512_castsi512_si128(
+                _mm512_permutex2var_epi8(b0, _mm512_castsi128_si512(cols), b1));
+            const __m128i kb = _mm_maskz_loadu_epi8(nm, (const void *)(q.kb + j));
+            const __mmask16 gt = _mm_mask_cmpgt_epu8_mask(nm, got, kb);
+            const __m512i sh = q.shift ? _mm512_maskz_loadu_epi32(nm, q.shift + j)
+                                       : _mm512_add_epi32(pos, _mm512_set1_epi32(j));
+            i += (uint32_t)_mm512_reduce_add_epi32(_mm512_maskz_sllv_epi32(gt, one, sh));
+        }
+        idx[u] = i;
+    }
+}
+#endif
+
 /* One row, no vector lanes and no threads: the low-latency path (same sums in the same order). */
-static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *leaf, int transform)
+static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *leaf, int transform, int path)
 {
     LT_BIN_T small[1024];
     LT_BIN_T *bins = M->n_cols <= 1024 ? small : (LT_BIN_T *)malloc((size_t)M->n_cols * sizeof(LT_BIN_T));
@@ -1044,21 +1073,46 @@ static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *lea
                   : (M->col_invalid_bin && M->col_invalid_bin[c] >= 0) ? lt_set_bin(M, c, v) : (LT_BIN_T)lo;
     }
     for (int k = 0; k < K; ++k) a[k] = M->base[k];
-    for (int32_t t = 0; t < M->n_trees; ++t) {
-        const int64_t lo = M->level_offset[t];
-        const int d = M->depth[t];
-        uint32_t idx = 0;
-        if (LT_CODED(M, t)) {
-            for (int64_t j = M->term_offset[t]; j < M->term_offset[t + 1]; ++j)
-                idx += (uint32_t)(bins[M->term_col[j]] > M->term_bin[j]) << M->term_shift[j];
-        } else {
-            for (int l = 0; l < d; ++l) idx |= (uint32_t)(bins[M->level_col[lo + l]] > M->level_bin[lo + l]) << l;
+    /* trees in chunks: every index of a chunk first (compute only), then its table reads, which then
+     * overlap (the reads, not the index arithmetic, bound a row through thousands of tables) */
+    uint32_t idx[256];
+#ifdef LT_X86
+    uint8_t bins128[128];
+    const int vec = path == LT_ISA_AVX512 && sizeof(LT_BIN_T) == 1 && M->n_cols <= 128;
+    if (vec) {
+        memset(bins128, 0, sizeof bins128);
+        memcpy(bins128, bins, (size_t)M->n_cols);
+    }
+#else
+    (void)path;
+#endif
+    for (int32_t t0 = 0; t0 < M->n_trees; t0 += 256) {
+        const int32_t nt = M->n_trees - t0 < 256 ? M->n_trees - t0 : 256;
+#ifdef LT_X86
+        if (vec) lt_row_index_avx512(M, t0, nt, bins128, idx);
+        else
+#endif
+        for (int32_t u = 0; u < nt; ++u) {
+            const lt_terms_of q = lt_tree_terms(M, t0 + u);
+            uint32_t i = 0;
+            if (q.shift)
+                for (int j = 0; j < q.n; ++j) i += (uint32_t)(bins[q.col[j]] > q.kb[j]) << q.shift[j];
+            else
+                for (int j = 0; j < q.n; ++j) i |= (uint32_t)(bins[q.col[j]] > q.kb[j]) << j;
+            idx[u] = i;
         }
-        const double *tab = M->value + M->value_offset[t];
-        const int32_t k = M->tree_output[t];
-        if (k >= 0) a[k] += tab[idx];
-        else for (int j = 0; j < K; ++j) a[j] += tab[(int64_t)idx * K + j];
-        if (leaf) leaf[t] = (int32_t)idx;
+        for (int32_t u = 0; u < nt; ++u) {
+            const int32_t t = t0 + u;
+            const int32_t k = M->tree_output[t];
+            if (k >= 0 && LT_DICT(M, t)) {
+                a[k] += M->dict_value[M->dict_offset[t] + M->cell_code[M->value_offset[t] + idx[u]]];
+            } else {
+                const double *tab = M->value + M->value_offset[t];
+                if (k >= 0) a[k] += tab[idx[u]];
+                else for (int j = 0; j < K; ++j) a[j] += tab[(int64_t)idx[u] * K + j];
+            }
+            if (leaf) leaf[t] = (int32_t)idx[u];
+        }
     }
     if (out) {
         for (int k = 0; k < K; ++k) out[k] = M->average ? a[k] / M->divisor[k] : a[k];
@@ -1076,7 +1130,7 @@ static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out
 {
     const int path = lt_isa_resolve(isa);
     if (path < 0) return -2;
-    if (n == 1) return lt_row(M, rows, out, leaf, transform);
+    if (n == 1) return lt_row(M, rows, out, leaf, transform, path);
     int64_t R = lt_super_rows(M);
     if (n < R) R = (n + LT_BLOCK - 1) / LT_BLOCK * LT_BLOCK;
     if (R < LT_BLOCK) R = LT_BLOCK;
