@@ -46,11 +46,12 @@ def same(got: np.ndarray, expected: np.ndarray) -> None:
     np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
 
 
-def check_paths(e: ObliviousEnsemble, X: np.ndarray, isa: str, counts: tuple[int, ...]) -> None:
+def check_paths(e: ObliviousEnsemble, X: np.ndarray, isa: str, counts: tuple[int, ...],
+                march_native: bool = True) -> None:
     from lumber.backends.table_c import TableRuntime
 
     q = quantize_ensemble(e).validate()
-    rt = TableRuntime(q, isa=isa)
+    rt = TableRuntime(q, isa=isa, march_native=march_native)
     assert rt.isa == isa
     Xc = np.ascontiguousarray(q.prepare_input(X), dtype=rt.dtype)
     expected = q.evaluate(X).reshape(len(X), -1)
@@ -154,6 +155,12 @@ def test_every_tree_kind_on_every_path(isa: str, wide: bool) -> None:
     distinct = np.diff(d["dict_offset"])
     assert {1, 3, 8, 9, 16, 17, 32, 33, 200} <= set(distinct.tolist()) and 0 in distinct  # 300: no dictionary
     check_paths(e, kinds_rows(8300), isa, (1, 63, 64, 65, 1000, 8193, 8300))
+
+
+@needs_cc
+def test_every_path_in_a_portable_build(isa: str) -> None:
+    """The runtime built without -march=native: the vector paths come from their target attributes alone."""
+    check_paths(kinds_ensemble(), kinds_rows(1100, seed=3), isa, (1, 65, 1100), march_native=False)
 
 
 @needs_cc

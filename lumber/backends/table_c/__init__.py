@@ -37,7 +37,7 @@ BLOCK = 256
 GENERIC_ABI = 6
 ISAS = ("auto", "portable", "avx2", "avx512")
 """Paths of the runtime's kernels (``isa`` options): ``auto`` takes the widest this CPU runs; ``portable``
-is plain C; ``avx2`` and ``avx512`` (AVX-512F/BW) are x86-64 vector kernels. All give the same margins."""
+is plain C; ``avx2`` and ``avx512`` (AVX-512F/BW/VL/VBMI) are x86-64 vector kernels. All give the same margins."""
 
 
 def isa_code(isa: str) -> int:

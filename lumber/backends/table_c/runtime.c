@@ -499,7 +499,7 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
 #define LT_X86 1
 #include <immintrin.h>
 #define LT_TARGET_AVX2 __attribute__((target("avx2")))
-#define LT_TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi")))
+#define LT_TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vbmi")))
 #endif
 
 /* Whether this CPU runs the given path. */
@@ -511,7 +511,7 @@ static int lt_isa_available(int isa)
     if (isa == LT_ISA_AVX2) return __builtin_cpu_supports("avx2") != 0;
     if (isa == LT_ISA_AVX512)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
-               && __builtin_cpu_supports("avx512vbmi");
+               && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
 #endif
     return 0;
 }
