@@ -70,7 +70,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: auto, 8 or the polynomial's largest degree)")
     g.add_argument("--strategy", default="pack", choices=STRATEGIES,
                    help="how re-composition covers the polynomial with trees (default: pack)")
-    g.add_argument("--sample", metavar="CSV", help="rows to time the forms on (default: rows spread over the splits)")
+    g.add_argument("--sample", metavar="CSV",
+                   help="with --optimize speed: your rows to time the forms on (default: the --train rows)")
     g.add_argument("--tolerance", type=float, metavar="LOSS",
                    help="with --optimize speed: also try lossy forms fitted on --train and keep the fastest whose "
                         "loss on --valid (AUC drop, relative RMSE rise) is at most LOSS; needs --label")
@@ -157,10 +158,11 @@ def run(args: argparse.Namespace) -> int:
             lossy["agreement"] = args.agreement
     elif args.agreement is not None:
         raise CompileError("--agreement applies with --tolerance (the lossy forms' decision agreement)")
-    if args.sample:
+    timing_rows = args.sample or (args.train if args.optimize is not None else None)
+    if timing_rows:
         from lumber.compiler.data import read_rows
 
-        _, sample = read_rows(args.sample, ir)
+        _, sample = read_rows(timing_rows, ir)
     pred = compile_model(ir, target=emit, path=output, prefix=args.prefix, unroll=args.unroll,
                          march_native=args.march_native, openmp=False if args.no_openmp else None, cc=args.cc,
                          opset=args.opset, input_dtype=args.input_dtype, exact=not args.inexact, name=output.stem,
@@ -180,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
             print(describe_tolerance(pred.report))
         elif "forms" in pred.report:
+            print(f"  timing rows: {timing_rows}")
             print(describe_choice(pred.report))
     else:
         extra = f", header {output.with_suffix('.h')}" if emit == "c-source" else ""
