@@ -9,16 +9,19 @@
  *      value's category code (the model's category rule) is one of its borders,
  *      0 for another valid code and col_invalid_bin for an invalid value;
  *   2. per tree: leaf index = OR over levels of (bin > level_bin) << level, for
- *      LT_BLOCK rows at once (one vector compare per level and 32 rows with AVX2);
+ *      LT_BLOCK rows at once (one vector compare per level: 64 rows with AVX-512, 32 with AVX2);
  *      a tree with bin levels sums *terms* instead: its index is sum_j (bin[col_j] > g_j) << shift_j,
  *      one term per plain level (shift = the level) and one per border of a bin group (all with
  *      the group's first level as shift: together they add the group's code);
- *   3. per tree: add table[index] to the row's sums.
+ *   3. per tree: add table[index] to the row's sums (a tree with a dictionary: the
+ *      value its cell's byte code names).
  * Trees go in chunks whose tables fit in L2 (LT_CHUNK_BYTES); a chunk is swept over
  * the whole super-block before the next, so big ensembles do not stream their
  * tables once per LT_BLOCK rows. Every row still adds trees in order from the base
  * score, so results equal the numpy evaluator bit for bit. Super-blocks are
  * independent: OpenMP threads take them (when built with -fopenmp).
+ * Single-output models of depth <= 16 take the fused kernels (portable C, AVX2 or
+ * AVX-512, chosen per call: see "the fused kernels" below); one row takes lt_row.
  *
  * Configuration macros (set by the includer):
  *   LT_IN_T   float or double: the model's input type (borders are values of it)
