@@ -853,7 +853,19 @@ LT_TARGET_AVX512 static void lt_index_avx512(const lt_model *M, int32_t t, const
     }
 }
 
-/* AVX-512 step 3 for trees [g0, g0 + ng), 16 rows per step (two registers of sums). Tree j's rows
+/* Eight rows' values of a tree whose r (1, 2 or 4) registers d0-d3 hold its distinct values, from the
+ * rows' codes c (one per 64-bit lane; only the low 3, 4 or 5 bits are read). */
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 __m512d lt_look8(int r, __m512i c, __m512d d0,
+                                                                               __m512d d1, __m512d d2, __m512d d3)
+{
+    if (r == 1) return _mm512_permutexvar_pd(c, d0);
+    const __m512d v = _mm512_permutex2var_pd(d0, c, d1);
+    if (r == 2) return v;
+    /* code bit 4 picks the upper 16 */
+    return _mm512_mask_blend_pd(_mm512_test_epi64_mask(c, _mm512_set1_epi64(16)), v, _mm512_permutex2var_pd(d2, c, d3));
+}
+
+/* AVX-512 step 3 for trees [g0, g0 + ng), 32 rows per step (four registers of sums). Tree j's rows
  * come as byte codes (byte[j]: gcode[j]) or as 16-bit indices (gidx[j]); a tree whose distinct values
  * fit in 8, 16 or 32 doubles looks them up with register permutes (regs 1, 2, 4), any other gathers
  * them (from its dictionary by code, or from its table by index). */
@@ -880,66 +892,61 @@ LT_TARGET_AVX512 static void lt_sums_avx512(const lt_model *M, int32_t g0, int n
             codes[j] = NULL;
         }
     }
-    const __m512i bit4 = _mm512_set1_epi64(16);
-    for (int i = 0; i < m; i += 16) {
-        const int left = m - i;
-        const __mmask8 k0 = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1);
-        const __mmask8 k1 = left >= 16 ? 0xff : left <= 8 ? 0 : (__mmask8)((1u << (left - 8)) - 1);
-        __m512d s0 = _mm512_maskz_loadu_pd(k0, acc + i), s1 = _mm512_maskz_loadu_pd(k1, acc + i + 8);
+    for (int i = 0; i < m; i += 32) {
+        __mmask8 k[4];
+        __m512d s[4];
+        for (int q = 0; q < 4; ++q) {
+            const int left = m - i - 8 * q;
+            k[q] = left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1);
+            s[q] = _mm512_maskz_loadu_pd(k[q], acc + i + 8 * q);
+        }
         for (int j = 0; j < ng; ++j) {
-            __m512d v0, v1;
-            __m512i c0, c1;
+            __m512d v[4];
+            __m512i c[4];
             const int r = regs[j];
             if (byte[j]) {
                 if (r == 0) {  /* many distinct values: gather them from the dictionary */
-                    const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gcode[j] + i)));
-                    v0 = _mm512_i32gather_pd(_mm512_castsi512_si256(c), tabs[j], 8);
-                    v1 = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(c, 1), tabs[j], 8);
+                    for (int h = 0; h < 2; ++h) {
+                        const __m512i g = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gcode[j] + i + 16 * h)));
+                        v[2 * h] = _mm512_i32gather_pd(_mm512_castsi512_si256(g), tabs[j], 8);
+                        v[2 * h + 1] = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(g, 1), tabs[j], 8);
+                    }
                     goto add;
                 }
-                c0 = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(gcode[j] + i)));
-                c1 = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(gcode[j] + i + 8)));
+                for (int q = 0; q < 4; ++q)
+                    c[q] = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(gcode[j] + i + 8 * q)));
             } else {
-                const __m512i g = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(gidx[j] + i)));
-                if (r == 0 && codes[j] == NULL) {  /* no dictionary: gather from the table */
-                    v0 = _mm512_i32gather_pd(_mm512_castsi512_si256(g), tabs[j], 8);
-                    v1 = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(g, 1), tabs[j], 8);
-                    goto add;
+                for (int h = 0; h < 2; ++h) {
+                    const __m512i g = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(gidx[j] + i + 16 * h)));
+                    if (r == 0 && codes[j] == NULL) {  /* no dictionary: gather from the table */
+                        v[2 * h] = _mm512_i32gather_pd(_mm512_castsi512_si256(g), tabs[j], 8);
+                        v[2 * h + 1] = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(g, 1), tabs[j], 8);
+                        continue;
+                    }
+                    /* each lane reads the 4 bytes at its cell's code: the code is the low byte (cell_code is padded) */
+                    const __m512i cc = _mm512_and_si512(_mm512_i32gather_epi32(g, (const void *)codes[j], 1),
+                                                        _mm512_set1_epi32(0xff));
+                    if (r == 0) {
+                        v[2 * h] = _mm512_i32gather_pd(_mm512_castsi512_si256(cc), tabs[j], 8);
+                        v[2 * h + 1] = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(cc, 1), tabs[j], 8);
+                        continue;
+                    }
+                    c[2 * h] = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(cc));
+                    c[2 * h + 1] = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cc, 1));
                 }
-                /* each lane reads the 4 bytes at its cell's code: the code is the low byte (cell_code is padded) */
-                const __m512i c = _mm512_and_si512(_mm512_i32gather_epi32(g, (const void *)codes[j], 1),
-                                                   _mm512_set1_epi32(0xff));
-                if (r == 0) {
-                    v0 = _mm512_i32gather_pd(_mm512_castsi512_si256(c), tabs[j], 8);
-                    v1 = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(c, 1), tabs[j], 8);
-                    goto add;
-                }
-                c0 = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(c));
-                c1 = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(c, 1));
+                if (r == 0) goto add;
             }
             {
                 const __m512d d0 = _mm512_maskz_loadu_pd(dm[j][0], tabs[j]);
-                if (r == 1) {
-                    v0 = _mm512_permutexvar_pd(c0, d0);
-                    v1 = _mm512_permutexvar_pd(c1, d0);
-                } else {
-                    const __m512d d1 = _mm512_maskz_loadu_pd(dm[j][1], tabs[j] + 8);
-                    v0 = _mm512_permutex2var_pd(d0, c0, d1);
-                    v1 = _mm512_permutex2var_pd(d0, c1, d1);
-                    if (r == 4) {  /* code bit 4 picks the upper 16 */
-                        const __m512d d2 = _mm512_maskz_loadu_pd(dm[j][2], tabs[j] + 16);
-                        const __m512d d3 = _mm512_maskz_loadu_pd(dm[j][3], tabs[j] + 24);
-                        v0 = _mm512_mask_blend_pd(_mm512_test_epi64_mask(c0, bit4), v0, _mm512_permutex2var_pd(d2, c0, d3));
-                        v1 = _mm512_mask_blend_pd(_mm512_test_epi64_mask(c1, bit4), v1, _mm512_permutex2var_pd(d2, c1, d3));
-                    }
-                }
+                const __m512d d1 = r >= 2 ? _mm512_maskz_loadu_pd(dm[j][1], tabs[j] + 8) : d0;
+                const __m512d d2 = r == 4 ? _mm512_maskz_loadu_pd(dm[j][2], tabs[j] + 16) : d0;
+                const __m512d d3 = r == 4 ? _mm512_maskz_loadu_pd(dm[j][3], tabs[j] + 24) : d0;
+                for (int q = 0; q < 4; ++q) v[q] = lt_look8(r, c[q], d0, d1, d2, d3);
             }
         add:
-            s0 = _mm512_add_pd(s0, v0);
-            s1 = _mm512_add_pd(s1, v1);
+            for (int q = 0; q < 4; ++q) s[q] = _mm512_add_pd(s[q], v[q]);
         }
-        _mm512_mask_storeu_pd(acc + i, k0, s0);
-        _mm512_mask_storeu_pd(acc + i + 8, k1, s1);
+        for (int q = 0; q < 4; ++q) _mm512_mask_storeu_pd(acc + i + 8 * q, k[q], s[q]);
     }
 }
 
