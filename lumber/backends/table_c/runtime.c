@@ -779,6 +779,10 @@ static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_index512_c
             _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_codes512(codes, cells, lo[c], hi[c]));
         return;
     }
+    if (out8) {  /* a table of at most 256 cells read directly: the index is its low byte */
+        for (int c = 0; c < nch; ++c) _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lo[c]);
+        return;
+    }
     /* in each 128-bit lane, unpack interleaves its first (then last) 8 rows; the permutes restore row order */
     const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
     const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
@@ -796,11 +800,19 @@ static inline int lt_byte_codes(const lt_model *M, int32_t t, const lt_terms_of 
     return sizeof(LT_BIN_T) == 1 && LT_DICT(M, t) && M->depth[t] <= 10 && lt_low_sum(q) <= 255;
 }
 
+/* Whether the AVX-512 path reads tree t's table (no dictionary) from registers by its byte index: at
+ * most 32 cells (a CatBoost tree of depth <= 5, a small table), byte bins. */
+static inline int lt_byte_direct(const lt_model *M, int32_t t)
+{
+    return sizeof(LT_BIN_T) == 1 && !LT_DICT(M, t) && M->tree_output[t] >= 0
+           && M->value_offset[t + 1] - M->value_offset[t] <= 32;
+}
+
 /* AVX-512 step 2 for a tree with byte codes: the rows' codes of rows [0, lanes) into out8. */
 LT_TARGET_AVX512 static void lt_codes_avx512(const lt_model *M, int32_t t, const lt_terms_of *q, const LT_BIN_T *bins,
                                              int64_t stride, int lanes, uint8_t *out8)
 {
-    const uint8_t *codes = M->cell_code + M->value_offset[t];
+    const uint8_t *codes = LT_DICT(M, t) ? M->cell_code + M->value_offset[t] : NULL;  /* NULL: the index */
     const int cells = (int)(M->value_offset[t + 1] - M->value_offset[t]);
     int i = 0;
     for (; i + 256 <= lanes; i += 256) lt_index512_chunks(q, bins, stride, i, 4, codes, cells, NULL, out8);
@@ -878,13 +890,15 @@ LT_TARGET_AVX512 static void lt_sums_avx512(const lt_model *M, int32_t g0, int n
     __mmask8 dm[LT_GROUP][4];
     for (int j = 0; j < ng; ++j) {
         const int32_t t = g0 + j;
-        const int64_t nd = LT_DICT(M, t) ? M->dict_offset[t + 1] - M->dict_offset[t] : 0;
+        /* the values a byte reads: the dictionary's, or a small table's own (lt_byte_direct) */
+        const int64_t nd = LT_DICT(M, t) ? M->dict_offset[t + 1] - M->dict_offset[t]
+                           : byte[j] ? M->value_offset[t + 1] - M->value_offset[t] : 0;
         regs[j] = nd == 0 ? 0 : nd <= 8 ? 1 : nd <= 16 ? 2 : nd <= 32 ? 4 : 0;
         for (int r = 0; r < 4; ++r) {
             const int64_t have = nd - 8 * r;
             dm[j][r] = (__mmask8)(have >= 8 ? 0xff : have <= 0 ? 0 : (1u << have) - 1);
         }
-        if (nd) {
+        if (LT_DICT(M, t)) {
             tabs[j] = M->dict_value + M->dict_offset[t];
             codes[j] = M->cell_code + M->value_offset[t];
         } else {
@@ -961,7 +975,7 @@ LT_TARGET_AVX512 static void lt_fused_avx512(const lt_model *M, int32_t t0, int3
         ng = (int)(t1 - g0 < LT_GROUP ? t1 - g0 : LT_GROUP);
         for (int j = 0; j < ng; ++j) {
             const lt_terms_of q = lt_tree_terms(M, g0 + j);
-            byte[j] = lt_byte_codes(M, g0 + j, &q);
+            byte[j] = lt_byte_codes(M, g0 + j, &q) || lt_byte_direct(M, g0 + j);
             if (byte[j]) lt_codes_avx512(M, g0 + j, &q, bins, stride, lanes, gcode[j]);
             else lt_index_avx512(M, g0 + j, bins, stride, lanes, gidx[j]);
         }
