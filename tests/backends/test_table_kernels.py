@@ -9,7 +9,6 @@ none), bin groups inside and across the index's low byte, and 16-bit bins.
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 import pytest
