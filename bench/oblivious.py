@@ -50,7 +50,7 @@ and forest C beside pylignum (compiled and interpreter), lleaves, oneDAL and the
 process on one thread: ns/row and ns/row/tree (CPU and wall), exact or max |diff|, build seconds, load before
 and after each model. Writes ``bench/results/oblivious-real{,-quick}.{json,md}``:
 
-    .venv/bin/python bench/oblivious.py --real                 # the idle-machine run (~10 min with cached models)
+    .venv/bin/python bench/oblivious.py --real                 # the idle-machine run (~20 min; trains and caches the models first)
     .venv/bin/python bench/oblivious.py --real --quick         # 100-tree models, 20k rows, ~1-2 min
     .venv/bin/python bench/oblivious.py --real --models lightgbm-credit catboost-credit
 
