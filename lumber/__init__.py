@@ -22,6 +22,8 @@ _API: dict[str, str] = {
     "counterfactual": "lumber.compiler.api.counterfactual:counterfactual",
     "counterfactual_rules": "lumber.compiler.api.rules:counterfactual_rules",
     "attribution": "lumber.compiler.api.attribution:attribution",
+    "contributions": "lumber.compiler.api.contributions:contributions",
+    "Contributions": "lumber.passes.analyses.contributions:Contributions",
     "explanation_request": "lumber.compiler.explain:explanation_request",
     "Forest": "lumber.ir:Forest",
     "Schema": "lumber.ir:Schema",
