@@ -1,4 +1,4 @@
-"""``lumber explain MODEL DATA.csv --sensitive|--counterfactual|--rules|--attribution``.
+"""``lumber explain MODEL DATA.csv --sensitive|--counterfactual|--rules|--contributions|--attribution``.
 
 Each analysis is a module in ``lumber.compiler.cli.explainers`` exposing
 ``explain(ctx) -> (json_result, text)``; this command parses the shared
@@ -25,16 +25,20 @@ from . import _options
 parse_rows = _options.parse_rows  # the one --rows grammar (kept importable from here)
 
 NAME = "explain"
-HELP = "explain predictions: sensitive tests, optimal counterfactuals, counterfactual rules, attribution"
+HELP = ("explain predictions: sensitive tests, optimal counterfactuals, counterfactual rules, per-row "
+        "contributions, global attribution")
 OUTPUTS = {"output": "file"}
 """Output options checked before any work (lumber.ir.atomic: the folder of a file must exist)."""
 
-ANALYSES = ("sensitive", "counterfactual", "rules", "attribution")
+ANALYSES = ("sensitive", "counterfactual", "rules", "contributions", "attribution")
 ANALYSIS_HELP = {
     "sensitive": "sensitive tests: the nearest change of the decision, verified on the model",
     "counterfactual": "optimal counterfactuals: the cheapest actionable change to the target (MILP, HiGHS)",
     "rules": "counterfactual rules: IF-THEN regions that reach the target (needs --train)",
-    "attribution": "MonoForest attribution: each feature's share of the margin",
+    "contributions": "per-row contributions: each feature's exact share (Shapley value) of each row's margin, "
+                     "against --background rows of --train, else from the model's node covers",
+    "attribution": "global attribution (MonoForest nu(k)) over all selected rows together: no per-row reasons "
+                   "(use --contributions for those)",
 }
 
 
@@ -57,7 +61,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds per case for a counterfactual, the whole query (warm start, model building, "
                    "solve); default 30")
     p.add_argument("--jobs", type=int, default=1, help="parallel workers for batch explanation")
-    p.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="random seed of sampling steps (rules, isolation forest, contributions' background)")
+    p.add_argument("--background", type=_options.positive_int, default=100,
+                   help="contributions: --train rows sampled as the reference (default 100)")
     p.add_argument("--pi", type=float, default=None, help="rules: CDP a feature set should reach (default 0.9)")
     p.add_argument("--pi-c", type=float, default=None, help="rules: probability every rule must reach (default 0.9)")
     p.add_argument("--k-max", type=int, default=30,
@@ -110,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
 
     chosen = [a for a in ANALYSES if getattr(args, a)]
     if not chosen:
-        raise InputDataError("no analysis chosen", "add --sensitive, --counterfactual, --rules or --attribution")
+        raise InputDataError("no analysis chosen",
+                             "add --sensitive, --counterfactual, --rules, --contributions or --attribution")
     args.scale = args.metric = _options.scale_of(args)
     _refuse_compiled(args.model)
     request = explanation_request(args.model, constraints=args.constraints or None)
