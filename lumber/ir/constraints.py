@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .diagnostics import InputDataError, SourceSpan
+from .decision import Target
 
 
 class Direction(enum.IntEnum):
@@ -227,14 +228,6 @@ class Plausibility:
 
     def param(self, name: str, default: Any = None) -> Any:
         return dict(self.params).get(name, default)
-
-
-@dataclass(frozen=True)
-class Target:
-    """The decision sought: a class (label) or an interval of the prediction (regression)."""
-
-    label: Any = None
-    interval: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from lumber.ir import (
 )
 from lumber.ir.domains import Domains
 from lumber.passes.analyses.counterfactual import CounterfactualResult, isolation_threshold, solve_counterfactual
-from lumber.passes.targets import class_labels, resolve_target
+from lumber.ir.decision import class_labels, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
 

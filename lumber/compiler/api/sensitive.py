@@ -19,12 +19,11 @@ from lumber.compiler.explain import (
     ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request, warn_positional,
 )
 from lumber.compiler.explain.request import ScaleLike
-from lumber.ir import ArrayLike, InputDataError, ModelLike, Norm, TargetLike, Task, WeightsLike
+from lumber.ir import ArrayLike, InputDataError, ModelLike, Norm, Target, TargetLike, Task, WeightsLike
 from lumber.ir.display import Display
 from lumber.passes.analyses.metrics import build_metric
 from lumber.passes.analyses.sensitive_results import SensitiveResult
 from lumber.passes.analyses.sensitive import sensitive_tests as _analyse
-from lumber.passes.analyses.sensitive_tests import Goal
 
 
 def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constraints: ConstraintsLike = None,
@@ -85,21 +84,21 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
     return result
 
 
-def _goal(req: ExplanationRequest) -> Goal:
+def _goal(req: ExplanationRequest) -> Target:
     """The request's target (the constraints' own, else the keyword) as a decision index or interval."""
     if req.target is None:
-        return Goal()  # any other class; check_goal says what a regression model needs instead
+        return Target()  # any other class; check_goal says what a regression model needs instead
     targets = req.target_set(explainer="sensitive tests")
     if targets.interval is not None:
-        return Goal(interval=targets.interval)
+        return Target(interval=targets.interval)
     assert targets.classes is not None
     if len(targets.classes) != 1:
         raise InputDataError(f"sensitive tests seek one target class, got {len(targets.classes)}",
                              "pass target= a single class label")
-    return Goal(target=targets.classes[0])
+    return targets
 
 
-def _verify_on_source(predictor: SourcePredictor, result: SensitiveResult, goal: Goal) -> None:
+def _verify_on_source(predictor: SourcePredictor, result: SensitiveResult, goal: Target) -> None:
     """AND every witness's check with the source model's own ``predict``."""
     ok = np.flatnonzero(result.reachable)
     if ok.size == 0:

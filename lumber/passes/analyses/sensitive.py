@@ -13,18 +13,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest, InputDataError, UnsupportedModelError
+from lumber.ir import Forest, InputDataError, Target, UnsupportedModelError
 from lumber.ir.interp import prepare_input
 
 from .metrics import Metric, build_metric
 from .sensitive_ensemble import milp_sensitive, upper_bound_sensitive
 from .sensitive_results import SensitiveResult
-from .sensitive_tests import Goal, check_goal, exact_ensemble_solver, project_tree, verify
+from .sensitive_tests import check_goal, exact_ensemble_solver, project_tree, verify
 
 METHODS = ("auto", "projection", "milp", "upper-bound")
 
 
-def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: Goal = Goal(), *,
+def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: Target = Target(), *,
                     method: str = "auto", **search: Any) -> SensitiveResult:
     """Sensitive tests of every row of ``X`` (any input ``Forest.prepare_input`` accepts).
 

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, FeatureKind, Forest, Norm
+from lumber.ir import Constraints, FeatureKind, Forest, Norm, Target
 from lumber.ir.domains import Domains
 
 from . import actionability
@@ -28,7 +28,7 @@ from .model import LinExpr, MilpModel
 from .leafcuts import add_leaf_cuts, prune_reach
 from .objective import CaseCost
 from .plausibility import collapse_uniform
-from .targets import TargetSpec, add_target_rows
+from .targets import add_target_rows
 from . import trees
 from .trees import ForestEncoding, NodeChoices, classify, encode, path_assignment, reachable, register_cuts
 
@@ -46,7 +46,7 @@ class Query:
 
     forest: Forest
     x0: FloatArray
-    spec: TargetSpec
+    spec: Target
     cost: CaseCost
     constraints: Constraints | None
     lo: FloatArray
