@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.backends.base import Artifact, fingerprint
-from lumber.ir import CompileError, Forest, InputDataError, ObliviousEnsemble, Schema, atomic_write_bytes
+from lumber.ir import CompileError, Cutoff, Forest, InputDataError, ObliviousEnsemble, Schema, atomic_write_bytes
+from lumber.ir.decision import with_cutoff
 from lumber.ir.interp import prepare_input
 
 
@@ -98,8 +99,10 @@ class Predictor:
     def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
         return self.schema.proba(self.predict_raw(X))
 
-    def predict(self, X: Any) -> npt.NDArray[Any]:
-        return self.schema.decide(self.predict_raw(X))
+    def predict(self, X: Any, threshold: float | Cutoff | None = None) -> npt.NDArray[Any]:
+        """What the source model's ``predict`` returns; ``threshold`` (binary classifiers): class 1 iff
+        P(class 1) is above it (a :class:`~lumber.ir.Cutoff` may compare the raw margin instead)."""
+        return with_cutoff(self.schema, threshold).decide(self.predict_raw(X))
 
     def save(self, path: str | Path) -> Path:
         """Write the artifact atomically; returns the path written."""

@@ -81,8 +81,10 @@ class Target:
     As a user states it: ``label`` (a class label, or a tuple of labels meaning "any of these"),
     ``interval`` (a regressor's prediction in ``[lo, hi]``), or a threshold: ``cutoff`` on class
     ``label``'s probability or margin, sought ``below`` it (``score <= value``; ``<`` when the cutoff
-    is inclusive) or above it (``score > value``; ``>=``). ``None`` everywhere: any class but the
-    case's own.
+    is inclusive) or above it (``below=False``: ``score > value``; ``>=``), as in
+    ``target probability of class 1 <= 0.3``. A ``cutoff`` with ``below=None`` is only the decision
+    rule: ``label`` is then the class sought under it (None: the case's other class). ``None``
+    everywhere: any class but the case's own, by the model's own rule.
 
     Resolved for a model (:func:`resolve_target`): ``classes`` are the class indices sought and
     ``labels`` the model's class labels; ``label`` is then the class sought when there is one, and
@@ -92,7 +94,7 @@ class Target:
     label: Any = None
     interval: tuple[float, float] | None = None
     cutoff: Cutoff | None = None
-    below: bool = False
+    below: bool | None = None
     classes: tuple[int, ...] | None = None
     labels: tuple[Any, ...] | None = None
 
@@ -175,12 +177,13 @@ class Target:
         return f"{score.format(pos)} {op} {c.value:g}"
 
     def _stated(self) -> str:
-        if self.cutoff is not None:
+        if self.cutoff is not None and self.below is not None:
             c = self.cutoff
             score = "P(class {})" if c.on == "probability" else "margin of class {}"
             op = ("<" if c.inclusive else "<=") if self.below else (">=" if c.inclusive else ">")
             return f"{score.format(self.label)} {op} {c.value:g}"
-        return "any other class" if self.label is None else f"class {self.label}"
+        text = "any other class" if self.label is None else f"class {self.label}"
+        return text + (f" ({self.cutoff.describe()})" if self.cutoff is not None else "")
 
     def to_dict(self) -> dict[str, Any]:
         if self.interval is not None:
@@ -211,8 +214,26 @@ def class_index(labels: tuple[Any, ...], target: Any) -> int:
                          f"classes: {', '.join(map(str, labels))}")
 
 
+def with_cutoff(schema: Schema, threshold: "float | Cutoff | None") -> Schema:
+    """``schema`` deciding by a user's threshold: a number is a cutoff on P(class 1) (class 1 iff above
+    it), a :class:`Cutoff` says which score; None keeps the schema's own rule."""
+    if threshold is None:
+        return schema
+    if isinstance(threshold, Cutoff):
+        cutoff = threshold
+    else:
+        try:
+            cutoff = Cutoff(float(threshold))
+        except (TypeError, ValueError) as exc:
+            raise InputDataError(f"threshold {threshold!r} is not a probability strictly between 0 and 1",
+                                 f"{exc}; pass a number such as 0.3, or lumber.ir.Cutoff(-0.8, on='margin')") from None
+    check_cutoff(schema, cutoff)
+    return replace(schema, cutoff=cutoff)
+
+
 def check_cutoff(schema: Schema, cutoff: Cutoff, label: Any = None) -> None:
-    """A cutoff needs a binary classifier; a threshold is stated on its positive class (class 1)."""
+    """A cutoff needs a binary classifier; a threshold (``label``: the class whose score it compares)
+    is stated on its positive class (class 1)."""
     if schema.task != Task.BINARY:
         raise InputDataError(f"a threshold on the {cutoff.on} needs a binary classifier; this model's task is "
                              f"{schema.task.name.lower()}",
@@ -239,15 +260,14 @@ def resolve_target(model: "Forest | Schema", target: Any, current: float | None 
     """
     s = _schema(model)
     cutoff = None
-    below = False
     if isinstance(target, Target):
         if target.resolved and target.interval is None:
             return target
         cutoff, below = target.cutoff, target.below
         if cutoff is not None:
-            check_cutoff(s, cutoff, target.label)
+            check_cutoff(s, cutoff, target.label if below is not None else None)
         target = target.interval if target.interval is not None else target.label
-        if cutoff is not None:
+        if cutoff is not None and below is not None:
             target = class_labels(s)[0 if below else 1]
     if s.task == Task.REGRESSION:
         if target is None:
@@ -282,5 +302,5 @@ def resolve_target(model: "Forest | Schema", target: Any, current: float | None 
                   cutoff=cutoff, classes=idx, labels=labels)
 
 
-__all__ = ["Target", "check_cutoff", "class_index", "class_labels", "decisions", "is_classifier",
+__all__ = ["Target", "check_cutoff", "with_cutoff", "class_index", "class_labels", "decisions", "is_classifier",
            "margin_decisions", "plain", "resolve_target"]

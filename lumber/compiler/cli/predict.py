@@ -37,6 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="csv, jsonl (one JSON object per row) or parquet (needs pyarrow) "
                         "(default: from the -o suffix, else csv)")
     p.add_argument("--raw", action="store_true", help="only raw margins")
+    _options.add_threshold(p)
+    _options.add_id(p)
 
 
 def _format(args: argparse.Namespace) -> str:
@@ -60,14 +62,18 @@ def _format(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.cli._artifacts import model_or_artifact
     from lumber.compiler.data import read_rows
+    from lumber.compiler.data import case_ids
     from lumber.ir import Task, atomic_open, atomic_write_text
+    from lumber.ir.decision import with_cutoff
 
     fmt = _format(args)
     model = model_or_artifact(args.model)
-    _, X = read_rows(args.data, model, header=not args.no_header)
+    frame_in, X = read_rows(args.data, model, header=not args.no_header, ignore=[args.id] if args.id else ())
     margin = model.evaluate(X) if hasattr(model, "evaluate") else model.predict_raw(X)
-    schema = model.schema
+    schema = with_cutoff(model.schema, _options.cutoff_of(args))
     out: dict[str, np.ndarray] = {}
+    if args.id:
+        out[args.id] = case_ids(frame_in, args.id, args.data)
     m2 = margin.reshape(len(X), -1)
     for k in range(m2.shape[1]):
         out["raw" if m2.shape[1] == 1 else f"raw_{k}"] = m2[:, k]

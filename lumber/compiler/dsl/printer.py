@@ -374,6 +374,8 @@ def constraints_program(c: Constraints, schema: Schema | None = None) -> A.Progr
         out.append(A.PlausibleStmt(c.plausibility.method, _NOWHERE, params, _NOWHERE))
     if c.target is not None:
         t = c.target
+        if t.cutoff is not None and t.below is None:
+            raise ValueError("a decision rule without a side sought has no constraint-file form")
         if t.cutoff is not None:
             lab = _value_label(t.label)
             if lab is None:

@@ -167,7 +167,7 @@ def with_decision_rule(forest: Forest, target: Any) -> Forest:
     its ``predict``, every explainer and the source predictor built from it follow the user's rule."""
     if not isinstance(target, Target) or target.cutoff is None:
         return forest
-    check_cutoff(forest.schema, target.cutoff, target.label if not target.resolved else None)
+    check_cutoff(forest.schema, target.cutoff, target.label if target.below is not None else None)
     return forest.replace(schema=target.apply(forest.schema))
 
 
