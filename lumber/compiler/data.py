@@ -34,7 +34,7 @@ def read_rows(path: str | Path, model: Any, *, header: bool = True, label: str |
     """The CSV and its rows as model input, columns bound by feature name (extras ignored and said once).
 
     ``label`` names a column that is not a feature (it is not reported as extra); so do ``ignore``
-    (an ID column: :func:`case_ids` reads it, and a missing one is an error naming the columns).
+    (an ID column, which :func:`case_ids` reads), when the file has them.
     With ``header=False`` the columns are the model's features in order. The frame
     returned is the whole file, or with ``features_only`` its feature columns in
     the model's order (ready to pass on without being bound again).
@@ -43,8 +43,6 @@ def read_rows(path: str | Path, model: Any, *, header: bool = True, label: str |
     frame = read_frame(path, header=header, names=names)
     if label is not None and header and label not in frame.columns:
         raise InputDataError(f"{path}: no label column '{label}'", *label_notes(label, frame.columns, names))
-    for col in ignore:
-        case_ids(frame, col, path)
     try:
         bound = bind_frame(names, frame, source=str(path), ignore=([label] if label else []) + list(ignore))
         X = prepare_input(model.schema, bound)  # a model, or a compiled artifact's predictor

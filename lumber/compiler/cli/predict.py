@@ -67,10 +67,11 @@ def run(args: argparse.Namespace) -> int:
     from lumber.ir.decision import with_cutoff
 
     fmt = _format(args)
+    cutoff = _options.cutoff_of(args)
     model = model_or_artifact(args.model)
     frame_in, X = read_rows(args.data, model, header=not args.no_header, ignore=[args.id] if args.id else ())
     margin = model.evaluate(X) if hasattr(model, "evaluate") else model.predict_raw(X)
-    schema = with_cutoff(model.schema, _options.cutoff_of(args))
+    schema = with_cutoff(model.schema, cutoff)
     out: dict[str, np.ndarray] = {}
     if args.id:
         out[args.id] = case_ids(frame_in, args.id, args.data)

@@ -11,8 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from lumber.ir import Task
+from lumber.ir.decision import margin_decisions
 from lumber.ir.display import Display, number_text
+from lumber.ir.domains import domains_for
 from lumber.passes.analyses.contributions import Contributions, contributions
+from lumber.passes.analyses.reasons import principal_reasons, reasons_document
 
 SHOWN = 8
 """Contributions listed per row in the text (the JSON has all)."""
@@ -29,14 +33,28 @@ def background(train_X: np.ndarray | None, n: int, seed: int) -> np.ndarray | No
 
 
 def explain(ctx: Any) -> tuple[dict[str, Any], str]:
+    """Every exact value per row (JSON), the principal reasons of each row's decision (``--reasons``)
+    and the largest contributions (text)."""
     args = ctx.args
     ref = background(ctx.train_X, args.background, args.seed)
-    result = contributions(ctx.forest, ctx.X[ctx.rows], ref)
+    X = ctx.X[ctx.rows]
+    result = contributions(ctx.forest, X, ref)
     js = result.to_dict()
     for r, row in zip(js["rows"], ctx.rows.tolist()):
         r["row"] = row
     js["reference"] = "train sample" if ref is not None else "node covers"
-    return js, format_text(result, ctx.X[ctx.rows], ctx.rows, Display(ctx.forest))
+    shown = Display(ctx.forest, domains_for(ctx.forest, ctx.constraints,
+                                            ctx.train_X if ctx.train_X is not None else ctx.X))
+    text = format_text(result, X, ctx.rows, shown)
+    schema = ctx.forest.schema
+    if schema.task in (Task.BINARY, Task.MULTICLASS, Task.REGRESSION):
+        decided = margin_decisions(schema, ctx.forest.evaluate(X))
+        cases = principal_reasons(result, X, decided, schema, shown, args.reasons, ctx.rows.tolist(),
+                                  None if ctx.ids is None else [ctx.ids[int(r)] for r in ctx.rows])
+        js["reasons"] = reasons_document(cases, args.reasons)
+        text = "\n".join([text, f"principal reasons (at most {args.reasons} per row: the features that pushed "
+                                 "hardest toward the decision received)"] + [ln for c in cases for ln in c.lines()])
+    return js, text
 
 
 def format_text(result: Contributions, X: np.ndarray, rows: np.ndarray, shown: Display) -> str:
