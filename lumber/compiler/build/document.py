@@ -13,10 +13,13 @@ import math
 from typing import Any
 
 from lumber import __version__
-from lumber.ir import FeatureKind, Forest
+from lumber.compiler.data import case_ids
+from lumber.ir import FeatureKind, Forest, Target
 from lumber.ir.domains import DomainKind
+from lumber.passes.analyses.reasons import REASONS_SCHEMA
 
 from .compile_steps import State
+from .explain_steps import decision_forest
 
 DOCUMENT_VERSION = 1
 TIMING_KEYS = ("seconds", "solve_seconds", "total_seconds", "build_seconds", "reference_seconds")
@@ -118,10 +121,13 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
     cases = inp.table("cases")
     if cases is None:
         return {"count": 0, "items": [], "note": "no [data] cases file: nothing to explain per case"}
-    schema = inp.forest.schema
-    margins = inp.forest.evaluate(cases.X)
-    preds = inp.forest.predict(cases.X)
-    proba = inp.forest.predict_proba(cases.X) if schema.task.name in ("BINARY", "MULTICLASS") else None
+    forest = decision_forest(st)  # the build's decision rule ([explain] threshold or a threshold target)
+    schema = forest.schema
+    margins = forest.evaluate(cases.X)
+    preds = forest.predict(cases.X)
+    proba = forest.predict_proba(cases.X) if schema.task.name in ("BINARY", "MULTICLASS") else None
+    ids = case_ids(cases.frame, inp.config.data.id, cases.path) if inp.config.data.id else None
+    why = {r["row"]: r for r in st.results.get("reasons", {}).get("cases", [])}
     by: dict[str, dict[int, Any]] = {k: {r["row"]: r for r in st.results.get(k, [])}
                                      for k in ("sensitive", "counterfactual", "rules")}
     plaus = st.results.get("plausibility", {}).get("scores", {})
@@ -132,8 +138,13 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
             "values": [[n, _display(schema, j, float(cases.X[i, j]))] for j, n in enumerate(schema.feature_names)],
             "prediction": preds[i], "margin": margins[i] if margins.ndim == 1 else list(margins[i]),
         }
+        if ids is not None:
+            item["id"] = ids[i]
         if proba is not None:
             item["probability"] = float(proba[i].max())
+            item["probabilities"] = [float(v) for v in proba[i]]
+        if i in why:
+            item["reasons"] = why[i]["reasons"]
         for key, fn in (("sensitive", _sensitive), ("counterfactual", _counterfactual), ("rule", _rule)):
             src = "rules" if key == "rule" else key
             if src in st.inp.config.explain.analyses and by[src]:
@@ -144,7 +155,14 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
         items.append(item)
     out: dict[str, Any] = {"count": len(items), "file": inp.config.relative(cases.path),
                            "analyses": [a for a in inp.config.explain.analyses if a != "attribution"],
-                           "target": _target_text(st), "items": items}
+                           "target": _target_text(st), "items": items,
+                           "classes": [str(c) for c in schema.classes] if schema.classes is not None else None,
+                           "reasons_per_case": inp.config.explain.reasons,
+                           "reasons_method": st.results.get("reasons", {}).get("method"),
+                           "reasons_schema": REASONS_SCHEMA, "id_column": inp.config.data.id}
+    if schema.cutoff is not None:
+        out["decision_rule"] = {**schema.cutoff.to_dict(), "text": schema.cutoff.describe(
+            schema.classes[1] if schema.classes is not None else 1)}
     sens = [r for r in st.results.get("sensitive", []) if r["status"] == "ok"]
     if sens:
         out["metric"] = {k: sens[0]["result"]["metric"][k] for k in ("norm", "scale", "immutable", "increase_only",
@@ -157,6 +175,8 @@ def _target_text(st: State) -> Any:
     from .explain_steps import _target
 
     t = _target(st)
+    if isinstance(t, Target):
+        t = t.interval if t.interval is not None else t.label
     return list(t) if isinstance(t, tuple) else t
 
 
