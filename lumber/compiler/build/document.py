@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from lumber import __version__
 from lumber.compiler.data import case_ids
 from lumber.ir import FeatureKind, Forest, Target
@@ -130,6 +132,7 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
     why = {r["row"]: r for r in st.results.get("reasons", {}).get("cases", [])}
     by: dict[str, dict[int, Any]] = {k: {r["row"]: r for r in st.results.get(k, [])}
                                      for k in ("sensitive", "counterfactual", "rules")}
+    material = materiality(st)
     plaus = st.results.get("plausibility", {}).get("scores", {})
     items = []
     for i in range(len(cases.X)):
@@ -150,6 +153,8 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
             if src in st.inp.config.explain.analyses and by[src]:
                 rec = by[src].get(i)
                 item[key] = _failed(rec) if rec is None or rec["status"] != "ok" else fn(rec["result"], max_tests)
+        if isinstance(item.get("counterfactual"), dict):
+            item["counterfactual"] = _offered(st, item["counterfactual"], material)
         if plaus:
             item["plausibility"] = {k: v[i] for k, v in plaus.items() if i < len(v)}
         items.append(item)
@@ -159,7 +164,9 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
                            "classes": [str(c) for c in schema.classes] if schema.classes is not None else None,
                            "reasons_per_case": inp.config.explain.reasons,
                            "reasons_method": st.results.get("reasons", {}).get("method"),
-                           "reasons_schema": REASONS_SCHEMA, "id_column": inp.config.data.id}
+                           "reasons_schema": REASONS_SCHEMA, "id_column": inp.config.data.id,
+                           "materiality": material, "materiality_share": MATERIALITY_SHARE,
+                           "materiality_rows": "train" if inp.table("train") is not None else "cases"}
     if schema.cutoff is not None:
         out["decision_rule"] = {**schema.cutoff.to_dict(), "text": schema.cutoff.describe(
             schema.classes[1] if schema.classes is not None else 1)}
@@ -169,6 +176,53 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
                                                                      "decrease_only", "max_changes")}
         out["sensitive_method"] = sens[0]["result"]["method"]
     return out
+
+
+MATERIALITY_SHARE = 0.01
+"""A numeric change smaller than this share of its feature's standard deviation (over the training rows,
+else the cases) is flagged fragile: it moves the case across the model's edge, not its situation."""
+
+
+def materiality(st: State) -> dict[str, float]:
+    """Per numeric feature: the smallest change the report calls material (``MATERIALITY_SHARE`` of its spread)."""
+    rows = st.inp.table("train") or st.inp.table("cases")
+    if rows is None:
+        return {}
+    out = {}
+    for j, f in enumerate(st.inp.forest.schema.features):
+        if f.kind in (FeatureKind.CATEGORICAL, FeatureKind.BINARY):
+            continue
+        col = rows.X[:, j]
+        col = col[np.isfinite(col)]
+        if col.size > 1 and float(np.std(col)) > 0:
+            out[f.name] = MATERIALITY_SHARE * float(np.std(col))
+    return out
+
+
+def _offered(st: State, cf: dict[str, Any], material: dict[str, float]) -> dict[str, Any]:
+    """A counterfactual as the report offers it: each numeric change flagged ``fragile`` below its
+    materiality; withheld (never shown as advice) when it changes a feature the constraint file makes
+    immutable or leaves the range the training rows show."""
+    changes = cf.get("changes") or []
+    cons = st.inp.constraints
+    immutable = set(cons.immutable_features()) if cons is not None else set()
+    train = st.inp.table("train")
+    names = st.inp.forest.schema.feature_names
+    bad = []
+    for ch in changes:
+        d = ch.get("delta")
+        ch["fragile"] = isinstance(d, (int, float)) and ch["feature"] in material and abs(d) < material[ch["feature"]]
+        if ch["feature"] in immutable:
+            bad.append(f"{ch['feature']} is immutable in the constraint file")
+        elif train is not None and isinstance(ch.get("after"), (int, float)) and ch["feature"] in names:
+            col = train.X[:, names.index(ch["feature"])]
+            col = col[np.isfinite(col)]
+            if col.size and not (col.min() <= float(ch["after"]) <= col.max()):
+                bad.append(f"{ch['feature']} = {ch['after']} lies outside the training rows' range")
+    if bad:
+        return {**cf, "status": "withheld", "changes": [], "withheld": changes,
+                "message": "not offered: " + "; ".join(bad)}
+    return cf
 
 
 def _target_text(st: State) -> Any:
