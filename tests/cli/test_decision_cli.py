@@ -63,3 +63,17 @@ def test_explain_reasons_with_ids(with_ids: Path, capsys: pytest.CaptureFixture[
         cf = cfs[case["row"]]
         proven = cf["status"] == "optimal" and cf["verified"] and cf["changes"]
         assert (case["reversal"] is not None) == bool(proven)
+
+
+def test_batch_threshold_and_ids(with_ids: Path) -> None:
+    d = with_ids
+    out = d / "b.jsonl"
+    assert main(["batch", str(d / "model.txt"), str(d / "ids.csv"), "--id", "application_id", "--rows", "0:5",
+                 "--sensitive", "--threshold", "0.3", "--jobs", "1", "-o", str(out), "-q"]) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()[1:]]
+    assert sorted(r["id"] for r in lines) == [f"A{i:03d}" for i in range(5)]
+    assert all(r["id"] == f"A{r['row']:03d}" for r in lines)
+    booster = lgb.Booster(model_file=str(d / "model.txt"))
+    p = booster.predict(pd.read_csv(d / "ids.csv").drop(columns=["application_id"]).iloc[:5])
+    for r in lines:
+        assert r["status"] == "ok" and r["result"]["prediction"] == int(p[r["row"]] > 0.3)
