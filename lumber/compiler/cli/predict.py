@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     schema = with_cutoff(model.schema, cutoff)
     out: dict[str, np.ndarray] = {}
     if args.id:
-        out[args.id] = case_ids(frame_in, args.id, args.data)
+        out[args.id] = np.asarray(case_ids(frame_in, args.id, args.data), dtype=object)
     m2 = margin.reshape(len(X), -1)
     for k in range(m2.shape[1]):
         out["raw" if m2.shape[1] == 1 else f"raw_{k}"] = m2[:, k]

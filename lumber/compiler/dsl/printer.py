@@ -383,8 +383,8 @@ def constraints_program(c: Constraints, schema: Schema | None = None) -> A.Progr
             if lab.kind == "name":
                 lab = A.Label("string", lab.text, _NOWHERE)
             inclusive = t.cutoff.inclusive
-            op = ("<" if inclusive else "<=") if t.below else (">=" if inclusive else ">")
-            out.append(A.TargetThreshold(t.cutoff.on, _NOWHERE, "of", _NOWHERE, lab, op,
+            cmp = ("<" if inclusive else "<=") if t.below else (">=" if inclusive else ">")
+            out.append(A.TargetThreshold(t.cutoff.on, _NOWHERE, "of", _NOWHERE, lab, cmp,
                                          A.Label("number", number_text(t.cutoff.value), _NOWHERE), _NOWHERE))
         elif t.interval is not None:
             lo, hi = t.interval

@@ -153,6 +153,7 @@ def _tree_paths(forest: Forest, t: int) -> _TreePaths:
             e_left.append(gl)
             e_slot.append(l * D + k)
             if zero is not None:
+                assert count is not None
                 child = int(left[n] if gl else right[n])
                 zero[l, k] *= count[child] / count[n] if count[n] > 0 else 0.0
     assert all(lo <= leaf < hi for leaf, _ in paths)
@@ -245,7 +246,6 @@ def _path_dependent_slots(x_holds: npt.NDArray[np.bool_], zero: npt.NDArray[np.f
 def _margins64(forest: Forest, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """``[n, K]`` margins summed in float64 (before averaging)."""
     leaves = forest_apply(forest, X)
-    K = forest.n_outputs
     acc = np.tile(np.asarray(forest.schema.base_score, dtype=np.float64), (X.shape[0], 1))
     for t in range(forest.n_trees):
         k = int(forest.tree_output[t])

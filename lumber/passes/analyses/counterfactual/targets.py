@@ -14,9 +14,6 @@ are allowed first (``eps = 0``) and made strict only if verification fails.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 
@@ -101,6 +98,7 @@ def add_target_rows(enc: ForestEncoding, spec: Target, model: MilpModel, eps: fl
         _two_output_cutoff_row(enc, spec, model, eps, tie_eps)
         return
     c = spec.index
+    assert c is not None, "one class per MILP target (Target.each)"
     cols, ks, bs, trees = margin_terms(enc, c)
     for o in range(s.n_outputs):
         if o != c:
