@@ -28,6 +28,8 @@ _API: dict[str, str] = {
     "Forest": "lumber.ir:Forest",
     "Schema": "lumber.ir:Schema",
     "Constraints": "lumber.ir:Constraints",
+    "Target": "lumber.ir:Target",
+    "Cutoff": "lumber.ir:Cutoff",
     "LumberError": "lumber.ir:LumberError",
     "datasets": "lumber.datasets",
 }
