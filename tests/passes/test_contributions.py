@@ -217,3 +217,38 @@ def test_equals_shap_tree_explainer(perturbation: str) -> None:
         tol = 1e-5 if name == "xgboost" else 1e-6
         np.testing.assert_allclose(ours.values, sv, rtol=0, atol=tol, err_msg=name)
         np.testing.assert_allclose(ours.base_value, base, rtol=0, atol=tol, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def credit_lgb() -> tuple[object, pd.DataFrame]:
+    """The issue's model: LightGBM 300 trees x 31 leaves on the bundled credit data (category codes, which
+    shap's TreeExplainer reads)."""
+    ds = lumber.datasets.load("credit")
+    X, y = ds.X.iloc[:4000], ds.y[:4000]
+    model = lgb.LGBMClassifier(n_estimators=300, num_leaves=31, random_state=0, n_jobs=1, verbose=-1)
+    return model.fit(X, y), ds.X
+
+
+def test_credit_model_adds_up_on_every_row(credit_lgb: tuple[object, pd.DataFrame]) -> None:
+    model, X = credit_lgb
+    rows, refs = X.iloc[7000:7020], X.iloc[8000:8020]
+    for ref in (refs, None):
+        c = lumber.contributions(model, rows, ref)
+        margin = model.predict(rows, raw_score=True)  # type: ignore[attr-defined]
+        np.testing.assert_allclose(c.base_value + c.values.sum(axis=1), margin, rtol=0, atol=1e-9)
+        if ref is not None:
+            np.testing.assert_allclose(c.base_value, model.predict(refs, raw_score=True).mean(),  # type: ignore[attr-defined]
+                                       rtol=0, atol=1e-9)
+    pc = model.predict(rows, pred_contrib=True)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(lumber.contributions(model, rows).values, pc[:, :-1], rtol=0, atol=1e-9)
+
+
+def test_credit_model_equals_shap_interventional(credit_lgb: tuple[object, pd.DataFrame]) -> None:
+    shap = pytest.importorskip("shap", reason="shap comes with the test extra: pip install -e '.[test]'")
+    model, X = credit_lgb
+    rows, refs = X.iloc[7000:7020], X.iloc[8000:8050]
+    ex = shap.TreeExplainer(model, data=refs, feature_perturbation="interventional", model_output="raw")
+    sv = np.asarray(ex.shap_values(rows, check_additivity=False))
+    c = lumber.contributions(model, rows, refs)
+    np.testing.assert_allclose(c.values, sv, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(c.base_value, np.atleast_1d(ex.expected_value)[0], rtol=0, atol=1e-6)
