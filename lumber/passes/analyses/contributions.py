@@ -108,8 +108,8 @@ class _TreePaths:
     """Leaves of one tree and their path features, padded to ``D`` slots per leaf.
 
     Slot ``(l, k)`` is the ``k``-th distinct feature on leaf ``l``'s path; a padding slot has
-    feature -1 and holds for every row. ``entry_*`` list the path tests: node, branch toward the
-    leaf (True: left) and slot index ``l * D + k``."""
+    feature -1 and holds for every row. ``entry_*`` list the path tests, grouped by slot: node,
+    branch toward the leaf (True: left) and slot index ``l * D + k``."""
 
     leaves: npt.NDArray[np.int64]
     slot_feature: npt.NDArray[np.int64]
@@ -157,9 +157,10 @@ def _tree_paths(forest: Forest, t: int) -> _TreePaths:
                 child = int(left[n] if gl else right[n])
                 zero[l, k] *= count[child] / count[n] if count[n] > 0 else 0.0
     assert all(lo <= leaf < hi for leaf, _ in paths)
+    order = np.argsort(np.array(e_slot, dtype=np.int64), kind="stable")  # entries grouped by slot
     return _TreePaths(np.array([p[0] for p in paths], dtype=np.int64), slot_feature,
-                      np.array(e_node, dtype=np.int64), np.array(e_left, dtype=bool),
-                      np.array(e_slot, dtype=np.int64), zero)
+                      np.array(e_node, dtype=np.int64)[order], np.array(e_left, dtype=bool)[order],
+                      np.array(e_slot, dtype=np.int64)[order], zero)
 
 
 def _holds(forest: Forest, paths: _TreePaths, X: npt.NDArray[np.float64],
@@ -167,13 +168,15 @@ def _holds(forest: Forest, paths: _TreePaths, X: npt.NDArray[np.float64],
     """``[L, n, D]``: every test of slot ``(l, k)`` routes row ``i`` toward leaf ``l``."""
     L, D = paths.slot_feature.shape
     n = X.shape[0]
-    fails = np.zeros((L * D, n), dtype=np.int64)
+    fails = np.zeros((n, L * D), dtype=np.int64)
     if paths.entry_node.size:
         nodes = paths.entry_node
         x = X[:, forest.feature[nodes]]
         gl = go_left(forest, np.broadcast_to(nodes, x.shape).reshape(-1), x.reshape(-1), keys).reshape(x.shape)
-        np.add.at(fails, paths.entry_slot, (gl != paths.entry_left[None, :]).T)
-    return (fails == 0).reshape(L, D, n).transpose(0, 2, 1)
+        starts = np.flatnonzero(np.r_[True, paths.entry_slot[1:] != paths.entry_slot[:-1]])
+        bad = (gl != paths.entry_left[None, :]).astype(np.int64)
+        fails[:, paths.entry_slot[starts]] = np.add.reduceat(bad, starts, axis=1)
+    return (fails == 0).reshape(n, L, D).transpose(1, 0, 2)
 
 
 # -- the two games -----------------------------------------------------------------------------
@@ -196,7 +199,7 @@ def _interventional_slots(x_holds: npt.NDArray[np.bool_], r_holds: npt.NDArray[n
     """``[L, n, D]``: per slot, the Shapley value summed over references, per unit leaf value."""
     L, n, D = x_holds.shape
     m = r_holds.shape[1]
-    plus, minus = _interventional_weights(D)
+    plus, minus = (w.ravel() for w in _interventional_weights(D))
     x_fails = (~x_holds).astype(np.float64)          # [L, n, D]
     r_fails = (~r_holds).astype(np.float64)          # [L, m, D]
     a = r_fails.sum(axis=2).astype(np.int64)         # [L, m]: features only x satisfies (when alive)
@@ -206,8 +209,9 @@ def _interventional_slots(x_holds: npt.NDArray[np.bool_], r_holds: npt.NDArray[n
     for s in range(0, L, step):
         sl = slice(s, min(L, s + step))
         alive = np.matmul(x_fails[sl], r_fails[sl].transpose(0, 2, 1)) == 0   # [l, n, m]: no feature fails both
-        wp = np.where(alive, plus[a[sl][:, None, :], b[sl][:, :, None]], 0.0)
-        wm = np.where(alive, minus[a[sl][:, None, :], b[sl][:, :, None]], 0.0)
+        idx = a[sl][:, None, :] * (D + 1) + b[sl][:, :, None]
+        wp = plus[idx] * alive
+        wm = minus[idx] * alive
         out[sl] = np.matmul(wp, r_fails[sl]) - wm.sum(axis=2)[:, :, None] * x_fails[sl]
     return out
 
