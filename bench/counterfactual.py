@@ -1,6 +1,6 @@
 """Benchmark: optimal counterfactual explanations on the OCEAN protocol, solved with HiGHS.
 
-Protocol (papers.md section 3; Parmentier & Vidal, ICML 2021, section 4): a
+Protocol (Parmentier & Vidal, ICML 2021, section 4): a
 scikit-learn random forest of 100 trees of depth 5 per data set (adult,
 credit, compas; 80/20 split), origins = test rows the forest predicts as the
 negative class, target = the positive class, per-feature asymmetric weights

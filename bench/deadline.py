@@ -1,4 +1,4 @@
-"""Benchmark: does ``time_limit`` bound the whole counterfactual query (issue 13, Deliver 4)?
+"""Benchmark: does ``time_limit`` bound the whole counterfactual query?
 
 Protocol: a scikit-learn RandomForest (``--trees`` x depth ``--depth``, seed 0) on the first 5,000
 rows of the bundled credit data; ``--queries`` later rows, each explained with

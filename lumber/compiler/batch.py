@@ -37,6 +37,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from lumber.compiler.api.rules import RuleExplainer
 from lumber.compiler.explain import ExplanationRequest, explanation_request
 from lumber.compiler.progress import Progress
 from lumber.ir import Constraints, Forest, InputDataError, LumberError
@@ -81,7 +82,7 @@ class Task:
             res = lumber.counterfactual(req, X, n_jobs=1, **self.options)
             return [r.to_dict() for r in res]
         if self.analysis == "sensitive":
-            out = lumber.sensitive_tests(req, X, **self.options)
+            out = lumber.sensitive_tests(req, X, options=lumber.SensitiveOptions(**self.options))
             out.rows = np.asarray(rows, dtype=np.int64)
             names = self.forest.schema.feature_names
             meta = {"method": out.method, "exact": out.exact, "metric": out.metric.describe()}
@@ -89,7 +90,8 @@ class Task:
         if self.analysis == "rules":
             if self.reference is None:
                 raise InputDataError("counterfactual rules need training rows", "pass reference=X_train")
-            rs = lumber.counterfactual_rules(req, self.reference, X, rows=list(rows), **self.options)
+            opts = lumber.RuleOptions(**self.options)
+            rs = RuleExplainer(req, self.reference, options=opts).local(X, rows=list(rows))
             return [dict(r.to_dict(), text=r.to_text()) for r in rs]
         raise InputDataError(f"unknown analysis {self.analysis!r}", f"batch analyses: {', '.join(ANALYSES)}")
 

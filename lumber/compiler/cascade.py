@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lumber.backends.c import BuildOptions, CLibrary, COptions, build_shared, emit_source
+from lumber.backends.c import BuildOptions, CLibrary, CEmitOptions, build_shared, emit_source
 from lumber.backends.c.emit import ABI_VERSION, c_reals, c_string
-from lumber.backends.table_c import TableCOptions, emit_table_source
+from lumber.backends.table_c import TableCEmitOptions, emit_table_source
 from lumber.ir import CompileError, Forest, ObliviousEnsemble, PostTransform, Task, atomic_write_bytes
 
 from .predictors import CPredictor
@@ -227,9 +227,9 @@ def build_cascade(forest: Forest, tables: ObliviousEnsemble, spec: CascadeSpec, 
     if tables.schema.task not in (Task.BINARY, Task.REGRESSION) and spec.band is not None:
         raise CompileError("a tolerance cascade decides binary classes only")
     q = tables if tables.quantized else quantize_ensemble(tables)
-    sources = [emit_table_source(q, TableCOptions(prefix=f"{prefix}_fast", source_fingerprint=fp)).text()]
+    sources = [emit_table_source(q, TableCEmitOptions(prefix=f"{prefix}_fast", source_fingerprint=fp)).text()]
     if spec.band is not None:
-        sources.append(emit_source(forest, COptions(prefix=f"{prefix}_exact"), fp=fp).text())
+        sources.append(emit_source(forest, CEmitOptions(prefix=f"{prefix}_exact"), fp=fp).text())
     sources.append(wrapper_source(forest, q, spec, prefix=prefix, fp=fp))
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lumber-cascade-") as tmp:

@@ -86,7 +86,7 @@ class Predictor:
         self.fingerprint = fingerprint
         self.path: Path | None = None
         self.report: dict[str, Any] = {}
-        """How the artifact was made (``tables`` statistics; ``optimize="speed"``'s measured forms)."""
+        """How the artifact was made (``tables`` statistics; ``lumber.compile_fastest``'s measured forms)."""
 
     def _margins(self, X: Any) -> npt.NDArray[np.float64]:  # (n, n_outputs)
         raise NotImplementedError

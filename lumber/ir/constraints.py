@@ -14,6 +14,7 @@ linear constraint over ``x`` (:meth:`LinearRelation.over_x`).
 
 from __future__ import annotations
 
+import difflib
 import enum
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence, Union
@@ -354,10 +355,10 @@ class Constraints:
             upd(n, direction=Direction.DECREASE)
         for n, (lo, hi) in dict(m.get("bounds", {})).items():
             upd(n, lower=None if lo is None else Bound(float(lo)), upper=None if hi is None else Bound(float(hi)))
-        for n, c in dict(m.get("cost", {})).items():
-            pair: Any = (c, c) if np.isscalar(c) else c
-            up, down = pair
-            upd(n, cost_up=float(up), cost_down=float(down))
+        costs = dict(m.get("cost", {}))
+        downs, ups = parse_weights(costs, tuple(costs))  # {feature: w or (down, up)}, as weights= reads them
+        for n, down, up in zip(costs, downs.tolist(), ups.tolist()):
+            upd(n, cost_up=up, cost_down=down)
         norm = m.get("norm")
         scale = m.get("scale")
         return Constraints(
@@ -366,3 +367,74 @@ class Constraints:
             scale=None if scale is None else Scale.parse(scale),
             max_changes=m.get("max_changes"),
         )
+
+
+def _feature_index(names: Sequence[str], name: Any, what: str) -> int:
+    if name not in names:
+        near = difflib.get_close_matches(str(name), list(names), n=1)
+        raise InputDataError(f"{what}: unknown feature '{name}'",
+                             f"did you mean '{near[0]}'?" if near else f"features: {', '.join(list(names)[:12])}")
+    return list(names).index(name)
+
+
+def parse_weights(weights: Any, names: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The one reading of per-feature weights (``weights=``, a constraints mapping's ``cost``) as
+    ``(w_down, w_up)``, one entry per feature of ``names``.
+
+    Accepted: None (every weight 1), a scalar, one number per feature, a pair of such arrays
+    ``(down, up)``, or a mapping ``{feature: w}`` / ``{feature: (w_down, w_up)}`` (others 1). A weight is
+    the cost of one unit of change: finite and at least 0 (0: that move is free, as ``cost 0`` in a
+    constraint file). To keep a feature from changing, make it immutable.
+    """
+    d = len(names)
+    down, up = np.ones(d), np.ones(d)
+    if weights is None:
+        return down, up
+    try:
+        if isinstance(weights, Mapping):
+            for k, v in weights.items():
+                i = _feature_index(names, k, "weights")
+                down[i], up[i] = (v, v) if np.ndim(v) == 0 else (float(w) for w in v)
+        elif isinstance(weights, tuple) and len(weights) == 2 and np.ndim(weights[0]) == 1:
+            down, up = (np.asarray(w, dtype=np.float64).reshape(-1).copy() for w in weights)
+        else:
+            arr = np.asarray(weights, dtype=np.float64)
+            if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != d):
+                raise InputDataError(f"weights has shape {arr.shape}; expected one number per feature ({d}), "
+                                     "(down, up) arrays or a mapping name -> weight")
+            down, up = np.broadcast_to(arr, (d,)).copy(), np.broadcast_to(arr, (d,)).copy()
+    except (TypeError, ValueError):
+        raise InputDataError(f"weights must be numbers, not {weights!r}",
+                             "a scalar, one number per feature, (down, up) arrays or {feature: w or (down, up)}"
+                             ) from None
+    if down.shape[0] != d or up.shape[0] != d:
+        raise InputDataError(f"weights (down, up) must each hold one number per feature ({d})")
+    for arr in (down, up):
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
+        if bad.size:
+            raise InputDataError(f"weight of feature '{names[bad[0]]}' is {arr[bad[0]]}: weights must be finite "
+                                 "and at least 0", "to keep a feature from changing, make it immutable instead")
+    return down, up
+
+
+def parse_spreads(scale: Any, names: Sequence[str]) -> npt.NDArray[np.float64]:
+    """The one reading of explicit per-feature scales: one number per feature, or ``{feature: s}`` (others 1);
+    every scale positive and finite. (Named scalings, ``"std"``/``"minmax"``, come from reference rows.)"""
+    d = len(names)
+    if isinstance(scale, Mapping):
+        spreads = np.ones(d)
+        for k, v in scale.items():
+            spreads[_feature_index(names, k, "scale")] = float(v)
+    else:
+        try:
+            spreads = np.asarray(scale, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputDataError(f"scale must be None, 'std', 'minmax', one number per feature or a mapping, "
+                                 f"not {scale!r}") from None
+        if spreads.shape[0] != d:
+            raise InputDataError(f"scale has {spreads.shape[0]} entries for {d} features")
+    bad = np.flatnonzero(~(spreads > 0) | ~np.isfinite(spreads))
+    if bad.size:
+        raise InputDataError(
+            f"scale of feature '{names[bad[0]]}' is {spreads[bad[0]]}: scales must be positive and finite")
+    return spreads

@@ -28,22 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for a in ("counterfactual", "sensitive", "rules"):
         what.add_argument(f"--{a}", dest="analysis", action="store_const", const=a, help=f"{a} per row")
     p.add_argument("-o", "--output", required=True, help="JSON Lines output (resumed when it exists)")
-    p.add_argument("--train", help="training CSV (scaling statistics, feature domains, plausibility, rules; "
-                   "without it the rows of DATA give the statistics and domains)")
-    p.add_argument("--constraints", help="constraint file (.lum)")
-    p.add_argument("--target", help="target class label")
+    _options.add_explainer_options(p)
+    p.set_defaults(jobs=-1)  # a batch is for many rows: every local core
     _options.add_rows(p)
     _options.add_no_header(p)
-    _options.add_threshold(p)
-    _options.add_id(p)
-    p.add_argument("--jobs", type=int, default=-1, help="local workers (default: all cores)")
     p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786")
     p.add_argument("--chunk-size", type=_options.positive_int, help="rows per task (default: sized to the workers)")
-    p.add_argument("--time-limit", type=_options.positive_float, default=30.0,
-                   help="seconds per case for a counterfactual, the whole query (warm start, model, solve); default 30")
-    p.add_argument("--norm", choices=["l0", "l1", "l2", "linf"], help="distance norm")
-    _options.add_scale(p)
-    p.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
     p.add_argument("--retry-failed", action="store_true", help="explain again the rows recorded as errors")
     p.add_argument("--progress", dest="progress", action="store_true", default=None, help="always show progress")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
@@ -69,13 +59,13 @@ def run(args: argparse.Namespace) -> int:
     elif args.analysis != "rules":  # every row of DATA gives the domains and statistics, as in `lumber explain`
         R = X
     options: dict[str, object] = {}
-    if args.analysis == "counterfactual":
-        options.update(time_limit=args.time_limit, seed=args.seed)
-    if args.analysis == "rules":
+    if args.analysis in ("counterfactual", "sensitive"):
+        options.update(time_limit=args.time_limit)
+    if args.analysis in ("counterfactual", "rules"):
         options.update(seed=args.seed)
     if args.norm and args.analysis != "rules":
         options["norm"] = args.norm
-    if args.scale and args.scale != "none" and args.analysis != "rules":
+    if args.scale and args.analysis != "rules":
         options["scale"] = args.scale
     target = _target(args.target, forest)
     task = make_task(forest, args.analysis, target=target, constraints=args.constraints, reference=R, **options)

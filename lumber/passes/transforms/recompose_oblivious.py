@@ -30,7 +30,7 @@ at a time, always by the condition (pair) that completes the most uncovered
 maximal monomials per level added, until ``max-depth``; then every maximal
 monomial inside its level set is covered. Filling one tree before starting the
 next packs monomials that share conditions; on LightGBM 500 x 63 at depth 10 it
-needs about a quarter fewer trees than ``pack`` (docs/passes.md has the numbers). A local search
+needs about a quarter fewer trees than ``pack`` (``bench/oblivious.py --recompose`` measures both). A local search
 (:func:`polish_sets`) then trims every tree to the monomials only it covers and removes (or shrinks)
 the trees whose monomials fit into the others.
 

@@ -23,7 +23,7 @@ from lumber.passes.analyses.counterfactual import CounterfactualResult
 def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     args = ctx.args
     forest = _typed(ctx.forest, args.data)
-    scale = None if args.metric in (None, "none") else args.metric
+    scale = args.scale  # None for --scale none (_options.scale_of)
     reference, ref_name = (ctx.train_X, "train") if ctx.train_X is not None else (ctx.X, "data")
     target = parse_target(args.target, forest.schema.task)
     X = ctx.X[np.asarray(ctx.rows, dtype=np.int64)]

@@ -22,6 +22,8 @@ import numpy.typing as npt
 
 from lumber.ir import InputDataError, Norm, Scale
 
+from lumber.ir.constraints import parse_spreads
+
 from ..change_cost import ChangeCost, reference_spread
 from .domain import CategoricalDomain, Domain, FixedDomain, NumericDomain
 from .model import LinExpr, MilpModel
@@ -132,7 +134,5 @@ def feature_scales(scale: Scale | str | None | FloatArray, reference: FloatArray
                                  "pass reference=X_train, or scale=None, or explicit per-feature scales")
         s = reference_spread(kind, np.asarray(reference, dtype=np.float64), names, used, categorical)
     else:
-        s = np.asarray(scale, dtype=np.float64).reshape(-1)
-        if s.shape[0] != n or not np.all(np.isfinite(s) & (s > 0)):
-            raise InputDataError(f"scale must hold {n} positive finite numbers")
+        s = parse_spreads(scale, names)
     return np.where(categorical, 1.0, s)

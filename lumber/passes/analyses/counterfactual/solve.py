@@ -29,6 +29,8 @@ from lumber.ir.decision import resolve_target
 from . import actionability
 from .deadline import Clock, Deadline
 from .heuristic import Candidates, improve, warm_start
+from lumber.ir.constraints import parse_weights
+
 from ..change_cost import ChangeCost
 from .objective import CaseCost, feature_scales
 from .problem import Problem, Query, build, change_pattern
@@ -49,25 +51,7 @@ MARGINS = (1e-5, 1e-4, 1e-3, 1e-2)
 
 
 def _weights(weights: Any, cons: Constraints | None, names: Sequence[str]) -> tuple[FloatArray, FloatArray]:
-    n = len(names)
-    if isinstance(weights, dict):  # {feature: w} or {feature: (w_down, w_up)}; others 1
-        unknown = [k for k in weights if k not in names]
-        if unknown:
-            raise InputDataError(f"weights name unknown features: {', '.join(map(str, unknown))}")
-        down, up = np.ones(n), np.ones(n)
-        for k, v in weights.items():
-            i = list(names).index(k)
-            down[i], up[i] = (v, v) if np.isscalar(v) else v
-    elif weights is None:
-        down, up = np.ones(n), np.ones(n)
-    elif isinstance(weights, tuple) and len(weights) == 2 and not np.isscalar(weights[0]):
-        down = np.asarray(weights[0], dtype=np.float64).reshape(-1)
-        up = np.asarray(weights[1], dtype=np.float64).reshape(-1)
-    else:
-        down = np.broadcast_to(np.asarray(weights, dtype=np.float64), (n,)).copy()
-        up = down.copy()
-    if down.shape[0] != n or up.shape[0] != n or np.any(~np.isfinite(down)) or np.any(down < 0) or np.any(up < 0):
-        raise InputDataError(f"weights must be non-negative and hold one value per feature ({n})")
+    down, up = parse_weights(weights, names)
     return (down, up) if cons is None else cons.costs(names, down, up)
 
 

@@ -77,7 +77,7 @@ def test_sklearn_regressor_interval() -> None:
 
 
 def test_lightgbm_binary_with_categories() -> None:
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     data = lumber.datasets.load("adult")
     X = data.X.iloc[:3000].copy()
     y = data.y[:3000]
@@ -98,7 +98,7 @@ def test_lightgbm_binary_with_categories() -> None:
 
 
 def test_lightgbm_multiclass_booster() -> None:
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     d = load_iris(as_frame=True)
     b = lgb.train({"objective": "multiclass", "num_class": 3, "num_leaves": 4, "verbose": -1},
                   lgb.Dataset(d.data, d.target), num_boost_round=8)
@@ -108,7 +108,7 @@ def test_lightgbm_multiclass_booster() -> None:
 
 
 def test_xgboost_binary_and_multiclass(cancer) -> None:
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     X, y = cancer
     m = xgb.XGBClassifier(n_estimators=15, max_depth=3, random_state=0, n_jobs=1).fit(X, y)
     _check(m, X, [0, 3], norm="l1", scale="std", reference=X)
@@ -131,7 +131,7 @@ def test_batch_in_parallel_matches_serial() -> None:
 
 
 def test_xgboost_categorical_verified_by_xgboost() -> None:
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     data = lumber.datasets.load("adult")
     X = data.X.iloc[:2000].copy()
     for c in ["MaritalStatus", "Relationship"]:
