@@ -306,10 +306,10 @@ def _reasons(it: dict[str, Any]) -> list[Block]:
                       for k, r in enumerate(reasons, 1)], "reasons"))
     cf = it.get("counterfactual") or {}
     if cf.get("status") == "optimal" and cf.get("verified") and cf.get("changes"):
-        ch = "; ".join(f"{c['feature']} {c.get('before_text') or num(c.get('before'))} → "
+        ch = "; ".join(f"{c['feature']}: {c.get('before_text') or num(c.get('before'))} → "
                        f"{c.get('after_text') or num(c.get('after'))}" + (" (fragile)" if c.get("fragile") else "")
                        for c in cf["changes"])
-        out.append(Para(f"What would reverse the decision (proven optimal, verified): {ch}."))
+        out.append(Para(f"What would reverse the decision: {ch}; proven optimal and verified on the model."))
     return out
 
 
