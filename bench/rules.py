@@ -450,8 +450,8 @@ def run_dataset(name: str, n_cases: int, seed: int, milp: bool, k: int = 10, var
         entry["ceiling"] = ceil
         if milp:
             t = time.perf_counter()
-            res_m = lumber.counterfactual(model, cases, target=1 - c, norm="l1", scale="minmax", reference=Xtr,
-                                          time_limit=10.0)
+            res_m = lumber.counterfactual(model, cases, target=1 - c, reference=Xtr, options=lumber.CounterfactualOptions(
+                norm="l1", scale="minmax", time_limit=10.0))
             pts = [r.x for r in res_m if r.x is not None and r.verified]
             Xp = np.stack(pts) if pts else np.zeros((0, len(cols)))
             X0p = np.stack([X0[k] for k, r in enumerate(res_m) if r.x is not None and r.verified]) if pts else Xp

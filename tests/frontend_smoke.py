@@ -37,5 +37,5 @@ def assert_explainers_accept(forest: Forest, X: np.ndarray) -> None:
     res = lumber.sensitive_tests(forest, X[:2], reference=X, options=lumber.SensitiveOptions(scale="std"))
     assert len(res) == 2
     if forest.schema.task in (Task.BINARY, Task.MULTICLASS):
-        cf = lumber.counterfactual(forest, X[0], reference=X, time_limit=20.0)
+        cf = lumber.counterfactual(forest, X[0], reference=X, options=lumber.CounterfactualOptions(time_limit=20.0))
         assert cf.to_dict()

@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from lumber.backends.c import BuildOptions, CLibrary, CEmitOptions, build_shared, emit_source
 from lumber.backends.c.emit import ABI_VERSION, c_reals, c_string
+from lumber.backends.c.manifest import sign_library
 from lumber.backends.table_c import TableCEmitOptions, emit_table_source
 from lumber.ir import CompileError, Forest, ObliviousEnsemble, PostTransform, Task, atomic_write_bytes
 
@@ -235,8 +236,9 @@ def build_cascade(forest: Forest, tables: ObliviousEnsemble, spec: CascadeSpec, 
     with tempfile.TemporaryDirectory(prefix="lumber-cascade-") as tmp:
         so = Path(tmp, "model.so")
         build_shared(sources, so, build or BuildOptions())
-        data = so.read_bytes()
         lib = CLibrary(so, prefix=prefix)
+    # the manifest records the wrapper's metadata, so `lumber inspect` reads it without loading the library
+    data = sign_library(lib.manifest.library, models={prefix: lib.metadata}, sources=lib.manifest.source_texts())
     pred = CPredictor(lib, data, threads=threads)
     pred.report = {"cascade": {"build_seconds": time.perf_counter() - t0}}
     if path is not None:

@@ -68,7 +68,7 @@ def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path
     candidates: dict[str, Predictor] = {}
     forms = {"forest": get_target("c"), "oblivious": get_target("table-c")}
     t0 = time.perf_counter()
-    c_options = options.forest()
+    c_options = options.forest_options()
     candidates["forest"] = forms["forest"].compile(forest, c_options, threads=threads, fingerprint=fp)
     report["forms"]["forest"] = {"compile_seconds": time.perf_counter() - t0,
                                  "walk": cast(CPredictor, candidates["forest"]).library.metadata.get("walk", "values")}
@@ -83,7 +83,7 @@ def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path
             raise LumberError(skip_tables)
         t0 = time.perf_counter()
         tables = forms["oblivious"]
-        candidates["oblivious"] = tables.compile(forest, options.tables(), threads=threads, fingerprint=fp)
+        candidates["oblivious"] = tables.compile(forest, options.table_options(), threads=threads, fingerprint=fp)
         report["forms"]["oblivious"] = {"compile_seconds": time.perf_counter() - t0,
                                         "tables": candidates["oblivious"].report["tables"]}
     except LumberError as exc:

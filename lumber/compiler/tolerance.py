@@ -322,7 +322,7 @@ def compile_within(forest: Forest, options: FastestOptions, *, tolerance: float,
     exact = compile_fastest(forest, options, threads=threads, sample=valid.X, built=forms, skip_tables=skip)
     exact_seconds = time.perf_counter() - t0
     fc = get_target("c")
-    forest_lib = forms.get("forest") or fc.compile(forest, options.forest(), threads=1, fingerprint=fp)
+    forest_lib = forms.get("forest") or fc.compile(forest, options.forest_options(), threads=1, fingerprint=fp)
     ev = np.asarray(forest_lib.predict_raw(valid.X)).reshape(-1)
     ref = qm(ev)
     exact_raw = lambda R: forest_lib.predict_raw(R)  # noqa: E731
@@ -378,7 +378,7 @@ def compile_within(forest: Forest, options: FastestOptions, *, tolerance: float,
         pred.report = {**exact_report, "tolerance": report}
         return pred
     q, spec = built[chosen]
-    c_opts = options.forest()
+    c_opts = options.forest_options()
     t0 = time.perf_counter()
     pred = build_cascade(forest, q, spec, fp=fp, path=path, prefix=c_opts.prefix, build=c_opts.build(),
                          threads=threads)

@@ -126,21 +126,6 @@ class FeatureRule:
     """Resolution: the smallest change that means something (``CapitalGain: step 1``)."""
     span: SourceSpan | None = field(default=None, compare=False)
 
-    def bounds_for(self, x0: float) -> tuple[float, float]:
-        """Interval the new value must lie in for original ``x0`` (immutable and direction included)."""
-        lo, hi = -np.inf, np.inf
-        if self.lower is not None:
-            lo = max(lo, self.lower.resolve(x0))
-        if self.upper is not None:
-            hi = min(hi, self.upper.resolve(x0))
-        if self.immutable:
-            lo, hi = max(lo, x0), min(hi, x0)
-        elif self.direction == Direction.INCREASE:
-            lo = max(lo, x0)
-        elif self.direction == Direction.DECREASE:
-            hi = min(hi, x0)
-        return lo, hi
-
 
 @dataclass(frozen=True)
 class LinearRelation:
@@ -264,13 +249,11 @@ class Constraints:
     def immutable_features(self) -> list[str]:
         return [r.feature for r in self.rules if r.immutable]
 
-    def bounds(self, names: Sequence[str], x0: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """Per-feature interval for the new values of case ``x0``."""
-        lo = np.full(len(names), -np.inf)
-        hi = np.full(len(names), np.inf)
-        for i, n in enumerate(names):
-            lo[i], hi[i] = self.rule(n).bounds_for(float(x0[i]))
-        return lo, hi
+    def bounds(self, names: Sequence[str], x0: npt.NDArray[np.float64]
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Per-feature interval for the new values of case ``x0`` (:meth:`MoveLimits.interval`)."""
+        x = np.asarray(x0, dtype=np.float64)
+        return MoveLimits.of(self, names).interval(x, x)
 
     def costs(self, names: Sequence[str], down: npt.ArrayLike | None = None, up: npt.ArrayLike | None = None
               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -438,3 +421,66 @@ def parse_spreads(scale: Any, names: Sequence[str]) -> npt.NDArray[np.float64]:
         raise InputDataError(
             f"scale of feature '{names[bad[0]]}' is {spreads[bad[0]]}: scales must be positive and finite")
     return spreads
+
+
+@dataclass(frozen=True, eq=False)
+class MoveLimits:
+    """Where each feature's new value may lie, as arrays over the features of ``names``: the one encoding of
+    the constraints' intervals (sensitive tests, counterfactuals and rules read it through :meth:`interval`).
+
+    lower, upper : float64[d]
+        Bounds (``-inf``/``inf``: none); relative ones add to the original value.
+    lower_relative, upper_relative : bool[d]
+    immutable, increase_only, decrease_only : bool[d]
+    """
+
+    lower: npt.NDArray[np.float64]
+    upper: npt.NDArray[np.float64]
+    lower_relative: npt.NDArray[np.bool_]
+    upper_relative: npt.NDArray[np.bool_]
+    immutable: npt.NDArray[np.bool_]
+    increase_only: npt.NDArray[np.bool_]
+    decrease_only: npt.NDArray[np.bool_]
+
+    @staticmethod
+    def of(constraints: "Constraints | None", names: Sequence[str]) -> "MoveLimits":
+        d = len(names)
+        lim = MoveLimits(np.full(d, -np.inf), np.full(d, np.inf), np.zeros(d, dtype=bool), np.zeros(d, dtype=bool),
+                         np.zeros(d, dtype=bool), np.zeros(d, dtype=bool), np.zeros(d, dtype=bool))
+        index = {n: i for i, n in enumerate(names)}
+        for r in (constraints.rules if constraints is not None else ()):
+            i = index.get(r.feature)
+            if i is None:
+                continue
+            lim.immutable[i] |= r.immutable
+            lim.increase_only[i] |= r.direction == Direction.INCREASE
+            lim.decrease_only[i] |= r.direction == Direction.DECREASE
+            if r.lower is not None:
+                lim.lower[i], lim.lower_relative[i] = r.lower.value, r.lower.relative
+            if r.upper is not None:
+                lim.upper[i], lim.upper_relative[i] = r.upper.value, r.upper.relative
+        return lim
+
+    def interval(self, lo0: npt.ArrayLike, hi0: npt.ArrayLike, features: Any = None
+                 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """The closed interval ``[lo, hi]`` a new value may take for every case whose original value lies in
+        ``[lo0, hi0]`` (one case: ``lo0 == hi0``; arrays broadcast over ``features``, all by default).
+
+        A relative lower bound counts from ``hi0`` and a relative upper one from ``lo0`` (every case must
+        keep it); ``increase`` keeps the new value at least ``hi0``, ``decrease`` at most ``lo0``,
+        ``immutable`` both. An unknown (NaN) original value sets no relative bound and no direction.
+        """
+        cols = slice(None) if features is None else np.asarray(features, dtype=np.int64)
+        lo0 = np.asarray(lo0, dtype=np.float64)
+        hi0 = np.asarray(hi0, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            lo = np.where(self.lower_relative[cols], hi0 + self.lower[cols], self.lower[cols])
+            hi = np.where(self.upper_relative[cols], lo0 + self.upper[cols], self.upper[cols])
+            lo = np.where(np.isnan(lo), -np.inf, lo)
+            hi = np.where(np.isnan(hi), np.inf, hi)
+            up_ok = ~(self.immutable[cols] | self.decrease_only[cols])
+            down_ok = ~(self.immutable[cols] | self.increase_only[cols])
+            hi = np.where(~up_ok & ~np.isnan(lo0), np.minimum(hi, lo0), hi)
+            lo = np.where(~down_ok & ~np.isnan(hi0), np.maximum(lo, hi0), lo)
+        return lo, hi
+

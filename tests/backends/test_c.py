@@ -332,7 +332,7 @@ def test_compiler_failure_reports_output(tmp_path: Path) -> None:
 @needs_cc
 def test_loader_rejects_foreign_files(tmp_path: Path) -> None:
     (tmp_path / "junk.so").write_bytes(b"not a library")
-    with pytest.raises(ModelFormatError, match="cannot load as a shared library"):
+    with pytest.raises(ModelFormatError, match="not a library lumber built"):
         CLibrary(tmp_path / "junk.so")
     with pytest.raises(ModelFormatError, match="no such compiled model"):
         CLibrary(tmp_path / "absent.so")

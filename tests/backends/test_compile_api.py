@@ -152,8 +152,8 @@ def test_c_options_for_tables_carry_over_or_say_why_not() -> None:
     with pytest.raises(CompileError, match="walk of COptions does not apply to TableCOptions"):
         project(lumber.COptions(walk="values"), lumber.TableCOptions)
     fast = lumber.FastestOptions(prefix="p", walk="values", strategy="grow", march_native=True)
-    assert fast.forest() == lumber.COptions(prefix="p", walk="values", march_native=True)
-    assert fast.tables() == lumber.TableCOptions(prefix="p", strategy="grow", march_native=True)
+    assert fast.forest_options() == lumber.COptions(prefix="p", walk="values", march_native=True)
+    assert fast.table_options() == lumber.TableCOptions(prefix="p", strategy="grow", march_native=True)
 
 
 # -- CLI ----------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from lumber.compiler.api.rules import RuleExplainer, RuleOptions
 from lumber.compiler.explain import ExplanationRequest, explanation_request, source_predictor
 from lumber.ir import Constraints, Direction, InputDataError, Norm, Scale, Target, UnsupportedModelError
 from lumber.passes.analyses.metrics import build_metric
-from lumber.passes.analyses.counterfactual import make_query
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, make_query
 from lumber.ir.decision import resolve_target
 
 # -- the alias tables of the three explainers before the request ----------------------
@@ -70,7 +70,7 @@ def test_every_old_norm_alias_resolves_the_same(alias: Any, expected: Norm, clas
     req = explanation_request(model, norm=alias)
     assert req.norm == expected
     assert Constraints.from_mapping({"norm": alias}).norm == expected
-    assert make_query(req.forest, X[0], constraints=None, norm=alias)[0].cost.norm == expected
+    assert make_query(req.forest, X[0], constraints=None, options=CounterfactualOptions(norm=alias))[0].cost.norm == expected
     if expected != Norm.L0:  # sensitive tests never projected under l0
         assert build_metric(req.forest, norm=alias).norm == expected
 
@@ -267,8 +267,8 @@ def test_raw_booster_is_verified_by_rules(library: str) -> None:
 def test_raw_booster_is_verified_by_counterfactuals(library: str) -> None:
     X, _ = _data()
     booster = BOOSTERS[library]()
-    assert lumber.counterfactual(booster, X[0], time_limit=20).verified
-    assert not lumber.counterfactual(_tamper(booster), X[0], time_limit=20).verified
+    assert lumber.counterfactual(booster, X[0], options=lumber.CounterfactualOptions(time_limit=20)).verified
+    assert not lumber.counterfactual(_tamper(booster), X[0], options=lumber.CounterfactualOptions(time_limit=20)).verified
 
 
 def test_batch_tasks_check_on_the_source_model() -> None:

@@ -122,13 +122,41 @@ def _fastest_options(options: Any) -> FastestOptions:
     return options
 
 
-def load_compiled(path: str | Path, model: ModelLike | None = None, *, threads: int = 1) -> Predictor:
-    """A predictor for a saved artifact (``.so``, ``.onnx``, ``.table``, ...; see ``load_artifact``).
+def load_compiled(path: str | Path, model: ModelLike | None = None, *, prefix: str = "lumber",
+                  threads: int = 1) -> Predictor:
+    """A predictor for a saved artifact: a shared library (``.so``), ``.onnx``, ``.table``, ``.lumber`` or ``.c``.
 
-    With ``model``, the artifact's recorded fingerprint must match the model's,
-    else a ``CompileError`` says the artifact is stale.
+    The kind is read from the file's first bytes, so a renamed file still loads.
+
+    Parameters
+    ----------
+    path : str or Path
+        The artifact ``lumber.compile(..., path=...)`` or ``lumber compile -o`` wrote.
+    model : model, model file or IR, optional
+        With a model, the artifact's recorded fingerprint must match the model's, else a
+        ``CompileError`` says the artifact is stale.
+    prefix : str
+        The symbol prefix of the model inside a shared library (``COptions.prefix``).
+    threads : int
+        Threads inside this process for each ``predict_*`` call.
+
+    Returns
+    -------
+    Predictor
+        ``predict_raw`` (margins), ``predict_proba`` and ``predict``, columns of a DataFrame bound by name.
+        It pickles (joblib, Dask, Spark): the pickle carries the artifact's bytes and fingerprint and the
+        receiving process opens it once, however many copies it receives.
+
+    Raises
+    ------
+    ModelFormatError
+        The file is missing, not an artifact lumber wrote, truncated or edited. A shared library is verified
+        before it is loaded: lumber's manifest at its end, its sha256 digest and its ELF headers are checked
+        in Python, so a library lumber did not build is never loaded (its code never runs). A library built
+        for another machine is rebuilt from the C source it carries when a C compiler is present, else the
+        error says so.
     """
-    return load_artifact(path, model, threads=threads)
+    return load_artifact(path, model, prefix=prefix, threads=threads)
 
 
 __all__ = ["TARGETS", "compile", "compile_fastest", "compile_within", "load_compiled"]

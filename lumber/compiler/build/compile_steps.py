@@ -11,6 +11,7 @@ unchanged inputs reports the same numbers).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,8 +225,9 @@ def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, A
                                      threads=inp.config.compile.threads, options=lumber.FastestOptions(**name))
     else:
         Options = get_target(target).Options  # the artifact's name, for the targets whose files carry one
+        named = any(f.name == "name" for f in dataclasses.fields(Options))
         pred = lumber.compile(st.ir, target=target, path=files / fname, threads=inp.config.compile.threads,
-                              options=Options(**name) if "name" in Options.__dataclass_fields__ else None)
+                              options=Options(**name) if named else None)
     build_seconds = time.perf_counter() - t0
     X = _all_rows(inp)
     exact = compare(st.ir.evaluate(X), pred.predict_raw(X), st.ir.schema)

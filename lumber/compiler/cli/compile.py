@@ -198,7 +198,9 @@ def run(args: argparse.Namespace) -> int:
                                "add --optimize speed")
         if args.sample:
             raise CompileError("--tolerance times the forms on --valid; --sample does not apply")
-        pred = compile_within(ir, args.tolerance, _data(args, ir), path=output, options=options,
+        data = _data(args, ir)
+        assert data is not None  # --train and --valid are given
+        pred = compile_within(ir, args.tolerance, data, path=output, options=options,
                               **({} if args.agreement is None else {"agreement": args.agreement}))
     elif args.agreement is not None:
         raise CompileError("--agreement applies with --tolerance (the lossy forms' decision agreement)")

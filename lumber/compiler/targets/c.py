@@ -42,11 +42,11 @@ class FastestOptions(COptions, RecomposeOptions):
     and how the oblivious form is re-composed (``max_depth``, ``strategy``, ``exact``, ``time_passes``). Both
     forms are libraries with one ABI, so they share ``prefix``, ``name`` and the compiler options."""
 
-    def forest(self) -> COptions:
+    def forest_options(self) -> COptions:
         """The forest library's options."""
         return project(self, COptions, strict=False)
 
-    def tables(self) -> TableCOptions:
+    def table_options(self) -> TableCOptions:
         """The oblivious-table library's options."""
         return project(self, TableCOptions, strict=False)
 
@@ -117,7 +117,7 @@ def _fresh_library(path: str | Path, fp: str, prefix: str, threads: int) -> CPre
         return None
     if lib.fingerprint != fp:
         return None
-    pred = CPredictor(lib, Path(path).read_bytes(), threads=threads)
+    pred = CPredictor(lib, lib.data, threads=threads)
     pred.path = Path(path)
     return pred
 

@@ -31,12 +31,11 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import (
-    CompileError, Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
+    CompileError, Constraints, Diagnostic, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
+    Severity,
 )
-
+from lumber.ir.constraints import MoveLimits, parse_spreads, parse_weights
 from lumber.ir.domains import DomainKind, Domains
-
-from lumber.ir.constraints import parse_spreads, parse_weights
 
 from .change_cost import ChangeCost, reference_spread
 from .realizable import above, below
@@ -144,15 +143,9 @@ class Metric:
         """
         cols = np.arange(self.n_features) if features is None else np.asarray(features, dtype=np.int64)
         x = X0[:, cols]
-        lo = np.where(self.lower_relative[cols], x + self.lower[cols], self.lower[cols])
-        hi = np.where(self.upper_relative[cols], x + self.upper[cols], self.upper[cols])
-        lo = np.where(np.isnan(lo), -np.inf, lo)
-        hi = np.where(np.isnan(hi), np.inf, hi)
-        up_ok = ~(self.immutable[cols] | self.decrease_only[cols])
-        down_ok = ~(self.immutable[cols] | self.increase_only[cols])
-        with np.errstate(invalid="ignore"):
-            hi = np.where(~up_ok & ~np.isnan(x), np.minimum(hi, x), hi)
-            lo = np.where(~down_ok & ~np.isnan(x), np.maximum(lo, x), lo)
+        limits = MoveLimits(self.lower, self.upper, self.lower_relative, self.upper_relative, self.immutable,
+                            self.increase_only, self.decrease_only)
+        lo, hi = limits.interval(x, x, cols)
         integer = self.integer[cols]
         return (above(lo, False, self.input_dtype, integer), below(hi, False, self.input_dtype, integer))
 
@@ -215,7 +208,6 @@ def _resolve_scale(value: Any, names: Sequence[str]) -> tuple[Scale | None, npt.
 
 def _check_supported(c: Constraints) -> None:
     """Sensitive tests project onto boxes: statements beyond per-feature rules need the MILP."""
-    from lumber.ir import Diagnostic, Severity
 
     diags = []
     for what, items in (("a linear relation", c.relations), ("an implication", c.implications)):

@@ -5,7 +5,7 @@ of every explanation, :class:`~lumber.passes.analyses.change_cost.ChangeCost`; :
 binds it to the original case ``x0`` and writes it into the MILP.
 
 In the MILP the cost of a numeric feature is linear in its ``mu`` between
-levels and equal to the true cost at every level (papers.md, equation 31).
+levels and equal to the true cost at every level (OCEAN, equation 31).
 Splits only see cells, and the cheapest point of a cell is one of its
 levels, so one MILP solver serves every separable increasing cost: l2 is
 minimised as ``sum d_i^2`` in this piecewise-linear form and reported as its
