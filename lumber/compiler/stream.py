@@ -304,7 +304,7 @@ def _csv_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamO
         columns, used, head_line = _header(fh, label)
         check_unique(columns, label)
         id_at = _id_index(columns, options.id_column, label)
-        idx = bind(names, columns, source=label, ignore=[options.id_column] if id_at is not None else [])
+        idx = bind(names, columns, source=label, ignore=[str(options.id_column)] if id_at is not None else [])
         what = "the header has"
         line = head_line + 1
     else:
@@ -388,7 +388,7 @@ def _parquet_chunks(fh: io.BufferedReader, label: str, schema: Any, options: Str
         columns = list(pf.schema_arrow.names)
         id_at = _id_index(columns, options.id_column, label)
         idx = bind(list(schema.feature_names), columns, source=label,
-                   ignore=[options.id_column] if id_at is not None else [])
+                   ignore=[str(options.id_column)] if id_at is not None else [])
         wanted = [columns[i] for i in idx]
         read = list(dict.fromkeys(wanted + ([columns[id_at]] if id_at is not None else [])))
         total = max(pf.metadata.num_rows, 1)
