@@ -77,3 +77,19 @@ def test_batch_threshold_and_ids(with_ids: Path) -> None:
     p = booster.predict(pd.read_csv(d / "ids.csv").drop(columns=["application_id"]).iloc[:5])
     for r in lines:
         assert r["status"] == "ok" and r["result"]["prediction"] == int(p[r["row"]] > 0.3)
+
+
+def test_predict_parquet_ids(with_ids: Path) -> None:
+    """The ID column streams through a Parquet input too, chunk by chunk."""
+    pytest.importorskip("pyarrow", reason="pyarrow comes with the test extra")
+    d = with_ids
+    pd.read_csv(d / "ids.csv").to_parquet(d / "ids.parquet", index=False)
+    out = d / "p.csv"
+    assert main(["predict", str(d / "model.txt"), str(d / "ids.parquet"), "--id", "application_id", "--chunk-rows",
+                 "7", "--threshold", "0.3", "-o", str(out), "--quiet"]) == 0
+    got = pd.read_csv(out)
+    assert list(got.columns[:2]) == ["application_id", "raw"]
+    assert list(got["application_id"]) == [f"A{i:03d}" for i in range(40)]
+    booster = lgb.Booster(model_file=str(d / "model.txt"))
+    p = booster.predict(pd.read_csv(d / "ids.csv").drop(columns=["application_id"]))
+    np.testing.assert_array_equal(got["prediction"], (p > 0.3).astype(int))
