@@ -31,8 +31,9 @@ from lumber.backends.base import Artifact, fingerprint
 from lumber.backends.c.build import BuildOptions, build_shared, find_compiler
 from lumber.backends.c.loader import CLibrary, LibraryLoadError
 from lumber.backends.c.manifest import ForeignLibraryError, verify_library
-from lumber.ir import CompileError, Forest, InputDataError, ModelFormatError, ObliviousEnsemble, Schema, \
+from lumber.ir import CompileError, Cutoff, Forest, InputDataError, ModelFormatError, ObliviousEnsemble, Schema, \
     atomic_write_bytes
+from lumber.ir.decision import with_cutoff
 from lumber.ir.interp import prepare_input
 from lumber.ir.serialize import from_bytes, to_bytes
 
@@ -115,8 +116,10 @@ class Predictor:
     def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
         return self.schema.proba(self.predict_raw(X))
 
-    def predict(self, X: Any) -> npt.NDArray[Any]:
-        return self.schema.decide(self.predict_raw(X))
+    def predict(self, X: Any, threshold: float | Cutoff | None = None) -> npt.NDArray[Any]:
+        """What the source model's ``predict`` returns; ``threshold`` (binary classifiers): class 1 iff
+        P(class 1) is above it (a :class:`~lumber.ir.Cutoff` may compare the raw margin instead)."""
+        return with_cutoff(self.schema, threshold).decide(self.predict_raw(X))
 
     def save(self, path: str | Path) -> Path:
         """Write the artifact atomically; returns the path written."""

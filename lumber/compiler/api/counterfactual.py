@@ -34,7 +34,7 @@ from lumber.passes.analyses.counterfactual import (
     CounterfactualOptions, CounterfactualResult, isolation_threshold, solve_counterfactual,
 )
 from lumber.passes.analyses.counterfactual.reference import DECIDE_FROM, Reference
-from lumber.passes.targets import class_labels, resolve_target
+from lumber.ir.decision import class_labels, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest, InputDataError, Norm, UnsupportedModelError
+from lumber.ir import Forest, InputDataError, Norm, Target, UnsupportedModelError
 from lumber.ir.domains import Domains
 from lumber.ir.interp import prepare_input
 
 from .metrics import Metric, build_metric
 from .sensitive_ensemble import SearchOptions, milp_sensitive, upper_bound_sensitive
 from .sensitive_results import SensitiveResult
-from .sensitive_tests import Goal, check_goal, exact_ensemble_solver, project_tree, verify
+from .sensitive_tests import check_goal, exact_ensemble_solver, project_tree, verify
 
 METHODS = ("auto", "projection", "milp", "upper-bound")
 
@@ -62,7 +62,7 @@ class SensitiveOptions:
             raise InputDataError(f"search must be a SearchOptions, not {type(self.search).__name__}")
 
 
-def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: Goal = Goal(), *,
+def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: Target = Target(), *,
                     method: str = "auto", time_limit: float = 30.0, search: SearchOptions | None = None,
                     domains: Domains | None = None) -> SensitiveResult:
     """Sensitive tests of every row of ``X`` (any input ``Forest.prepare_input`` accepts).
