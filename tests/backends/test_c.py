@@ -38,6 +38,8 @@ def assert_same(lib: CLibrary, forest: Forest, X: np.ndarray) -> None:
     np.testing.assert_array_equal(lib.apply(R), forest.apply(X))
     single = np.array([lib.predict_row(r) for r in R])
     np.testing.assert_array_equal(single, ref)
+    if lib.reads_one:
+        np.testing.assert_array_equal(np.array([lib.predict_one(r, check=True) for r in R]), ref)
     want = forest.schema.transform(forest.evaluate(X)).reshape(len(X), -1)
     np.testing.assert_allclose(lib.predict_transformed(R), want, rtol=1e-14, atol=1e-300)
     # float64 rows as they are (a float32 model rounds them in C) and rows of the library's dtype

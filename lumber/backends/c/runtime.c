@@ -626,6 +626,16 @@ void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
     lumber_finish(acc, out);
 }
 
+/* One row with predict_rows' options (2: check the values the model refuses; 1: the post-transform):
+ * the single-row walk, with no per-call setup. Returns 0, or L_REFUSED. */
+int32_t LUMBER_FN(predict_one)(const LUMBER_IN_T *row, double *out, int32_t options)
+{
+    const int status = (options & L_OPT_CHECK) && lumber_refused(row, L_F) ? L_REFUSED : 0;
+    LUMBER_FN(predict_row)(row, out);
+    if (options & L_OPT_TRANSFORM) lumber_transform(out);
+    return status;
+}
+
 int32_t LUMBER_FN(apply)(const LUMBER_IN_T *rows, int64_t n, int32_t *out)
 {
     lumber_scratch *w = (lumber_scratch *)calloc(1, sizeof(lumber_scratch));
