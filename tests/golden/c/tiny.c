@@ -33,6 +33,8 @@
 #define LUMBER_WALK_T uint8_t
 #define LUMBER_WALK_STRIDE 6
 #define LUMBER_WALK_BYTES 1
+#define LUMBER_WALK_CODE 0
+#define LUMBER_N_CODE_BLOCKS 0
 #define LUMBER_FN(name) lumber_##name
 
 /* Public interface of a lumber-compiled tree ensemble (generated; do not edit).
