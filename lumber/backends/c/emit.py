@@ -272,7 +272,6 @@ def _code_walk(forest: Forest, lay: Layout, bins: BinTables, parts: list[str], h
     sums (kept in registers across the trees); a node whose children are both leaves adds without a
     branch. Special nodes call the reference's test on the row's value. Declarations go to ``parts``
     (before the runtime); the definitions are returned (they follow it)."""
-    K = forest.schema.n_outputs
     T = forest.n_trees
     tout = forest.tree_output.tolist()
     child = lay.child.tolist()
