@@ -48,8 +48,9 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
         built from the same model (same fingerprint) is reused instead of rebuilt.
     threads : default thread count for batch prediction.
     prefix, unroll, block, march_native, openmp, cc, walk : C backend options (``walk``: ``"binned"`` codes each
-        row's values as threshold ranks before walking, ``"values"`` compares the values, ``"auto"``
-        binned where every feature has at most 65534 thresholds).
+        row's values as threshold ranks before walking, ``"values"`` compares the values, ``"code"`` walks
+        the codes through if/else code, ``"auto"`` binned where every feature has at most 65534 thresholds,
+        or with ``sample`` the faster of binned and code on those rows, see ``predictor.report["walk"]``).
     opset, input_dtype, base_score, exact : ONNX backend options.
     max_depth, strategy, time_passes : how ``table``/``table-c`` re-compose a forest into oblivious trees
         (``time_passes`` prints the re-composition passes' timings). Tables sum in float64:
@@ -98,7 +99,8 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
     tgt = tgt.for_ir(ir)
     # a lowered form records the fingerprint of the IR it stands for, so load_compiled(path, model) checks
     fp = None if ir is src else fingerprint(src)
-    return tgt.compile(ir, tgt.options(options), path=path, threads=threads, fingerprint=fp)
+    timed = {"sample": sample} if sample is not None and tgt.name == "c" else {}  # the walk is timed on it
+    return tgt.compile(ir, tgt.options(options), path=path, threads=threads, fingerprint=fp, **timed)
 
 
 def load_compiled(path: str | Path, model: ModelLike | None = None, *, prefix: str = "lumber", threads: int = 1) -> Predictor:
