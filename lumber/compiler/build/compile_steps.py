@@ -219,8 +219,10 @@ def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, A
         assert train is not None and valid is not None  # inputs.prepare checked
         lossy = {"optimize": "speed", "tolerance": inp.config.compile.tolerance, "agreement": inp.config.compile.agreement,
                  "data": {"train": (train.X, train.y), "valid": (valid.X, valid.y)}}
+    train = inp.table("train")
+    timed = {"sample": train.X} if target == "c" and not lossy and train is not None else {}  # the C walk's rows
     pred = lumber.compile(st.ir, target=target, path=files / fname, threads=inp.config.compile.threads,
-                          name=inp.config.compile.name, **lossy)
+                          name=inp.config.compile.name, **lossy, **timed)
     build_seconds = time.perf_counter() - t0
     X = _all_rows(inp)
     exact = compare(st.ir.evaluate(X), pred.predict_raw(X), st.ir.schema)
