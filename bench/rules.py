@@ -1,4 +1,4 @@
-"""Benchmark: counterfactual rules on the paper's Table 1 protocol (papers.md section 4).
+"""Benchmark: counterfactual rules on the paper's Table 1 protocol (Amoukou and Brunel).
 
 Per data set (compas and adult bundled with lumber, breast cancer from scikit-learn, and
 ``diabetes_cls``: scikit-learn's diabetes labelled "progression above the median", a stand-in for the
@@ -74,7 +74,7 @@ The full run, in parts of at most a few minutes each on an idle 2-core machine (
     bench/rules.py --merge rules_compas,rules_bcw_pos,rules_bcw_neg,rules_adult_pos,rules_adult_neg,rules_diabetes,rules_diabetes_cls
     bench/rules.py --cdp-check --cases 30
 
-(bcw neg without the variants: its rule search is the slowest, about 9 s per case at load 7, and the
+(bcw neg without the variants: its rule search is the slowest, about 9 s per case, and the
 variants would run it twice more.)
 
 Writes ``bench/results/rules.json`` and ``bench/results/rules.md`` (``rules_quick.*`` with
@@ -82,7 +82,7 @@ Writes ``bench/results/rules.json`` and ``bench/results/rules.md`` (``rules_quic
 into one command per data set (each writes its own stem); ``--merge`` joins their JSON into one
 table, each part's command, wall time and load average listed.
 
-Speed (``--speed``; issue 16's targets: 8 Adult regions <= 10 s, local rules <= 2 s per case at
+Speed (``--speed``; targets: 8 Adult regions <= 10 s, local rules <= 2 s per case at
 K = 10): regional rules for the 8 regions above and local rules for ``--cases`` (default 10) test
 cases per class, each on a fresh explainer, the shipped fast paths (C cell counts, compiled margins)
 interleaved with the plain ones (numpy counts, interpreted margins), regional ``--repeats`` times;
@@ -319,7 +319,7 @@ def run_dataset(name: str, n_cases: int, seed: int, milp: bool, k: int = 10, var
     from sklearn.tree import DecisionTreeClassifier
 
     import lumber
-    from lumber.compiler.api.rules import RuleExplainer
+    from lumber.compiler.api.rules import RuleExplainer, RuleOptions
     from lumber.passes.analyses.rules import Region, rule_hit_rate, sample_cases
 
     Xtr, Xte, ytr, yte = load(name, seed)
@@ -329,22 +329,25 @@ def run_dataset(name: str, n_cases: int, seed: int, milp: bool, k: int = 10, var
     iso_auto = IsolationForest(random_state=seed).fit(Xtr_a)
     iso_cal = IsolationForest(contamination=0.1, random_state=seed).fit(Xtr_a)
     t0 = time.perf_counter()
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k, isolation=iso_cal)  # the headline detector
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k,
+                                                       isolation=iso_cal))  # the headline detector
     setup = time.perf_counter() - t0
     protected = PROTECTED.get(name, ())
-    variants = {"paper_if": RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k, isolation=iso_auto),
-                "k_only": RuleExplainer(model, Xtr, seed=seed, n_samples=0, k=k, k_max=0, isolation=iso_cal)}
+    variants = {"paper_if": RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k,
+                                                                          isolation=iso_auto)),
+                "k_only": RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=0, k=k, k_max=0,
+                                                                        isolation=iso_cal))}
     if not variants_on:
         variants = {}
     if Xtr.shape[1] > k:  # the paper code's candidates: K by impurity importance, no second pass (always run)
-        variants["paper_rank"] = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k, k_max=0, rank="impurity",
-                                               isolation=iso_cal)
+        variants["paper_rank"] = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k, k_max=0,
+                                                                               rank="impurity", isolation=iso_cal))
     if protected and variants_on:
         cons = {"immutable": list(protected)}
-        variants["protected"] = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k, isolation=iso_cal,
-                                              constraints=cons)
-        variants["protected_paper_if"] = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k,
-                                                       isolation=iso_auto, constraints=cons)
+        variants["protected"] = RuleExplainer(model, Xtr, cons, options=RuleOptions(
+            seed=seed, n_samples=1, k=k, isolation=iso_cal))
+        variants["protected_paper_if"] = RuleExplainer(model, Xtr, cons, options=RuleOptions(
+            seed=seed, n_samples=1, k=k, isolation=iso_auto))
     span = np.nanmax(Xtr_a, axis=0) - np.nanmin(Xtr_a, axis=0)
     span = np.where(span > 0, span, 1.0)
     pred = model.predict(Xte)
@@ -447,8 +450,8 @@ def run_dataset(name: str, n_cases: int, seed: int, milp: bool, k: int = 10, var
         entry["ceiling"] = ceil
         if milp:
             t = time.perf_counter()
-            res_m = lumber.counterfactual(model, cases, target=1 - c, norm="l1", scale="minmax", reference=Xtr,
-                                          time_limit=10.0)
+            res_m = lumber.counterfactual(model, cases, target=1 - c, reference=Xtr, options=lumber.CounterfactualOptions(
+                norm="l1", scale="minmax", time_limit=10.0))
             pts = [r.x for r in res_m if r.x is not None and r.verified]
             Xp = np.stack(pts) if pts else np.zeros((0, len(cols)))
             X0p = np.stack([X0[k] for k, r in enumerate(res_m) if r.x is not None and r.verified]) if pts else Xp
@@ -564,7 +567,7 @@ def run_regression(name: str, n_cases: int, seed: int, box_ceiling: bool = False
     import pandas as pd
     from sklearn.ensemble import IsolationForest
 
-    from lumber.compiler.api.rules import RuleExplainer
+    from lumber.compiler.api.rules import RuleExplainer, RuleOptions
 
     Xtr, Xte, ytr, yte, model = fit_model(name, seed)
     cols = list(Xtr.columns)
@@ -572,7 +575,7 @@ def run_regression(name: str, n_cases: int, seed: int, box_ceiling: bool = False
     iso_cal = IsolationForest(contamination=0.1, random_state=seed).fit(Xtr_a)
     iso_auto = IsolationForest(random_state=seed).fit(Xtr_a)
     t0 = time.perf_counter()
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=1, isolation=iso_cal)
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, isolation=iso_cal))
     setup = time.perf_counter() - t0
     span = np.nanmax(Xtr_a, axis=0) - np.nanmin(Xtr_a, axis=0)
     span = np.where(span > 0, span, 1.0)
@@ -622,8 +625,8 @@ def run_regression(name: str, n_cases: int, seed: int, box_ceiling: bool = False
         local["box_ceiling_seconds"] = time.perf_counter() - t
     def variant(**options: Any) -> dict[str, Any]:
         """The same cases with other explainer options: the summary measures (same noise stream, in turn)."""
-        rsv, fv, Xv, X0v, secs_v = run(RuleExplainer(model, Xtr, seed=seed, n_samples=1, isolation=iso_cal,
-                                                     **options))
+        rsv, fv, Xv, X0v, secs_v = run(RuleExplainer(model, Xtr, options=RuleOptions(
+            seed=seed, n_samples=1, isolation=iso_cal, **options)))
         return {"coverage": mean([float(r.found) for r in rsv]),
                 "accuracy": mean([float(in_target(r.samples[0].x[None])[0]) for r in fv]),
                 "plausibility_10": inliers(iso_cal, Xv), "sparsity": mean([r.sparsity for r in fv]),
@@ -751,7 +754,7 @@ def side_by_side(doc: dict[str, Any]) -> list[str]:
     lines += ["", "Note on compas plausibility under 'auto': scikit-learn's fixed threshold (score_samples < -0.5) "
               "calls about half of compas's real test cases outliers (column \"cases' own IF\") and every point "
               "with Sex = 1. The headline explainer scores its samples with the calibrated detector, so under "
-              "'auto' its samples are mostly 'outliers' (0.10 / 0.13 in an earlier run); the 'paper IF' variant, "
+              "'auto' its samples are mostly 'outliers'; the 'paper IF' variant, "
               "whose explainer scores with the 'auto' detector as the paper does, is the comparable number.", ""]
     return lines
 
@@ -759,7 +762,7 @@ def side_by_side(doc: dict[str, Any]) -> list[str]:
 def markdown(doc: dict[str, Any]) -> str:
     parts = doc.get("parts") or [{"command": doc["command"], "load": doc.get("load"), "seconds": doc.get("seconds")}]
     runs = [f"`{p['command']}` ({fmt(p.get('seconds'), 0)} s; load at the end {fmt(p.get('load'))})" for p in parts]
-    lines = ["# Counterfactual rules: Table 1 protocol (papers.md section 4)", "",
+    lines = ["# Counterfactual rules: Table 1 protocol (Amoukou and Brunel)", "",
              "Run" + ("s" if len(runs) > 1 else "") + ": " + "; ".join(runs) + f" — {doc['machine']}; "
              f"{doc['cases_per_class']} test cases per class, K = {doc.get('k', 10)}, seed {doc['seed']}. Paper values "
              "in parentheses (adult is not in the paper).", "",
@@ -950,11 +953,11 @@ def cdp_monte_carlo(name: str, n_cases: int, seed: int, min_matches: int = 30) -
     of the reached leaves, for every set S with at least ``min_matches`` matching rows."""
     import itertools
 
-    from lumber.compiler.api.rules import RuleExplainer
+    from lumber.compiler.api.rules import RuleExplainer, RuleOptions
     from lumber.passes.analyses.rules import cdp
 
     Xtr, Xte, _, _, model = fit_model(name, seed)
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=0)
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=0))
     ctx = ex.context
     X, dec = ctx.table.X, ctx.train_decision
     Xt = ctx.table.forest.prepare_input(Xte)
@@ -1005,10 +1008,10 @@ def cell_rows(ctx: Any, x: np.ndarray, S: list[int]) -> float:
 def search_report(name: str, n_cases: int, seed: int, pi: float = 0.9) -> dict[str, Any]:
     """Per case: the set S the local rule uses, its CDP, the best CDP of any searched set, and whether
     S reached pi (miss = pi - best CDP when not)."""
-    from lumber.compiler.api.rules import RuleExplainer
+    from lumber.compiler.api.rules import RuleExplainer, RuleOptions
 
     Xtr, Xte, _, _, model = fit_model(name, seed)
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=0, widen=0, pi=pi)
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=0, widen=0, pi=pi))
     out: dict[str, Any] = {"features": Xtr.shape[1], "groups": {}}
     ctx = ex.context
     names = ctx.names
@@ -1043,7 +1046,7 @@ def search_report(name: str, n_cases: int, seed: int, pi: float = 0.9) -> dict[s
 
 def cdp_markdown(doc: dict[str, Any]) -> str:
     mc = doc["monte_carlo"]
-    lines = ["# Counterfactual rules: the CDP estimator and the minimal divergent set (issue 16)", "",
+    lines = ["# Counterfactual rules: the CDP estimator and the minimal divergent set", "",
              f"`{doc['command']}` — {doc['machine']}; load average {fmt(doc['load'])} on {doc['cpus']} cores "
              "(the machine is shared; timings at load above the core count are not evidence).", "",
              "## CDP against a Monte Carlo estimate", "",
@@ -1052,8 +1055,8 @@ def cdp_markdown(doc: dict[str, Any]) -> str:
              "of that conditional law; their share in the target is the Monte Carlo estimate. "
              f"{mc['cases']} test cases, every S with at least {mc['min_matches']} matching rows "
              f"({mc['pairs']} (case, S) pairs). *cells*: the Projected Forest as the paper defines it (rows in the "
-             "intersection of the reached leaves; lumber now); *union*: every row of every reached leaf (lumber "
-             "before issue 16).", "",
+             "intersection of the reached leaves, lumber's estimator); *union*: every row of every reached leaf "
+             "(an estimator that counts rows twice).", "",
              "| estimator | mean abs. error | bias | 95th pct abs. error | share of pairs with CDP >= 0.9 |",
              "|---|---|---|---|---|",
              f"| Monte Carlo | — | — | — | {fmt(mc['mc_reach_pi'], 3)} |"]
@@ -1125,9 +1128,9 @@ def cdp_check(n_cases: int, seed: int) -> dict[str, Any]:
 def _explainer(name: str, seed: int, Xtr: Any, model: Any, iso: Any, plain: bool) -> Any:
     """The headline explainer (K = 10, one sample, IF 10%); ``plain``: the C cell counts off and the
     margins interpreted (the paths the fast ones must agree with)."""
-    from lumber.compiler.api.rules import Margins, RuleExplainer
+    from lumber.compiler.api.rules import Margins, RuleExplainer, RuleOptions
 
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=10, isolation=iso)
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=10, isolation=iso))
     if plain:
         ctx = ex.context
         ex.context = replace(ctx, margins=None, cells=replace(ctx.cells, counter=None), _estimates={}, _hit_bits={})
@@ -1203,7 +1206,7 @@ def speed(datasets: list[str], n_cases: int, repeats: int, seed: int) -> dict[st
 def speed_markdown(doc: dict[str, Any]) -> str:
     lines = ["# Counterfactual rules: speed", "",
              f"`{doc['command']}` -- {doc['machine']}, {doc['cpus']} CPUs, load average at the end "
-             f"{doc['load'][0]:.2f}; {doc['seconds']:.0f} s in all. Targets (issue 16): regional rules for 8 "
+             f"{doc['load'][0]:.2f}; {doc['seconds']:.0f} s in all. Targets: regional rules for 8 "
              "Adult regions <= 10 s, local rules <= 2 s per case at K = 10 (adult, bcw).", "",
              "Fast: the explainer as shipped (C cell counts, compiled margins, both built in the background "
              "once the work passes a threshold); plain: the same explainer with numpy cell counts and "

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.backends.base import Artifact
-from lumber.backends.c import COptions, emit_source
+from lumber.backends.c import CEmitOptions, emit_source
 from lumber.backends.c.layout import bin_tables, layout
 from lumber.ir import CompileError, Forest
 from lumber.ir.interp import prepare_input
@@ -57,7 +57,7 @@ def _thread_seconds(pred: CPredictor, X: npt.NDArray[np.float64]) -> float:
     return time.thread_time() - t0
 
 
-def compile_timed_walk(forest: Forest, options: COptions, sample: Any, build: Callable[[Artifact], CPredictor], *,
+def compile_timed_walk(forest: Forest, options: CEmitOptions, sample: Any, build: Callable[[Artifact], CPredictor], *,
                        path: str | Path | None = None, fingerprint: str | None = None) -> CPredictor:
     """The C library of ``forest`` with the walk that is fastest on ``sample`` (see the module docstring).
 

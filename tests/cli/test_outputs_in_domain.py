@@ -1,4 +1,4 @@
-"""Issue 13's "done when": on every bundled data set, with training rows and no constraint file, nothing
+"""On every bundled data set, with training rows and no constraint file, nothing
 lumber prints, writes or reports holds a value outside its feature's domain or a change below resolution.
 
 Each data set is exported as the README tour does (``lumber datasets export``, a small model), then

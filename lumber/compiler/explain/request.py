@@ -6,7 +6,7 @@ all start from an :class:`ExplanationRequest`: the lowered model and its
 source-library predictor, the schema (and per-feature domains), the constraints
 from any accepted form, the target, the norm and scale (parsed once by
 :meth:`Norm.parse <lumber.ir.Norm.parse>` / :meth:`Scale.parse <lumber.ir.Scale.parse>`)
-and the reference rows. Constraints override keywords (DESIGN.md): a norm,
+and the reference rows. Constraints override keywords: a norm,
 scale or target stated in the constraints wins over the keyword.
 
 Build one with :func:`explanation_request` and pass it where a model goes;

@@ -1,4 +1,4 @@
-"""The divergent-set search's order and budget (papers.md section 4, Definition 3.2): divergent sets first,
+"""The divergent-set search's order and budget (Amoukou and Brunel, Definition 3.2): divergent sets first,
 then -- unless strict -- the sets below pi, also when some set reaches pi but gives no rule."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Counterfactual rules: local and regional recourse policies from a random forest (papers.md section 4).
+"""Counterfactual rules: local and regional recourse policies from a random forest (Amoukou and Brunel).
 
 Layout, one job per module:
 

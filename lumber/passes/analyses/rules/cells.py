@@ -1,4 +1,4 @@
-"""Projected-forest cells: the paper's CDP / CRP estimator (papers.md section 4).
+"""Projected-forest cells: the paper's CDP / CRP estimator (Amoukou and Brunel).
 
 The Projected Forest (Bénard et al.; Amoukou & Brunel section 4.1) drops a
 query down every tree, sending it both ways at splits it does not determine

@@ -1,4 +1,4 @@
-"""Projected Forest (CDP) and Regional Random Forest (CRP) estimators (papers.md section 4).
+"""Projected Forest (CDP) and Regional Random Forest (CRP) estimators (Amoukou and Brunel).
 
 A query fixes some features at a point (routed exactly, NaN included) and
 constrains the others to intervals ``lo < x <= hi`` (free = the whole line). In

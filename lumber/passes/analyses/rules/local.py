@@ -1,5 +1,5 @@
 """Local counterfactual rules: for each case, the smallest set S of features to change and
-the boxes over S that reach the target with probability ``pi_c`` (papers.md section 4).
+the boxes over S that reach the target with probability ``pi_c`` (Amoukou and Brunel).
 
 The case's other features stay fixed. Leaves are reached by exact routing of
 the case's fixed values (NaN included), so a rule is conditioned exactly on

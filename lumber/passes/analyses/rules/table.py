@@ -1,6 +1,6 @@
 """The rule forest as a table of leaves: boxes, training-row membership and counts.
 
-Counterfactual rules (papers.md section 4) read a random forest as an adaptive
+Counterfactual rules (Amoukou and Brunel) read a random forest as an adaptive
 nearest-neighbour estimator: every estimate is a weighted share of training
 rows, with weights from the leaves a query reaches. This module flattens all
 leaves of all trees into one set of arrays (grouped by tree) so every estimator

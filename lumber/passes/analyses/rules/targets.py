@@ -1,4 +1,4 @@
-"""Decisions and target sets for counterfactual rules (papers.md section 4).
+"""Decisions and target sets for counterfactual rules (Amoukou and Brunel).
 
 For a classifier a decision is the class index ``predict`` chooses and the target
 set is one or more classes (by default every class but the current one); for a

@@ -88,3 +88,32 @@ def test_moved_margins_fall_back_on_nan_and_stop_at_the_deadline() -> None:
     got = heuristic._moved_margins(f, X[0], cols, Z, Deadline.never())
     assert got is not None and np.allclose(got, heuristic.fast_margins(f, Z))
     assert heuristic._moved_margins(f, X[0], cols[:10], Z[:10] * 0 + X[0], Deadline(0.0, lambda: 1.0)) is None
+
+
+def test_a_change_limit_checks_reference_rows_before_the_model(monkeypatch) -> None:
+    """``changes <= k`` costs the warm start no model evaluations of rows it rules out: the rows the model
+    sees are only those that keep the limit (the check runs on all rows at once, before the model)."""
+    import lumber
+    from sklearn.ensemble import RandomForestClassifier
+
+    from lumber.ir import Constraints
+    from lumber.passes.analyses.counterfactual import heuristic as H
+    from lumber.passes.analyses.counterfactual.solve import make_query
+    from lumber.passes.analyses.counterfactual.targets import forest_meets
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 6))
+    rf = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(X, X[:, 0] + X[:, 1] > 0)
+    f = lumber.load(rf)
+    x0 = X[np.flatnonzero(rf.predict(X) == 0)[0]]
+    seen: list[np.ndarray] = []
+    real = H.fast_margins
+    monkeypatch.setattr(H, "fast_margins", lambda forest, Z: seen.append(Z) or real(forest, Z))
+    q = make_query(f, x0, 1, Constraints(max_changes=2), reference=X)[0]
+    x = H.warm_start(q, lambda Z: forest_meets(f, q.spec, Z), X)
+    assert x is not None and int(np.sum(x != q.x0)) <= 2
+    cands = H.Candidates(q, lambda Z: forest_meets(f, q.spec, Z))
+    R, ok = cands.repair(X)
+    keep = int(cands.checker.ok(R[ok]).sum())  # reference rows that keep the limit once repaired
+    assert 0 < keep < 1024 and seen
+    assert max(Z.shape[0] for Z in seen) <= max(keep, 64)  # never a block of rows the limit rules out
