@@ -56,7 +56,7 @@ def test_case_matches_reference(case_libs: dict[str, CLibrary], case: str, varia
     if f"{case}_{variant}" not in case_libs:  # the code walk needs thresholds that bin
         assert variant == "c" and not _binnable(forest)
         with pytest.raises(CompileError, match="walk='code' needs"):
-            emit_source(forest, COptions(walk="code"))
+            emit_source(forest, CEmitOptions(walk="code"))
         return
     assert_same(case_libs[f"{case}_{variant}"], forest, corpus(forest))
 
@@ -115,7 +115,7 @@ def test_code_walk_blocks_of_any_size_match_reference(tmp_path: Path) -> None:
     cases = [(name, mk()) for name, mk in sorted(CASES.items())]
     cases = [(name, f) for name, f in cases if _binnable(f)]
     built = [(f"k{block}_{name}", f, block) for name, f in cases for block in (8, 13)]
-    sources = [emit_source(f, COptions(prefix=p, walk="code", block=block)).text() for p, f, block in built]
+    sources = [emit_source(f, CEmitOptions(prefix=p, walk="code", block=block)).text() for p, f, block in built]
     assert '"walk": "code"' in sources[0].replace('\\"', '"')
     build_shared(sources, tmp_path / "k.so", BuildOptions(warnings_as_errors=True, extra_flags=("-O1",)))
     assert len(cases) >= 5

@@ -39,7 +39,7 @@ def test_sample_times_both_walks_and_keeps_one_exactly(case: str, tmp_path: Path
 
 def test_explicit_walk_is_kept_and_not_timed() -> None:
     forest = CASES["numeric_nan"]()
-    pred = lumber.compile(forest, target="c", walk="code", sample=corpus(forest))
+    pred = lumber.compile(forest, target="c", sample=corpus(forest), options=lumber.COptions(walk="code"))
     assert "walk" not in pred.report and pred.library.metadata["walk"] == "code"
     pred = lumber.compile(forest, target="c")
     assert "walk" not in pred.report and pred.library.metadata["walk"].startswith("binned")
