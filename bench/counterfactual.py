@@ -433,8 +433,6 @@ def section_population(args: argparse.Namespace, out: dict[str, Any]) -> None:
     single-query solve on a sample, and treecf beside it where it installs."""
     import lumber
     from lumber.ir import Constraints
-    from lumber.passes.analyses.change_cost import ChangeCost
-    from lumber.ir import Norm
 
     res: dict[str, Any] = dict(out.get("population", {}))
     n_rows = args.population_rows or (20 if args.quick else 400)
@@ -452,8 +450,9 @@ def section_population(args: argparse.Namespace, out: dict[str, Any]) -> None:
                 cons = Constraints.from_mapping(mapping) if mapping else None
                 opts = lumber.CounterfactualOptions(norm="l1", scale="minmax", time_limit=limit)
                 t0 = time.perf_counter()
+                # (the frames hold category codes, as the models were trained: whole-number domains, no labels)
                 got = lumber.counterfactual(pm["model"], frame, target=pm["target"], constraints=cons,
-                                            reference=pm["Xtr"], features=pm["features"], options=opts, n_jobs=args.jobs)
+                                            reference=pm["Xtr"], options=opts, n_jobs=args.jobs)
                 wall = time.perf_counter() - t0
                 a = _answers(got)
                 a["rows_per_s"] = len(rows) / wall
@@ -462,7 +461,7 @@ def section_population(args: argparse.Namespace, out: dict[str, Any]) -> None:
                 same, checked = 0, 0
                 for i in sample:  # the batch answer is the single-query answer
                     one = lumber.counterfactual(pm["model"], frame.iloc[[i]], target=pm["target"], constraints=cons,
-                                                reference=pm["Xtr"], features=pm["features"], options=opts)
+                                                reference=pm["Xtr"], options=opts)
                     if one.status == "optimal" and got[i].status == "optimal":
                         checked += 1
                         same += abs(one.cost - got[i].cost) <= 1e-6 * (1 + one.cost)

@@ -456,7 +456,8 @@ class TablePredictor(Predictor):
 
     target = "table"
 
-    def __init__(self, ens: ObliviousEnsemble, fp: str, *, threads: int = 1, engine: str = "auto") -> None:
+    def __init__(self, ens: ObliviousEnsemble, fp: str, *, threads: int = 1, engine: str = "auto",
+                 isa: str = "auto") -> None:
         super().__init__(ens.schema, fp)
         self.ensemble = ens
         self.threads = threads
@@ -469,9 +470,9 @@ class TablePredictor(Predictor):
             try:
                 from lumber.backends.table_c import TableRuntime
 
-                self._runtime = TableRuntime(ens)
+                self._runtime = TableRuntime(ens, isa=isa)
             except CompileError:
-                if engine == "c":
+                if engine == "c" or isa != "auto":
                     raise
         if self._runtime is None:
             from lumber.backends.table import TableEvaluator

@@ -38,7 +38,6 @@ import pandas as pd
 from lumber.ir import InputDataError, Task, atomic_open
 from lumber.ir.binding import TYPE_CODES, _error, _looks_like_data, bind, check_unique
 
-from .progress import enabled
 
 PARQUET_MAGIC, GZIP_MAGIC = b"PAR1", b"\x1f\x8b"
 FORMATS = ("csv", "jsonl", "parquet")
@@ -61,7 +60,7 @@ class StreamOptions:
     output_format: str | None = None
     """csv, jsonl or parquet; None: from the output's suffix, else csv."""
     progress: bool | None = None
-    """Rows scored, on stderr; None: when stderr is a terminal."""
+    """Rows scored, on stderr; None: when stderr is a terminal (as :class:`lumber.compiler.progress.Progress`)."""
 
     def __post_init__(self) -> None:
         if int(self.chunk_rows) < 1:
@@ -119,17 +118,19 @@ def predict_file(model: Any, source: str | Path | IO[bytes], output: str | Path 
         fh, label, size = stack.enter_context(_open_source(source))
         chunks = _parquet_chunks(fh, label, schema, options) if fh.peek(4)[:4] == PARQUET_MAGIC or \
             str(label).lower().endswith((".parquet", ".pq")) else _csv_chunks(fh, label, schema, options)
-        show = enabled() if options.progress is None else options.progress
+        tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        show = tty if options.progress is None else options.progress
         writer = stack.enter_context(_writer(output, fmt))
         n = read = 0
         for X, consumed in chunks:
             writer(prediction_frame(model, X, options.raw))
             n, read = n + len(X), read + consumed
-            if show:
+            if show:  # one line redrawn on a terminal, a line per chunk in a log
                 done = f" ({100 * read / size:.0f}% of the file)" if size else ""
-                sys.stderr.write(f"\rscoring {label}: {n:,} rows{done}")
+                sys.stderr.write(f"\rscoring {label}: {n:,} rows{done}" if tty else
+                                 f"scoring {label}: {n:,} rows{done}\n")
                 sys.stderr.flush()
-        if show:
+        if show and tty:
             sys.stderr.write("\n")
         if n == 0:
             raise InputDataError(f"{label}: has no rows")
@@ -393,6 +394,29 @@ def prediction_frame(model: Any, X: Any, raw: bool = False) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def csv_text(frame: pd.DataFrame, *, header: bool = True) -> str:
+    """``frame`` as CSV: floats as the shortest text that reads back to the same double (Python's ``repr``),
+    missing values empty. Columns of text that needs quoting go through pandas' writer."""
+    cols: list[list[str]] = []
+    for c in frame.columns:
+        v = frame[c].to_numpy()
+        if v.dtype.kind == "f":
+            text = [repr(x) for x in v.tolist()]
+            if np.isnan(v).any():
+                text = ["" if t == "nan" else t for t in text]
+        else:
+            text = [str(x) for x in v.tolist()]
+            if any(any(ch in t for ch in ',"\n\r') for t in text):
+                return frame.to_csv(index=False, header=header)
+        cols.append(text)
+    if len(cols) == 1 and "" in cols[0]:  # an empty line would read as no row at all
+        return frame.to_csv(index=False, header=header)
+    names = io.StringIO()
+    csv.writer(names, lineterminator="\n").writerow([str(c) for c in frame.columns])
+    body = "\n".join(map(",".join, zip(*cols)))
+    return (names.getvalue() if header else "") + body + ("\n" if body else "")
+
+
 @contextmanager
 def _writer(output: str | Path | IO[str] | None, fmt: str) -> Iterator[Any]:
     """A function writing one chunk's predictions; the file appears (atomically) only when all are written."""
@@ -418,7 +442,7 @@ def _writer(output: str | Path | IO[str] | None, fmt: str) -> Iterator[Any]:
             elif fmt == "jsonl":
                 fh.write("".join(json.dumps(r) + "\n" for r in frame.to_dict(orient="records")))
             else:
-                frame.to_csv(fh, index=False, header=state["first"], float_format="%.17g")
+                fh.write(csv_text(frame, header=state["first"]))
             state["first"] = False
 
         yield write
@@ -429,4 +453,4 @@ def _writer(output: str | Path | IO[str] | None, fmt: str) -> Iterator[Any]:
         fh.flush()
 
 
-__all__ = ["FORMATS", "StreamOptions", "output_format", "predict_file", "prediction_frame"]
+__all__ = ["FORMATS", "StreamOptions", "csv_text", "output_format", "predict_file", "prediction_frame"]

@@ -70,8 +70,9 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
 def compile_fastest(model: ModelLike, *, sample: Any = None, path: str | Path | None = None, threads: int = 1,
                     options: FastestOptions | None = None) -> Predictor:
     """The faster of ``model``'s exact C libraries: the forest (binned and value walks) and its oblivious tables,
-    timed on ``sample`` (default: rows spread over the model's splits). Both forms compute the source model's
-    predictions exactly; ``predictor.report`` holds every form's time and the choice.
+    timed on ``sample``, rows like those the model will see (required: which form wins depends on the rows).
+    Both forms compute the source model's predictions exactly; ``predictor.report`` holds every form's time,
+    the choice and ``timed_on`` (the rows timed: how many, from where, tiled to how many, the clock).
 
     ``options``: a ``lumber.FastestOptions`` (the ``c`` library's fields plus the tables'
     ``max_depth``, ``strategy``, ``exact``, ``time_passes``).

@@ -19,7 +19,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from lumber.compiler.explain import (
-    ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request, warn_positional,
+    ConstraintsLike, ExplanationRequest, SourcePredictor, explainer_options, explanation_request, warn_positional,
 )
 from lumber.ir import ArrayLike, Feature, Forest, InputDataError, ModelLike, Norm, TargetLike, Task
 from lumber.ir.display import Display
@@ -67,10 +67,7 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
         ``.point`` (verified witness), ``.trace``, ``.per_class`` (multiclass),
         ``.exact`` and ``.method``.
     """
-    opts = options if options is not None else SensitiveOptions()
-    if not isinstance(opts, SensitiveOptions):
-        raise InputDataError(f"options must be a lumber.SensitiveOptions, got {type(opts).__name__}",
-                             "lumber.sensitive_tests(model, X, options=lumber.SensitiveOptions(norm='l1'))")
+    opts = explainer_options(options, SensitiveOptions, "lumber.sensitive_tests")
     req = explanation_request(model, constraints=constraints, target=target, norm=opts.norm, scale=opts.scale,
                               reference=reference, features=features, verify=opts.verify_with_model)
     forest = req.forest

@@ -45,7 +45,8 @@ class SensitiveOptions:
     time_limit: float = 30.0
     """Seconds per case and target decision for the MILP and for the upper-bound search."""
     search: SearchOptions = field(default_factory=SearchOptions)
-    """Effort of the upper-bound search (its ``time_limit`` is this object's)."""
+    """Effort of the upper-bound search (``lumber.passes.analyses.sensitive.SearchOptions``; its ``time_limit``
+    is this object's)."""
     domains: Domains | None = None
     """The values each feature may take; None: from the schema, the constraints and the reference rows."""
     verify_with_model: bool = True
@@ -122,4 +123,4 @@ def _show_original_values(result: SensitiveResult, schema64: Any, X: Any) -> Non
     result.X = raw
 
 
-__all__ = ["METHODS", "SensitiveOptions", "sensitive_tests"]
+__all__ = ["METHODS", "SearchOptions", "SensitiveOptions", "sensitive_tests"]

@@ -45,7 +45,7 @@ from .tree_projection import Bounds, TreePlan
 FloatArray = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchOptions:
     """Effort of the upper-bound search."""
 

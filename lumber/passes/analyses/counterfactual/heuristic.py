@@ -371,7 +371,7 @@ def improve(cands: Candidates, x: FloatArray, passes: int = 2, deadline: Deadlin
 
 
 def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = None,
-           start: FloatArray | None = None) -> FloatArray | None:
+           start: FloatArray | None = None, by_gain: bool = False) -> FloatArray | None:
     """Cross one split at a time, best target gain per unit cost; keep the cheapest feasible point seen.
 
     The walk does not stop at the first move that reaches the target (often one expensive
@@ -380,10 +380,13 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
     :func:`_moved_margins` (only the trees whose path tests the moved feature).
 
     From a ``start`` (a plausible point, under an isolation forest) it only steps to points
-    that stay plausible: the walk then looks for the target inside the plausible region.
+    that stay plausible: the walk then looks for the target inside the plausible region. Under a
+    change limit (``changes <= k``), once ``k`` features have changed only those move on.
+    ``by_gain``: the best target gain, whatever it costs (the fewest steps to the target).
     """
     q = cands.q
     window = q.options.window
+    limit = q.constraints.max_changes if q.constraints is not None else None
     x = q.x0.copy() if start is None else np.array(start, dtype=np.float64)
     inside = start is not None and q.isolation is not None
     moves: list[tuple[int, FloatArray]] = []
@@ -414,6 +417,10 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
         X[np.arange(vv.shape[0]), cc] = vv
         c = q.cost.total(X)
         keep = (c < best_cost) & (vv != x[cc])
+        if limit is not None:  # at the change limit only the features changed already may move
+            changed = (x != q.x0) & ~(np.isnan(x) & np.isnan(q.x0))
+            if int(changed.sum()) >= limit:
+                keep &= changed[cc]
         if not keep.any():
             break
         X, c, moved = X[keep], c[keep], cc[keep]
@@ -439,7 +446,8 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
         score = target_score(q, m)
         gain = score - score_x
         dc = c - q.cost.total(x[None, :])[0]
-        ratio = np.where((gain > 0) & (c < best_cost), gain / np.maximum(dc, 1e-12), -np.inf)
+        per = gain if by_gain else gain / np.maximum(dc, 1e-12)
+        ratio = np.where((gain > 0) & (c < best_cost), per, -np.inf)
         if not np.isfinite(ratio).any():
             break
         j = int(np.argmax(ratio))
@@ -500,6 +508,11 @@ def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Re
     # Not with an isolation forest when some row is plausible (see PLAUSIBLE_REFINE).
     if q.isolation is None or not pool:
         g = greedy(cands, max_steps=40, deadline=deadline)
+        if g is not None:
+            pool.append(g)
+    if not pool and q.constraints is not None and q.constraints.max_changes is not None:
+        # cheap moves first can spend the change limit on features that do not reach the target
+        g = greedy(cands, max_steps=40, deadline=deadline, by_gain=True)
         if g is not None:
             pool.append(g)
     best, best_cost = None, np.inf
