@@ -71,7 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--strategy", choices=STRATEGIES,
                    help="how re-composition covers the polynomial with trees (default: pack)")
     g.add_argument("--sample", metavar="CSV",
-                   help="with --optimize speed: your rows to time the forms on (default: the --train rows)")
+                   help="your rows to time on: with --optimize speed the forms (default: the --train rows), "
+                        "with --emit c the C walk (binned or code)")
     g.add_argument("--tolerance", type=float, metavar="LOSS",
                    help="with --optimize speed: also try lossy forms fitted on --train and keep the fastest whose "
                         "loss on --valid (AUC drop, relative RMSE rise) is at most LOSS; needs --label")
