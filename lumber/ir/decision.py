@@ -202,6 +202,22 @@ class Target:
         return replace(schema, cutoff=self.cutoff)
 
 
+def class_indices(schema: Schema, y: Any) -> npt.NDArray[np.int64]:
+    """Output index of each label in ``y`` (:func:`class_index` per distinct label; integer indices
+    0..K-1 when the model records no class labels)."""
+    y = np.asarray(y).reshape(-1)
+    if schema.classes is not None:
+        distinct, inverse = np.unique(y, return_inverse=True)
+        return np.array([class_index(tuple(schema.classes), plain(v)) for v in distinct], dtype=np.int64)[inverse]
+    n_classes = 2 if schema.task == Task.BINARY else schema.n_outputs
+    if y.dtype == bool:
+        return y.astype(np.int64)
+    yi = y.astype(np.int64)
+    if not np.all(yi == y) or yi.min(initial=0) < 0 or yi.max(initial=0) >= n_classes:
+        raise InputDataError(f"labels must be class indices 0..{n_classes - 1} (the model records no class labels)")
+    return yi
+
+
 def class_index(labels: tuple[Any, ...], target: Any) -> int:
     """Index of a class label: an exact match first, then one by text (``"1"`` finds ``1``)."""
     for i, lab in enumerate(labels):
@@ -302,5 +318,5 @@ def resolve_target(model: "Forest | Schema", target: Any, current: float | None 
                   cutoff=cutoff, classes=idx, labels=labels)
 
 
-__all__ = ["Target", "check_cutoff", "with_cutoff", "class_index", "class_labels", "decisions", "is_classifier",
+__all__ = ["Target", "check_cutoff", "with_cutoff", "class_index", "class_indices", "class_labels", "decisions", "is_classifier",
            "margin_decisions", "plain", "resolve_target"]

@@ -19,7 +19,7 @@ from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.passes.analyses.metrics import Metric
 from lumber.passes.analyses.realizable import above, below
 from lumber.ir import Target
-from lumber.passes.analyses.sensitive_tests import decisions
+from lumber.passes.analyses.sensitive_tests import goal_decisions
 
 
 def _candidates(forest: Forest, metric: Metric, x: np.ndarray, f: int,
@@ -63,7 +63,7 @@ def oracle(forest: Forest, x: np.ndarray, metric: Metric, goal: Target = Target(
         P = P[changed <= metric.max_changes]
     if P.shape[0] == 0:
         return {}
-    dec = decisions(forest, forest.evaluate(P), goal)
+    dec = goal_decisions(forest, forest.evaluate(P), goal)
     dist = metric.distance(np.broadcast_to(x, P.shape), P)
     out: dict[int, tuple[float, np.ndarray]] = {}
     for g in np.unique(dec):

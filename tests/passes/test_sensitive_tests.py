@@ -29,7 +29,7 @@ from lumber.passes.analyses.sensitive_results import UNREACHABLE
 from lumber.passes.analyses.sensitive import sensitive_tests
 from lumber.ir import Target
 from lumber.ir.decision import class_labels, resolve_target
-from lumber.passes.analyses.sensitive_tests import decisions, leaf_distances
+from lumber.passes.analyses.sensitive_tests import goal_decisions, leaf_distances
 from lumber.passes.analyses.tree_projection import TreePlan
 
 
@@ -183,7 +183,7 @@ def test_theorem2_all_tests_change_the_class_no_strict_subset_does(f, seed) -> N
         if not c.reachable:
             continue
         x = X[c.row]
-        assert decisions(f, f.evaluate(c.point[None, :]), Target())[0] != r.group[c.row]
+        assert goal_decisions(f, f.evaluate(c.point[None, :]), Target())[0] != r.group[c.row]
         for k in range(len(c.tests)):
             for subset in itertools.combinations(c.tests, k):
                 y = x.copy()
@@ -191,7 +191,7 @@ def test_theorem2_all_tests_change_the_class_no_strict_subset_does(f, seed) -> N
                     # crossed tests move to the witness; the others stop on the case's side of the boundary
                     y[t.index] = t.new_value if t in subset else t.threshold if t.op == "<=" else \
                         np.nextafter(t.threshold, np.inf)
-                assert decisions(f, f.evaluate(y[None, :]), Target())[0] == r.group[c.row]
+                assert goal_decisions(f, f.evaluate(y[None, :]), Target())[0] == r.group[c.row]
 
 
 @settings(max_examples=20)

@@ -38,7 +38,7 @@ from .leaf_boxes import forest_boxes
 from .metrics import Metric
 from .realizable import above, below
 from .sensitive_results import SensitiveResult
-from .sensitive_tests import (TestExtractor, choose_target, decision_labels, decision_messages, decisions,
+from .sensitive_tests import (TestExtractor, choose_target, decision_labels, decision_messages, goal_decisions,
                               verify)
 from .tree_projection import Bounds, TreePlan
 
@@ -89,7 +89,7 @@ class _Search:
 
     def evaluate(self, P: FloatArray) -> tuple[FloatArray, npt.NDArray[np.int64]]:
         margins = forest_evaluate(self.forest, P)
-        return margins, decisions(self.forest, margins, self.goal)
+        return margins, goal_decisions(self.forest, margins, self.goal)
 
     def reached(self, dec: npt.NDArray[np.int64], g0: int, target: int | None) -> npt.NDArray[np.bool_]:
         return dec != g0 if target is None else dec == target
@@ -324,7 +324,7 @@ def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: T
     G = len(labels)
     n, d = X.shape
     margins = forest_evaluate(forest, X)
-    g = decisions(forest, margins, goal)
+    g = goal_decisions(forest, margins, goal)
     blo, bhi = metric.case_bounds(X, s.cfeat)
     gdist = np.full((n, G), np.inf)
     gpoint = np.full((n, G, d), np.nan)
@@ -343,7 +343,7 @@ def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: T
             p = None if metric.all_frozen else s.search(X[i], blo[i], bhi[i], int(g[i]), tk)
             if p is None:
                 continue
-            k = int(decisions(forest, forest_evaluate(forest, p[None, :]), goal)[0])
+            k = int(goal_decisions(forest, forest_evaluate(forest, p[None, :]), goal)[0])
             dist = float(metric.distance(X[i:i + 1], p[None, :])[0])
             if dist < gdist[i, k]:
                 gdist[i, k], gpoint[i, k] = dist, p
@@ -417,7 +417,7 @@ def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Target, 
     labels = decision_labels(forest, goal)
     G = len(labels)
     n, d = X.shape
-    g = decisions(forest, forest_evaluate(forest, X), goal)
+    g = goal_decisions(forest, forest_evaluate(forest, X), goal)
     cons = metric_constraints(metric)
     weights = (metric.down, metric.up)
     gdist = np.full((n, G), np.inf)
@@ -454,7 +454,7 @@ def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Target, 
                 p = backup.search(X[i], blo[i], bhi[i], int(g[i]), tk)
             if p is None:
                 continue
-            kk = int(decisions(forest, forest_evaluate(forest, p[None, :]), goal)[0])
+            kk = int(goal_decisions(forest, forest_evaluate(forest, p[None, :]), goal)[0])
             dist = float(metric.distance(X[i:i + 1], p[None, :])[0])
             if kk != g[i] and dist < gdist[i, kk]:
                 gdist[i, kk], gpoint[i, kk] = dist, p

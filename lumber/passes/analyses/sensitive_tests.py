@@ -61,7 +61,7 @@ def check_goal(forest: Forest, goal: Target) -> None:
             raise InputDataError(f"target interval [{lo}, {hi}] is empty", "give lo <= hi")
 
 
-def decisions(forest: Forest, margins: npt.NDArray[np.float64], goal: Target) -> npt.NDArray[np.int64]:
+def goal_decisions(forest: Forest, margins: npt.NDArray[np.float64], goal: Target) -> npt.NDArray[np.int64]:
     """Decision index of raw margins: the class ``predict`` picks, or inside the interval."""
     d = margin_decisions(forest.schema, margins)
     if is_classifier(forest):
@@ -82,7 +82,7 @@ def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goa
     plan = TreePlan(forest, boxes, metric)
     labels = decision_labels(forest, goal)
     G = len(labels)
-    lgroup = decisions(forest, accumulate(forest, boxes.leaf[:, None]), goal)
+    lgroup = goal_decisions(forest, accumulate(forest, boxes.leaf[:, None]), goal)
     n = X.shape[0]
     case_row = np.searchsorted(boxes.leaf, forest_apply(forest, X)[:, 0])
     cgroup = lgroup[case_row]
@@ -294,11 +294,11 @@ def verify(result: SensitiveResult, goal: Target) -> None:
     ok = np.flatnonzero(result.reachable)
     result.verified = np.zeros(len(result), dtype=bool)
     if ok.size:
-        got = decisions(result.forest, result.forest.evaluate(result.point[ok]), goal)
+        got = goal_decisions(result.forest, result.forest.evaluate(result.point[ok]), goal)
         result.verified[ok] = got == result.target_group[ok]
     for i in ok[~result.verified[ok]]:
         result.messages[int(i)] = "witness point NOT confirmed by the model"
 
 
-__all__ = ["project_tree", "leaf_distances", "decision_labels", "decision_messages", "decisions",
+__all__ = ["project_tree", "leaf_distances", "decision_labels", "decision_messages", "goal_decisions",
            "check_goal", "TestExtractor", "exact_ensemble_solver", "verify"]
