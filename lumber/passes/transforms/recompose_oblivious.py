@@ -730,21 +730,36 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
     member[nc] = True
     gcount = np.zeros((max(int(gids.shape[0]), 1), T), dtype=np.int64)  # group x tree: codes held
     levels = np.zeros(T, dtype=np.int64)
-    cost = np.zeros((nc + 1, T), dtype=np.int8)  # condition x tree: levels it would add (0: held, or a free code)
-    plain = cgroup[:nc] < 0
+    cost = np.ones((nc + 1, T), dtype=np.int8)  # condition x tree: levels it would add (0: held, or a free code)
+    cost[nc] = 0
+    step = np.ones_like(gcount)  # group x tree: levels one more code of the group adds
+    n_plain = np.zeros(T, dtype=np.int64)
+    by_group = np.argsort(cgroup[:nc], kind="stable")
+    group_cut = np.searchsorted(cgroup[:nc][by_group], np.arange(gcount.shape[0] + 1))
     alive = np.ones(T, dtype=bool)
     trees = [set(s) for s in sets]
+    stored: list[set[int]] = [set() for _ in range(T)]  # each tree's conditions as the tables hold them
 
     def store(t: int) -> None:
-        member[:nc, t] = False
-        gcount[:, t] = 0
-        a = np.fromiter(trees[t], dtype=np.int64, count=len(trees[t]))
-        member[a, t] = True
-        g = cgroup[a]
-        np.add.at(gcount[:, t], g[g >= 0], 1)
-        levels[t] = int((g < 0).sum()) + int(bitlen[gcount[:, t]].sum())
-        step = bitlen[gcount[:, t] + 1] - bitlen[gcount[:, t]]
-        cost[:nc, t] = np.where(member[:nc, t], 0, np.where(plain, 1, step[np.maximum(cgroup[:nc], 0)]))
+        """The tables' column ``t`` from ``trees[t]``: only the changed conditions' rows, and the rows of the
+        groups whose next code now costs another number of levels."""
+        new, old = trees[t], stored[t]
+        gone = np.fromiter(old - new, dtype=np.int64)
+        came = np.fromiter(new - old, dtype=np.int64)
+        member[gone, t] = False
+        member[came, t] = True
+        g_gone, g_came = cgroup[gone], cgroup[came]
+        np.add.at(gcount[:, t], g_gone[g_gone >= 0], -1)
+        np.add.at(gcount[:, t], g_came[g_came >= 0], 1)
+        n_plain[t] += int((g_came < 0).sum()) - int((g_gone < 0).sum())
+        levels[t] = n_plain[t] + int(bitlen[gcount[:, t]].sum())
+        old_step = step[:, t].copy()
+        step[:, t] = bitlen[gcount[:, t] + 1] - bitlen[gcount[:, t]]
+        moved = np.flatnonzero(step[:, t] != old_step)
+        rows = np.concatenate([gone, came] + [by_group[group_cut[g]:group_cut[g + 1]] for g in moved.tolist()])
+        g = cgroup[rows]
+        cost[rows, t] = np.where(member[rows, t], 0, np.where(g < 0, 1, step[np.maximum(g, 0), t]))
+        stored[t] = set(new)
 
     for t in range(T):
         store(t)
