@@ -13,7 +13,7 @@ Sections (``--sections``, default all):
 - ``main``: seconds per explanation (median, p90; wall and CPU) for l0, l1, l2,
   share verified / proven optimal, model size (variables, nonzeros) as built
   and as solved after the warm-start bound, beside OCEAN's Gurobi figures;
-- ``backends``: highspy presolve on / off and scipy's HiGHS on the same queries;
+- ``backends``: HiGHS presolve on / off on the same queries;
 - ``sweeps``: adult, l1, trees in {10, 20, 50, 100, 200, 500} and depth 3..8;
 - ``table4``: OCEAN's Table 4 protocol (isolation forest of 100 trees x 32 samples on the
   training rows labelled with the target class, contamination 0.1, l0 / l1 / l2, time limit
@@ -25,14 +25,21 @@ Sections (``--sections``, default all):
   range) and on the feature domains inferred from the training rows (whole
   numbers stay whole, 0/1 columns binary, observed range): the share of
   counterfactuals with a value outside its domain or a change below its
-  resolution (goal 0), mean changed features, seconds per query.
+  resolution (goal 0), mean changed features, seconds per query;
+- ``population`` (``--population``, not in the default run): every rejected test row of adult and credit
+  under RandomForest 100 x 5, XGBoost 120 x 4 and LightGBM 100 x 31, without and with constraints (sex
+  and marital status immutable, age only up, at most 3 changes), 10 s per query on ``--jobs`` workers:
+  rows/s (the one-time build included), the share proven optimal or infeasible, bounded and unanswered,
+  the mean gap, batch answers against the single-query call on a sample, and treecf (exact and default
+  back ends, on the same domains) beside it when it is installed. ``--quick``: 20 rows per model.
 
 The machine is shared (2 cores, other jobs running): CPU seconds of this
 process are reported beside wall seconds; HiGHS runs in-process on one thread.
 
     .venv/bin/python bench/counterfactual.py [--quick] [--origins 20] [--time-limit 60] [--sections main,dice]
     .venv/bin/python bench/counterfactual.py --quick --sections actionability
-    .venv/bin/python bench/counterfactual.py --sections table4 [--norms l1] [--origins 20] [--cut-rounds 3] [--threads 2] [--race 2]
+    .venv/bin/python bench/counterfactual.py --sections table4 [--norms l1] [--origins 20] [--threads 2] [--whole]
+    .venv/bin/python bench/counterfactual.py --population [--quick] [--population-rows 400] [--jobs 2]
 
 Writes ``bench/results/counterfactual.json`` and ``bench/results/counterfactual.md`` (``counterfactual-quick.*``
 with --quick; ``--dry-run`` prints the files and stops).
@@ -119,15 +126,18 @@ def weights(n_features: int, n: int, seed: int = 1) -> list[tuple[np.ndarray, np
     return [(rng.uniform(0.5, 2.0, n_features), rng.uniform(0.5, 2.0, n_features)) for _ in range(n)]
 
 
-def explain(case: dict[str, Any], x: np.ndarray, w: Any, norm: str, time_limit: float, **kw: Any) -> dict[str, Any]:
-    from lumber.passes.analyses.counterfactual import solve_counterfactual
+def explain(case: dict[str, Any], x: np.ndarray, w: Any, norm: str, time_limit: float,
+            constraints: Any = "protocol", isolation: Any = None, **options: Any) -> dict[str, Any]:
+    """One query of the protocol; ``options`` are further :class:`CounterfactualOptions` fields."""
+    from lumber.passes.analyses.counterfactual import CounterfactualOptions, solve_counterfactual
 
     rf = case["rf"]
-    kw.setdefault("constraints", case["constraints"])
-    kw.setdefault("clip_to_reference", True)
+    options.setdefault("clip_to_reference", True)
+    opts = CounterfactualOptions(norm=norm, scale="minmax", weights=w, time_limit=time_limit, **options)
+    cons = case["constraints"] if constraints == "protocol" else constraints
     c0, t0 = time.process_time(), time.perf_counter()
-    r = solve_counterfactual(case["forest"], x, target=case["target"], norm=norm, scale="minmax", weights=w,
-                             reference=case["Xtr"], time_limit=time_limit, verifier=lambda Z: rf.predict(Z), **kw)
+    r = solve_counterfactual(case["forest"], x, case["target"], cons, options=opts, reference=case["Xtr"],
+                             isolation=isolation, verifier=lambda Z: rf.predict(Z))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"status": r.status, "verified": bool(r.verified), "cost": float(r.cost), "wall": wall, "cpu": cpu,
             "solve": r.solve_seconds, "variables": r.n_variables, "nonzeros": r.nnz, "binaries": r.n_binaries,
@@ -137,11 +147,12 @@ def explain(case: dict[str, Any], x: np.ndarray, w: Any, norm: str, time_limit: 
 
 def full_size(case: dict[str, Any], x: np.ndarray, w: Any, norm: str) -> tuple[int, int]:
     """Variables and nonzeros of the MILP as the paper builds it (no warm-start bound)."""
+    from lumber.passes.analyses.counterfactual import CounterfactualOptions
     from lumber.passes.analyses.counterfactual.problem import build
     from lumber.passes.analyses.counterfactual.solve import make_query
 
-    q = make_query(case["forest"], x, case["target"], case["constraints"], norm=norm, scale="minmax", weights=w,
-                   reference=case["Xtr"], clip_to_reference=True)[0]
+    opts = CounterfactualOptions(norm=norm, scale="minmax", weights=w, clip_to_reference=True)
+    q = make_query(case["forest"], x, case["target"], case["constraints"], options=opts, reference=case["Xtr"])[0]
     p = build(q, leaf_cuts=False)
     return p.model.n_cols, p.model.nnz
 
@@ -183,8 +194,7 @@ def section_main(args: argparse.Namespace, out: dict[str, Any]) -> None:
 
 
 def section_backends(args: argparse.Namespace, out: dict[str, Any]) -> None:
-    variants = {"highs presolve on": {"presolve": True}, "highs presolve off": {"presolve": False},
-                "scipy (HiGHS 1.12)": {"backend": "scipy"}}
+    variants = {"highs presolve on": {"presolve": True}, "highs presolve off": {"presolve": False}}
     res: dict[str, Any] = {}
     n = max(3, args.origins // 4)
     for name in args.datasets:
@@ -227,7 +237,6 @@ def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
 
     import lumber
     from lumber.passes.analyses.counterfactual import isolation_threshold, path_lengths
-    from lumber.passes.analyses.counterfactual import solve as solve_mod
 
     res: dict[str, Any] = dict(out.get("table4", {}))  # rows of earlier runs (other data sets or norms) stay
     res["protocol"] = dict(OCEAN_IF)
@@ -244,21 +253,15 @@ def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
         entry: dict[str, Any] = dict(res.get(name, {}))
         entry.update({"origins": idx, "delta": delta, "target_rows": int(len(target_rows))})
         for norm in args.norms:
-            variants: list[tuple[str, dict[str, Any], int]] = [("no IF", {}, 0), ("IF", {"isolation": (fi, delta)}, 0)]
-            if args.cut_rounds:  # the same query with the cut loop first (solve.CUT_ROUNDS, off by default)
-                variants.append(("IF cuts", {"isolation": (fi, delta)}, args.cut_rounds))
+            variants: list[tuple[str, dict[str, Any]]] = [("no IF", {}), ("IF", {"isolation": (fi, delta)})]
             if args.threads > 1:  # the same query with HiGHS's parallel MIP (1.16: its default when threads > 1)
-                variants.append(("IF threads", {"isolation": (fi, delta), "threads": args.threads}, 0))
-            if args.race > 1:  # the same query with every MILP raced by one-thread HiGHS runs (solver.RACE_VARIANTS)
-                variants.append(("IF race", {"isolation": (fi, delta), "race": args.race}, 0))
+                variants.append(("IF threads", {"isolation": (fi, delta), "threads": args.threads}))
+            if args.whole:  # the same query solved as one MILP (strategy "whole") instead of case by case
+                variants.append(("IF whole", {"isolation": (fi, delta), "strategy": "whole"}))
             runs: dict[str, list[dict[str, Any]]] = {v[0]: [] for v in variants}
             for i, w in zip(idx, ws):  # interleaved: the same origin without and with the isolation forest
-                for label, kw, rounds in variants:
-                    solve_mod.CUT_ROUNDS, default_rounds = rounds, solve_mod.CUT_ROUNDS
-                    try:
-                        r = explain(case, case["Xte"][i], w, norm, args.if_time_limit, **kw)
-                    finally:
-                        solve_mod.CUT_ROUNDS = default_rounds
+                for label, kw in variants:
+                    r = explain(case, case["Xte"][i], w, norm, args.if_time_limit, **kw)
                     r["plausible"] = bool(r["x"] is not None and path_lengths(fi, np.array([r["x"]]))[0] >= delta)
                     runs[label].append(r)
             for label, rows in runs.items():
@@ -268,10 +271,8 @@ def section_table4(args: argparse.Namespace, out: dict[str, Any]) -> None:
                 entry[f"{norm}/{label}"] = {"summary": s, "runs": rows, "time_limit": args.if_time_limit,
                                             "run": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                             "load_end": " ".join(f"{v:.1f}" for v in os.getloadavg())}
-            for key, field, value, what in (("race", "race", args.race, f"{args.race} HiGHS runs raced"),
-                                            ("threads", "threads", args.threads, f"HiGHS on {args.threads} threads"),
-                                            ("cuts", "cut_rounds", args.cut_rounds,
-                                             f"cut loop ({args.cut_rounds} solves first)")):
+            for key, field, value, what in (("threads", "threads", args.threads, f"HiGHS on {args.threads} threads"),
+                                            ("whole", "strategy", "whole", "one MILP (strategy whole)")):
                 if f"IF {key}" not in runs:  # not run now: an earlier run's row keeps its own settings
                     continue
                 entry[f"{norm}/IF {key}"][field] = value
@@ -321,6 +322,174 @@ def section_actionability(args: argparse.Namespace, out: dict[str, Any]) -> None
                           f"changed {s['mean_changed']}, median {s['median_s']:.2f}s", flush=True)
         res[name] = entry
     out["actionability"] = res
+
+
+POPULATION_MODELS = ("rf", "xgboost", "lightgbm")
+POPULATION_CONSTRAINTS = {"adult": {"immutable": ["Sex", "MaritalStatus"], "increase": ["Age"], "max_changes": 3},
+                          "credit": {"immutable": ["SEX", "MARRIAGE"], "increase": ["AGE"], "max_changes": 3}}
+"""The constrained population runs: sex and marital status immutable, age only up, at most 3 changes."""
+
+
+def population_model(name: str, kind: str, seed: int = 0) -> dict[str, Any]:
+    """RandomForest 100 x depth 5, XGBoost 120 x depth 4 or LightGBM 100 x 31 leaves on ``name`` (cached)."""
+    import joblib
+
+    import lumber
+
+    data = lumber.datasets.load(name)
+    Xtr, Xte, ytr, yte = data.split(test_size=0.2, seed=seed)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"pop-{kind}-{name}-{seed}.joblib"
+    if path.exists():
+        model = joblib.load(path)
+    else:
+        X = Xtr.astype(np.float64)  # (a frame: the model records the feature names the constraints use)
+        if kind == "rf":
+            from sklearn.ensemble import RandomForestClassifier
+
+            model = RandomForestClassifier(n_estimators=100, max_depth=5, random_state=seed, n_jobs=1).fit(X, ytr)
+        elif kind == "xgboost":
+            import xgboost
+
+            model = xgboost.XGBClassifier(n_estimators=120, max_depth=4, random_state=seed, n_jobs=1).fit(X, ytr)
+        else:
+            import lightgbm
+
+            model = lightgbm.LGBMClassifier(n_estimators=100, num_leaves=31, random_state=seed, n_jobs=1,
+                                            verbose=-1).fit(X, ytr)
+        joblib.dump(model, path)
+    origin, target = {"adult": (0, 1), "credit": (1, 0)}[name]
+    Xte = Xte.astype(np.float64)
+    rejected = Xte[np.asarray(model.predict(Xte)) == origin]
+    return {"model": model, "names": list(data.feature_names), "features": data.features,
+            "Xtr": Xtr.astype(np.float64), "rejected": rejected, "target": target}
+
+
+def _answers(results: list[Any]) -> dict[str, Any]:
+    """Shares of the answers: proven optimal, proven infeasible, bounded (a verified point with a proven
+    bound at the limit), unanswered (anything else); the mean gap of the bounded ones."""
+    n = max(len(results), 1)
+    optimal = [r for r in results if r.status == "optimal" and r.found and r.verified]
+    infeasible = [r for r in results if r.status == "infeasible"]
+    bounded = [r for r in results if r.status == "time_limit" and r.found and r.verified]
+    gaps = [r.gap for r in bounded if np.isfinite(r.gap)]
+    return {"n": len(results), "optimal": len(optimal) / n, "infeasible": len(infeasible) / n,
+            "bounded": len(bounded) / n, "unanswered": (len(results) - len(optimal) - len(infeasible) - len(bounded)) / n,
+            "proven": (len(optimal) + len(infeasible)) / n, "mean_gap": float(np.mean(gaps)) if gaps else None,
+            "statuses": [r.status for r in results]}
+
+
+def _treecf(pm: dict[str, Any], rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, time_limit: float,
+            cost: Any) -> dict[str, Any]:
+    """treecf 0.3.2 on the same rows (no constraints), on the same domains as lumber's (whole numbers where
+    the training rows are whole, values within their observed range): its exact back end one row at a
+    time and its default (genetic) batch mode, each point's cost under lumber's l1 on the min-max scale,
+    and its claims."""
+    import pandas as pd
+
+    try:
+        import treecf
+    except ImportError:
+        return {"skipped": "treecf not installed (pip install treecf)"}
+    span = np.where(hi > lo, hi - lo, 1.0)
+    Xtr = pm["Xtr"].to_numpy(np.float64)
+    whole = {n: "integer" for j, n in enumerate(pm["names"]) if np.all(Xtr[:, j] == np.round(Xtr[:, j]))}
+    ranges = [treecf.Range(n, float(lo[j]), float(hi[j])) for j, n in enumerate(pm["names"])]
+    ex = treecf.Explainer(pm["model"], normalizers=span, constraints=ranges, value_policy=whole)
+    op = ">=" if pm["target"] == 1 else "<="
+    if hasattr(pm["model"], "estimators_"):  # a random forest's output is the averaged probability itself
+        target = treecf.Target.raw(op=op, value=0.5 + (1e-9 if pm["target"] == 1 else 0.0))
+    else:
+        target = treecf.Target.probability(op=op, value=0.5)
+    out: dict[str, Any] = {}
+    for backend in ("exact", "genetic"):
+        t0 = time.perf_counter()
+        try:
+            if backend == "genetic":
+                res = ex.explain_batch(rows, target, time_budget_s=time_limit)
+                got = [res.for_id(i) for i in range(len(rows))]
+            else:
+                got = [ex.explain(x, target, backend="exact", time_budget_s=time_limit, seed=0) for x in rows]
+        except Exception as exc:  # a peer's failure is reported, not fatal
+            out[backend] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        wall = time.perf_counter() - t0
+        costs, claims = [], []
+        for x0, g in zip(rows, got):
+            g = g[0] if isinstance(g, list) and g else g
+            xc = getattr(g, "x_cf", None)
+            ok = xc is not None and int(np.asarray(pm["model"].predict(
+                pd.DataFrame(np.asarray(xc, dtype=np.float64)[None, :], columns=pm["names"])))[0]) == pm["target"]
+            costs.append(cost(x0, np.asarray(xc, dtype=np.float64)) if ok else None)
+            claims.append(getattr(g, "proof", None))
+        out[backend] = {"rows_per_s": len(rows) / wall, "costs": costs, "claims": claims,
+                        "found": float(np.mean([c is not None for c in costs]))}
+    return out
+
+
+def section_population(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """Every rejected row of a population: rows/s on ``--jobs`` workers (one-time build included), the share
+    proven (optimal or infeasible), bounded and unanswered, the mean gap, each batch answer against the
+    single-query solve on a sample, and treecf beside it where it installs."""
+    import lumber
+    from lumber.ir import Constraints
+
+    res: dict[str, Any] = dict(out.get("population", {}))
+    n_rows = args.population_rows or (20 if args.quick else 400)
+    limit = args.population_time_limit
+    for name in [d for d in args.datasets if d in POPULATION_CONSTRAINTS]:
+        for kind in POPULATION_MODELS:
+            pm = population_model(name, kind)
+            frame = pm["rejected"].iloc[:n_rows]
+            rows = frame.to_numpy(np.float64)
+            lo, hi = pm["Xtr"].min(axis=0).to_numpy(), pm["Xtr"].max(axis=0).to_numpy()
+            span = np.where(hi > lo, hi - lo, 1.0)
+            l1 = lambda x0, x: float(np.sum(np.abs(x - x0) / span))  # noqa: E731
+            entry: dict[str, Any] = {"rows": int(len(rows)), "time_limit": limit, "jobs": args.jobs}
+            for label, mapping in (("none", None), ("constrained", POPULATION_CONSTRAINTS[name])):
+                cons = Constraints.from_mapping(mapping) if mapping else None
+                opts = lumber.CounterfactualOptions(norm="l1", scale="minmax", time_limit=limit)
+                t0 = time.perf_counter()
+                # (the frames hold category codes, as the models were trained: whole-number domains, no labels)
+                got = lumber.counterfactual(pm["model"], frame, target=pm["target"], constraints=cons,
+                                            reference=pm["Xtr"], options=opts, n_jobs=args.jobs)
+                wall = time.perf_counter() - t0
+                a = _answers(got)
+                a["rows_per_s"] = len(rows) / wall
+                a["costs"] = [float(r.cost) if r.found else None for r in got]
+                sample = list(range(0, len(rows), max(1, len(rows) // (5 if args.quick else 20))))
+                same, checked = 0, 0
+                for i in sample:  # the batch answer is the single-query answer
+                    one = lumber.counterfactual(pm["model"], frame.iloc[[i]], target=pm["target"], constraints=cons,
+                                                reference=pm["Xtr"], options=opts)
+                    if one.status == "optimal" and got[i].status == "optimal":
+                        checked += 1
+                        same += abs(one.cost - got[i].cost) <= 1e-6 * (1 + one.cost)
+                a["single_query_checked"], a["single_query_equal"] = checked, same
+                if label == "none":  # (treecf on the first --peer-rows rows: its exact back end runs one at a time)
+                    a["treecf"] = _treecf(pm, rows[:args.peer_rows], lo, hi, limit, l1)
+                    for backend, t in a["treecf"].items():
+                        if not isinstance(t, dict) or "costs" not in t:
+                            continue
+                        t["rows"] = len(t["costs"])
+                        ratios, wrong = [], 0
+                        for r, c, claim in zip(got, t["costs"], t["claims"]):
+                            if c is None or not (r.status == "optimal" and r.cost > 0):
+                                continue
+                            ratios.append(c / r.cost)
+                            wrong += claim == "optimal" and c > r.cost * (1 + 1e-6) + 1e-9
+                        t["median_cost_ratio"] = float(np.median(ratios)) if ratios else None
+                        t["claimed_optimal"] = float(np.mean([c == "optimal" for c in t["claims"]]))
+                        t["wrong_optimal_claims"] = int(wrong)
+                entry[label] = a
+                tc = a.get("treecf", {})
+                peer = "; ".join(f"treecf {b} {t['rows_per_s']:.1f} rows/s" for b, t in tc.items()
+                                 if isinstance(t, dict) and "rows_per_s" in t)
+                print(f"population {name} {kind} {label}: {a['rows_per_s']:.2f} rows/s, proven {a['proven']:.0%}, "
+                      f"bounded {a['bounded']:.0%}, unanswered {a['unanswered']:.0%}, single-query equal "
+                      f"{same}/{checked}{'; ' + peer if peer else ''}", flush=True)
+            res[f"{name}/{kind}"] = entry
+    out["population"] = res
 
 
 def section_dice(args: argparse.Namespace, out: dict[str, Any]) -> None:
@@ -460,9 +629,8 @@ def markdown(out: dict[str, Any]) -> str:
                          f"{a['mean_cost']:.2f} / {b['mean_cost']:.2f} | {a['median_s']:.2f} | {b['median_s']:.2f} | "
                          f"{b['p90_s']:.2f} | {b['optimal']:.0%} ({run.get('time_limit', '?')}) | {po[0]} | {po[1]} | "
                          f"{po[2]} | {run.get('run', '?')}, {run.get('load_end', '?')} |")
-                for key, label in (("race", lambda r: f"{r.get('race')} HiGHS runs raced"),
-                                   ("threads", lambda r: f"HiGHS on {r.get('threads')} threads"),
-                                   ("cuts", lambda r: f"cut loop ({r.get('cut_rounds')} solves)")):
+                for key, label in (("threads", lambda r: f"HiGHS on {r.get('threads')} threads"),
+                                   ("whole", lambda r: "one MILP (strategy whole)")):
                     if f"{norm}/IF {key}" not in e:
                         continue
                     c, cr = e[f"{norm}/IF {key}"]["summary"], e[f"{norm}/IF {key}"]
@@ -476,6 +644,33 @@ def markdown(out: dict[str, Any]) -> str:
         for name, e in out["dice"].items():
             ratio = "" if e["R"] is None else f"{e['R']:.2f}"
             L.append(f"| {name} | {e['validity']:.0%} | {ratio} | {e['median_s']:.2f} |")
+    if "population" in out:
+        L += ["", "## Populations: every rejected row", "", *meta("population"),
+              "l1 on the min-max scale, target the other class; constrained: sex and marital status immutable, "
+              "age only up, at most 3 changes. Rows/s on the workers given (the one-time build included); "
+              "proven: optimal or infeasible; bounded: a verified point with a proven bound at the limit (mean "
+              "gap beside); single-query: batch answers equal to one-case calls on a sample. treecf without "
+              "constraints (it has no change limit), on the first --peer-rows rows: rows/s, median cost over "
+              "lumber's optimum, wrong claims of optimality.", "",
+              "| data, model | constraints | rows | rows/s | proven | bounded (gap) | unanswered | single-query equal "
+              "| treecf exact | treecf default |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for key, e in out["population"].items():
+            for label in ("none", "constrained"):
+                a = e.get(label)
+                if not a:
+                    continue
+                gap = f" ({a['mean_gap']:.1%})" if a.get("mean_gap") is not None else ""
+                peers = []
+                for b in ("exact", "genetic"):
+                    t = a.get("treecf", {}).get(b) if isinstance(a.get("treecf"), dict) else None
+                    if not isinstance(t, dict) or "rows_per_s" not in t:
+                        peers.append("-" if label != "none" else str((t or {}).get("error", a.get("treecf", {}).get("skipped", "-")))[:40])
+                        continue
+                    ratio = "" if t.get("median_cost_ratio") is None else f", cost x{t['median_cost_ratio']:.2f}"
+                    peers.append(f"{t['rows_per_s']:.1f} rows/s{ratio}, {t.get('wrong_optimal_claims', 0)} wrong claims")
+                L.append(f"| {key.replace('/', ', ')} | {label} | {a['n']} | {a['rows_per_s']:.2f} | {a['proven']:.0%} | "
+                         f"{a['bounded']:.0%}{gap} | {a['unanswered']:.0%} | {a['single_query_equal']}/"
+                         f"{a['single_query_checked']} | {peers[0]} | {peers[1]} |")
     if "actionability" in out:
         L += ["", "## Actionability: float grid vs feature domains", "", *meta("actionability"),
               "Float grid: any value of the model's input type, clipped to the training range (the earlier "
@@ -507,7 +702,7 @@ def markdown(out: dict[str, Any]) -> str:
     return "\n".join(L) + "\n"
 
 
-SECTIONS = ("main", "backends", "sweeps", "table4", "dice", "actionability")
+SECTIONS = ("main", "backends", "sweeps", "table4", "dice", "actionability", "population")
 
 
 def main() -> None:
@@ -520,19 +715,28 @@ def main() -> None:
     ap.add_argument("--stress-origins", type=int, default=5)
     ap.add_argument("--no-merge", action="store_true",
                     help="start a fresh results file (default: replace only the sections run)")
-    ap.add_argument("--sections", default=",".join(SECTIONS))
+    ap.add_argument("--sections", default=",".join(s for s in SECTIONS if s != "population"))
     ap.add_argument("--norms", default="l0,l1,l2", help="norms of the table4 section")
     ap.add_argument("--if-time-limit", type=float, default=30.0, help="seconds per query in the table4 section")
-    ap.add_argument("--race", type=int, default=1,
-                    help="table4: also run each isolation-forest query with this many one-thread HiGHS runs raced")
     ap.add_argument("--threads", type=int, default=1,
                     help="table4: also run each isolation-forest query with HiGHS on this many threads")
-    ap.add_argument("--cut-rounds", type=int, default=0,
-                    help="table4: also run each isolation-forest query with this many cut-loop solves first")
+    ap.add_argument("--population", action="store_true",
+                    help="only the population section (every rejected row; with --quick 20 rows per model)")
+    ap.add_argument("--population-rows", type=int, default=None, help="rejected rows per model (default 400)")
+    ap.add_argument("--population-time-limit", type=float, default=10.0, help="seconds per query, population")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes of the population section")
+    ap.add_argument("--peer-rows", type=int, default=50,
+                    help="population: rows per model given to treecf (its exact back end solves one at a time)")
+    ap.add_argument("--whole", action="store_true",
+                    help="table4: also run each isolation-forest query as one MILP (strategy whole)")
     ap.add_argument("--output", default=None,
                     help="results path without suffix (default: bench/results/counterfactual, quick: counterfactual-quick)")
     _outputs.add_dry_run(ap)
     args = ap.parse_args()
+    if args.population:
+        args.sections = "population"
+        if args.datasets == "adult,credit,compas":
+            args.datasets = "adult,credit"
     unknown = set(args.sections.split(",")) - set(SECTIONS)
     if unknown:
         ap.error(f"unknown section(s) {', '.join(sorted(unknown))}; known: {', '.join(SECTIONS)}")

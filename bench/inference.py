@@ -509,13 +509,11 @@ def peer_lumber_onnx(case: ModelCase) -> Peer:
 
 def peer_lumber_oblivious(case: ModelCase, workdir: Path) -> Peer:
     """The oblivious-table C library (re-composed unless the model is already oblivious)."""
-    from lumber.compiler.api.tables import compile_oblivious_c
-
     p = Peer("lumber oblivious C")
-    stats: dict[str, Any] = {}
-    pred, p.compile_wall, p.compile_cpu = timed(lambda: compile_oblivious_c(case.forest, stats=stats,
-                                                                                prefix="obl"))
+    pred, p.compile_wall, p.compile_cpu = timed(lambda: lumber.compile(
+        case.forest, target="table-c", options=lumber.TableCOptions(prefix="obl")))
     _runs_library(p, pred, case)
+    stats = pred.report["tables"]
     p.results["tables"] = {k: v for k, v in stats.items() if k != "recompose"}
     if "recompose" in stats:
         rc = stats["recompose"]

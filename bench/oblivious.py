@@ -149,7 +149,7 @@ def markdown(res: dict[str, Any], summ: dict[str, Any]) -> str:
 RECOMPOSE_FORMS = (("pack", 8), ("grow", 8), ("grow", 10), ("grow", "auto"))
 MARCH_NATIVE = True
 """--recompose builds forest C and the table runtime alike with ``-march=native`` (this CPU's vector width
-for both: the table runtime's default, ``lumber.compile(..., march_native=True)`` for forest C)."""
+for both: the table runtime's default, ``lumber.COptions(march_native=True)`` for forest C)."""
 """(strategy, max-depth) of the exact oblivious forms measured beside forest C."""
 
 
@@ -260,7 +260,7 @@ def recompose_run(quick: bool, reps: int, refit: bool,
                                "conditions": poly.n_conditions,
                                "category_conditions": int(poly.statistics()["category_conditions"])}
         t0 = time.perf_counter()
-        pc = lumber.compile(forest, target="c", march_native=MARCH_NATIVE)
+        pc = lumber.compile(forest, target="c", options=lumber.COptions(march_native=MARCH_NATIVE))
         runners: dict[str, Any] = {"forest C": lambda X, p=pc: p.predict_raw(X)}
         entry["forms"]["forest C"] = {"build_seconds": time.perf_counter() - t0, "trees": forest.n_trees,
                                       "max_abs_diff": float(np.abs(pc.predict_raw(Xb).reshape(-1) - ref).max())}
@@ -383,7 +383,7 @@ def recompose_markdown(res: dict[str, Any]) -> str:
 TOLERANCE = 0.0005
 """Test AUC loss (relative RMSE rise for the regressor) the tolerance forms are built for."""
 AGREEMENT = 0.996
-"""Share of validation decisions each cascade's band keeps (``lumber.compile(..., agreement=)``); the issue's
+"""Share of validation decisions each cascade's band keeps (``lumber.compile_within(..., agreement=)``); the issue's
 target is 99.5% on test rows: 0.996 on validation (the band 1.25x the farthest kept disagreement) gave
 99.68-99.77% on Adult's test rows and 99.85-99.88% on credit's (100-600 trees), 0.998 99.86-99.97%."""
 

@@ -332,7 +332,7 @@ def bench_stress(runs: int, trees: int = 500, depth: int = 6, features: int = 60
     """Complete depth-6 trees, distinct features along paths, random NaN directions (explicit NaN mode):
     up to 3^6 terms per leaf, far more than trained LightGBM trees give."""
     from lumber.ir import Schema, Task, default_features
-    from lumber.ir.build import TreeArrays, concat_trees
+    from lumber.ir.assemble import TreeArrays, concat_trees
 
     rng = np.random.default_rng(0)
     n, inner = 2 ** (depth + 1) - 1, 2 ** depth - 1

@@ -319,7 +319,7 @@ def run_dataset(name: str, n_cases: int, seed: int, milp: bool, k: int = 10, var
     from sklearn.tree import DecisionTreeClassifier
 
     import lumber
-    from lumber.compiler.api.rules import RuleExplainer
+    from lumber.compiler.api.rules import RuleExplainer, RuleOptions
     from lumber.passes.analyses.rules import Region, rule_hit_rate, sample_cases
 
     Xtr, Xte, ytr, yte = load(name, seed)
@@ -329,22 +329,25 @@ def run_dataset(name: str, n_cases: int, seed: int, milp: bool, k: int = 10, var
     iso_auto = IsolationForest(random_state=seed).fit(Xtr_a)
     iso_cal = IsolationForest(contamination=0.1, random_state=seed).fit(Xtr_a)
     t0 = time.perf_counter()
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k, isolation=iso_cal)  # the headline detector
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k,
+                                                       isolation=iso_cal))  # the headline detector
     setup = time.perf_counter() - t0
     protected = PROTECTED.get(name, ())
-    variants = {"paper_if": RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k, isolation=iso_auto),
-                "k_only": RuleExplainer(model, Xtr, seed=seed, n_samples=0, k=k, k_max=0, isolation=iso_cal)}
+    variants = {"paper_if": RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k,
+                                                                          isolation=iso_auto)),
+                "k_only": RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=0, k=k, k_max=0,
+                                                                        isolation=iso_cal))}
     if not variants_on:
         variants = {}
     if Xtr.shape[1] > k:  # the paper code's candidates: K by impurity importance, no second pass (always run)
-        variants["paper_rank"] = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k, k_max=0, rank="impurity",
-                                               isolation=iso_cal)
+        variants["paper_rank"] = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=k, k_max=0,
+                                                                               rank="impurity", isolation=iso_cal))
     if protected and variants_on:
         cons = {"immutable": list(protected)}
-        variants["protected"] = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k, isolation=iso_cal,
-                                              constraints=cons)
-        variants["protected_paper_if"] = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=k,
-                                                       isolation=iso_auto, constraints=cons)
+        variants["protected"] = RuleExplainer(model, Xtr, cons, options=RuleOptions(
+            seed=seed, n_samples=1, k=k, isolation=iso_cal))
+        variants["protected_paper_if"] = RuleExplainer(model, Xtr, cons, options=RuleOptions(
+            seed=seed, n_samples=1, k=k, isolation=iso_auto))
     span = np.nanmax(Xtr_a, axis=0) - np.nanmin(Xtr_a, axis=0)
     span = np.where(span > 0, span, 1.0)
     pred = model.predict(Xte)
@@ -447,8 +450,8 @@ def run_dataset(name: str, n_cases: int, seed: int, milp: bool, k: int = 10, var
         entry["ceiling"] = ceil
         if milp:
             t = time.perf_counter()
-            res_m = lumber.counterfactual(model, cases, target=1 - c, norm="l1", scale="minmax", reference=Xtr,
-                                          time_limit=10.0)
+            res_m = lumber.counterfactual(model, cases, target=1 - c, reference=Xtr, options=lumber.CounterfactualOptions(
+                norm="l1", scale="minmax", time_limit=10.0))
             pts = [r.x for r in res_m if r.x is not None and r.verified]
             Xp = np.stack(pts) if pts else np.zeros((0, len(cols)))
             X0p = np.stack([X0[k] for k, r in enumerate(res_m) if r.x is not None and r.verified]) if pts else Xp
@@ -564,7 +567,7 @@ def run_regression(name: str, n_cases: int, seed: int, box_ceiling: bool = False
     import pandas as pd
     from sklearn.ensemble import IsolationForest
 
-    from lumber.compiler.api.rules import RuleExplainer
+    from lumber.compiler.api.rules import RuleExplainer, RuleOptions
 
     Xtr, Xte, ytr, yte, model = fit_model(name, seed)
     cols = list(Xtr.columns)
@@ -572,7 +575,7 @@ def run_regression(name: str, n_cases: int, seed: int, box_ceiling: bool = False
     iso_cal = IsolationForest(contamination=0.1, random_state=seed).fit(Xtr_a)
     iso_auto = IsolationForest(random_state=seed).fit(Xtr_a)
     t0 = time.perf_counter()
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=1, isolation=iso_cal)
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, isolation=iso_cal))
     setup = time.perf_counter() - t0
     span = np.nanmax(Xtr_a, axis=0) - np.nanmin(Xtr_a, axis=0)
     span = np.where(span > 0, span, 1.0)
@@ -622,8 +625,8 @@ def run_regression(name: str, n_cases: int, seed: int, box_ceiling: bool = False
         local["box_ceiling_seconds"] = time.perf_counter() - t
     def variant(**options: Any) -> dict[str, Any]:
         """The same cases with other explainer options: the summary measures (same noise stream, in turn)."""
-        rsv, fv, Xv, X0v, secs_v = run(RuleExplainer(model, Xtr, seed=seed, n_samples=1, isolation=iso_cal,
-                                                     **options))
+        rsv, fv, Xv, X0v, secs_v = run(RuleExplainer(model, Xtr, options=RuleOptions(
+            seed=seed, n_samples=1, isolation=iso_cal, **options)))
         return {"coverage": mean([float(r.found) for r in rsv]),
                 "accuracy": mean([float(in_target(r.samples[0].x[None])[0]) for r in fv]),
                 "plausibility_10": inliers(iso_cal, Xv), "sparsity": mean([r.sparsity for r in fv]),
@@ -950,11 +953,11 @@ def cdp_monte_carlo(name: str, n_cases: int, seed: int, min_matches: int = 30) -
     of the reached leaves, for every set S with at least ``min_matches`` matching rows."""
     import itertools
 
-    from lumber.compiler.api.rules import RuleExplainer
+    from lumber.compiler.api.rules import RuleExplainer, RuleOptions
     from lumber.passes.analyses.rules import cdp
 
     Xtr, Xte, _, _, model = fit_model(name, seed)
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=0)
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=0))
     ctx = ex.context
     X, dec = ctx.table.X, ctx.train_decision
     Xt = ctx.table.forest.prepare_input(Xte)
@@ -1005,10 +1008,10 @@ def cell_rows(ctx: Any, x: np.ndarray, S: list[int]) -> float:
 def search_report(name: str, n_cases: int, seed: int, pi: float = 0.9) -> dict[str, Any]:
     """Per case: the set S the local rule uses, its CDP, the best CDP of any searched set, and whether
     S reached pi (miss = pi - best CDP when not)."""
-    from lumber.compiler.api.rules import RuleExplainer
+    from lumber.compiler.api.rules import RuleExplainer, RuleOptions
 
     Xtr, Xte, _, _, model = fit_model(name, seed)
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=0, widen=0, pi=pi)
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=0, widen=0, pi=pi))
     out: dict[str, Any] = {"features": Xtr.shape[1], "groups": {}}
     ctx = ex.context
     names = ctx.names
@@ -1125,9 +1128,9 @@ def cdp_check(n_cases: int, seed: int) -> dict[str, Any]:
 def _explainer(name: str, seed: int, Xtr: Any, model: Any, iso: Any, plain: bool) -> Any:
     """The headline explainer (K = 10, one sample, IF 10%); ``plain``: the C cell counts off and the
     margins interpreted (the paths the fast ones must agree with)."""
-    from lumber.compiler.api.rules import Margins, RuleExplainer
+    from lumber.compiler.api.rules import Margins, RuleExplainer, RuleOptions
 
-    ex = RuleExplainer(model, Xtr, seed=seed, n_samples=1, k=10, isolation=iso)
+    ex = RuleExplainer(model, Xtr, options=RuleOptions(seed=seed, n_samples=1, k=10, isolation=iso))
     if plain:
         ctx = ex.context
         ex.context = replace(ctx, margins=None, cells=replace(ctx.cells, counter=None), _estimates={}, _hit_bits={})

@@ -85,7 +85,7 @@ def table1(data: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[dict[str, Any
         X, y = data[name]
         Xtr, Xte, ytr, _ = split(X, y)
         model = DecisionTreeClassifier(criterion="entropy", min_samples_leaf=2, random_state=0, **params).fit(Xtr, ytr)
-        r = lumber.sensitive_tests(model, Xte, scale="minmax", reference=Xtr)
+        r = lumber.sensitive_tests(model, Xte, reference=Xtr, options=lumber.SensitiveOptions(scale="minmax"))
         assert r.verified[r.reachable].all()
         ntests = np.array([len(c.tests) for c in r if c.reachable])
         tree = model.tree_
@@ -155,7 +155,8 @@ def throughput(data: dict[str, tuple[np.ndarray, np.ndarray]], n_cases: int, run
         cpu_by: dict[str, list[float]] = {}
         api_cases = cases[:20000]
         fns["lumber.sensitive_tests(model) l2, 20k cases, incl. sklearn verification"] = \
-            lambda: lumber.sensitive_tests(model, api_cases, scale="std", reference=Xref)
+            lambda: lumber.sensitive_tests(model, api_cases, reference=Xref,
+                                           options=lumber.SensitiveOptions(scale="std"))
         for _ in range(runs):  # interleaved
             for name, fn in fns.items():
                 w, c = time.perf_counter(), time.process_time()
@@ -194,7 +195,9 @@ def ensembles(data: dict[str, tuple[np.ndarray, np.ndarray]], n_cases: int = 10)
                 t = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    r = lumber.sensitive_tests(model, cases, scale="std", reference=Xtr, method=method, time_limit=60)
+                    r = lumber.sensitive_tests(model, cases, reference=Xtr,
+                                               options=lumber.SensitiveOptions(scale="std", method=method,
+                                                                               time_limit=60))
                 dt = time.perf_counter() - t
                 ok = r.reachable
                 assert r.verified[ok].all() and np.all(model.predict(r.point[ok]) != model.predict(cases[ok]))

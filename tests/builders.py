@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from lumber.ir import Feature, FeatureKind, Forest, PostTransform, Schema, Task
-from lumber.ir.build import TreeArrays, concat_trees
+from lumber.ir.assemble import TreeArrays, concat_trees
 from lumber.ir.schema import CategoryRule
 
 

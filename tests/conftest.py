@@ -33,6 +33,23 @@ def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
 
 
+@pytest.fixture(scope="session")
+def c_compiler() -> str:
+    """The system C compiler, looked up once per session (``needs_cc`` marks the tests that use it).
+
+    Without one the C tests are skipped on a developer's machine, but fail under ``CI=true``: a CI runner
+    without a compiler must not pass every C test by skipping it."""
+    from lumber.backends.c import find_compiler
+    from lumber.ir import CompileError
+
+    try:
+        return str(find_compiler())
+    except CompileError as exc:
+        if os.environ.get("CI", "").lower() in ("true", "1"):
+            pytest.fail(f"CI=true but no C compiler: {exc.diagnostics[0].message}", pytrace=False)
+        pytest.skip("no C compiler")
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)

@@ -18,7 +18,7 @@ def assert_backends_accept(forest: Forest, X: np.ndarray) -> None:
     for target in targets:
         if target == "table" and forest.schema.accumulate_dtype == "float32":
             # tables sum in float64: a float32-summing model compiles only with exact=False, to float32 rounding
-            pred = lumber.compile(forest, target=target, exact=False)
+            pred = lumber.compile(forest, target=target, options=lumber.TableOptions(exact=False))
             got = np.asarray(pred.predict_raw(X), dtype=np.float64).reshape(len(X), -1)
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg="target table")
             continue
@@ -34,8 +34,8 @@ def assert_explainers_accept(forest: Forest, X: np.ndarray) -> None:
     """Attribution, sensitive tests and (for classifiers) a counterfactual run and re-check on the forest."""
     att = lumber.attribution(forest, X[:20])
     assert att.nu.shape[0] == forest.n_features
-    res = lumber.sensitive_tests(forest, X[:2], scale="std", reference=X)
+    res = lumber.sensitive_tests(forest, X[:2], reference=X, options=lumber.SensitiveOptions(scale="std"))
     assert len(res) == 2
     if forest.schema.task in (Task.BINARY, Task.MULTICLASS):
-        cf = lumber.counterfactual(forest, X[0], reference=X, time_limit=20.0)
+        cf = lumber.counterfactual(forest, X[0], reference=X, options=lumber.CounterfactualOptions(time_limit=20.0))
         assert cf.to_dict()

@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from lumber.ir import Feature, FeatureKind, Forest, PostTransform, Schema, Task
-from lumber.ir.build import TreeArrays, concat_trees
+from lumber.ir.assemble import TreeArrays, concat_trees
 from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.ir.schema import CategoryRule
 

@@ -35,8 +35,7 @@ REPO_DIRS = ("lumber/", "tests/", "bench/", "docs/")
 OUTPUTS = {"report.md"}
 """Markdown that lumber writes (``lumber report``), not a document it cites."""
 
-EXCLUDED: tuple[str, ...] = ("lumber/passes/analyses/counterfactual/",)
-"""Rewritten in parallel (the counterfactual driver); remove once its docstrings are clean."""
+EXCLUDED: tuple[str, ...] = ()
 
 
 def _cites_missing(cited: str, path: Path, names: set[str]) -> bool:

@@ -14,8 +14,7 @@ def forest_only(forest: Any, options: Any, *, threads: int = 1, sample: Any = No
     """The exact search cut to the forest library (tests/backends/test_tolerance.py runs the full one, slow)."""
     from lumber.compiler.targets import get_target
 
-    c = get_target("c")
-    p = c.compile(forest, c.options(options), threads=threads)
+    p = get_target("c").compile(forest, options.forest_options(), threads=threads)
     p.report = {"chosen": "forest", "forms": {}}
     if built is not None:
         built["forest"] = p

@@ -1,4 +1,4 @@
-"""Batch explanation of many rows: local workers (joblib) or a Dask cluster, resumable JSONL output.
+"""Batch explanation of many rows: local workers (joblib), a Dask cluster or Spark, resumable JSONL output.
 
 Each row's explanation is independent (one MILP per counterfactual), so rows
 are cut into chunks and explained in parallel. Results stream into a JSON
@@ -20,7 +20,12 @@ res = lumber.compiler.batch.explain_batch(model, X, "counterfactual", output="cf
                                           reference=X_train, target=1)           # joblib, all cores
 res = explain_batch(model, X, "counterfactual", scheduler="tcp://10.0.0.5:8786")  # a Dask cluster
 res = explain_batch(model, X, "counterfactual", scheduler=client)                 # a dask.distributed.Client
+res = explain_batch(model, X, "counterfactual", scheduler=spark)                  # a SparkSession
 ```
+
+Every scheduler writes the same file. An interrupted batch (an exception, Ctrl-C, or
+SIGTERM under ``lumber batch``) stops its workers before returning: joblib's are
+terminated, Dask's and Spark's tasks cancelled.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import IO, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from lumber.compiler.api.rules import RuleExplainer
 from lumber.compiler.explain import ExplanationRequest, explanation_request
 from lumber.compiler.progress import Progress
 from lumber.ir import Constraints, Forest, InputDataError, LumberError
@@ -78,10 +84,10 @@ class Task:
 
         req = self.request()
         if self.analysis == "counterfactual":
-            res = lumber.counterfactual(req, X, n_jobs=1, **self.options)
+            res = lumber.counterfactual(req, X, n_jobs=1, options=lumber.CounterfactualOptions(**self.options))
             return [r.to_dict() for r in res]
         if self.analysis == "sensitive":
-            out = lumber.sensitive_tests(req, X, **self.options)
+            out = lumber.sensitive_tests(req, X, options=lumber.SensitiveOptions(**self.options))
             out.rows = np.asarray(rows, dtype=np.int64)
             names = self.forest.schema.feature_names
             meta = {"method": out.method, "exact": out.exact, "metric": out.metric.describe()}
@@ -89,7 +95,8 @@ class Task:
         if self.analysis == "rules":
             if self.reference is None:
                 raise InputDataError("counterfactual rules need training rows", "pass reference=X_train")
-            rs = lumber.counterfactual_rules(req, self.reference, X, rows=list(rows), **self.options)
+            opts = lumber.RuleOptions(**self.options)
+            rs = RuleExplainer(req, self.reference, options=opts).local(X, rows=list(rows))
             return [dict(r.to_dict(), text=r.to_text()) for r in rs]
         raise InputDataError(f"unknown analysis {self.analysis!r}", f"batch analyses: {', '.join(ANALYSES)}")
 
@@ -257,10 +264,62 @@ def _dask(task: Task, chunks: list[tuple[FloatArray, list[int]]], scheduler: Any
             client.close()
 
 
+def _spark_context(scheduler: Any) -> Any | None:
+    """The SparkContext of a SparkSession or SparkContext; None for anything else."""
+    sc = getattr(scheduler, "sparkContext", scheduler)
+    return sc if hasattr(sc, "runJob") and hasattr(sc, "parallelize") else None
+
+
+def _spark_chunk(task: Task, it: Iterable[tuple[FloatArray, list[int]]]) -> list[Record]:
+    return [rec for X, rows in it for rec in run_chunk(task, X, rows)]
+
+
+def _spark(task: Task, chunks: list[tuple[FloatArray, list[int]]], sc: Any) -> Iterator[list[Record]]:
+    """One Spark job per chunk, several at once from threads (Spark schedules concurrent jobs), yielded as
+    they finish; all of this batch's jobs share a job group, cancelled if the batch stops early."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from functools import partial
+
+    group = f"lumber-batch-{os.getpid()}-{time.monotonic_ns()}"
+    rdd = sc.parallelize(chunks, len(chunks))
+    fn = partial(_spark_chunk, task)
+
+    def job(i: int) -> list[Record]:
+        sc.setJobGroup(group, "lumber batch", interruptOnCancel=True)
+        return sc.runJob(rdd, fn, [i])  # type: ignore[no-any-return]
+
+    pool = ThreadPoolExecutor(max(1, int(sc.defaultParallelism)), thread_name_prefix="lumber-spark")
+    futures = [pool.submit(job, i) for i in range(len(chunks))]
+    finished = False
+    try:
+        for fut in as_completed(futures):
+            yield fut.result()
+        finished = True
+    finally:
+        if not finished:
+            for fut in futures:
+                fut.cancel()
+            sc.cancelJobGroup(group)
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _source(task: Task, chunks: list[tuple[FloatArray, list[int]]], scheduler: Any,
+            n_jobs: int) -> Iterator[list[Record]]:
+    if scheduler is None:
+        return _local(task, chunks, n_jobs)
+    sc = _spark_context(scheduler)
+    if sc is not None:
+        return _spark(task, chunks, sc) if chunks else iter(())
+    return _dask(task, chunks, scheduler)
+
+
 def workers_of(scheduler: Any, n_jobs: int) -> int:
     """How many rows can run at once (sizes the chunks)."""
     if scheduler is None:
         return (os.cpu_count() or 1) if n_jobs < 0 else max(1, n_jobs)
+    sc = _spark_context(scheduler)
+    if sc is not None:
+        return max(1, int(sc.defaultParallelism))
     info = getattr(scheduler, "nthreads", None)
     if callable(info):
         try:
@@ -314,7 +373,8 @@ def explain_batch(model: Any, X: Any, analysis: str = "counterfactual", *, outpu
     analysis : ``"counterfactual"``, ``"sensitive"`` or ``"rules"``.
     output : JSONL file written as rows finish; rows already in it are skipped.
     scheduler : None (joblib on this machine, ``n_jobs`` workers, -1 = all cores), a Dask address
-        ``"tcp://host:port"`` or a ``dask.distributed.Client``.
+        ``"tcp://host:port"``, a ``dask.distributed.Client``, or a ``pyspark.sql.SparkSession``
+        (or SparkContext): one Spark job per chunk.
     progress : None (a bar on stderr when it is a terminal), True or False.
     retry_failed : explain again the rows recorded as errors.
     target, constraints, reference, **options : passed to the analysis' public API
@@ -353,8 +413,8 @@ def run_task(task: Task, X: FloatArray, *, rows: Sequence[int] | npt.NDArray[np.
     fh = path.open("a", encoding="utf-8") if path is not None else None
     t0 = time.perf_counter()
     computed = 0
+    source = _source(task, chunks, scheduler, n_jobs)
     try:
-        source = _local(task, chunks, n_jobs) if scheduler is None else _dask(task, chunks, scheduler)
         for recs in source:
             for rec in recs:
                 line = _line(rec)
@@ -368,6 +428,9 @@ def run_task(task: Task, X: FloatArray, *, rows: Sequence[int] | npt.NDArray[np.
                     callback(rec)
             bar.update(len(recs), sum(r["status"] != "ok" for r in recs))
     finally:
+        close = getattr(source, "close", None)
+        if close is not None:  # stops the workers (joblib terminates them; Dask, Spark cancel) on an early exit
+            close()
         if fh is not None:
             fh.flush()
             os.fsync(fh.fileno())

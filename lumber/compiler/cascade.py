@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lumber.backends.c import BuildOptions, CLibrary, COptions, build_shared, emit_source
+from lumber.backends.c import BuildOptions, CLibrary, CEmitOptions, build_shared, emit_source
 from lumber.backends.c.emit import ABI_VERSION, c_reals, c_string
-from lumber.backends.table_c import TableCOptions, emit_table_source
+from lumber.backends.c.manifest import sign_library
+from lumber.backends.table_c import TableCEmitOptions, emit_table_source
 from lumber.ir import CompileError, Forest, ObliviousEnsemble, PostTransform, Task, atomic_write_bytes
 
 from .predictors import CPredictor
@@ -227,16 +228,17 @@ def build_cascade(forest: Forest, tables: ObliviousEnsemble, spec: CascadeSpec, 
     if tables.schema.task not in (Task.BINARY, Task.REGRESSION) and spec.band is not None:
         raise CompileError("a tolerance cascade decides binary classes only")
     q = tables if tables.quantized else quantize_ensemble(tables)
-    sources = [emit_table_source(q, TableCOptions(prefix=f"{prefix}_fast", source_fingerprint=fp)).text()]
+    sources = [emit_table_source(q, TableCEmitOptions(prefix=f"{prefix}_fast", source_fingerprint=fp)).text()]
     if spec.band is not None:
-        sources.append(emit_source(forest, COptions(prefix=f"{prefix}_exact"), fp=fp).text())
+        sources.append(emit_source(forest, CEmitOptions(prefix=f"{prefix}_exact"), fp=fp).text())
     sources.append(wrapper_source(forest, q, spec, prefix=prefix, fp=fp))
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lumber-cascade-") as tmp:
         so = Path(tmp, "model.so")
         build_shared(sources, so, build or BuildOptions())
-        data = so.read_bytes()
         lib = CLibrary(so, prefix=prefix)
+    # the manifest records the wrapper's metadata, so `lumber inspect` reads it without loading the library
+    data = sign_library(lib.manifest.library, models={prefix: lib.metadata}, sources=lib.manifest.source_texts())
     pred = CPredictor(lib, data, threads=threads)
     pred.report = {"cascade": {"build_seconds": time.perf_counter() - t0}}
     if path is not None:

@@ -5,19 +5,36 @@ session, oblivious tables, or the reference evaluator) and derives
 ``predict_proba``/``predict`` from those margins through the schema, exactly as
 ``Forest`` does; so equal margins mean equal answers. A predictor is made by a
 target (:mod:`lumber.compiler.targets`) and knows nothing about how.
+
+Every predictor pickles (joblib, Dask, Spark and ``multiprocessing`` send it to
+their workers): it carries its artifact's bytes (a signed shared library, an
+ONNX model, the IR) and fingerprint, never a handle, and :func:`reopen` opens
+the artifact in the receiving process once per process, cached by target,
+fingerprint and digest; copies share what was opened. A shared library that
+cannot load there (another CPU or operating system) is rebuilt from the C source
+it carries when a C compiler is present, else the unpickling says why not.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import tempfile
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from lumber.backends.base import Artifact, fingerprint
-from lumber.ir import CompileError, Forest, InputDataError, ObliviousEnsemble, Schema, atomic_write_bytes
+from lumber.backends.c.build import BuildOptions, build_shared, find_compiler
+from lumber.backends.c.loader import CLibrary, LibraryLoadError
+from lumber.backends.c.manifest import ForeignLibraryError, verify_library
+from lumber.ir import CompileError, Forest, InputDataError, ModelFormatError, ObliviousEnsemble, Schema, \
+    atomic_write_bytes
 from lumber.ir.interp import prepare_input
+from lumber.ir.serialize import from_bytes, to_bytes
 
 
 def _values_accepted(schema: Schema, rows: npt.NDArray[Any]) -> bool:
@@ -85,7 +102,7 @@ class Predictor:
         self.fingerprint = fingerprint
         self.path: Path | None = None
         self.report: dict[str, Any] = {}
-        """How the artifact was made (``tables`` statistics; ``optimize="speed"``'s measured forms)."""
+        """How the artifact was made (``tables`` statistics; ``lumber.compile_fastest``'s measured forms)."""
 
     def _margins(self, X: Any) -> npt.NDArray[np.float64]:  # (n, n_outputs)
         raise NotImplementedError
@@ -104,6 +121,24 @@ class Predictor:
     def save(self, path: str | Path) -> Path:
         """Write the artifact atomically; returns the path written."""
         raise NotImplementedError
+
+    def _payload(self) -> tuple[str, tuple[Any, ...]]:
+        """(digest of the artifact, the arguments its opener in ``OPENERS`` takes): what a pickle carries."""
+        raise NotImplementedError
+
+    def __dask_tokenize__(self) -> tuple[str, str, str, int]:
+        """Dask's deterministic token: the same model compiled for the same target is the same predictor."""
+        return type(self).__name__, self.target, self.fingerprint, int(getattr(self, "threads", 1))
+
+    def __copy__(self) -> Predictor:
+        """A copy sharing the opened artifact (pickling, not copying, goes through ``reopen``)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __reduce__(self) -> tuple[Callable[..., Predictor], tuple[Any, ...]]:
+        digest, payload = self._payload()
+        return reopen, (self.target, self.fingerprint, digest, payload, getattr(self, "threads", 1), self.report)
 
     def __repr__(self) -> str:
         where = f", path='{self.path}'" if self.path else ""
@@ -127,6 +162,10 @@ class NumpyPredictor(Predictor):
         self.path = Path(path)
         return self.path
 
+    def _payload(self) -> tuple[str, tuple[Any, ...]]:
+        data = to_bytes(self.forest)
+        return hashlib.sha256(data).hexdigest(), (data,)
+
 
 class CSourcePredictor(NumpyPredictor):
     """C source (not built); predictions come from the reference evaluator."""
@@ -146,6 +185,11 @@ class CSourcePredictor(NumpyPredictor):
         self.artifact.write(path)
         self.path = Path(path)
         return self.path
+
+    def _payload(self) -> tuple[str, tuple[Any, ...]]:
+        digest, (data,) = super()._payload()
+        art = self.artifact
+        return digest, (data, art.target, dict(art.files), art.fingerprint, dict(art.metadata))
 
 
 _FLOAT64 = np.dtype(np.float64)
@@ -168,7 +212,11 @@ class CPredictor(Predictor):
 
     @property
     def source(self) -> str | None:
-        return self.artifact.text() if self.artifact is not None else None
+        """The C source of the model (from the library's manifest when the library was loaded)."""
+        if self.artifact is not None:
+            return self.artifact.text()
+        texts = self.library.manifest.source_texts()
+        return texts[0] if len(texts) == 1 else None
 
     def _margins(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
         threads = threads or self.threads
@@ -218,6 +266,10 @@ class CPredictor(Predictor):
         self.path = Path(path)
         return self.path
 
+    def _payload(self) -> tuple[str, tuple[Any, ...]]:
+        lib = self.library
+        return lib.manifest.sha256, (lib.data, lib.prefix, str(self.path or lib.path.name))
+
 
 class OnnxPredictor(Predictor):
     """An ONNX model run by onnxruntime (one intra-op thread unless told otherwise)."""
@@ -265,6 +317,11 @@ class OnnxPredictor(Predictor):
         self.path = Path(path)
         return self.path
 
+    def _payload(self) -> tuple[str, tuple[Any, ...]]:
+        # the session's thread count is fixed when it opens: one cached session per count
+        return (f"{hashlib.sha256(self.data).hexdigest()}:{self.threads}",
+                (self.data, self.schema.to_dict(), str(self.dtype), self.threads))
+
 
 def check_runtime(version: str, model: Any) -> None:
     """Refuse to run an ml-5 TreeEnsemble on onnxruntime < 1.21 (older versions return NOT_IMPLEMENTED)."""
@@ -286,6 +343,7 @@ class TablePredictor(Predictor):
         self.threads = threads
         self._runtime: Any = None
         self._numpy: Any = None
+        self.engine_option = engine
         if engine not in ("auto", "c", "numpy"):
             raise CompileError(f"unknown table engine {engine!r}", "engines: auto, c, numpy")
         if engine in ("auto", "c"):
@@ -324,6 +382,96 @@ class TablePredictor(Predictor):
         self.path = write_table(self.ensemble, path, source_fingerprint=self.fingerprint)
         return self.path
 
+    def _payload(self) -> tuple[str, tuple[Any, ...]]:
+        data = to_bytes(self.ensemble)
+        return hashlib.sha256(data).hexdigest(), (data, self.engine_option)
 
-__all__ = ["CPredictor", "CSourcePredictor", "NumpyPredictor", "OnnxPredictor", "Predictor", "TablePredictor",
+
+def _open_numpy(fp: str, ir: bytes) -> NumpyPredictor:
+    return NumpyPredictor(from_bytes(ir, "a pickled numpy predictor"), fp)
+
+
+def _open_c_source(fp: str, ir: bytes, target: str, files: dict[str, bytes], art_fp: str,
+                   metadata: dict[str, Any]) -> CSourcePredictor:
+    forest = from_bytes(ir, "a pickled c-source predictor")
+    pred = CSourcePredictor(forest, Artifact(target=target, files=files, fingerprint=art_fp, metadata=metadata))
+    pred.fingerprint = fp
+    return pred
+
+
+def open_library(label: str, prefix: str = "lumber", data: bytes | None = None) -> CLibrary:
+    """A verified library loaded (:class:`CLibrary`); one that cannot load on this machine (another CPU,
+    operating system or C runtime) is rebuilt from the C source its manifest carries, when a compiler is here."""
+    try:
+        return CLibrary(label, prefix, data=data)
+    except (ForeignLibraryError, LibraryLoadError) as exc:
+        return _rebuild(data if data is not None else Path(label).read_bytes(), prefix, label, exc)
+
+
+def _open_c(fp: str, data: bytes, prefix: str, label: str) -> CPredictor:
+    lib = open_library(label, prefix, data)
+    if lib.fingerprint != fp:
+        raise ModelFormatError(f"{label}: the library holds model {lib.fingerprint[:12]}, the pickle says {fp[:12]}")
+    return CPredictor(lib, lib.data)
+
+
+def _rebuild(data: bytes, prefix: str, label: str, why: ModelFormatError) -> CLibrary:
+    """The library rebuilt from the C source its manifest carries (it cannot load on this machine)."""
+    man = verify_library(data, label, binary=False)
+    if not man.sources:
+        raise ModelFormatError(f"{why}; the library carries no C source to rebuild it from",
+                               "compile the model on this machine (lumber.compile)") from None
+    try:
+        find_compiler()
+    except CompileError:
+        raise ModelFormatError(f"{why}; no C compiler is present to rebuild it from the C source it carries",
+                               "install gcc or clang where it runs, or pickle a target='numpy' or 'onnx' "
+                               "predictor") from None
+    with tempfile.TemporaryDirectory(prefix="lumber-rebuild-") as tmp:
+        so = Path(tmp, "model.so")
+        build_shared(man.source_texts(), so, BuildOptions(), models=man.models)
+        return CLibrary(so, prefix)
+
+
+def _open_onnx(fp: str, data: bytes, schema: dict[str, Any], dtype: str, threads: int) -> OnnxPredictor:
+    pred = OnnxPredictor(data, Schema.from_dict(schema), fp, dtype, threads=threads)
+    pred.session  # noqa: B018  opened here, once per process, not by the first copy that predicts
+    return pred
+
+
+def _open_table(fp: str, ir: bytes, engine: str) -> TablePredictor:
+    return TablePredictor(from_bytes(ir, "a pickled table predictor"), fp, engine=engine)
+
+
+OPENERS: dict[str, Callable[..., Predictor]] = {
+    NumpyPredictor.target: _open_numpy, CSourcePredictor.target: _open_c_source, CPredictor.target: _open_c,
+    OnnxPredictor.target: _open_onnx, TablePredictor.target: _open_table,
+}
+"""How each predictor kind reopens its pickled artifact: ``opener(fingerprint, *payload)``."""
+
+_OPENED: dict[tuple[str, str, str], Predictor] = {}
+_OPENING = threading.Lock()
+
+
+def reopen(target: str, fp: str, digest: str, payload: tuple[Any, ...], threads: int,
+           report: dict[str, Any]) -> Predictor:
+    """The predictor a pickle carries: its artifact opened once per process (by target, fingerprint and
+    digest), then a copy with the pickled threads and report (copies share the library or session)."""
+    opener = OPENERS.get(target)
+    if opener is None:
+        raise ModelFormatError(f"a pickled predictor of unknown target {target!r}",
+                               "unpickle it with the lumber version that pickled it")
+    key = (target, fp, digest)
+    with _OPENING:
+        pred = _OPENED.get(key)
+        if pred is None:
+            pred = _OPENED[key] = opener(fp, *payload)
+    out = copy.copy(pred)
+    out.report = report
+    if hasattr(out, "threads"):
+        out.threads = threads
+    return out
+
+
+__all__ = ["OPENERS", "open_library", "reopen", "CPredictor", "CSourcePredictor", "NumpyPredictor", "OnnxPredictor", "Predictor", "TablePredictor",
            "as_rows", "check_runtime"]

@@ -1,4 +1,4 @@
-"""``optimize="speed"``: build the forest and the oblivious-table libraries, time both, keep the faster.
+"""``lumber.compile_fastest``: build the forest and the oblivious-table libraries, time both, keep the faster.
 
 Both are C shared libraries with the same entry points and the source model's
 fingerprint (targets ``c`` and ``table-c``), so the choice is invisible to
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Mapping, cast
+from dataclasses import replace
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +20,7 @@ from lumber.ir import Forest, LumberError
 
 from .predictors import CPredictor, Predictor
 from .targets import get_target
+from .targets.c import FastestOptions
 
 SAMPLE_ROWS = 20_000
 REPEATS = 3
@@ -49,11 +51,11 @@ def _cpu_seconds(pred: Predictor, X: npt.NDArray[np.float64]) -> float:
     return time.process_time() - t0
 
 
-def compile_fastest(forest: Forest, options: Mapping[str, Any], *, path: str | Path | None = None,
+def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path | None = None,
                     threads: int = 1, sample: Any = None, built: dict[str, Predictor] | None = None,
                     skip_tables: str | None = None) -> Predictor:
     """The faster of ``forest``'s ``c`` and ``table-c`` libraries on ``sample`` (default: rows spread
-    over the model's split cells); ``options`` are the targets' keyword options.
+    over the model's split cells); ``options`` hold both libraries' options.
 
     ``predictor.report`` holds both forms' CPU seconds on the sample and the choice; ``built`` (when
     given) receives every form built, by name (the tolerance search reuses the forest library);
@@ -66,28 +68,28 @@ def compile_fastest(forest: Forest, options: Mapping[str, Any], *, path: str | P
     candidates: dict[str, Predictor] = {}
     forms = {"forest": get_target("c"), "oblivious": get_target("table-c")}
     t0 = time.perf_counter()
-    candidates["forest"] = forms["forest"].compile(forest, forms["forest"].options(options), threads=threads,
-                                                   fingerprint=fp)
+    c_options = options.forest_options()
+    candidates["forest"] = forms["forest"].compile(forest, c_options, threads=threads, fingerprint=fp)
     report["forms"]["forest"] = {"compile_seconds": time.perf_counter() - t0,
                                  "walk": cast(CPredictor, candidates["forest"]).library.metadata.get("walk", "values")}
-    if options.get("walk", "auto") == "auto" and report["forms"]["forest"]["walk"] != "values":
+    if options.walk == "auto" and report["forms"]["forest"]["walk"] != "values":
         # the binned walk pays a coding step per row: on few, shallow trees the value walk can be faster
         t0 = time.perf_counter()
         candidates["forest-values"] = forms["forest"].compile(
-            forest, forms["forest"].options({**options, "walk": "values"}), threads=threads, fingerprint=fp)
+            forest, replace(c_options, walk="values"), threads=threads, fingerprint=fp)
         report["forms"]["forest-values"] = {"compile_seconds": time.perf_counter() - t0, "walk": "values"}
     try:
         if skip_tables is not None:
             raise LumberError(skip_tables)
         t0 = time.perf_counter()
         tables = forms["oblivious"]
-        candidates["oblivious"] = tables.compile(forest, tables.options(options), threads=threads, fingerprint=fp)
+        candidates["oblivious"] = tables.compile(forest, options.table_options(), threads=threads, fingerprint=fp)
         report["forms"]["oblivious"] = {"compile_seconds": time.perf_counter() - t0,
                                         "tables": candidates["oblivious"].report["tables"]}
     except LumberError as exc:
         what = "not tried" if skip_tables is not None else "not available"
         report["forms"]["oblivious"] = {"status": f"{what}: {exc.diagnostics[0].message}"}
-    exact = bool(options.get("exact", True))
+    exact = options.exact
     if sample is None:
         X = sample_rows(forest)
     else:

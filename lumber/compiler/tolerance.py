@@ -1,4 +1,4 @@
-"""``optimize="speed", tolerance=...``: the fastest form whose validation loss stays within the tolerance.
+"""``lumber.compile_within``: the fastest form whose validation loss stays within the tolerance.
 
 Without a tolerance nothing lossy ever happens (:mod:`lumber.compiler.speed`
 picks among exact forms). With one, the exact forms are measured beside
@@ -51,6 +51,7 @@ from .cascade import Band, CascadeSpec, build_cascade, cascade_margins, decision
 from .predictors import Predictor
 from .speed import REPEATS, compile_fastest
 from .targets import get_target
+from .targets.c import FastestOptions
 
 EXACT_TABLES_MAX_LEAVES = 8_000
 """The exact oblivious form is tried only up to this many source leaves: beyond, re-composition takes
@@ -282,7 +283,7 @@ class PrefixStop:
         return entry.get("stop")
 
 
-def compile_within(forest: Forest, options: Mapping[str, Any], *, tolerance: float, data: Mapping[str, Any],
+def compile_within(forest: Forest, options: FastestOptions, *, tolerance: float, data: Mapping[str, Any],
                    path: str | Path | None = None, threads: int = 1, metric: str = "auto",
                    fit: Any = None, agreement: float = 1.0) -> Predictor:
     """The fastest of the exact forms and the tolerance forms whose validation loss is at most ``tolerance``."""
@@ -306,13 +307,8 @@ def compile_within(forest: Forest, options: Mapping[str, Any], *, tolerance: flo
         raise CompileError("tolerance needs data={'train': (X, y), 'valid': (Xv, yv)}: the lossy form is fitted "
                            "on data['train'] and its loss checked on data['valid']",
                            "CLI: --train CSV --valid CSV --label COLUMN")
-    if isinstance(fit, Mapping):
-        try:
-            fit = FitOptions(**fit)
-        except TypeError as exc:
-            raise CompileError(f"fit options: {exc}", f"known: {', '.join(FitOptions.__dataclass_fields__)}") from None
     if fit is not None and not isinstance(fit, FitOptions):
-        raise CompileError("fit must be a FitOptions or a dict of its fields")
+        raise CompileError(f"fit must be a FitOptions, not {type(fit).__name__}")
     train, valid = _split(forest, data, "train"), _split(forest, data, "valid")
     qm = make_metric(metric, schema, valid.y)
     classifier = schema.task == Task.BINARY
@@ -326,7 +322,7 @@ def compile_within(forest: Forest, options: Mapping[str, Any], *, tolerance: flo
     exact = compile_fastest(forest, options, threads=threads, sample=valid.X, built=forms, skip_tables=skip)
     exact_seconds = time.perf_counter() - t0
     fc = get_target("c")
-    forest_lib = forms.get("forest") or fc.compile(forest, fc.options(options), threads=1, fingerprint=fp)
+    forest_lib = forms.get("forest") or fc.compile(forest, options.forest_options(), threads=1, fingerprint=fp)
     ev = np.asarray(forest_lib.predict_raw(valid.X)).reshape(-1)
     ref = qm(ev)
     exact_raw = lambda R: forest_lib.predict_raw(R)  # noqa: E731
@@ -382,7 +378,7 @@ def compile_within(forest: Forest, options: Mapping[str, Any], *, tolerance: flo
         pred.report = {**exact_report, "tolerance": report}
         return pred
     q, spec = built[chosen]
-    c_opts = fc.options(options)
+    c_opts = options.forest_options()
     t0 = time.perf_counter()
     pred = build_cascade(forest, q, spec, fp=fp, path=path, prefix=c_opts.prefix, build=c_opts.build(),
                          threads=threads)

@@ -14,6 +14,7 @@ linear constraint over ``x`` (:meth:`LinearRelation.over_x`).
 
 from __future__ import annotations
 
+import difflib
 import enum
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping, Sequence, Union
@@ -123,21 +124,6 @@ class FeatureRule:
     step: float | None = None
     """Resolution: the smallest change that means something (``CapitalGain: step 1``)."""
     span: SourceSpan | None = field(default=None, compare=False)
-
-    def bounds_for(self, x0: float) -> tuple[float, float]:
-        """Interval the new value must lie in for original ``x0`` (immutable and direction included)."""
-        lo, hi = -np.inf, np.inf
-        if self.lower is not None:
-            lo = max(lo, self.lower.resolve(x0))
-        if self.upper is not None:
-            hi = min(hi, self.upper.resolve(x0))
-        if self.immutable:
-            lo, hi = max(lo, x0), min(hi, x0)
-        elif self.direction == Direction.INCREASE:
-            lo = max(lo, x0)
-        elif self.direction == Direction.DECREASE:
-            hi = min(hi, x0)
-        return lo, hi
 
 
 @dataclass(frozen=True)
@@ -270,13 +256,11 @@ class Constraints:
     def immutable_features(self) -> list[str]:
         return [r.feature for r in self.rules if r.immutable]
 
-    def bounds(self, names: Sequence[str], x0: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """Per-feature interval for the new values of case ``x0``."""
-        lo = np.full(len(names), -np.inf)
-        hi = np.full(len(names), np.inf)
-        for i, n in enumerate(names):
-            lo[i], hi[i] = self.rule(n).bounds_for(float(x0[i]))
-        return lo, hi
+    def bounds(self, names: Sequence[str], x0: npt.NDArray[np.float64]
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Per-feature interval for the new values of case ``x0`` (:meth:`MoveLimits.interval`)."""
+        x = np.asarray(x0, dtype=np.float64)
+        return MoveLimits.of(self, names).interval(x, x)
 
     def costs(self, names: Sequence[str], down: npt.ArrayLike | None = None, up: npt.ArrayLike | None = None
               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -349,10 +333,10 @@ class Constraints:
             upd(n, direction=Direction.DECREASE)
         for n, (lo, hi) in dict(m.get("bounds", {})).items():
             upd(n, lower=None if lo is None else Bound(float(lo)), upper=None if hi is None else Bound(float(hi)))
-        for n, c in dict(m.get("cost", {})).items():
-            pair: Any = (c, c) if np.isscalar(c) else c
-            up, down = pair
-            upd(n, cost_up=float(up), cost_down=float(down))
+        costs = dict(m.get("cost", {}))
+        downs, ups = parse_weights(costs, tuple(costs))  # {feature: w or (down, up)}, as weights= reads them
+        for n, down, up in zip(costs, downs.tolist(), ups.tolist()):
+            upd(n, cost_up=up, cost_down=down)
         norm = m.get("norm")
         scale = m.get("scale")
         return Constraints(
@@ -361,3 +345,137 @@ class Constraints:
             scale=None if scale is None else Scale.parse(scale),
             max_changes=m.get("max_changes"),
         )
+
+
+def _feature_index(names: Sequence[str], name: Any, what: str) -> int:
+    if name not in names:
+        near = difflib.get_close_matches(str(name), list(names), n=1)
+        raise InputDataError(f"{what}: unknown feature '{name}'",
+                             f"did you mean '{near[0]}'?" if near else f"features: {', '.join(list(names)[:12])}")
+    return list(names).index(name)
+
+
+def parse_weights(weights: Any, names: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The one reading of per-feature weights (``weights=``, a constraints mapping's ``cost``) as
+    ``(w_down, w_up)``, one entry per feature of ``names``.
+
+    Accepted: None (every weight 1), a scalar, one number per feature, a pair of such arrays
+    ``(down, up)``, or a mapping ``{feature: w}`` / ``{feature: (w_down, w_up)}`` (others 1). A weight is
+    the cost of one unit of change: finite and at least 0 (0: that move is free, as ``cost 0`` in a
+    constraint file). To keep a feature from changing, make it immutable.
+    """
+    d = len(names)
+    down, up = np.ones(d), np.ones(d)
+    if weights is None:
+        return down, up
+    try:
+        if isinstance(weights, Mapping):
+            for k, v in weights.items():
+                i = _feature_index(names, k, "weights")
+                down[i], up[i] = (v, v) if np.ndim(v) == 0 else (float(w) for w in v)
+        elif isinstance(weights, tuple) and len(weights) == 2 and np.ndim(weights[0]) == 1:
+            down, up = (np.asarray(w, dtype=np.float64).reshape(-1).copy() for w in weights)
+        else:
+            arr = np.asarray(weights, dtype=np.float64)
+            if arr.ndim > 1 or (arr.ndim == 1 and arr.shape[0] != d):
+                raise InputDataError(f"weights has shape {arr.shape}; expected one number per feature ({d}), "
+                                     "(down, up) arrays or a mapping name -> weight")
+            down, up = np.broadcast_to(arr, (d,)).copy(), np.broadcast_to(arr, (d,)).copy()
+    except (TypeError, ValueError):
+        raise InputDataError(f"weights must be numbers, not {weights!r}",
+                             "a scalar, one number per feature, (down, up) arrays or {feature: w or (down, up)}"
+                             ) from None
+    if down.shape[0] != d or up.shape[0] != d:
+        raise InputDataError(f"weights (down, up) must each hold one number per feature ({d})")
+    for arr in (down, up):
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
+        if bad.size:
+            raise InputDataError(f"weight of feature '{names[bad[0]]}' is {arr[bad[0]]}: weights must be finite "
+                                 "and at least 0", "to keep a feature from changing, make it immutable instead")
+    return down, up
+
+
+def parse_spreads(scale: Any, names: Sequence[str]) -> npt.NDArray[np.float64]:
+    """The one reading of explicit per-feature scales: one number per feature, or ``{feature: s}`` (others 1);
+    every scale positive and finite. (Named scalings, ``"std"``/``"minmax"``, come from reference rows.)"""
+    d = len(names)
+    if isinstance(scale, Mapping):
+        spreads = np.ones(d)
+        for k, v in scale.items():
+            spreads[_feature_index(names, k, "scale")] = float(v)
+    else:
+        try:
+            spreads = np.asarray(scale, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputDataError(f"scale must be None, 'std', 'minmax', one number per feature or a mapping, "
+                                 f"not {scale!r}") from None
+        if spreads.shape[0] != d:
+            raise InputDataError(f"scale has {spreads.shape[0]} entries for {d} features")
+    bad = np.flatnonzero(~(spreads > 0) | ~np.isfinite(spreads))
+    if bad.size:
+        raise InputDataError(
+            f"scale of feature '{names[bad[0]]}' is {spreads[bad[0]]}: scales must be positive and finite")
+    return spreads
+
+
+@dataclass(frozen=True, eq=False)
+class MoveLimits:
+    """Where each feature's new value may lie, as arrays over the features of ``names``: the one encoding of
+    the constraints' intervals (sensitive tests, counterfactuals and rules read it through :meth:`interval`).
+
+    lower, upper : float64[d]
+        Bounds (``-inf``/``inf``: none); relative ones add to the original value.
+    lower_relative, upper_relative : bool[d]
+    immutable, increase_only, decrease_only : bool[d]
+    """
+
+    lower: npt.NDArray[np.float64]
+    upper: npt.NDArray[np.float64]
+    lower_relative: npt.NDArray[np.bool_]
+    upper_relative: npt.NDArray[np.bool_]
+    immutable: npt.NDArray[np.bool_]
+    increase_only: npt.NDArray[np.bool_]
+    decrease_only: npt.NDArray[np.bool_]
+
+    @staticmethod
+    def of(constraints: "Constraints | None", names: Sequence[str]) -> "MoveLimits":
+        d = len(names)
+        lim = MoveLimits(np.full(d, -np.inf), np.full(d, np.inf), np.zeros(d, dtype=bool), np.zeros(d, dtype=bool),
+                         np.zeros(d, dtype=bool), np.zeros(d, dtype=bool), np.zeros(d, dtype=bool))
+        index = {n: i for i, n in enumerate(names)}
+        for r in (constraints.rules if constraints is not None else ()):
+            i = index.get(r.feature)
+            if i is None:
+                continue
+            lim.immutable[i] |= r.immutable
+            lim.increase_only[i] |= r.direction == Direction.INCREASE
+            lim.decrease_only[i] |= r.direction == Direction.DECREASE
+            if r.lower is not None:
+                lim.lower[i], lim.lower_relative[i] = r.lower.value, r.lower.relative
+            if r.upper is not None:
+                lim.upper[i], lim.upper_relative[i] = r.upper.value, r.upper.relative
+        return lim
+
+    def interval(self, lo0: npt.ArrayLike, hi0: npt.ArrayLike, features: Any = None
+                 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """The closed interval ``[lo, hi]`` a new value may take for every case whose original value lies in
+        ``[lo0, hi0]`` (one case: ``lo0 == hi0``; arrays broadcast over ``features``, all by default).
+
+        A relative lower bound counts from ``hi0`` and a relative upper one from ``lo0`` (every case must
+        keep it); ``increase`` keeps the new value at least ``hi0``, ``decrease`` at most ``lo0``,
+        ``immutable`` both. An unknown (NaN) original value sets no relative bound and no direction.
+        """
+        cols = slice(None) if features is None else np.asarray(features, dtype=np.int64)
+        lo0 = np.asarray(lo0, dtype=np.float64)
+        hi0 = np.asarray(hi0, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            lo = np.where(self.lower_relative[cols], hi0 + self.lower[cols], self.lower[cols])
+            hi = np.where(self.upper_relative[cols], lo0 + self.upper[cols], self.upper[cols])
+            lo = np.where(np.isnan(lo), -np.inf, lo)
+            hi = np.where(np.isnan(hi), np.inf, hi)
+            up_ok = ~(self.immutable[cols] | self.decrease_only[cols])
+            down_ok = ~(self.immutable[cols] | self.increase_only[cols])
+            hi = np.where(~up_ok & ~np.isnan(lo0), np.minimum(hi, lo0), hi)
+            lo = np.where(~down_ok & ~np.isnan(hi0), np.maximum(lo, hi0), lo)
+        return lo, hi
+

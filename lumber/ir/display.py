@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .domains import DomainKind, Domains
+from .interp import ZERO_THRESHOLD
 from .schema import FeatureKind
 
 if TYPE_CHECKING:
@@ -118,8 +119,6 @@ class Display:
             sel = (f.feature == i) & ~f.is_categorical & (f.left >= 0)
             t = f.threshold[sel]
             if f.missing_zero[sel].any():
-                from .forest import ZERO_THRESHOLD
-
                 t = np.concatenate([t, [ZERO_THRESHOLD, -ZERO_THRESHOLD]])
             self._cuts[i] = np.unique(t[np.isfinite(t)])
         return self._cuts[i]

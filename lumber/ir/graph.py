@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .arrays import ForestArrays
+
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
-    from .forest import Forest
 
-
-def parents(forest: "Forest") -> npt.NDArray[np.int64]:
+def parents(forest: ForestArrays) -> npt.NDArray[np.int64]:
     """Parent of every node (-1 for roots)."""
     par = np.full(forest.n_nodes, -1, dtype=np.int64)
     internal = np.flatnonzero(forest.left >= 0)
@@ -25,7 +25,7 @@ def parents(forest: "Forest") -> npt.NDArray[np.int64]:
     return par
 
 
-def node_depths(forest: "Forest") -> npt.NDArray[np.int32]:
+def node_depths(forest: ForestArrays) -> npt.NDArray[np.int32]:
     """Depth of every node, one numpy step per tree level."""
     depth = np.zeros(forest.n_nodes, dtype=np.int32)
     frontier = forest.tree_offset[:-1].astype(np.int64)
@@ -44,7 +44,7 @@ def node_depths(forest: "Forest") -> npt.NDArray[np.int32]:
     return depth
 
 
-def leaf_paths(forest: "Forest", tree: int) -> dict[int, list[tuple[int, bool]]]:
+def leaf_paths(forest: ForestArrays, tree: int) -> dict[int, list[tuple[int, bool]]]:
     """For each leaf of ``tree`` (global id): the path as (node, went_left) pairs from the root."""
     par = parents(forest)
     sl = forest.tree_slice(tree)
@@ -62,7 +62,7 @@ def leaf_paths(forest: "Forest", tree: int) -> dict[int, list[tuple[int, bool]]]
     return out
 
 
-def forest_to_networkx(forest: "Forest") -> "nx.DiGraph":
+def forest_to_networkx(forest: ForestArrays) -> "nx.DiGraph":
     """A DiGraph with one node per IR node (global id) and edges labelled ``left``/``right``.
 
     Node attributes: ``tree``, ``leaf``, and either the test (``feature``,

@@ -8,17 +8,15 @@ margins match it bit for bit where the source allows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from .arrays import ForestArrays
 from .binding import bind_frame
 from .diagnostics import InputDataError
-from .schema import CategoryRule, FeatureKind, PostTransform, Schema
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .forest import Forest
+from .schema import CategoryRule, FeatureKind, PostTransform, Schema, Task
 
 BLOCK_ENTRIES = 1 << 21
 """Rows x trees advanced together; bounds the temporary arrays to a few tens of MB."""
@@ -188,14 +186,14 @@ def category_codes(x: npt.NDArray[np.float64], rule: CategoryRule) -> npt.NDArra
     return codes
 
 
-def _membership_keys(forest: "Forest") -> npt.NDArray[np.int64]:
+def _membership_keys(forest: ForestArrays) -> npt.NDArray[np.int64]:
     """Sorted keys ``node << 32 | category`` of every category set (for searchsorted)."""
     sizes = np.diff(forest.cat_offset)
     nodes = np.repeat(np.arange(forest.n_nodes, dtype=np.int64), sizes)
     return (nodes << 32) | forest.cat_values
 
 
-def go_left(forest: "Forest", nodes: npt.NDArray[np.int64], x: npt.NDArray[np.float64],
+def go_left(forest: ForestArrays, nodes: npt.NDArray[np.int64], x: npt.NDArray[np.float64],
             keys: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.bool_]:
     """Branch decision for input values ``x`` at (non-leaf) ``nodes``: True means left."""
     isnan = np.isnan(x)
@@ -222,7 +220,7 @@ def go_left(forest: "Forest", nodes: npt.NDArray[np.int64], x: npt.NDArray[np.fl
     return np.where(missing, forest.missing_left[nodes], left)
 
 
-def forest_apply(forest: "Forest", X: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+def forest_apply(forest: ForestArrays, X: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     """Global leaf id per row and tree, ``(n, n_trees)``; ``X`` already prepared."""
     n, T = X.shape[0], forest.n_trees
     out = np.empty((n, T), dtype=np.int64)
@@ -251,7 +249,7 @@ def forest_apply(forest: "Forest", X: npt.NDArray[np.float64]) -> npt.NDArray[np
     return out
 
 
-def accumulate(forest: "Forest", leaves: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+def accumulate(forest: ForestArrays, leaves: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     """Raw margins from leaf ids: start at base_score, add trees in order, then average."""
     schema = forest.schema
     n = leaves.shape[0]
@@ -275,7 +273,7 @@ def accumulate(forest: "Forest", leaves: npt.NDArray[np.int64]) -> npt.NDArray[n
     return out
 
 
-def trees_per_output(forest: "Forest") -> npt.NDArray[np.float64]:
+def trees_per_output(forest: ForestArrays) -> npt.NDArray[np.float64]:
     """How many trees contribute to each output (the divisor of averaged forests)."""
     K = forest.n_outputs
     tout = forest.tree_output
@@ -284,14 +282,12 @@ def trees_per_output(forest: "Forest") -> npt.NDArray[np.float64]:
     return counts
 
 
-def forest_evaluate(forest: "Forest", X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+def forest_evaluate(forest: ForestArrays, X: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Raw margins of prepared input ``X``."""
     return accumulate(forest, forest_apply(forest, X))
 
 
 def is_classifier(schema: Schema) -> bool:
-    from .schema import Task
-
     return schema.task in (Task.BINARY, Task.MULTICLASS)
 
 

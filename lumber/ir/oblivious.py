@@ -53,9 +53,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .assemble import TreeArrays, concat_trees
 from .diagnostics import IRLocation, ValidationError
+from .graph import parents
+from .interp import category_codes, prepare_input
 from .schema import FeatureKind, Schema
-from .serialize import ir_kind
+from .serialize import ir_kind, load_ir, save_ir
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -295,7 +298,6 @@ class ObliviousEnsemble:
 
     def prepare_input(self, X: Any) -> npt.NDArray[np.float64]:
         """Check and convert user data exactly as ``Forest.prepare_input`` does."""
-        from .interp import prepare_input
 
         return prepare_input(self.schema, X)
 
@@ -402,7 +404,6 @@ class ObliviousEnsemble:
         The root tests the last level, so the leaves in breadth-first order are the table rows.
         Unreachable rows (``x > 2`` but not ``x > 1``) become unreachable leaves.
         """
-        from .build import TreeArrays, concat_trees
 
         K = self.n_outputs
         trees = []
@@ -456,14 +457,11 @@ class ObliviousEnsemble:
 
     def save(self, path: str | Path) -> None:
         """Write the versioned ``.lumber`` format atomically (see docs/ir.md)."""
-        from .serialize import save_ir
 
         save_ir(self, path)
 
     @staticmethod
     def load(path: str | Path) -> "ObliviousEnsemble":
-        from .serialize import load_ir
-
         return load_ir(path, ObliviousEnsemble)  # type: ignore[no-any-return]
 
     def describe_level(self, i: int) -> str:
@@ -531,7 +529,6 @@ def category_membership(e: ObliviousEnsemble, levels: npt.NDArray[np.int64],
                         x: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
     """``(n, len(levels))``: is ``code(x[:, j])`` in the set of category level ``levels[j]``
     (NaN rows come out False; the caller applies ``nan_true``)."""
-    from .interp import category_codes
 
     assert e.level_set_offset is not None and e.level_set_code is not None
     codes = category_codes(x, e.schema.category_rule)  # -1: invalid or NaN
@@ -568,7 +565,6 @@ def _grid_tree(e: ObliviousEnsemble, t: int) -> Any:
     """Tree ``t`` (which has bin levels) as a binary tree: from the root down, one node per plain
     level (every path) and a balanced search over its borders per bin group, whose ``k + 1``
     outcomes are the group's codes; a leaf's table row is the sum of its path's bits."""
-    from .build import TreeArrays
 
     first, d = int(e.level_offset[t]), int(e.depth[t])
     kinds = np.array([f.kind == FeatureKind.CATEGORICAL for f in e.schema.features])
@@ -663,7 +659,6 @@ def forest_to_oblivious(forest: "Forest") -> ObliviousEnsemble:
     split is the level ``code in set``; when its members go left, the level's bit
     stands for the left branch (the table rows are indexed accordingly).
     """
-    from .graph import parents
 
     n = forest.n_nodes
     depth = forest.depth.astype(np.int64)

@@ -40,8 +40,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .diagnostics import IRLocation, ValidationError
+from .display import Display
+from .interp import category_codes, prepare_input
 from .schema import Schema
-from .serialize import ir_kind
+from .serialize import ir_kind, load_ir, save_ir
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -185,7 +187,6 @@ class Polynomial:
 
     def prepare_input(self, X: Any) -> npt.NDArray[np.float64]:
         """Check and convert user data exactly as ``Forest.prepare_input`` does."""
-        from .interp import prepare_input
 
         return prepare_input(self.schema, X)
 
@@ -258,14 +259,10 @@ class Polynomial:
     # -- storage and views ------------------------------------------------------------------
 
     def save(self, path: str | Path) -> None:
-        from .serialize import save_ir
-
         save_ir(self, path)
 
     @staticmethod
     def load(path: str | Path) -> "Polynomial":
-        from .serialize import load_ir
-
         return load_ir(path, Polynomial)  # type: ignore[no-any-return]
 
     def describe_condition(self, c: int) -> str:
@@ -293,7 +290,6 @@ class Polynomial:
     def _display(self) -> Any:
         """Thresholds for people: the shortest decimal splitting the model's cells as the threshold does
         (``Age > 20.5``, not the model file's ``20.500000000000004``); ``cond_threshold`` keeps the exact one."""
-        from .display import Display
 
         return Display(self)  # type: ignore[arg-type]
 
@@ -350,8 +346,6 @@ def condition_matrix(poly: Polynomial, Xp: npt.NDArray[np.float64]) -> npt.NDArr
     out = np.where(missing, nan, gt)
     cat = np.flatnonzero(poly.cond_kind >= ConditionKind.EQUAL)
     if cat.size:
-        from .interp import category_codes
-
         codes = category_codes(xs[:, cat], poly.schema.category_rule)
         equal = poly.cond_kind[cat] == ConditionKind.EQUAL
         out[:, cat] = np.where(equal[None, :], codes == poly.cond_threshold[cat][None, :],

@@ -6,17 +6,13 @@ pass: a malformed array must be a clear error, never undefined behaviour.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from .arrays import ForestArrays
 from .diagnostics import IRLocation, ValidationError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .forest import Forest
 
-
-def _fail(forest: "Forest", msg: str, node: int | None = None, field: str | None = None) -> ValidationError:
+def _fail(forest: ForestArrays, msg: str, node: int | None = None, field: str | None = None) -> ValidationError:
     loc = None
     if node is not None:
         t = int(np.searchsorted(forest.tree_offset, node, side="right") - 1)
@@ -26,7 +22,7 @@ def _fail(forest: "Forest", msg: str, node: int | None = None, field: str | None
     return ValidationError(msg, location=loc)
 
 
-def verify_forest(forest: "Forest") -> None:
+def verify_forest(forest: ForestArrays) -> None:
     """Raise ``ValidationError`` at the first broken invariant."""
     schema = forest.schema
     schema.validate()

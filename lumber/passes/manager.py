@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from lumber.ir import CompileError, LumberError
+from lumber.ir import CompileError, LumberError, atomic_write_text
+from lumber.ir.atomic import prepare_output_dir
+from lumber.ir.serialize import save_ir
 
 from .base import Pass, PassContext, PassTiming, article, describe_ir
 from .registry import get_all_passes
@@ -76,10 +78,6 @@ class DumpInstrument:
         return None
 
     def after_pass(self, p: Pass, ir_in: Any, ir_out: Any, ctx: PassContext) -> None:
-        from lumber.ir import atomic_write_text
-        from lumber.ir.atomic import prepare_output_dir
-        from lumber.ir.serialize import save_ir
-
         prepare_output_dir(self.directory)
         stem = self.directory / f"{len(ctx.timings) - 1:02d}-{p.name}"
         try:

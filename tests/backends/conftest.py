@@ -9,16 +9,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from c_tools import build_many, have_compiler, needs_cc  # noqa: E402,F401
+from c_tools import build_many, needs_cc  # noqa: E402,F401
 from lumber.backends.c import CLibrary  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def case_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CLibrary]:
+def case_libs(tmp_path_factory: pytest.TempPathFactory, c_compiler: str) -> dict[str, CLibrary]:
     """Every hand-built case, as tables (``<name>_t``, -O3: binned walks where they apply), as tables walked
     on the values (``<name>_v``, -O1) and as unrolled code (``<name>_u``, -O1)."""
-    if not have_compiler():
-        pytest.skip("no C compiler")
     from cases import CASES
 
     tmp = tmp_path_factory.mktemp("c")

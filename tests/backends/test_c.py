@@ -16,7 +16,7 @@ from c_tools import build_many, needs_cc
 from strategies import forests
 
 import lumber
-from lumber.backends.c import BuildOptions, CLibrary, COptions, build_shared, emit_source, find_compiler
+from lumber.backends.c import BuildOptions, CLibrary, CEmitOptions, build_shared, emit_source, find_compiler
 from lumber.backends.c.layout import round_down_f32
 from lumber.compiler.predictors import as_rows
 from lumber.ir import CompileError, Forest, ModelFormatError, OutputError
@@ -66,9 +66,9 @@ def test_binned_walk_is_chosen_and_coded_exactly() -> None:
 
     assert '"walk": "binned8"' in emit_source(numeric_nan()).text().replace('\\"', '"')
     assert '"walk": "binned16"' in emit_source(many_thresholds()).text().replace('\\"', '"')
-    assert '"walk": "values"' in emit_source(numeric_nan(), COptions(walk="values")).text().replace('\\"', '"')
+    assert '"walk": "values"' in emit_source(numeric_nan(), CEmitOptions(walk="values")).text().replace('\\"', '"')
     with pytest.raises(CompileError, match="walk must be one of"):
-        emit_source(numeric_nan(), COptions(walk="fast"))
+        emit_source(numeric_nan(), CEmitOptions(walk="fast"))
 
 
 @needs_cc
@@ -77,7 +77,7 @@ def test_portable_binned_step_matches_reference(tmp_path: Path) -> None:
     step the other tests cover: every hand-built case that has a binned walk, on its boundary corpus."""
     cases = [(f"p_{name}", mk()) for name, mk in sorted(CASES.items())]
     cases = [(p, f) for p, f in cases if _binnable(f)]
-    sources = [emit_source(f, COptions(prefix=p, walk="binned")).text() for p, f in cases]
+    sources = [emit_source(f, CEmitOptions(prefix=p, walk="binned")).text() for p, f in cases]
     build_shared(sources, tmp_path / "p.so", BuildOptions(warnings_as_errors=True,
                                                           extra_flags=("-O1", "-DLUMBER_PORTABLE_STEP")))
     assert len(cases) >= 5
@@ -92,7 +92,7 @@ def test_binned_blocks_of_any_size_match_reference(tmp_path: Path) -> None:
     cases = [(name, mk()) for name, mk in sorted(CASES.items())]
     cases = [(name, f) for name, f in cases if _binnable(f)][:6]
     built = [(f"b{block}_{name}", f, block) for name, f in cases for block in (8, 13, 64)]
-    sources = [emit_source(f, COptions(prefix=p, walk="binned", block=block)).text() for p, f, block in built]
+    sources = [emit_source(f, CEmitOptions(prefix=p, walk="binned", block=block)).text() for p, f, block in built]
     build_shared(sources, tmp_path / "b.so", BuildOptions(warnings_as_errors=True, extra_flags=("-O1",)))
     assert len(cases) >= 5
     for p, f, _ in built:
@@ -227,8 +227,8 @@ def test_predict_rows_checks_refused_values_on_every_thread_path(tmp_path: Path)
 def test_emitted_c_is_deterministic_and_golden(update_goldens: bool) -> None:
     from cases import categorical_lightgbm
 
-    a = emit_source(categorical_lightgbm(), COptions(name="tiny")).text()
-    b = emit_source(categorical_lightgbm(), COptions(name="tiny")).text()
+    a = emit_source(categorical_lightgbm(), CEmitOptions(name="tiny")).text()
+    b = emit_source(categorical_lightgbm(), CEmitOptions(name="tiny")).text()
     assert a == b
     # the shipped runtime is not part of the golden file: it changes independently of the printer
     head = a[: a.index("/* lumber C runtime")]
@@ -244,7 +244,7 @@ def test_emitted_c_is_deterministic_and_golden(update_goldens: bool) -> None:
 def test_unroll_auto_prints_code_for_small_models() -> None:
     from cases import numeric_nan
 
-    src = emit_source(numeric_nan(), COptions(unroll=None)).text()
+    src = emit_source(numeric_nan(), CEmitOptions(unroll=None)).text()
     assert "#define LUMBER_HAS_CODE 1" in src and "static int32_t lumber_tree_1(const LUMBER_IN_T *x)" in src
     assert "#define LUMBER_HAS_CODE 0" in emit_source(numeric_nan()).text()
 
@@ -252,7 +252,7 @@ def test_unroll_auto_prints_code_for_small_models() -> None:
 def test_header_declares_prefixed_api() -> None:
     from cases import float32_average
 
-    art = emit_source(float32_average(), COptions(name="rf", prefix="rf_model"))
+    art = emit_source(float32_average(), CEmitOptions(name="rf", prefix="rf_model"))
     assert set(art.files) == {"rf.c", "rf.h"}
     h = art.text("rf.h")
     assert "int32_t rf_model_predict_raw(const float *rows, int64_t n, double *out, int32_t threads);" in h
@@ -265,7 +265,7 @@ def test_header_compiles_with_a_c_program(tmp_path: Path) -> None:
     from cases import multiclass
 
     f = multiclass()
-    art = emit_source(f, COptions(name="mc", prefix="mc"))
+    art = emit_source(f, CEmitOptions(name="mc", prefix="mc"))
     art.write(tmp_path / "mc.c")
     (tmp_path / "main.c").write_text(
         '#include <stdio.h>\n#include "mc.h"\n'
@@ -286,7 +286,7 @@ def test_missing_compiler_is_a_clear_error_and_numpy_still_works(monkeypatch: py
 
     f = numeric_nan()
     with pytest.raises(CompileError, match=r"no C compiler found \(tried: no-such-cc-\w+\)"):
-        lumber.compile(f, target="c", cc="no-such-cc-xyz")
+        lumber.compile(f, target="c", options=lumber.COptions(cc="no-such-cc-xyz"))
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("CC", raising=False)
     with pytest.raises(CompileError, match="target 'numpy' predicts without a compiler"):
@@ -317,9 +317,9 @@ def test_bad_prefix_and_block_are_refused() -> None:
     from cases import numeric_nan
 
     with pytest.raises(CompileError, match="not a C identifier"):
-        emit_source(numeric_nan(), COptions(prefix="9lives"))
+        emit_source(numeric_nan(), CEmitOptions(prefix="9lives"))
     with pytest.raises(CompileError, match="block must be between"):
-        emit_source(numeric_nan(), COptions(block=2))
+        emit_source(numeric_nan(), CEmitOptions(block=2))
 
 
 @needs_cc
@@ -332,7 +332,7 @@ def test_compiler_failure_reports_output(tmp_path: Path) -> None:
 @needs_cc
 def test_loader_rejects_foreign_files(tmp_path: Path) -> None:
     (tmp_path / "junk.so").write_bytes(b"not a library")
-    with pytest.raises(ModelFormatError, match="cannot load as a shared library"):
+    with pytest.raises(ModelFormatError, match="not a library lumber built"):
         CLibrary(tmp_path / "junk.so")
     with pytest.raises(ModelFormatError, match="no such compiled model"):
         CLibrary(tmp_path / "absent.so")

@@ -22,11 +22,8 @@ def multiclass() -> Forest:
 
 
 @pytest.fixture(scope="module")
-def c_pred(multiclass: Forest, tmp_path_factory: pytest.TempPathFactory) -> lumber.compiler.predictors.CPredictor:
-    from c_tools import have_compiler
-
-    if not have_compiler():
-        pytest.skip("no C compiler")
+def c_pred(multiclass: Forest, tmp_path_factory: pytest.TempPathFactory,
+           c_compiler: str) -> lumber.compiler.predictors.CPredictor:
     return lumber.compile(multiclass, target="c", path=tmp_path_factory.mktemp("api") / "mc.so")
 
 
@@ -123,16 +120,47 @@ def test_library_at_path_is_reused_only_when_fresh(tmp_path: Path, monkeypatch: 
 
 
 def test_c_source_writes_source_and_header(tmp_path: Path) -> None:
-    pred = lumber.compile(CASES["numeric_nan"](), target="c-source", path=tmp_path / "m.c", prefix="nan_model")
+    pred = lumber.compile(CASES["numeric_nan"](), target="c-source", path=tmp_path / "m.c",
+                          options=lumber.CSourceOptions(prefix="nan_model"))
     assert (tmp_path / "m.c").read_text() == pred.source
     assert "nan_model_predict_row" in (tmp_path / "m.h").read_text()
+
+
+def test_options_of_another_target_are_an_error_naming_the_right_class() -> None:
+    """Each target takes its own options dataclass; anything else is refused, never dropped unseen."""
+    f = CASES["numeric_nan"]()
+    for target, wrong, right in [("onnx", lumber.TableOptions(), "OnnxOptions"),
+                                 ("onnx", lumber.COptions(march_native=True), "OnnxOptions"),
+                                 ("c", lumber.CSourceOptions(), "COptions"),
+                                 ("c-source", lumber.COptions(), "CSourceOptions"),
+                                 ("table", lumber.TableCOptions(), "TableOptions"),
+                                 ("table-c", lumber.TableOptions(), "TableCOptions"),
+                                 ("numpy", {"exact": False}, "NumpyOptions"),
+                                 ("c", lumber.FastestOptions(), "COptions")]:
+        with pytest.raises(CompileError, match=f"target '{target}' takes lumber.{right}, not {type(wrong).__name__}"):
+            lumber.compile(f, target=target, options=wrong)
+    assert lumber.compile(f, target="onnx", options=lumber.OnnxOptions(opset=5)).fingerprint
+
+
+def test_c_options_for_tables_carry_over_or_say_why_not() -> None:
+    """Target ``c`` builds oblivious tables as ``table-c``: the shared options carry over; a forest-walk option
+    (``unroll``, ``block``, ``walk``) set away from its default is an error, never dropped."""
+    from lumber.compiler.targets.base import project
+
+    opts = project(lumber.COptions(prefix="obl", cc="gcc"), lumber.TableCOptions)
+    assert (opts.prefix, opts.cc) == ("obl", "gcc")
+    with pytest.raises(CompileError, match="walk of COptions does not apply to TableCOptions"):
+        project(lumber.COptions(walk="values"), lumber.TableCOptions)
+    fast = lumber.FastestOptions(prefix="p", walk="values", strategy="grow", march_native=True)
+    assert fast.forest_options() == lumber.COptions(prefix="p", walk="values", march_native=True)
+    assert fast.table_options() == lumber.TableCOptions(prefix="p", strategy="grow", march_native=True)
 
 
 # -- CLI ----------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def lgb_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     from sklearn.datasets import load_diabetes
 
     X, y = load_diabetes(return_X_y=True)
@@ -191,6 +219,12 @@ def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], lgb_file
     assert "always returns float32" in capsys.readouterr().err
     assert main(["compile", str(path), "--time-passes", "--emit", "onnx", "-o", str(tmp_path / "x.onnx")]) == 2
     assert "--time-passes needs --passes" in capsys.readouterr().err
+    # a flag for another artifact is refused, never ignored
+    for flags, emit in ([["--march-native"], "onnx"], [["--opset", "3"], "c"], [["--inexact"], "c"],
+                        [["--strategy", "grow"], "onnx"], [["--no-openmp", "--cc", "gcc"], "table"]):
+        assert main(["compile", str(path), "--emit", emit, *flags, "-o", str(tmp_path / "x.out")]) == 2
+        assert f"not apply to --emit {emit}" in capsys.readouterr().err
+    assert not (tmp_path / "x.out").exists()
 
 
 @needs_cc

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from cases import corpus
-from c_tools import build_many, have_compiler
+from c_tools import build_many
 from zoo import ZOO_NAMES, get
 
 import lumber
@@ -31,8 +31,8 @@ from lumber.backends.onnx import OnnxOptions, check, emit_onnx
 from lumber.compiler.predictors import OnnxPredictor, as_rows
 from lumber.ir import CompileError, Forest, FeatureKind
 
-lgb = pytest.importorskip("lightgbm")
-xgb = pytest.importorskip("xgboost")
+import lightgbm as lgb
+import xgboost as xgb
 
 
 @dataclass
@@ -130,9 +130,7 @@ def forests(cases: dict[str, Case]) -> dict[str, Forest]:
 
 
 @pytest.fixture(scope="module")
-def c_libs(forests: dict[str, Forest], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    if not have_compiler():
-        pytest.skip("no C compiler")
+def c_libs(forests: dict[str, Forest], tmp_path_factory: pytest.TempPathFactory, c_compiler: str) -> dict[str, Any]:
     named = {name: f"m{i}" for i, name in enumerate(forests)}
     libs = build_many([(named[n], f, False) for n, f in forests.items()], tmp_path_factory.mktemp("real") / "m.so")
     return {n: libs[p] for n, p in named.items()}
@@ -218,10 +216,10 @@ def test_lightgbm_zero_as_missing_is_refused_by_onnx_with_node(forests: dict[str
 
 @pytest.mark.parametrize("target", ["numpy", "c", "onnx"])
 def test_lumber_compile_predicts_as_the_forest(target: str, cases: dict[str, Case], forests: dict[str, Forest],
-                                               tmp_path: Path) -> None:
+                                               tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The public path (``lumber.compile`` -> predictor) on a categorical, NaN-bearing real model."""
-    if target == "c" and not have_compiler():
-        pytest.skip("no C compiler")
+    if target == "c":
+        request.getfixturevalue("c_compiler")
     name = "lightgbm-binary-categorical"
     case, forest = cases[name], forests[name]
     pred = lumber.compile(case.model, target=target)

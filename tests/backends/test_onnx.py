@@ -16,8 +16,7 @@ from lumber.backends.onnx import OnnxOptions, check, emit_onnx
 from lumber.compiler.predictors import OnnxPredictor, as_rows
 from lumber.ir import CategoryRule, CompileError, Forest
 
-ort = pytest.importorskip("onnxruntime")
-onnx = pytest.importorskip("onnx")
+import onnx
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "onnx"
 

@@ -201,13 +201,13 @@ def lgb_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, np.n
 @needs_cc
 def test_emitted_library_speaks_the_c_backend_abi(lgb_model: tuple[Any, Path, np.ndarray], tmp_path: Path) -> None:
     from lumber.backends.c import BuildOptions, CLibrary, build_shared
-    from lumber.backends.table_c import TableCOptions, emit_table_source
-    from lumber.compiler.api.tables import to_tables
+    from lumber.backends.table_c import TableCEmitOptions, emit_table_source
+    from lumber.compiler.tables import to_tables
 
     bst, _, X = lgb_model
     ens = to_tables(lumber.load(bst))
-    art = emit_table_source(ens, TableCOptions(prefix="obl", name="m"))
-    assert emit_table_source(ens, TableCOptions(prefix="obl", name="m")).files == art.files  # deterministic
+    art = emit_table_source(ens, TableCEmitOptions(prefix="obl", name="m"))
+    assert emit_table_source(ens, TableCEmitOptions(prefix="obl", name="m")).files == art.files  # deterministic
     build_shared(art.text(), tmp_path / "m.so", BuildOptions(warnings_as_errors=True))
     lib = CLibrary(tmp_path / "m.so", prefix="obl")
     assert lib.metadata["form"] == "oblivious" and lib.n_trees == ens.n_trees
@@ -254,7 +254,7 @@ def test_without_a_compiler_tables_use_numpy(lgb_model: tuple[Any, Path, np.ndar
 @needs_cc
 def test_optimize_speed_times_both_forms(lgb_model: tuple[Any, Path, np.ndarray], tmp_path: Path) -> None:
     bst, _, X = lgb_model
-    pred = lumber.compile(bst, target="c", optimize="speed", path=tmp_path / "fast.so")
+    pred = lumber.compile_fastest(bst, path=tmp_path / "fast.so")
     rep = pred.report
     # the forest in its binned walk and its value walk, and the oblivious tables
     assert set(rep["forms"]) == {"forest", "forest-values", "oblivious"} and rep["chosen"] in rep["forms"]
@@ -264,7 +264,7 @@ def test_optimize_speed_times_both_forms(lgb_model: tuple[Any, Path, np.ndarray]
     np.testing.assert_allclose(pred.predict_raw(X), bst.predict(X, raw_score=True), rtol=1e-12, atol=1e-12)
     back = load_compiled(tmp_path / "fast.so", bst)  # either form: the same ABI and fingerprint
     np.testing.assert_array_equal(back.predict_raw(X), pred.predict_raw(X))
-    values = lumber.compile(bst, target="c", walk="values")
+    values = lumber.compile(bst, target="c", options=lumber.COptions(walk="values"))
     assert values.library.metadata["walk"] == "values"
     np.testing.assert_array_equal(values.predict_raw(X), lumber.compile(bst, target="c").predict_raw(X))
 
@@ -277,17 +277,17 @@ def test_float32_sums_need_inexact() -> None:
     bst = xgb.train({"max_depth": 2, "nthread": 1, "seed": 0}, xgb.DMatrix(X, y), 5)
     with pytest.raises(CompileError, match="xgboost sums leaf values in float32"):
         lumber.compile(bst, target="table")
-    pred = lumber.compile(bst, target="table", exact=False)
+    pred = lumber.compile(bst, target="table", options=lumber.TableOptions(exact=False))
     assert "float64 sums" in pred.report["tables"]["note"]
     np.testing.assert_allclose(pred.predict_raw(X), bst.predict(xgb.DMatrix(X), output_margin=True), rtol=1e-6)
 
 
 def test_bad_options_are_refused(lgb_model: tuple[Any, Path, np.ndarray]) -> None:
     bst, _, _ = lgb_model
-    with pytest.raises(CompileError, match="unknown optimize goal 'fast'"):
-        lumber.compile(bst, target="c", optimize="fast")
-    with pytest.raises(CompileError, match="applies to target 'c', not 'onnx'"):
-        lumber.compile(bst, target="onnx", optimize="speed")
+    with pytest.raises(CompileError, match="take lumber.FastestOptions, not COptions"):
+        lumber.compile_fastest(bst, options=lumber.COptions())
+    with pytest.raises(CompileError, match="compares the forest and oblivious forms"):
+        lumber.compile_fastest(lumber.compile(bst, target="table").ensemble)
 
 
 def test_cli_emit_table(lgb_model: tuple[Any, Path, np.ndarray], tmp_path: Path,
@@ -301,7 +301,7 @@ def test_cli_emit_table(lgb_model: tuple[Any, Path, np.ndarray], tmp_path: Path,
     np.testing.assert_allclose(load_compiled(out).predict_raw(X), bst.predict(X, raw_score=True), rtol=1e-12,
                                atol=1e-12)
     assert main(["compile", str(path), "--emit", "onnx", "--optimize", "speed"]) == 2
-    assert "cannot hold oblivious tables" in capsys.readouterr().err
+    assert "--optimize speed chooses among C shared libraries, not --emit onnx" in capsys.readouterr().err
     assert main(["compile", str(path), "--emit", "table", "--max-depth", "deep"]) == 2
     assert "--max-depth must be a number or 'auto'" in capsys.readouterr().err
 

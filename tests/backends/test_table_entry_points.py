@@ -1,6 +1,6 @@
 """Every re-composition strategy through every way of making tables: the option must reach the pass.
 
-``to_tables``, ``compile_table``, ``compile_oblivious_c``, ``lumber.compile(target="table"/"table-c")``
+``to_tables``, ``lumber.compile(target="table"/"table-c")``
 and ``lumber compile --emit table/table-c --strategy``: each must build the tables with the strategy
 it was given (the ``oblivious`` pass reports it) and reproduce LightGBM's margins.
 """
@@ -16,7 +16,7 @@ import pytest
 from c_tools import needs_cc
 
 import lumber
-from lumber.compiler.api.tables import compile_oblivious_c, compile_table, to_tables
+from lumber.compiler.tables import to_tables
 from lumber.compiler.cli import main
 from lumber.compiler.targets import get_target
 from lumber.passes.transforms.recompose_oblivious import STRATEGIES
@@ -53,29 +53,27 @@ def test_strategy_reaches_the_pass_in_python_entry_points(model: tuple[Any, Path
     ens = to_tables(lumber.load(bst), strategy=strategy, stats=stats)
     assert used(stats) == strategy
     same(ens.evaluate(X), bst, X)
-    for pred in (compile_table(bst, strategy=strategy), lumber.compile(bst, target="table", strategy=strategy)):
-        assert used(pred.report["tables"]) == strategy
-        same(pred.predict_raw(X), bst, X)
+    pred = lumber.compile(bst, target="table", options=lumber.TableOptions(strategy=strategy))
+    assert used(pred.report["tables"]) == strategy
+    same(pred.predict_raw(X), bst, X)
 
 
 @needs_cc
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_strategy_reaches_the_pass_in_c_entry_points(model: tuple[Any, Path, np.ndarray], strategy: str) -> None:
     bst, _, X = model
-    stats: dict[str, Any] = {}
-    same(compile_oblivious_c(bst, strategy=strategy, stats=stats).predict_raw(X), bst, X)
-    assert used(stats) == strategy and stats["build_seconds"] > 0
-    # lumber.compile(target="table-c") itself: through the CLI below (one C build per strategy and way)
+    pred = lumber.compile(bst, target="table-c", options=lumber.TableCOptions(strategy=strategy))
+    same(pred.predict_raw(X), bst, X)
+    assert used(pred.report["tables"]) == strategy and pred.report["tables"]["build_seconds"] > 0
 
 
 @pytest.mark.parametrize("emit", ["table", "table-c"])
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_strategy_reaches_the_pass_from_the_cli(model: tuple[Any, Path, np.ndarray], tmp_path: Path, strategy: str,
-                                                emit: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from c_tools import have_compiler
-
-    if emit == "table-c" and not have_compiler():
-        pytest.skip("no C compiler")
+                                                emit: str, capsys: pytest.CaptureFixture[str],
+                                                request: pytest.FixtureRequest) -> None:
+    if emit == "table-c":
+        request.getfixturevalue("c_compiler")
     bst, path, X = model
     out = tmp_path / f"m{get_target(emit).suffix}"
     assert main(["compile", str(path), "--emit", emit, "--strategy", strategy, "-o", str(out), "--time-passes"]) == 0
@@ -88,7 +86,7 @@ def test_unknown_strategy_is_refused_before_any_work(model: tuple[Any, Path, np.
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     bst, path, _ = model
     with pytest.raises(lumber.LumberError, match="unknown strategy 'best'"):
-        lumber.compile(bst, target="table", strategy="best")
+        lumber.compile(bst, target="table", options=lumber.TableOptions(strategy="best"))
     with pytest.raises(SystemExit) as exc:
         main(["compile", str(path), "--emit", "table", "--strategy", "best"])
     assert exc.value.code == 2

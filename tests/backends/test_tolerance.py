@@ -1,4 +1,4 @@
-"""``lumber.compile(..., optimize="speed", tolerance=...)``: the cascade library, the forms report, the tolerance
+"""``lumber.compile_within(model, tolerance, data)``: the cascade library, the forms report, the tolerance
 never exceeded on validation rows, and clear errors for bad inputs."""
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def cascade(adult: dict, tmp_path_factory: pytest.TempPathFactory) -> tuple:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tolerance_mod, "timed", _slow_exact(tolerance_mod.timed))
         mp.setattr(tolerance_mod, "compile_fastest", forest_only)
-        pred = lumber.compile(adult["forest"], target="c", optimize="speed", tolerance=tol, path=path,
-                              data={"train": adult["train"], "valid": adult["valid"]}, fit=FIT)
+        pred = lumber.compile_within(adult["forest"], tol, {"train": adult["train"], "valid": adult["valid"]},
+                                     path=path, fit=FIT)
     return pred, path, tol
 
 
@@ -74,8 +74,8 @@ def test_an_agreement_below_one_narrows_the_band_and_holds_on_validation_rows(ad
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tolerance_mod, "timed", _slow_exact(tolerance_mod.timed))
         mp.setattr(tolerance_mod, "compile_fastest", forest_only)
-        pred = lumber.compile(adult["forest"], target="c", optimize="speed", tolerance=cascade[2], agreement=0.99,
-                              data={"train": adult["train"], "valid": adult["valid"]}, fit=FIT)
+        pred = lumber.compile_within(adult["forest"], cascade[2], {"train": adult["train"], "valid": adult["valid"]},
+                                     agreement=0.99, fit=FIT)
     rep = pred.report["tolerance"]
     assert rep["agreement_target"] == 0.99
     _forms_ok(rep, cascade[2])
@@ -235,8 +235,8 @@ def test_regressor_tolerance_is_a_relative_rmse_rise(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(tolerance_mod, "compile_fastest", forest_only)
     tol = 0.05
-    pred = lumber.compile(m, target="c", optimize="speed", tolerance=tol, fit=FIT,
-                          data={"train": (X[:1200], y[:1200]), "valid": (X[1200:1800], y[1200:1800])})
+    pred = lumber.compile_within(m, tol, {"train": (X[:1200], y[:1200]), "valid": (X[1200:1800], y[1200:1800])},
+                                 fit=FIT)
     rep = pred.report["tolerance"]
     assert rep["metric"] == "rmse" and rep["chosen"].startswith("tables")
     f = rep["forms"][rep["chosen"]]
@@ -255,8 +255,8 @@ def test_the_full_search_keeps_a_form_within_the_tolerance(adult: dict, tmp_path
 
     tol = 0.002
     path = tmp_path / "m.so"
-    pred = lumber.compile(adult["bst"], target="c", optimize="speed", tolerance=tol, path=path,
-                          data={"train": adult["train"], "valid": adult["valid"]}, fit=FIT)
+    pred = lumber.compile_within(adult["bst"], tol, {"train": adult["train"], "valid": adult["valid"]}, path=path,
+                                 fit=FIT)
     rep = pred.report["tolerance"]
     assert {"forest", "oblivious"} <= set(rep["exact"]["forms"])
     _forms_ok(rep, tol)
@@ -269,28 +269,23 @@ def test_the_full_search_keeps_a_form_within_the_tolerance(adult: dict, tmp_path
 
 def test_bad_tolerance_inputs_give_clear_errors(adult: dict) -> None:
     bst, train, valid = adult["bst"], adult["train"], adult["valid"]
-    with pytest.raises(CompileError, match=r"data\['train'\]"):
-        lumber.compile(bst, optimize="speed", tolerance=0.001)
+    with pytest.raises(CompileError, match=r"data=\{'train'"):
+        lumber.compile_within(bst, 0.001, None)  # type: ignore[arg-type]
     with pytest.raises(CompileError, match=r"data\['valid'\]"):
-        lumber.compile(bst, optimize="speed", tolerance=0.001, data={"train": train})
+        lumber.compile_within(bst, 0.001, {"train": train})
     with pytest.raises(CompileError, match="no labels"):
-        lumber.compile(bst, optimize="speed", tolerance=0.001, data={"train": train, "valid": (valid[0], None)})
+        lumber.compile_within(bst, 0.001, {"train": train, "valid": (valid[0], None)})
     with pytest.raises(InputDataError, match="labels"):
-        lumber.compile(bst, optimize="speed", tolerance=0.001, data={"train": train, "valid": (valid[0], valid[1][:9])})
-    with pytest.raises(CompileError, match="optimize='speed'"):
-        lumber.compile(bst, tolerance=0.001, data={"train": train, "valid": valid})
-    with pytest.raises(CompileError, match="only with a tolerance"):
-        lumber.compile(bst, optimize="speed", data={"train": train, "valid": valid})
+        lumber.compile_within(bst, 0.001, {"train": train, "valid": (valid[0], valid[1][:9])})
     with pytest.raises(CompileError, match=">= 0"):
-        lumber.compile(bst, optimize="speed", tolerance=-1.0, data={"train": train, "valid": valid})
+        lumber.compile_within(bst, -1.0, {"train": train, "valid": valid})
     for bad in (0.0, 1.5, "most"):
         with pytest.raises(CompileError, match="agreement must be"):
-            lumber.compile(bst, optimize="speed", tolerance=0.01, agreement=bad, data={"train": train, "valid": valid})
-    with pytest.raises(CompileError, match="only with a tolerance"):
-        lumber.compile(bst, optimize="speed", agreement=0.99)
-    with pytest.raises(CompileError, match="fit options"):
-        lumber.compile(bst, optimize="speed", tolerance=0.01, data={"train": train, "valid": valid},
-                       fit={"trees": 3})
+            lumber.compile_within(bst, 0.01, {"train": train, "valid": valid}, agreement=bad)  # type: ignore[arg-type]
+    with pytest.raises(CompileError, match="fit must be a FitOptions, not dict"):
+        lumber.compile_within(bst, 0.01, {"train": train, "valid": valid}, fit={"trees": 3})  # type: ignore[arg-type]
+    with pytest.raises(CompileError, match="take lumber.FastestOptions, not TableCOptions"):
+        lumber.compile_within(bst, 0.01, {"train": train, "valid": valid}, options=lumber.TableCOptions())
 
 
 def test_multiclass_models_are_refused_with_tolerance() -> None:
@@ -301,7 +296,7 @@ def test_multiclass_models_are_refused_with_tolerance() -> None:
     y = rng.integers(0, 3, 300)
     m = GradientBoostingClassifier(n_estimators=3, max_depth=2).fit(X, y)
     with pytest.raises(CompileError, match="binary classifiers and regressors"):
-        lumber.compile(m, optimize="speed", tolerance=0.01, data={"train": (X, y), "valid": (X, y)})
+        lumber.compile_within(m, 0.01, {"train": (X, y), "valid": (X, y)})
 
 
 def test_the_exact_tables_can_be_left_out_of_the_speed_search() -> None:
@@ -314,7 +309,7 @@ def test_the_exact_tables_can_be_left_out_of_the_speed_search() -> None:
     rng = np.random.default_rng(2)
     X = rng.normal(size=(200, 3))
     forest = lumber.load(GradientBoostingRegressor(n_estimators=3, max_depth=2).fit(X, X[:, 0]))
-    pred = compile_fastest(forest, {"walk": "values"}, skip_tables="too many leaves here", sample=X)
+    pred = compile_fastest(forest, lumber.FastestOptions(walk="values"), skip_tables="too many leaves here", sample=X)
     assert pred.report["forms"]["oblivious"]["status"] == "not tried: too many leaves here"
     assert pred.report["chosen"] == "forest"
     np.testing.assert_allclose(pred.predict_raw(X), forest.evaluate(X), rtol=1e-12)

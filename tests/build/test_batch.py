@@ -157,9 +157,14 @@ def test_resume_refuses_other_options_or_data(data: dict[str, Any], tmp_path: Pa
         run_task(task, X, output=tmp_path / "junk.jsonl", progress=False)
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
 def test_progress_bar(data: dict[str, Any]) -> None:
     task, X = flaky(data, (1,))
-    stream = io.StringIO()
+    stream = _Terminal()  # (off a terminal, progress is a log line every 30 s: tests/cli/test_progress.py)
     run_task(task, X, n_jobs=1, chunk_size=2, progress=True, stream=stream)
     text = stream.getvalue()
     assert "6/6" in text and ("failed=1" in text or "1 failed" in text)

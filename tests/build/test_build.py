@@ -81,8 +81,7 @@ def test_report_content_matches_the_analyses(built) -> None:  # type: ignore[no-
     cons = lumber.parse_constraints(proj / "recourse.lum", schema=model.schema)
     train = pd.read_csv(proj / "train.csv").drop(columns="income")
     for i, c in enumerate(cases):
-        cf = lumber.counterfactual(model, X.iloc[[i]].to_numpy()[0], constraints=cons, reference=train,
-                                   scale="std", time_limit=10)
+        cf = lumber.counterfactual(model, X.iloc[[i]].to_numpy()[0], constraints=cons, reference=train, options=lumber.CounterfactualOptions(scale="std", time_limit=10))
         assert c["counterfactual"]["status"] == cf.status
         assert c["counterfactual"]["cost"] == pytest.approx(cf.cost, rel=1e-9)
         assert [ch["feature"] for ch in c["counterfactual"]["changes"]] == [ch.feature for ch in cf.changes]

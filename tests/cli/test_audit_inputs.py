@@ -59,7 +59,7 @@ def test_a_gzip_csv_reads_as_its_text(age_hours: Path, capsys: pytest.CaptureFix
 def test_a_time_limit_must_be_seconds_above_zero(age_hours: Path, limit: object) -> None:
     case = pd.read_csv(age_hours / "cases.csv").iloc[[0]]
     with pytest.raises(InputDataError, match="time_limit must be a number of seconds above 0"):
-        lumber.counterfactual(str(age_hours / "model.txt"), case, target=1, time_limit=limit)  # type: ignore[arg-type]
+        lumber.counterfactual(str(age_hours / "model.txt"), case, target=1, options=lumber.CounterfactualOptions(time_limit=limit))  # type: ignore[arg-type]
 
 
 def test_exported_csvs_print_whole_numbers_as_integers(tmp_path: Path) -> None:

@@ -31,11 +31,12 @@ def test_bad_rows_are_errors(spec: str, message: str) -> None:
         parse_rows(spec, 5)
 
 
-def test_metric_is_a_deprecated_alias_of_scale(capsys: pytest.CaptureFixture[str]) -> None:
+def test_scale_has_one_spelling(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--scale`` only (``none`` reads as no scaling); the old ``--metric`` spelling is not accepted."""
     p = argparse.ArgumentParser()
     add_scale(p)
     assert scale_of(p.parse_args(["--scale", "std"])) == "std"
-    assert scale_of(p.parse_args(["--" + "metric", "minmax"])) == "minmax"
-    assert "--metric is deprecated" in capsys.readouterr().err
-    with pytest.raises(InputDataError, match="contradicts"):
-        scale_of(p.parse_args(["--" + "metric", "minmax", "--scale", "std"]))
+    assert scale_of(p.parse_args(["--scale", "none"])) is None
+    with pytest.raises(SystemExit):
+        p.parse_args(["--" + "metric", "minmax"])
+    assert "unrecognized arguments: --metric" in capsys.readouterr().err

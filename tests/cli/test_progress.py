@@ -1,5 +1,6 @@
-"""Progress bars on stderr for long work (batch, build, report, multi-row explain): drawn on a terminal,
-silent when stderr is not one or with --quiet, never on stdout. A fake TTY stands in for the terminal."""
+"""Progress on stderr for long work (batch, build, report, multi-row explain): a bar on a terminal, timed
+log lines when stderr is not one, nothing with --quiet, never on stdout. A fake TTY stands in for the
+terminal, a fake clock for the time between log lines."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ class FakeTTY(io.StringIO):
         return True
 
 
-def test_enabled_only_on_a_terminal_and_not_quiet() -> None:
+def test_enabled_unless_quiet() -> None:
     assert enabled(stream=FakeTTY()) and not enabled(quiet=True, stream=FakeTTY())
-    assert not enabled(stream=io.StringIO())
+    assert enabled(stream=io.StringIO()) and not enabled(quiet=True, stream=io.StringIO())
 
 
 def test_bar_draws_on_a_terminal_only() -> None:
@@ -35,6 +36,32 @@ def test_bar_draws_on_a_terminal_only() -> None:
                 bar.update(1)
     assert "work" in tty.getvalue() and "3/3" in tty.getvalue()
     assert pipe.getvalue() == ""
+
+
+def test_log_lines_when_not_a_terminal() -> None:
+    """Off a terminal: a line per LOG_EVERY seconds with rows done, rows/s and time left, and a last line;
+    a run shorter than that logs nothing."""
+    from lumber.compiler.progress import LOG_EVERY
+
+    now = [0.0]
+    pipe = io.StringIO()
+    with Progress(200, 0, True, "counterfactual", pipe, clock=lambda: now[0]) as bar:
+        bar.update(10)
+        assert pipe.getvalue() == ""
+        now[0] = LOG_EVERY
+        bar.update(10)  # 20 rows in 30 s
+        now[0] = 2 * LOG_EVERY
+        bar.update(20, failed=1)
+        now[0] = 100.0
+        bar.update(160)
+    lines = pipe.getvalue().splitlines()
+    assert lines[0] == "counterfactual: 20/200 rows, 0.67 rows/s, about 4m30s left"
+    assert lines[1] == "counterfactual: 40/200 rows, 1 failed, 0.67 rows/s, about 4m00s left"
+    assert lines[-1] == "counterfactual: 200/200 rows, 1 failed, 2.00 rows/s in 1m40s"
+    quick = io.StringIO()
+    with Progress(5, 0, True, "work", quick, clock=lambda: 1.0) as bar:
+        bar.update(5)
+    assert quick.getvalue() == ""
 
 
 @pytest.fixture

@@ -54,7 +54,7 @@ def test_compile_with_tolerance_writes_a_library_and_prints_every_form(
 
 @pytest.mark.parametrize("drop, message", [
     ("--label", "the one column that is not a feature is 'label'"), ("--valid", "--valid"), ("--train", "--train"),
-    ("--optimize", "optimize='speed'")])
+    ("--optimize", "--tolerance applies with --optimize speed")])
 def test_tolerance_bad_inputs(files: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], drop: str,
                               message: str) -> None:
     args = {"--optimize": "speed", "--tolerance": "0.001", "--train": str(files / "train.csv"),

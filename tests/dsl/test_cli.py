@@ -179,7 +179,7 @@ def test_init_constraints_data_without_features(tmp_path: Path, model: Path, cap
 
 def test_real_sklearn_model_with_bundled_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """examples/adult.lum checks against a scikit-learn forest trained on the bundled adult data."""
-    pytest.importorskip("lumber.compiler.frontends.sklearn")
+    import lumber.compiler.frontends.sklearn  # noqa: F401
     import skops.io as sio
     from sklearn.ensemble import RandomForestClassifier
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import lumber
-from lumber.compiler.api.rules import RuleExplainer
+from lumber.compiler.api.rules import RuleExplainer, RuleOptions
 from lumber.compiler.explain import ExplanationRequest, explanation_request, source_predictor
 from lumber.ir import Constraints, Direction, InputDataError, Norm, Scale, Target, UnsupportedModelError
 from lumber.passes.analyses.metrics import build_metric
-from lumber.passes.analyses.counterfactual import make_query
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, make_query
 from lumber.passes.targets import TargetSet, resolve_target
 
 # -- the alias tables of the three explainers before the request ----------------------
@@ -70,7 +70,7 @@ def test_every_old_norm_alias_resolves_the_same(alias: Any, expected: Norm, clas
     req = explanation_request(model, norm=alias)
     assert req.norm == expected
     assert Constraints.from_mapping({"norm": alias}).norm == expected
-    assert make_query(req.forest, X[0], constraints=None, norm=alias)[0].cost.norm == expected
+    assert make_query(req.forest, X[0], constraints=None, options=CounterfactualOptions(norm=alias))[0].cost.norm == expected
     if expected != Norm.L0:  # sensitive tests never projected under l0
         assert build_metric(req.forest, norm=alias).norm == expected
 
@@ -194,7 +194,8 @@ def test_a_request_is_accepted_where_a_model_goes(classifier: Any) -> None:
     assert lumber.explanation_request is explanation_request
     req = lumber.explanation_request(model, constraints={"immutable": ["x2"]}, norm="l1")
     assert isinstance(req, ExplanationRequest) and req.predictor is not None
-    direct = lumber.sensitive_tests(model, X[:4], constraints={"immutable": ["x2"]}, norm="l1")
+    direct = lumber.sensitive_tests(model, X[:4], constraints={"immutable": ["x2"]},
+                                    options=lumber.SensitiveOptions(norm="l1"))
     via = lumber.sensitive_tests(req, X[:4])
     np.testing.assert_array_equal(direct.distance, via.distance)
     assert via.verified.all()
@@ -214,14 +215,14 @@ def _data() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _lightgbm_booster() -> Any:
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     X, y = _data()
     return lgb.train({"objective": "binary", "num_leaves": 4, "min_data_in_leaf": 5, "verbose": -1},
                      lgb.Dataset(X, y), num_boost_round=5)
 
 
 def _xgboost_booster() -> Any:
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     X, y = _data()
     return xgb.train({"objective": "binary:logistic", "max_depth": 2}, xgb.DMatrix(X, y), num_boost_round=5)
 
@@ -241,9 +242,9 @@ def test_raw_booster_is_verified_by_sensitive_tests(library: str) -> None:
     X, _ = _data()
     booster = BOOSTERS[library]()
     assert source_predictor(booster, lumber.load(booster)) is not None
-    ok = lumber.sensitive_tests(booster, X[:6], norm="l1")
+    ok = lumber.sensitive_tests(booster, X[:6], options=lumber.SensitiveOptions(norm="l1"))
     assert ok.verified.all()
-    bad = lumber.sensitive_tests(_tamper(booster), X[:6], norm="l1")
+    bad = lumber.sensitive_tests(_tamper(booster), X[:6], options=lumber.SensitiveOptions(norm="l1"))
     assert not bad.verified.any()
     assert all("NOT confirmed by the source model" in bad.messages[i] for i in range(6))
 
@@ -252,7 +253,7 @@ def test_raw_booster_is_verified_by_sensitive_tests(library: str) -> None:
 def test_raw_booster_is_verified_by_rules(library: str) -> None:
     X, _ = _data()
     booster = BOOSTERS[library]()
-    ex = RuleExplainer(booster, X[:200], n_estimators=5, max_depth=4)
+    ex = RuleExplainer(booster, X[:200], options=RuleOptions(n_estimators=5, max_depth=4))
     samples = [s for r in ex.local(X[200:204]) for s in r.samples]
     assert samples and all(s.verified for s in samples)
     _tamper(booster)
@@ -264,8 +265,8 @@ def test_raw_booster_is_verified_by_rules(library: str) -> None:
 def test_raw_booster_is_verified_by_counterfactuals(library: str) -> None:
     X, _ = _data()
     booster = BOOSTERS[library]()
-    assert lumber.counterfactual(booster, X[0], time_limit=20).verified
-    assert not lumber.counterfactual(_tamper(booster), X[0], time_limit=20).verified
+    assert lumber.counterfactual(booster, X[0], options=lumber.CounterfactualOptions(time_limit=20)).verified
+    assert not lumber.counterfactual(_tamper(booster), X[0], options=lumber.CounterfactualOptions(time_limit=20)).verified
 
 
 def test_batch_tasks_check_on_the_source_model() -> None:

@@ -25,7 +25,7 @@ from lumber.compiler.frontends.lightgbm_text import parse_lightgbm_text
 from lumber.ir import FeatureKind, Forest, InputDataError, ModelFormatError, PostTransform, Task, UnsupportedModelError
 from lumber.ir.forest import ZERO_THRESHOLD
 
-lgb = pytest.importorskip("lightgbm")
+import lightgbm as lgb
 
 KZT = ZERO_THRESHOLD
 SPECIAL = np.array([np.nan, 0.0, -0.0, 1e-36, -1e-36, 1e-35, -1e-35, KZT, -KZT, np.nextafter(KZT, 1),

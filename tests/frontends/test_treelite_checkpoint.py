@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-treelite = pytest.importorskip("treelite")
-gtil = pytest.importorskip("treelite.gtil")
+import treelite
+import treelite.gtil as gtil
 import treelite.sklearn  # noqa: E402, F811
 
 import lumber  # noqa: E402

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-xgb = pytest.importorskip("xgboost")
+import xgboost as xgb
 
 import lumber  # noqa: E402
 from lumber.compiler.frontends import ubjson  # noqa: E402

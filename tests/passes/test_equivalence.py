@@ -52,7 +52,7 @@ def rebuild(f: Forest, trees: list[Any], **changes: Any) -> Forest:
 
 @pytest.fixture(scope="module")
 def lgb_forest() -> Forest:
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     from sklearn.datasets import load_breast_cancer
 
     X, y = load_breast_cancer(return_X_y=True)

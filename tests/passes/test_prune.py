@@ -40,7 +40,7 @@ def test_pruning_never_adds_monomials_and_drops_exactly_eta_below_alpha(forest: 
 
 def test_alpha_zero_keeps_the_polynomial_exact(adult_split: tuple) -> None:
     Xtr, ytr, Xva, yva, _, _ = adult_split
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     m = lgb.LGBMClassifier(n_estimators=20, num_leaves=8, verbose=-1, n_jobs=1).fit(Xtr, ytr)
     p = lumber.run(m, "polynomial")
     q = lumber.run(p, "prune{alpha=0}", data={"train": (Xtr, ytr)})
@@ -50,7 +50,7 @@ def test_alpha_zero_keeps_the_polynomial_exact(adult_split: tuple) -> None:
 
 def test_auto_alpha_keeps_validation_auc_within_tol_and_reports(adult_split: tuple) -> None:
     Xtr, ytr, Xva, yva, _, _ = adult_split
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     m = lgb.LGBMClassifier(n_estimators=40, num_leaves=15, verbose=-1, n_jobs=1).fit(Xtr, ytr)
     ctx = PassContext()
     q = lumber.run(m, "polynomial,prune{alpha=auto,tol=0.001}", data={"train": (Xtr, ytr), "valid": (Xva, yva)},
@@ -73,7 +73,7 @@ def test_auto_alpha_keeps_validation_auc_within_tol_and_reports(adult_split: tup
 def test_regression_uses_rmse_and_multiclass_logloss() -> None:
     from sklearn.datasets import load_diabetes, load_wine
 
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     X, y = load_diabetes(return_X_y=True)
     m = lgb.LGBMRegressor(n_estimators=30, num_leaves=8, verbose=-1, n_jobs=1).fit(X[:300], y[:300])
     ctx = PassContext()
@@ -117,7 +117,7 @@ def test_auto_alpha_is_a_locally_largest_threshold(tol: float, grid: int, monkey
 
     monkeypatch.setattr(prune_monomials, "GRID", grid)  # a coarse grid needs many refinement levels
 
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     X, y = load_diabetes(return_X_y=True)
     m = lgb.LGBMRegressor(n_estimators=25, num_leaves=6, verbose=-1, n_jobs=1).fit(X[:300], y[:300])
     p = lumber.run(m, "polynomial")
@@ -147,7 +147,7 @@ def test_auto_alpha_with_few_training_rows_searches_distinct_values(grid: int, m
     from lumber.passes.transforms.prune_monomials import choose_alpha
 
     monkeypatch.setattr(prune_monomials, "GRID", grid)
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     X, y = load_diabetes(return_X_y=True)
     m = lgb.LGBMRegressor(n_estimators=25, num_leaves=6, verbose=-1, n_jobs=1).fit(X[:300], y[:300])
     p = lumber.run(m, "polynomial")

@@ -21,7 +21,7 @@ from lumber.passes.transforms.polynomial import forest_to_polynomial
 def diabetes_poly() -> tuple[lumber.ir.Polynomial, np.ndarray, np.ndarray]:
     from sklearn.datasets import load_diabetes
 
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     X, y = load_diabetes(return_X_y=True)
     m = lgb.LGBMRegressor(n_estimators=30, num_leaves=6, verbose=-1, n_jobs=1).fit(X[:300], y[:300])
     return lumber.run(m, "polynomial"), X, y
@@ -29,7 +29,7 @@ def diabetes_poly() -> tuple[lumber.ir.Polynomial, np.ndarray, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def adult_model(adult_split: tuple) -> tuple[lumber.ir.Polynomial, tuple]:
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     Xtr, ytr = adult_split[:2]
     m = lgb.LGBMClassifier(n_estimators=60, num_leaves=8, verbose=-1, n_jobs=1).fit(Xtr, ytr)
     return lumber.run(m, "polynomial"), adult_split
@@ -143,7 +143,7 @@ def test_design_matrix_over_budget_is_a_clear_error(diabetes_poly: tuple) -> Non
 def test_auto_refit_on_multiclass_logloss_and_regression_rmse() -> None:
     from sklearn.datasets import load_diabetes, load_wine
 
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     X, y = load_wine(return_X_y=True)
     m = lgb.LGBMClassifier(n_estimators=10, num_leaves=4, verbose=-1, n_jobs=1, min_child_samples=5).fit(X, y)
     ctx = PassContext()

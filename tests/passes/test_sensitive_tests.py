@@ -290,7 +290,7 @@ def test_real_decision_trees_are_verified_by_sklearn(name, X, y) -> None:
 
     model = DecisionTreeClassifier(criterion="entropy", max_depth=6, random_state=0).fit(X, y)
     cases = X[:150]
-    r = lumber.sensitive_tests(model, cases, scale="std", reference=X)
+    r = lumber.sensitive_tests(model, cases, reference=X, options=lumber.SensitiveOptions(scale="std"))
     assert r.exact and r.method == "projection"
     assert r.verified[r.reachable].all() and r.reachable.all()
     pred = model.predict(r.point)
@@ -395,8 +395,9 @@ def test_random_forest_milp_is_exact_and_never_worse_than_the_upper_bound() -> N
     model = RandomForestClassifier(n_estimators=8, max_depth=3, random_state=0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        exact = lumber.sensitive_tests(model, X[:3], scale="std", reference=X)
-    bound = lumber.sensitive_tests(model, X[:3], scale="std", reference=X, method="upper-bound")
+        exact = lumber.sensitive_tests(model, X[:3], reference=X, options=lumber.SensitiveOptions(scale="std"))
+    bound = lumber.sensitive_tests(model, X[:3], reference=X, options=lumber.SensitiveOptions(scale="std",
+                                                                                              method="upper-bound"))
     assert exact.method == "milp" and exact.exact and all(c.exact for c in exact)
     assert exact.verified.all() and np.all(model.predict(exact.point) != model.predict(X[:3]))
     assert np.all(exact.distance <= bound.distance + 1e-9)
@@ -408,23 +409,48 @@ def test_random_forest_upper_bound_through_the_api() -> None:
 
     X, y = load_breast_cancer(return_X_y=True)
     model = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(X, y)
-    r = lumber.sensitive_tests(model, X[:4], scale="std", reference=X, method="upper-bound")
+    r = lumber.sensitive_tests(model, X[:4], reference=X, options=lumber.SensitiveOptions(scale="std",
+                                                                                          method="upper-bound"))
     assert not r.exact and r.method == "upper-bound"
     assert r.reachable.all() and r.verified.all()
     assert np.all(model.predict(r.point) != model.predict(X[:4]))
     assert all(c.tests for c in r)
     with pytest.raises(UnsupportedModelError, match="exact for single trees"):
-        lumber.sensitive_tests(model, X[:1], method="projection")
+        lumber.sensitive_tests(model, X[:1], options=lumber.SensitiveOptions(method="projection"))
 
 
 # -- bad input ---------------------------------------------------------------------------------------
+
+def test_weights_and_costs_are_read_by_one_rule() -> None:
+    """``weights=`` and a constraint file's ``cost`` are read by one parser (``lumber.ir.constraints``): finite and
+    at least 0, where 0 is a free move (the constraint language's ``cost 0``; counterfactuals allow it). Sensitive
+    tests measure a distance, which a free feature leaves undefined: both spellings get the same clear error."""
+    from lumber.ir.constraints import parse_weights
+
+    f = pima_tree()
+    names = f.schema.feature_names
+    down, up = parse_weights({"Age": (0.0, 2.0)}, names)
+    assert down[names.index("Age")] == 0.0 and up[names.index("Age")] == 2.0
+    assert parse_weights(0.0, names)[0].tolist() == [0.0] * len(names)
+    for bad in (-1.0, np.inf, np.nan):
+        with pytest.raises(InputDataError, match="weights must be finite and at least 0"):
+            parse_weights({"Age": bad}, names)
+    with pytest.raises(InputDataError, match="one number per feature"):
+        parse_weights([1.0, 2.0], names)
+    assert Constraints.from_mapping({"cost": {"Age": (0.5, 2.0)}}).costs(names)[0][names.index("Age")] == 0.5
+    for weights, cons in (({"Age": 0.0}, None), (None, {"cost": {"Age": 0.0}}), (None, "Age: cost 0\n")):
+        with pytest.raises(InputDataError, match="weight \\(or cost\\) of feature 'Age' is 0"):
+            lumber.sensitive_tests(f, CASES, cons, options=lumber.SensitiveOptions(weights=weights))
+    frozen = lumber.sensitive_tests(f, CASES, {"immutable": ["Age"], "cost": {"Age": 0.0}})  # never moves: fine
+    assert frozen.verified[frozen.reachable].all() and frozen.reachable.any()
+
 
 def test_bad_metric_options_are_clear_errors() -> None:
     f = pima_tree()
     with pytest.raises(InputDataError, match="(?s)weights: unknown feature 'Glucos'.*did you mean 'Glucose'"):
         build_metric(f, weights={"Glucos": 2.0})
-    with pytest.raises(InputDataError, match="weights must be positive"):
-        build_metric(f, weights={"Age": 0.0})
+    with pytest.raises(InputDataError, match="weights must be finite and at least 0"):
+        build_metric(f, weights={"Age": -1.0})
     with pytest.raises(InputDataError, match="scales must be positive"):
         build_metric(f, scale={"Age": -1.0})
     with pytest.raises(InputDataError, match="zero standard deviation"):
@@ -465,8 +491,8 @@ def test_api_with_constraint_text_and_json(tmp_path) -> None:
     f = pima_tree()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = lumber.sensitive_tests(f, CASES, constraints="immutable Pedigree\n", scale="minmax",
-                                   reference=MINMAX_REFERENCE)
+        r = lumber.sensitive_tests(f, CASES, constraints="immutable Pedigree\n", reference=MINMAX_REFERENCE,
+                                   options=lumber.SensitiveOptions(scale="minmax"))
     assert [(t.feature, t.threshold) for t in r[0].tests] == [("Glucose", 127.5)]
     js = r.to_json()
     json.dumps(js)
@@ -509,15 +535,33 @@ def test_margin_is_the_smallest_domain_change_and_labels_print() -> None:
     f = make_forest([("CapitalGain", 1e-35, ("Job", {2}, 2.0, -1.0), 3.0)], feats, task=Task.BINARY,
                     post_transform=PostTransform.SIGMOID)
     ref = np.array([[0.0, 0.0], [5000.0, 1.0], [120.0, 2.0], [7.0, 0.0]])
-    res = lumber.sensitive_tests(f, np.array([[0.0, 0.0]]), norm="l1", reference=ref, weights={"Job": 5.0})
+    res = lumber.sensitive_tests(f, np.array([[0.0, 0.0]]), reference=ref,
+                                 options=lumber.SensitiveOptions(norm="l1", weights={"Job": 5.0}))
     (t,) = res[0].tests
     assert t.margin == 1.0 and t.threshold == 1e-35
     assert str(t) == "CapitalGain <= 0.5 (0 -> 1, margin 1)"
     d = t.to_dict()
     assert d["threshold"] == 1e-35 and d["threshold_text"] == "0.5" and d["new_value_text"] == "1"
     assert d["margin"] == 1.0 and d["new_value"] >= 1.0
-    res = lumber.sensitive_tests(f, np.array([[0.0, 2.0]]), norm="l1", reference=ref, weights={"Job": 5.0})
+    res = lumber.sensitive_tests(f, np.array([[0.0, 2.0]]), reference=ref,
+                                 options=lumber.SensitiveOptions(norm="l1", weights={"Job": 5.0}))
     (t,) = res[0].tests
     assert t.categories is not None and t.margin == 5.0
     assert t.to_dict()["categories_text"] == [feats[1].categories[c] for c in t.categories]
     assert str(t).startswith("Job not in {") and "pilot -> " in str(t) and "clerk" in str(t) or "nurse" in str(t)
+
+
+def test_worker_processes_give_the_same_result() -> None:
+    """``n_jobs=2`` splits the rows over worker processes; the result equals one process's, row for row."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    opts = lumber.SensitiveOptions(scale="std", method="upper-bound")
+    one = lumber.sensitive_tests(model, X[:6], reference=X, options=opts)
+    two = lumber.sensitive_tests(model, X[:6], reference=X, options=opts, n_jobs=2)
+    np.testing.assert_array_equal(one.distance, two.distance)
+    np.testing.assert_array_equal(one.point, two.point)
+    assert [c.to_dict(one.forest.schema.feature_names) for c in one] == \
+        [c.to_dict(two.forest.schema.feature_names) for c in two]

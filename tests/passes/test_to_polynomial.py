@@ -128,7 +128,7 @@ def test_polynomial_equals_forest_on_boundary_rows(forest: lumber.ir.Forest) -> 
 
 
 def _lgb(params: dict, X: np.ndarray, y: np.ndarray, rounds: int = 30):  # type: ignore[no-untyped-def]
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     return lgb.train({"verbose": -1, "num_threads": 1, "seed": 0, "deterministic": True, **params},
                      lgb.Dataset(X, y), num_boost_round=rounds)
 
@@ -179,7 +179,7 @@ def test_lightgbm_multiclass_and_regression() -> None:
 
 
 def test_xgboost_float32_inputs() -> None:
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     from sklearn.datasets import load_breast_cancer
 
     X, y = load_breast_cancer(return_X_y=True)
@@ -229,8 +229,8 @@ def _odd_category_rows(X: np.ndarray) -> np.ndarray:
 
 
 def test_lightgbm_and_xgboost_categorical_splits_match_the_library() -> None:
-    lgb = pytest.importorskip("lightgbm")
-    xgb = pytest.importorskip("xgboost")
+    import lightgbm as lgb
+    import xgboost as xgb
     X, y = _categorical_data()
     rows = _odd_category_rows(X)
     bst = lgb.train({"objective": "binary", "num_leaves": 8, "verbose": -1, "num_threads": 1, "seed": 0,

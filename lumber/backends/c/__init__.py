@@ -7,11 +7,11 @@ it atomically; ``CLibrary`` loads the result with ctypes.
 from __future__ import annotations
 
 from .build import BuildOptions, CompilerRun, build_shared, find_compiler, supports_openmp
-from .emit import ABI_VERSION, COptions, check, emit_source
+from .emit import ABI_VERSION, CEmitOptions, check, emit_source
 from .loader import CLibrary
 
 
 __all__ = [
-    "ABI_VERSION", "BuildOptions", "CompilerRun", "CLibrary", "COptions", "build_shared", "check",
+    "ABI_VERSION", "BuildOptions", "CompilerRun", "CLibrary", "CEmitOptions", "build_shared", "check",
     "emit_source", "find_compiler", "supports_openmp",
 ]

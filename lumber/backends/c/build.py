@@ -10,9 +10,11 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from lumber.ir import CompileError, atomic_write_bytes
+
+from .manifest import sign_library
 
 BASE_FLAGS = ("-O3", "-fPIC", "-shared", "-std=c99", "-ffp-contract=off")
 """-ffp-contract=off: no fused multiply-adds, so sums round exactly as the reference's."""
@@ -89,10 +91,13 @@ def compile_command(cc: str, sources: Sequence[Path], out: Path, options: BuildO
     return cmd
 
 
-def build_shared(source: str | Sequence[str], out: str | Path, options: BuildOptions | None = None) -> CompilerRun:
+def build_shared(source: str | Sequence[str], out: str | Path, options: BuildOptions | None = None, *,
+                 models: Mapping[str, Mapping[str, Any]] | None = None) -> CompilerRun:
     """Compile C ``source`` (one file's text, or several) to the shared library ``out``, atomically.
 
-    Several sources (models emitted with distinct prefixes) link into one library.
+    Several sources (models emitted with distinct prefixes) link into one library. The
+    library is signed (:func:`.manifest.sign_library`): its sources, digest and ``models``
+    (metadata by symbol prefix, what ``lumber inspect`` shows) follow its bytes.
     """
     options = options or BuildOptions()
     cc = find_compiler(options.cc)
@@ -117,5 +122,5 @@ def build_shared(source: str | Sequence[str], out: str | Path, options: BuildOpt
             tail = "\n".join(r.stderr.strip().splitlines()[-15:])
             raise CompileError(f"C compiler failed (exit {r.returncode}): {' '.join(cmd[:1])}",
                                tail or "no compiler output")
-        atomic_write_bytes(out, lib.read_bytes())
+        atomic_write_bytes(out, sign_library(lib.read_bytes(), models=models, sources=texts))
     return CompilerRun(path=out, command=tuple(cmd), seconds=seconds, openmp=openmp, diagnostics=r.stderr.strip())

@@ -34,7 +34,7 @@ WALKS = ("auto", "binned", "values")
 
 
 @dataclass(frozen=True, kw_only=True)
-class COptions(EmitOptions):
+class CEmitOptions(EmitOptions):
     """C emission knobs."""
 
     prefix: str = "lumber"
@@ -95,7 +95,7 @@ def _array(ctype: str, name: str, items: Sequence[str], per_line: int = 8) -> st
     return f"static const {ctype} {name}[{len(items)}] = {{\n  " + ",\n  ".join(lines) + "\n};\n"
 
 
-def check(forest: Forest, options: COptions) -> list[Diagnostic]:
+def check(forest: Forest, options: CEmitOptions) -> list[Diagnostic]:
     """What C cannot hold: everything a Forest means is expressible; only sizes and names are limited."""
     diags = []
     if not _IDENT.match(options.prefix):
@@ -140,9 +140,9 @@ def _code_tree(lay: Layout, t: int, thr: list[str], name: str) -> str:
     return "\n".join(lines)
 
 
-def emit_source(forest: Forest, options: COptions | None = None, *, fp: str | None = None) -> Artifact:
+def emit_source(forest: Forest, options: CEmitOptions | None = None, *, fp: str | None = None) -> Artifact:
     """The C file (and its header) for ``forest``; ``fp``: its fingerprint, when the caller already has it."""
-    options = options or COptions()
+    options = options or CEmitOptions()
     diags = check(forest, options)
     if diags:
         raise CompileError(diags)

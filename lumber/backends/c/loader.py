@@ -1,9 +1,11 @@
 """Load a lumber-built shared library with ctypes and call it from numpy.
 
 ctypes releases the GIL during a call, so a library built without OpenMP is
-run on row chunks from a Python thread pool. Each load maps a private copy of
-the file: the dynamic loader caches libraries by path, and a rebuilt file at
-the same path must not resolve to the old code. Forest libraries also export
+run on row chunks from a Python thread pool. A library is verified before it is
+loaded (:mod:`.manifest`), and each load maps a private copy of the verified
+bytes: the dynamic loader caches libraries by path, a rebuilt file at the same
+path must not resolve to the old code, and a file changed after the check must
+not be what runs. Forest libraries also export
 ``predict_rows``: float64 rows for a float32 model (rounded block by block in C)
 and the model's refused values checked in the same pass, so a batch needs no
 serial conversion or check in front of the threads.
@@ -14,7 +16,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,6 +27,7 @@ import numpy.typing as npt
 from lumber.ir import CompileError, InputDataError, ModelFormatError, Schema
 
 from .emit import ABI_VERSION
+from .manifest import verify_library
 
 _POOL: ThreadPoolExecutor | None = None
 CHUNK_ALIGN = 1024
@@ -40,26 +42,54 @@ def worker_pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _open_private(path: Path) -> ctypes.CDLL:
-    with tempfile.NamedTemporaryFile(prefix="lumber-", suffix=".so", delete=False) as tmp:
-        private = tmp.name
+class LibraryLoadError(ModelFormatError):
+    """The dynamic loader refused a verified library (a missing system library, another C runtime)."""
+
+
+def _open_private(library: bytes, label: str) -> ctypes.CDLL:
+    """dlopen a private copy of ``library`` (bytes already verified: the file on disk is never mapped)."""
+    fd, private = tempfile.mkstemp(prefix="lumber-", suffix=".so")
     try:
-        shutil.copyfile(path, private)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(library)
         return ctypes.CDLL(private, mode=getattr(ctypes, "RTLD_LOCAL", 0))
     except OSError as exc:
-        raise ModelFormatError(f"{path}: cannot load as a shared library ({exc})") from None
+        raise LibraryLoadError(f"{label}: cannot load as a shared library ({exc})") from None
     finally:
         os.unlink(private)
 
 
-class CLibrary:
-    """A compiled forest: raw margins, single rows and leaf ids through its C entry points."""
+def read_library(path: str | Path) -> bytes:
+    """A library file's bytes, or a ModelFormatError naming what is missing."""
+    p = Path(path)
+    if not p.is_file():
+        raise ModelFormatError(f"{p}: no such compiled model")
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise ModelFormatError(f"{p}: cannot read ({exc.strerror})") from None
 
-    def __init__(self, path: str | Path, prefix: str = "lumber") -> None:
+
+class CLibrary:
+    """A compiled forest: raw margins, single rows and leaf ids through its C entry points.
+
+    The library is verified before it is loaded (:func:`.manifest.verify_library`: lumber's
+    manifest, digest and headers), then a private copy of the verified bytes is loaded, so
+    what runs is what was checked. ``data``: the file's bytes when the caller has them
+    (a pickled predictor); ``path`` then only names it in messages.
+
+    Every entry point keeps its state on the caller's stack or in memory it allocates per
+    call: several threads may call one library at once.
+    """
+
+    def __init__(self, path: str | Path, prefix: str = "lumber", *, data: bytes | None = None) -> None:
         self.path = Path(path)
-        if not self.path.is_file():
-            raise ModelFormatError(f"{self.path}: no such compiled model")
-        self._lib = _open_private(self.path)
+        self.prefix = prefix
+        self.data = read_library(self.path) if data is None else data
+        """The signed file: library, sources and manifest."""
+        self.manifest = verify_library(self.data, str(self.path))
+        recorded = self.manifest.model(prefix)
+        self._lib = _open_private(self.manifest.library, str(self.path))
         try:
             fn = {name: getattr(self._lib, f"{prefix}_{name}") for name in (
                 "predict_raw", "predict_transformed", "predict_row", "apply", "n_features", "n_outputs", "n_trees",
@@ -85,6 +115,8 @@ class CLibrary:
         self.fingerprint = fn["fingerprint"]().decode()
         self.metadata: dict[str, Any] = json.loads(fn["metadata"]().decode())
         self.schema = Schema.from_dict(self.metadata["schema"])
+        if recorded is not None and recorded.get("fingerprint") != self.fingerprint:
+            raise ModelFormatError(f"{self.path}: the library's fingerprint differs from its manifest's")
         ptr = ctypes.c_void_p
         for name in ("predict_raw", "predict_transformed"):
             fn[name].argtypes = [ptr, ctypes.c_int64, ptr, ctypes.c_int32]

@@ -134,7 +134,7 @@ def bin_type(ens: ObliviousEnsemble) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TableCOptions(EmitOptions):
+class TableCEmitOptions(EmitOptions):
     """Emission knobs of the specialized C source."""
 
     prefix: str = "lumber"
@@ -144,11 +144,11 @@ class TableCOptions(EmitOptions):
     """Fingerprint recorded in the library (default: the ensemble's); lumber.compile passes the source model's."""
 
 
-def check(ens: ObliviousEnsemble, options: TableCOptions | None = None) -> list[Diagnostic]:
+def check(ens: ObliviousEnsemble, options: TableCEmitOptions | None = None) -> list[Diagnostic]:
     from lumber.backends.c.emit import _IDENT
 
     diags = check_table(ens)
-    options = options or TableCOptions()
+    options = options or TableCEmitOptions()
     if not _IDENT.match(options.prefix):
         diags.append(error(f"C symbol prefix {options.prefix!r} is not a C identifier", IRLocation(field="prefix")))
     if options.block < 32 or options.block > 4096 or options.block % 32:
@@ -168,12 +168,12 @@ def _ints(a: npt.NDArray[Any]) -> list[str]:
     return [str(int(v)) for v in a.tolist()]
 
 
-def emit_table_source(ens: ObliviousEnsemble, options: TableCOptions | None = None) -> Artifact:
+def emit_table_source(ens: ObliviousEnsemble, options: TableCEmitOptions | None = None) -> Artifact:
     """C source (and header) for a quantized ensemble; ABI-compatible with the forest C backend."""
     from lumber import __version__
     from lumber.backends.c.emit import ABI_VERSION, c_reals, c_string
 
-    options = options or TableCOptions()
+    options = options or TableCEmitOptions()
     diags = check(ens, options)
     if diags:
         raise CompileError(diags)
@@ -424,5 +424,5 @@ def exported_names(prefix: str) -> Collection[str]:
                                       "fingerprint", "metadata")]
 
 
-__all__ = ["BLOCK", "TableCOptions", "TableRuntime", "check", "dictionary_arrays", "emit_table_source",
+__all__ = ["BLOCK", "TableCEmitOptions", "TableRuntime", "check", "dictionary_arrays", "emit_table_source",
            "exported_names", "generic_source", "runtime_source"]

@@ -1,42 +1,41 @@
-"""``lumber.compile``: a model in, a predictor backed by a compiled artifact out.
+"""``lumber.compile``, ``lumber.compile_fastest``, ``lumber.compile_within``: a model in, a predictor backed by
+a compiled artifact out.
 
-The driver only resolves: the target by name from :mod:`lumber.compiler.targets`,
-the model as IR, the keyword options as the target's options dataclass; the
-target emits, builds and wraps the artifact in a predictor
-(:mod:`lumber.compiler.predictors`). ``optimize="speed"`` hands the forest to
-:mod:`lumber.compiler.speed`. Artifacts record the fingerprint of the model
-they were built from; :func:`load_compiled` refuses one that does not match.
+The drivers only resolve: the target by name from :mod:`lumber.compiler.targets`, the model as IR, and
+the options, which are the target's own dataclass (``lumber.COptions``, ``lumber.OnnxOptions``, ...; another
+target's options are a CompileError, never dropped). The target emits, builds and wraps the artifact in a
+predictor (:mod:`lumber.compiler.predictors`). :func:`compile_fastest` times the exact forms of a forest
+(:mod:`lumber.compiler.speed`); :func:`compile_within` adds lossy forms under a loss tolerance
+(:mod:`lumber.compiler.tolerance`). Artifacts record the fingerprint of the model they were built from;
+:func:`load_compiled` refuses one that does not match.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from lumber.backends.base import fingerprint
-from lumber.ir import CompileError, ModelLike, ObliviousEnsemble
+from lumber.ir import CompileError, Forest, ModelLike, ObliviousEnsemble
+from lumber.passes.transforms.oblivious_fit import FitOptions
 
+from .. import speed
+from .. import tolerance as lossy
 from ..predictors import Predictor
-from ..speed import compile_fastest
 from ..targets import get_target, known_targets, load_artifact
-from ..targets.base import model_ir
+from ..targets.base import model_ir, project
+from ..targets.c import FastestOptions
 
 TARGETS = known_targets()
-OPTIMIZE_GOALS = ("speed",)
 
 
 def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = None, threads: int = 1,
-            prefix: str = "lumber", unroll: bool | None = False, block: int | None = None, march_native: bool = False,
-            openmp: bool | None = None, cc: str | None = None, opset: int = 5, input_dtype: str | None = None,
-            base_score: str = "exact", exact: bool = True, name: str = "model", optimize: str | None = None,
-            max_depth: int | str = "auto", strategy: str = "pack", time_passes: bool = False,
-            sample: Any = None, walk: str = "auto", tolerance: float | None = None, data: Any = None,
-            metric: str = "auto", fit: Any = None, agreement: float = 1.0) -> Predictor:
+            sample: Any = None, options: Any = None) -> Predictor:
     """Compile ``model`` (anything :func:`lumber.load` accepts, or an IR object) for ``target``.
 
     Every IR compiles (:mod:`lumber.compiler.deploy`): a Polynomial (pruned or not, object or
     ``.lumber`` file) as its exact oblivious tables, an ObliviousEnsemble for ``onnx``/``numpy``/
-    ``c-source`` as its exact Forest.
+    ``c-source`` as its exact Forest, and for ``c`` as the ``table-c`` library.
 
     Parameters
     ----------
@@ -47,67 +46,117 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
     path : where to write the artifact. For ``"c"`` an existing library at ``path``
         built from the same model (same fingerprint) is reused instead of rebuilt.
     threads : default thread count for batch prediction.
-    prefix, unroll, block, march_native, openmp, cc, walk : C backend options (``walk``: ``"binned"`` codes each
-        row's values as threshold ranks before walking, ``"values"`` compares the values, ``"auto"``
-        binned where every feature has at most 65534 thresholds).
-    opset, input_dtype, base_score, exact : ONNX backend options.
-    max_depth, strategy, time_passes : how ``table``/``table-c`` re-compose a forest into oblivious trees
-        (``time_passes`` prints the re-composition passes' timings). Tables sum in float64:
-        ``exact=False`` accepts that for models summed in float32 (XGBoost).
-    optimize : ``"speed"`` (target ``"c"``): build the forest (binned and value walks) and the oblivious-table
-        forms, time them
-        on ``sample`` (default: rows spread over the model's splits), keep the faster; both are
-        reported in ``predictor.report``.
-    tolerance, data, metric : with ``optimize="speed"``, also try lossy forms (a formula-5 oblivious fit on
-        ``data["train"]`` behind the exact forest for rows near the decision) and keep the fastest form whose
-        loss on ``data["valid"]`` (rows the fit never read) is at most ``tolerance``: AUC drop for binary
-        classifiers (``metric="accuracy"``: accuracy drop), relative RMSE rise for regressors
-        (:mod:`lumber.compiler.tolerance`). Without ``tolerance`` nothing lossy ever happens.
-        ``fit``: a :class:`~lumber.passes.transforms.oblivious_fit.FitOptions` (or a dict of its fields).
-        ``agreement`` (binary classifiers): the share of validation rows whose decision must stay the source's
-        (default 1: every one); 0.999 lets the few disagreements farthest from the decision stay on the fast path.
+    sample : rows the target may time a measured choice on (none of today's targets has one; ``compile_fastest``
+        times its forms on them).
+    options : the target's options dataclass: ``lumber.COptions`` (``c``), ``lumber.CSourceOptions``
+        (``c-source``), ``lumber.OnnxOptions`` (``onnx``), ``lumber.NumpyOptions`` (``numpy``),
+        ``lumber.TableOptions`` (``table``), ``lumber.TableCOptions`` (``table-c``); None: its defaults.
+        Any other object is a CompileError naming the class to pass.
     """
     tgt = get_target(target)
-    options = {"prefix": prefix, "unroll": unroll, "block": block, "march_native": march_native, "openmp": openmp,
-               "cc": cc, "opset": opset, "input_dtype": input_dtype, "base_score": base_score, "exact": exact,
-               "name": name, "max_depth": max_depth, "strategy": strategy, "time_passes": time_passes, "walk": walk}
-    if tolerance is not None and optimize is None:
-        raise CompileError("tolerance applies to optimize='speed' (the fastest form within the tolerance)",
-                           "pass optimize='speed' as well")
-    if (data is not None or fit is not None or agreement != 1.0) and tolerance is None:
-        raise CompileError("data, fit and agreement are read only with a tolerance: without one nothing is fitted",
-                           "pass tolerance=... (e.g. 0.0005) or drop data")
-    if optimize is not None:
-        if optimize not in OPTIMIZE_GOALS:
-            raise CompileError(f"unknown optimize goal {optimize!r}", f"accepted: {', '.join(map(repr, OPTIMIZE_GOALS))}")
-        if tgt.name != "c":
-            raise CompileError(f"optimize='speed' applies to target 'c', not {target!r}",
-                               "use target 'c' (a shared library) or 'table'")
-        ir = model_ir(model)
-        if isinstance(ir, ObliviousEnsemble):
-            raise CompileError("optimize='speed' compares the forest and oblivious forms of a forest model",
-                               "pass the model (or its Forest), not an ObliviousEnsemble")
-        if tolerance is not None:
-            from ..tolerance import compile_within
-
-            return compile_within(ir, options, tolerance=tolerance, data=data, path=path, threads=threads,
-                                  metric=metric, fit=fit, agreement=agreement)
-        return compile_fastest(ir, options, path=path, threads=threads, sample=sample)
+    opts = tgt.options(options)
     src = model_ir(model)
     ir = tgt.lower(src)
-    tgt = tgt.for_ir(ir)
+    impl = tgt.for_ir(ir)
+    if impl is not tgt:  # an ObliviousEnsemble for "c" is built by "table-c": the options carry over, or say why not
+        opts = project(opts, impl.Options)
     # a lowered form records the fingerprint of the IR it stands for, so load_compiled(path, model) checks
     fp = None if ir is src else fingerprint(src)
-    return tgt.compile(ir, tgt.options(options), path=path, threads=threads, fingerprint=fp)
+    return impl.compile(ir, opts, path=path, threads=threads, fingerprint=fp)
 
 
-def load_compiled(path: str | Path, model: ModelLike | None = None, *, prefix: str = "lumber", threads: int = 1) -> Predictor:
-    """A predictor for a saved artifact (``.so``, ``.onnx``, ``.table``, ...; see ``load_artifact``).
+def compile_fastest(model: ModelLike, *, sample: Any = None, path: str | Path | None = None, threads: int = 1,
+                    options: FastestOptions | None = None) -> Predictor:
+    """The faster of ``model``'s exact C libraries: the forest (binned and value walks) and its oblivious tables,
+    timed on ``sample`` (default: rows spread over the model's splits). Both forms compute the source model's
+    predictions exactly; ``predictor.report`` holds every form's time and the choice.
 
-    With ``model``, the artifact's recorded fingerprint must match the model's,
-    else a ``CompileError`` says the artifact is stale.
+    ``options``: a ``lumber.FastestOptions`` (the ``c`` library's fields plus the tables'
+    ``max_depth``, ``strategy``, ``exact``, ``time_passes``).
+    """
+    return speed.compile_fastest(_forest(model, "compile_fastest"), _fastest_options(options), path=path,
+                                 threads=threads, sample=sample)
+
+
+def compile_within(model: ModelLike, tolerance: float, data: Mapping[str, Any], *, metric: str = "auto",
+                   agreement: float = 1.0, fit: FitOptions | None = None, path: str | Path | None = None,
+                   threads: int = 1, options: FastestOptions | None = None) -> Predictor:
+    """The fastest form of ``model`` whose validation loss is at most ``tolerance``: the exact forms of
+    :func:`compile_fastest`, and lossy ones (a formula-5 oblivious fit on ``data["train"]`` behind the exact
+    forest for rows near the decision; :mod:`lumber.compiler.tolerance`).
+
+    Parameters
+    ----------
+    tolerance : the largest loss accepted on ``data["valid"]`` (rows the fit never reads): AUC drop for binary
+        classifiers (``metric="accuracy"``: accuracy drop), relative RMSE rise for regressors.
+    data : ``{"train": (X, y), "valid": (Xv, yv)}``.
+    agreement : binary classifiers: the share of validation rows whose decision must stay the source's
+        (default 1: every one); 0.999 lets the few disagreements farthest from the decision stay on the fast path.
+    fit : a :class:`~lumber.passes.transforms.oblivious_fit.FitOptions` for the lossy fit (default: its
+        defaults).
+    options : a ``lumber.FastestOptions`` for the libraries built.
+    """
+    if fit is not None and not isinstance(fit, FitOptions):
+        raise CompileError(f"fit must be a FitOptions, not {type(fit).__name__}",
+                           f"pass fit=FitOptions(...) (fields: {', '.join(FitOptions.__dataclass_fields__)})")
+    return lossy.compile_within(_forest(model, "compile_within"), _fastest_options(options), tolerance=tolerance,
+                                data=data, path=path, threads=threads, metric=metric, fit=fit, agreement=agreement)
+
+
+def _forest(model: ModelLike, entry: str) -> Forest:
+    ir = model_ir(model)
+    if isinstance(ir, ObliviousEnsemble):
+        raise CompileError(f"{entry} compares the forest and oblivious forms of a forest model",
+                           "pass the model (or its Forest), not an ObliviousEnsemble; lumber.compile(m, 'c') builds "
+                           "oblivious tables as they are")
+    return ir
+
+
+def _fastest_options(options: Any) -> FastestOptions:
+    if options is None:
+        return FastestOptions()
+    if type(options) is not FastestOptions:
+        raise CompileError(f"compile_fastest and compile_within take lumber.FastestOptions, not "
+                           f"{type(options).__name__}", "its fields: the c library's and the tables' "
+                           "(max_depth, strategy, exact, time_passes)")
+    return options
+
+
+def load_compiled(path: str | Path, model: ModelLike | None = None, *, prefix: str = "lumber",
+                  threads: int = 1) -> Predictor:
+    """A predictor for a saved artifact: a shared library (``.so``), ``.onnx``, ``.table``, ``.lumber`` or ``.c``.
+
+    The kind is read from the file's first bytes, so a renamed file still loads.
+
+    Parameters
+    ----------
+    path : str or Path
+        The artifact ``lumber.compile(..., path=...)`` or ``lumber compile -o`` wrote.
+    model : model, model file or IR, optional
+        With a model, the artifact's recorded fingerprint must match the model's, else a
+        ``CompileError`` says the artifact is stale.
+    prefix : str
+        The symbol prefix of the model inside a shared library (``COptions.prefix``).
+    threads : int
+        Threads inside this process for each ``predict_*`` call.
+
+    Returns
+    -------
+    Predictor
+        ``predict_raw`` (margins), ``predict_proba`` and ``predict``, columns of a DataFrame bound by name.
+        It pickles (joblib, Dask, Spark): the pickle carries the artifact's bytes and fingerprint and the
+        receiving process opens it once, however many copies it receives.
+
+    Raises
+    ------
+    ModelFormatError
+        The file is missing, not an artifact lumber wrote, truncated or edited. A shared library is verified
+        before it is loaded: lumber's manifest at its end, its sha256 digest and its ELF headers are checked
+        in Python, so a library lumber did not build is never loaded (its code never runs). A library built
+        for another machine is rebuilt from the C source it carries when a C compiler is present, else the
+        error says so.
     """
     return load_artifact(path, model, prefix=prefix, threads=threads)
 
 
-__all__ = ["OPTIMIZE_GOALS", "TARGETS", "compile", "load_compiled"]
+__all__ = ["TARGETS", "compile", "compile_fastest", "compile_within", "load_compiled"]

@@ -3,32 +3,37 @@
 Resolves the request once (:func:`lumber.compiler.explain.explanation_request`:
 the model, constraints from any accepted form -- keywords give defaults, the
 constraints' ``norm``/``scale``/``target`` override them -- and reference rows),
-fits the isolation forest a ``plausible`` constraint asks for, and solves one
-MILP per case (:func:`lumber.passes.analyses.counterfactual.solve_counterfactual`).
-Every returned point is verified with the source model's own ``predict``
-(:class:`~lumber.compiler.explain.SourcePredictor`, boosters included) when a
-model object is given, else with the lowered Forest; batches run in parallel
-with joblib, one solver thread per worker.
+fits the isolation forest a ``plausible`` constraint asks for, prepares the
+reference rows once for the whole batch
+(:class:`~lumber.passes.analyses.counterfactual.reference.Reference`), and
+solves each case (:func:`lumber.passes.analyses.counterfactual.solve_counterfactual`)
+with one :class:`CounterfactualOptions`. Every returned point is verified with
+the source model's own ``predict`` (:class:`~lumber.compiler.explain.SourcePredictor`,
+boosters included) when a model object is given, else with the lowered Forest;
+batches run in parallel with joblib, one solver thread per worker. Every case
+gets an answer: a verified point (proven optimal, or at the time limit with a
+proven bound and gap), or a proven ``infeasible`` that names the constraint
+blocking it where one does alone (``result.blocking``).
 """
 
 from __future__ import annotations
 
-import numbers
 import warnings
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
+from joblib import Parallel, delayed
 
 from lumber.compiler.explain import (
-    ConstraintsLike, ExplanationRequest, explanation_request, source_predictor, warn_positional,
+    ConstraintsLike, ExplanationRequest, explainer_options, explanation_request, source_predictor, warn_positional,
 )
-from lumber.compiler.explain.request import ScaleLike
-from lumber.ir import (
-    ArrayLike, CasesLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, TargetLike, Task, WeightsLike,
+from lumber.ir import ArrayLike, CasesLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, TargetLike, Task
+from lumber.passes.analyses.counterfactual import (
+    CounterfactualOptions, CounterfactualResult, isolation_threshold, solve_counterfactual,
 )
-from lumber.ir.domains import Domains
-from lumber.passes.analyses.counterfactual import CounterfactualResult, isolation_threshold, solve_counterfactual
+from lumber.passes.analyses.counterfactual.reference import DECIDE_FROM, Reference
 from lumber.passes.targets import class_labels, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
@@ -36,19 +41,13 @@ FloatArray = npt.NDArray[np.float64]
 ISOLATION_TREES = 25
 ISOLATION_SAMPLES = 64
 """The isolation forest fitted when plausibility is asked for without one: small enough for HiGHS to
-prove optimality in seconds (bench/counterfactual.py, section iso); pass ``isolation_forest=`` for another."""
+prove optimality in seconds; pass ``CounterfactualOptions(isolation_forest=...)`` for another."""
 
 
 def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: TargetLike = None,
-                   constraints: ConstraintsLike = None,
-                   *, norm: str | Norm = "l1", scale: ScaleLike = None, reference: ArrayLike | None = None,
-                   weights: WeightsLike = None,
-                   features: Sequence[Feature] | None = None, isolation_forest: ModelLike | None = None,
-                   contamination: float | None = None, k: int = 1, time_limit: float = 60.0,
-                   backend: str = "highs", presolve: bool | None = None, threads: int = 1, mip_gap: float = 1e-6,
-                   clip_to_reference: bool = False, n_jobs: int = 1, seed: int = 0,
-                   verify_with_model: bool = True, domains: Domains | None = None,
-                   progress: Callable[[int], None] | None = None
+                   constraints: ConstraintsLike = None, *, reference: ArrayLike | None = None,
+                   features: Sequence[Feature] | None = None, options: CounterfactualOptions | None = None,
+                   n_jobs: int = 1, progress: Callable[[int], None] | None = None
                    ) -> CounterfactualResult | list[CounterfactualResult]:
     """Optimal counterfactual explanation(s) of ``x`` under ``model``.
 
@@ -64,28 +63,21 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
         Class label to reach (default: any other class), or ``(lo, hi)`` for a regressor.
     constraints
         A :class:`~lumber.ir.Constraints`, a mapping for ``Constraints.from_mapping``, or a
-        constraint file / text (``lumber.parse_constraints``). Its norm, scale and target win.
-    norm, scale, weights
-        ``"l0" | "l1" | "l2" | "linf"``; ``None | "std" | "minmax"`` (from ``reference``) or
-        per-feature numbers; per-feature weights (scalar, array or ``(down, up)``).
+        constraint file / text (``lumber.parse_constraints``). Its norm, scale, costs and target win
+        over the options.
     reference
         Training rows: scaling statistics, the warm start, plausibility and ``clip_to_reference``.
     features
         Feature kinds and category labels for models that record none (scikit-learn), e.g.
         ``lumber.datasets.load("adult").features``.
-    isolation_forest, contamination
-        Plausibility: a fitted ``IsolationForest`` (or its Forest) trained on the target class,
-        or None to fit one on the reference rows the model assigns to the target when the
-        constraints ask for ``plausible isolation-forest`` or ``contamination`` is given.
-    domains
-        The values a person could give each feature (:class:`lumber.ir.domains.Domains`); by default
-        inferred from the constraint file, the schema and ``reference`` (whole-number columns stay
-        whole, 0/1 columns binary, values within the observed range unless the file widens it).
-    k
-        Number of diverse counterfactuals (``result.alternatives`` holds the extra ones).
-    time_limit, backend, presolve, threads, mip_gap
-        Solver options (per case). ``backend`` is ``"highs"`` (highspy) or ``"scipy"``.
-
+    options
+        A :class:`CounterfactualOptions` (norm, scale, weights, ``k`` diverse counterfactuals, domains,
+        plausibility, time limit per case -- 30 s by default --, search strategy, HiGHS options).
+        With ``isolation_forest`` or ``contamination`` set, or a ``plausible isolation-forest`` line in
+        the constraints, every point must be plausible under an isolation forest trained on the target
+        class (fitted on the reference rows the model assigns to it when none is given).
+    n_jobs
+        Worker processes for a batch (joblib; HiGHS runs on one thread in each).
     progress
         Called with the number of cases just finished, as they finish (a progress bar's ``update``).
 
@@ -94,45 +86,54 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
     CounterfactualResult or list of them
         ``.x``, ``.cost``, ``.changes``, ``.status``, ``.verified``, ``.gap``, ``.to_dict()``.
     """
-    if not isinstance(time_limit, numbers.Real) or not time_limit > 0:  # NaN fails the comparison too
-        raise InputDataError(f"time_limit must be a number of seconds above 0, got {time_limit!r}",
-                             "it bounds each case's whole query; math.inf: no limit")
-    req = explanation_request(model, constraints=constraints, target=target, norm=norm, scale=scale,
-                              reference=reference, features=features, verify=verify_with_model)
+    opts = explainer_options(options, CounterfactualOptions, "lumber.counterfactual")
+    req = explanation_request(model, constraints=constraints, target=target, norm=opts.norm, scale=opts.scale,
+                              reference=reference, features=features, verify=opts.verify_with_model)
     forest, cons, R, verifier, target = req.forest, req.constraints, req.reference, req.predictor, req.target
     warn_positional(model, forest, x, "x")
     X, single = _rows(x, forest)
-    iso = _plausibility(forest, cons, isolation_forest, contamination, R, target, X, seed)
-    kw: dict[str, Any] = dict(
-        norm=req.norm_or(Norm.L1), scale=req.scale, weights=weights, reference=R, k=k,
-        time_limit=time_limit, backend=backend, presolve=presolve, threads=threads, mip_gap=mip_gap,
-        clip_to_reference=clip_to_reference, domains=domains if domains is not None else req.domains)
-
+    iso = _plausibility(forest, cons, opts.isolation_forest, opts.contamination, R, target, X, opts.seed)
+    opts = replace(opts, norm=req.norm_or(Norm.L1).name.lower(), scale=req.scale,
+                   domains=opts.domains if opts.domains is not None else req.domains,
+                   isolation_forest=None, contamination=None)
     done = progress or (lambda n: None)
-
-    def one(i: int) -> CounterfactualResult:
-        r = solve_counterfactual(forest, X[i], target, cons, isolation=iso(X[i]), verifier=verifier, **kw)
-        done(1)
-        return r
+    job = _Job(forest, target, cons, Reference.of(forest, R, decide=len(X) >= DECIDE_FROM), verifier, opts)
 
     if single or n_jobs == 1 or len(X) < 2:
-        results = [one(i) for i in range(len(X))]
+        results = []
+        for i in range(len(X)):
+            results.append(job.one(X[i], iso(X[i])))
+            done(1)
     else:
-        from joblib import Parallel, delayed
-
-        kw["threads"] = 1
+        job = replace(job, options=replace(opts, threads=1))
+        isos = [iso(x) for x in X]
         chunks = np.array_split(np.arange(len(X)), min(len(X), max(1, abs(n_jobs)) * 4))
         results = []
         for part in Parallel(n_jobs=n_jobs, return_as="generator")(  # in order, each chunk as it finishes
-                delayed(_batch)(forest, X[c], target, cons, iso, verifier, kw) for c in chunks if c.size):
+                delayed(job.many)(X[c], [isos[i] for i in c]) for c in chunks if c.size):
             results += part
             done(len(part))
     return results[0] if single else results
 
 
-def _batch(forest: Forest, X: FloatArray, target: Any, cons: Constraints | None, iso: Callable[[FloatArray], Any],
-           verifier: Any, kw: dict[str, Any]) -> list[CounterfactualResult]:
-    return [solve_counterfactual(forest, x, target, cons, isolation=iso(x), verifier=verifier, **kw) for x in X]
+@dataclass(frozen=True)
+class _Job:
+    """What every case of a batch shares: the model, target, constraints, reference rows (prepared once,
+    shipped to each worker) and options."""
+
+    forest: Forest
+    target: Any
+    constraints: Constraints | None
+    reference: Reference | None
+    verifier: Any
+    options: CounterfactualOptions
+
+    def one(self, x: FloatArray, isolation: Any) -> CounterfactualResult:
+        return solve_counterfactual(self.forest, x, self.target, self.constraints, options=self.options,
+                                    reference=self.reference, isolation=isolation, verifier=self.verifier)
+
+    def many(self, X: FloatArray, isolations: Sequence[Any]) -> list[CounterfactualResult]:
+        return [self.one(x, iso) for x, iso in zip(X, isolations)]
 
 
 def _rows(x: Any, forest: Forest) -> tuple[FloatArray, bool]:
@@ -226,4 +227,4 @@ library_verifier = source_predictor
 """``f(X) -> predictions`` of the source model itself, or None for a Forest or a file (kept name)."""
 
 
-__all__ = ["ExplanationRequest", "counterfactual", "library_verifier"]
+__all__ = ["CounterfactualOptions", "ExplanationRequest", "counterfactual", "library_verifier"]

@@ -14,20 +14,23 @@ and checks samples on the source model object. The algorithm lives in
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
+from joblib import Parallel, delayed
 
 from lumber.compiler.explain import (
-    ConstraintsLike, ExplanationRequest, explanation_request, source_predictor, warn_positional,
+    ConstraintsLike, ExplanationRequest, explainer_options, explanation_request, source_predictor, warn_positional,
 )
 from lumber.ir.domains import domains_for
-from lumber.ir import ArrayLike, CasesLike, Forest, InputDataError, ModelLike, TargetLike, UnsupportedModelError
+from lumber.ir import (
+    ArrayLike, CasesLike, Feature, Forest, InputDataError, ModelLike, TargetLike, UnsupportedModelError,
+)
 from lumber.passes.analyses.rules import (
-    AnnealOptions, CounterfactualRule, CounterfactualSample, Region, RuleContext, RuleOptions, RuleSet,
+    CounterfactualRule, CounterfactualSample, Region, RuleContext, RuleOptions, RuleSet,
     apply_regional, build_context, coverage, decisions, local_rules, regional_rules,
 )
 from lumber.passes.analyses.rules.cells import CellIndex
@@ -200,16 +203,10 @@ def _bitset_counts() -> Any:
 
 def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLike,
                          x: CasesLike | Region | Sequence[Region | Mapping[str, Any]] | None = None,
-                         target: TargetLike = None, *,
-                         constraints: ConstraintsLike = None, surrogate: ModelLike | None = None, pi: float = 0.9,
-                         pi_c: float = 0.9,
-                         k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
-                         strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
-                         max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1, rank: str = "splits",
-                         n_estimators: int = 20, max_depth: int | None = 10, isolation: ModelLike | None = None,
-                         contamination: float | str = 0.1, anneal: AnnealOptions | None = None,
-                         robust_search: bool = False, verify: bool = True,
-                         rows: Sequence[int] | None = None) -> CounterfactualRule | RuleSet:
+                         target: TargetLike = None, constraints: ConstraintsLike = None, *,
+                         features: Sequence[Feature] | None = None, options: RuleOptions | None = None,
+                         n_jobs: int = 1, progress: Callable[[int], None] | None = None
+                         ) -> CounterfactualRule | RuleSet:
     """Counterfactual rules for a case, a batch of cases, or a region of cases.
 
     Parameters
@@ -234,111 +231,88 @@ def counterfactual_rules(model: ModelLike | ExplanationRequest, X_train: ArrayLi
         (``{"immutable": [...], "increase": [...], "bounds": {...}}``): immutable
         features never enter a rule, directions and bounds clip the boxes,
         ``changes <= k`` caps the size of S.
-    surrogate
-        None/``"auto"`` (the model itself when it is a random forest, else a
-        fitted surrogate), ``"fit"``, ``"model"``, or a random forest (object,
-        file or Forest) to estimate with.
-    pi, pi_c, k
-        CDP threshold of the divergent set, CRP threshold of a rule, candidate features.
-    k_max
-        When no rule is found over the ``k`` most-used features, one second pass over
-        the ``k_max`` most-used (sampled subsets when a size has more than ``max_subsets``;
-        the message says so). ``k_max <= k`` turns it off (the paper's protocol).
-    n_samples
-        Counterfactual samples per case (simulated annealing; 0 for none).
-    widen
-        When a case's best sample is an isolation-forest outlier, try up to this many
-        further feature sets (larger S) for a plausible one (0: always the sparsest rule).
-    strict
-        Only rules over divergent sets (CDP >= pi); see ``rules/divergent.py``.
-    fallback
-        When no feature set reaches ``pi``: ``"max_cdp"`` (sets by CDP, highest first, up to half the
-        features: the paper's code) or ``"smallest"`` (the best set of each size, smallest first).
-    rank
-        How the ``k`` candidates are chosen: ``"splits"`` (the features the rule forest splits on most)
-        or ``"impurity"`` (highest impurity importance, as the paper's code ranks them).
-    min_cell_rows
-        Projected Forest cells never shrink below this many training rows (1: the paper's text,
-        every determined split applies; the paper's code uses 5, Bénard's ``min_node_size``).
-    n_estimators, max_depth
-        The surrogate random forest (paper: 20 trees, depth 10).
-    isolation
-        A fitted scikit-learn ``IsolationForest`` (or its Forest) scoring samples;
-        default: one fitted on ``X_train`` with ``random_state=seed`` and ``contamination``.
-    contamination
-        The default isolation forest's false-alarm rate on the training rows: a sample
-        is plausible ("inlier") when its score is above the ``contamination`` quantile
-        of the training rows' scores (0.1: the 10% most isolated training rows are
-        outliers), the definition ``lumber.counterfactual``'s plausibility constraint uses.
-        ``"auto"`` is scikit-learn's fixed threshold (the paper's setting), which on
-        small discrete data calls many real rows outliers (about half of compas's).
-    robust_search
-        When a case's sample keeps the target in fewer than 0.99 of its noisy copies (sigma^2 = 0.01 on
-        [0, 1]-scaled features, the paper's noisy-response test), search every admissible box of every
-        feature set over the ``k`` candidates for the most robust point and report it with its box as
-        the rule (seconds per such case; ``rules/robust_search.py``).
-    verify
-        Also check every sample with the source model object's ``predict``.
+    features
+        Feature kinds and category labels for models that record none (scikit-learn).
+    options
+        A :class:`RuleOptions`: the estimators (surrogate forest, isolation forest and its contamination),
+        the search (``pi``, ``pi_c``, ``k``, ``k_max``, ranking, fallback, widening, robust search) and the
+        samples; ``RuleOptions.paper()`` is the paper's protocol.
+    n_jobs
+        Worker processes for several cases (each fits the same estimators: the results do not depend on it).
+    progress
+        Called with 1 as each case's search ends (local rules).
     """
     if x is None:
         raise InputDataError("no case or region to explain", "pass x= one case, several cases or a region")
-    explainer = RuleExplainer(model, X_train, constraints=constraints, surrogate=surrogate, pi=pi, pi_c=pi_c, k=k,
-                              k_max=k_max,
-                              n_samples=n_samples, widen=widen, seed=seed, strict=strict, search=search,
-                              max_subsets=max_subsets, max_rules=max_rules, max_sets=max_sets,
-                              fallback=fallback, min_cell_rows=min_cell_rows, rank=rank, n_estimators=n_estimators,
-                              max_depth=max_depth, isolation=isolation,
-                              contamination=contamination, anneal=anneal, robust_search=robust_search,
-                              verify=verify)
+    explainer = RuleExplainer(model, X_train, constraints, features=features, options=options)
     regions = _as_regions(explainer.forest, x)
     if regions is not None:
         rs = explainer.regional(regions[0], target)
         return rs[0] if not regions[1] else rs
     warn_positional(model, explainer.forest, x, "x")
     single, X = _as_cases(explainer.forest, x)
-    rs = explainer.local(X, target, rows=rows)
-    return rs[0] if single else rs
+    n = len(X)
+    if n_jobs == 1 or n < 2:
+        rs = explainer.local(X, target, progress=progress)
+        return rs[0] if single else rs
+    rows = X.iloc if hasattr(X, "iloc") else np.asarray(X)
+    chunks = [c for c in np.array_split(np.arange(n), min(n, max(1, abs(n_jobs)) * 4)) if c.size]
+    job = _RulesJob(explainer.request, X_train, constraints, features, explainer.options, target)
+    parts = []
+    for part in Parallel(n_jobs=n_jobs, return_as="generator")(delayed(job)(rows[c], c) for c in chunks):
+        parts.append(part)
+        if progress is not None:
+            progress(len(part))
+    return RuleSet([r for p in parts for r in p], info=parts[0].info)
+
+
+@dataclass(frozen=True)
+class _RulesJob:
+    """Local rules of a chunk of cases in a worker process, with the estimators fitted there (same seed,
+    same estimators); ``rows`` key each case's random stream, so results do not depend on the chunking."""
+
+    request: Any
+    X_train: Any
+    constraints: Any
+    features: Any
+    options: RuleOptions
+    target: Any
+
+    def __call__(self, X: Any, rows: Any) -> RuleSet:
+        ex = RuleExplainer(self.request, self.X_train, self.constraints, features=self.features, options=self.options)
+        return ex.local(X, self.target, rows=rows)
 
 
 class RuleExplainer:
     """Everything fitted once per model and training set; explain many cases and regions with it."""
 
-    def __init__(self, model: ModelLike | ExplanationRequest, X_train: ArrayLike, *,
-                 constraints: ConstraintsLike = None, surrogate: ModelLike | None = None, pi: float = 0.9,
-                 pi_c: float = 0.9,
-                 k: int = 10, k_max: int = 30, n_samples: int = 1, widen: int = 6, seed: int = 0,
-                 strict: bool = False, search: str = "auto", max_subsets: int = 2048, max_rules: int = 5,
-                 max_sets: int = 10, fallback: str = "max_cdp", min_cell_rows: int = 1, rank: str = "splits",
-                 n_estimators: int = 20, max_depth: int | None = 10, isolation: ModelLike | None = None,
-                 contamination: float | str = 0.1, anneal: AnnealOptions | None = None, robust_search: bool = False,
-                 verify: bool = True) -> None:
-        self.request = explanation_request(model, constraints=constraints, verify=verify)
+    def __init__(self, model: ModelLike | ExplanationRequest, X_train: ArrayLike, constraints: ConstraintsLike = None,
+                 *, features: Sequence[Feature] | None = None, options: RuleOptions | None = None) -> None:
+        opts = explainer_options(options, RuleOptions, "lumber.counterfactual_rules")
+        self.options = opts.check()
+        self.request = explanation_request(model, constraints=constraints, features=features,
+                                           verify=opts.verify_with_model)
         self.forest: Forest = self.request.forest
         if self.forest.schema.task.name == "ANOMALY":
             raise UnsupportedModelError("counterfactual rules explain classifiers and regressors, not anomaly scores")
         self.constraints = self.request.constraints
-        options = RuleOptions(pi=pi, pi_c=pi_c, k=k, k_max=k_max, search=search, max_subsets=max_subsets,
-                              max_rules=max_rules, strict=strict, max_sets=max_sets, n_samples=n_samples,
-                              fallback=fallback, min_cell_rows=min_cell_rows, rank=rank,
-                              widen=widen, seed=seed, robust_search=robust_search,
-                              anneal=anneal or AnnealOptions()).check()
         warn_positional(model, self.forest, X_train, "X_train")
         X_raw = self.forest.prepare_input(X_train)
         if X_raw.shape[0] < 2:
             raise InputDataError("X_train needs at least 2 rows", "counterfactual rules estimate from training rows")
         train_dec = decisions(self.forest, X_raw)
-        self.rule_forest, self.surrogate_kind = self._rule_forest(surrogate, X_raw, train_dec, n_estimators,
-                                                                  max_depth, seed)
-        self.isolation = _isolation(isolation, self.forest, X_raw, seed, contamination)
+        self.rule_forest, self.surrogate_kind = self._rule_forest(opts.surrogate, X_raw, train_dec, opts.n_estimators,
+                                                                  opts.max_depth, opts.seed)
+        self.isolation = _isolation(opts.isolation, self.forest, X_raw, opts.seed, opts.contamination)
         n = int(X_raw.shape[0])
         self._iso_margins = Margins(self.isolation[0], native_after(COMPILE_AFTER, n))
         self.context: RuleContext = build_context(self.forest, self.rule_forest, X_raw, constraints=self.constraints,
-                                                  score=self.inlier_score, options=options,
+                                                  score=self.inlier_score, options=self.options,
                                                   margins=Margins(self.forest, native_after(COMPILE_AFTER, n)),
                                                   domains=domains_for(self.forest, self.constraints, X_raw),
                                                   cell_counts=CellCounts(native_after(COUNT_AFTER, n)))
         self.fidelity = _fidelity(self.forest, self.rule_forest, X_raw, train_dec)
-        self.verify = verify
+        self.verify = opts.verify_with_model
 
     @property
     def model(self) -> Any:
@@ -452,8 +426,6 @@ def fit_surrogate(forest: Forest, X: FloatArray, dec: FloatArray, *, n_estimator
 
     from lumber.compiler.frontends import load
 
-    if n_estimators < 1:
-        raise InputDataError(f"n_estimators must be at least 1, got {n_estimators!r}")
     if is_classifier(forest):
         rf: Any = RandomForestClassifier(n_estimators=n_estimators, max_depth=max_depth, random_state=seed, n_jobs=1)
         rf.fit(X, dec.astype(np.int64))
@@ -480,9 +452,6 @@ def _isolation(isolation: Any, forest: Forest, X: FloatArray, seed: int,
                contamination: float | str = 0.1) -> tuple[Forest, FloatArray]:
     from lumber.compiler.frontends import load
 
-    if not (contamination == "auto" or (isinstance(contamination, (int, float)) and 0.0 < contamination <= 0.5)):
-        raise InputDataError(f"contamination must be 'auto' or in (0, 0.5], got {contamination!r}",
-                             "the share of training rows the default isolation forest calls outliers")
     medians = np.nanmedian(np.where(np.isfinite(X), X, np.nan), axis=0)
     medians = np.where(np.isnan(medians), 0.0, medians)
     if isolation is None:
@@ -527,4 +496,4 @@ def _as_cases(forest: Forest, x: Any) -> tuple[bool, Any]:
     return False, arr
 
 
-__all__ = ["RuleExplainer", "counterfactual_rules", "fit_surrogate"]
+__all__ = ["RuleExplainer", "RuleOptions", "counterfactual_rules", "fit_surrogate"]

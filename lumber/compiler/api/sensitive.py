@@ -1,8 +1,9 @@
 """``lumber.sensitive_tests``: where each case sits relative to the model's decision surface.
 
 Loads any supported model, resolves the metric from a constraint file or
-object and keyword options (keywords give defaults, constraints override),
-runs the analysis (exact projection for a single tree; for an ensemble the
+object and a :class:`SensitiveOptions` (the options give defaults, the
+constraints' norm, scale and costs override them), runs the analysis (in
+``n_jobs`` worker processes for many rows) (exact projection for a single tree; for an ensemble the
 counterfactual MILP when available, else a verified upper bound labelled as
 such), and verifies every witness point on the source model itself when a
 model object is given (:class:`~lumber.compiler.explain.SourcePredictor`:
@@ -11,28 +12,28 @@ scikit-learn style estimators and raw LightGBM / XGBoost boosters alike).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+from joblib import Parallel, delayed
 
 from lumber.compiler.explain import (
-    ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request, warn_positional,
+    ConstraintsLike, ExplanationRequest, SourcePredictor, explainer_options, explanation_request, warn_positional,
 )
-from lumber.compiler.explain.request import ScaleLike
-from lumber.ir import ArrayLike, InputDataError, ModelLike, Norm, TargetLike, Task, WeightsLike
+from lumber.ir import ArrayLike, Feature, Forest, InputDataError, ModelLike, Norm, TargetLike, Task
 from lumber.ir.display import Display
-from lumber.passes.analyses.metrics import build_metric
-from lumber.passes.analyses.sensitive_results import SensitiveResult
+from lumber.passes.analyses.metrics import Metric, build_metric
+from lumber.passes.analyses.sensitive import SensitiveOptions
 from lumber.passes.analyses.sensitive import sensitive_tests as _analyse
+from lumber.passes.analyses.sensitive_results import SensitiveResult
 from lumber.passes.analyses.sensitive_tests import Goal
 
 
-def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constraints: ConstraintsLike = None,
-                    norm: str | Norm = "l2", scale: ScaleLike = None, reference: ArrayLike | None = None, *,
-                    weights: WeightsLike = None, frozen: Sequence[str] = (),
-                    increase_only: Sequence[str] = (), decrease_only: Sequence[str] = (),
-                    max_changes: int | None = None, target: TargetLike = None, method: str = "auto",
-                    verify: bool = True, **search: Any) -> SensitiveResult:
+def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constraints: ConstraintsLike = None, *,
+                    target: TargetLike = None, reference: ArrayLike | None = None,
+                    features: Sequence[Feature] | None = None, options: SensitiveOptions | None = None,
+                    n_jobs: int = 1) -> SensitiveResult:
     """Sensitive tests of every row of ``X``.
 
     Parameters
@@ -43,19 +44,21 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
     X
         Cases (array or DataFrame with the model's feature columns).
     constraints
-        A :class:`~lumber.ir.Constraints`, a constraint file or text
-        (``lumber.parse_constraints``), or a plain mapping
-        (``{"immutable": [...], "increase": [...], "cost": {...}, "bounds": {...}}``).
-    norm, scale, reference
-        ``"l1"``, ``"l2"`` or ``"linf"``; ``None``/``"std"``/``"minmax"`` (statistics
-        from ``reference`` rows) or explicit per-feature spreads.
-    weights, frozen, increase_only, decrease_only, max_changes
-        Per-feature weights (``{name: w}`` or ``{name: (w_down, w_up)}``) and restrictions.
+        A :class:`~lumber.ir.Constraints`, a constraint file or text (``lumber.parse_constraints``), or a
+        plain mapping (``{"immutable": [...], "increase": [...], "cost": {...}, "bounds": {...},
+        "max_changes": k}``). Its norm, scale, costs and target win over the options.
     target
         A class label to reach (default: any other class); for a regressor the
         interval ``(lo, hi)`` whose membership is the decision explained.
-    method
-        ``"auto"``, ``"projection"`` (single trees), ``"milp"`` or ``"upper-bound"``.
+    reference
+        Training rows: the statistics of ``scale="std"``/``"minmax"`` and the features' domains.
+    features
+        Feature kinds and category labels for models that record none (scikit-learn).
+    options
+        A :class:`SensitiveOptions` (norm -- l2 by default --, scale, weights, method, time limit per case
+        -- 30 s --, the upper-bound search's effort, domains, checking on the source model).
+    n_jobs
+        Worker processes (joblib) for the rows of ``X``.
 
     Returns
     -------
@@ -64,25 +67,47 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
         ``.point`` (verified witness), ``.trace``, ``.per_class`` (multiclass),
         ``.exact`` and ``.method``.
     """
-    req = explanation_request(model, constraints=constraints, target=target, norm=norm, scale=scale,
-                              reference=reference, verify=verify)
+    opts = explainer_options(options, SensitiveOptions, "lumber.sensitive_tests")
+    req = explanation_request(model, constraints=constraints, target=target, norm=opts.norm, scale=opts.scale,
+                              reference=reference, features=features, verify=opts.verify_with_model)
     forest = req.forest
     warn_positional(model, forest, X, "X")
-    domains = search.pop("domains", None) or req.domains
+    domains = opts.domains or req.domains
     metric = build_metric(forest, req.rules, norm=req.norm_or(Norm.L2), scale=req.scale, reference=req.reference,
-                          weights=weights, frozen=frozen, increase_only=increase_only, decrease_only=decrease_only,
-                          max_changes=max_changes, domains=domains)
-    goal = _goal(req)
-    if forest.n_trees > 1 and method in ("auto", "milp") and domains is not None:
-        search["domains"] = domains
-    result = _analyse(forest, X, metric, goal, method=method, **search)
+                          weights=opts.weights, domains=domains)
+    job = _Job(forest, metric, _goal(req), opts.method, opts.time_limit, opts.search,
+               domains if forest.n_trees > 1 and opts.method in ("auto", "milp") else None)
+    n = len(X)  # type: ignore[arg-type]
+    if n_jobs == 1 or n < 2:
+        result = job(X)
+    else:  # the rows as given (a float32 model reports the user's own values), in chunks
+        rows = X.iloc if hasattr(X, "iloc") else np.asarray(X)
+        chunks = [c for c in np.array_split(np.arange(n), min(n, max(1, abs(n_jobs)) * 4)) if c.size]
+        result = SensitiveResult.concat(Parallel(n_jobs=n_jobs)(delayed(job)(rows[c]) for c in chunks))
     result.display = Display(forest, domains)
     result.rows = np.arange(len(result))
     if forest.schema.task == Task.REGRESSION:
         result.predictions = forest.predict(result.X)
     if req.predictor is not None:
-        _verify_on_source(req.predictor, result, goal)
+        _verify_on_source(req.predictor, result, job.goal)
     return result
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What every chunk of rows shares (picklable, for worker processes)."""
+
+    forest: Forest
+    metric: Metric
+    goal: Goal
+    method: str
+    time_limit: float
+    search: Any
+    domains: Any
+
+    def __call__(self, X: Any) -> SensitiveResult:
+        return _analyse(self.forest, X, self.metric, self.goal, method=self.method, time_limit=self.time_limit,
+                        search=self.search, domains=self.domains)
 
 
 def _goal(req: ExplanationRequest) -> Goal:
@@ -119,4 +144,4 @@ def _verify_on_source(predictor: SourcePredictor, result: SensitiveResult, goal:
         result.messages[int(i)] = "witness point NOT confirmed by the source model's predict"
 
 
-__all__ = ["sensitive_tests"]
+__all__ = ["SensitiveOptions", "sensitive_tests"]

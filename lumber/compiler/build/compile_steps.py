@@ -11,6 +11,7 @@ unchanged inputs reports the same numbers).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,14 +214,20 @@ def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, A
 
     inp = st.inp
     t0 = time.perf_counter()
-    lossy: dict[str, Any] = {}
-    if tolerant(st, target):
+    lossy = tolerant(st, target)
+    name = {"name": inp.config.compile.name}
+    if lossy:
         train, valid = inp.table("train"), inp.table("validation")
         assert train is not None and valid is not None  # inputs.prepare checked
-        lossy = {"optimize": "speed", "tolerance": inp.config.compile.tolerance, "agreement": inp.config.compile.agreement,
-                 "data": {"train": (train.X, train.y), "valid": (valid.X, valid.y)}}
-    pred = lumber.compile(st.ir, target=target, path=files / fname, threads=inp.config.compile.threads,
-                          name=inp.config.compile.name, **lossy)
+        pred = lumber.compile_within(st.ir, inp.config.compile.tolerance,
+                                     {"train": (train.X, train.y), "valid": (valid.X, valid.y)},
+                                     agreement=inp.config.compile.agreement, path=files / fname,
+                                     threads=inp.config.compile.threads, options=lumber.FastestOptions(**name))
+    else:
+        Options = get_target(target).Options  # the artifact's name, for the targets whose files carry one
+        named = any(f.name == "name" for f in dataclasses.fields(Options))
+        pred = lumber.compile(st.ir, target=target, path=files / fname, threads=inp.config.compile.threads,
+                              options=Options(**name) if named else None)
     build_seconds = time.perf_counter() - t0
     X = _all_rows(inp)
     exact = compare(st.ir.evaluate(X), pred.predict_raw(X), st.ir.schema)

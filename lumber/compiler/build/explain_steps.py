@@ -99,7 +99,8 @@ def per_case(st: State) -> None:
     R = ref.X if ref is not None else cases.X
     scale = None if ex.scale == "none" else ex.scale
     options: dict[str, dict[str, Any]] = {
-        "sensitive": {"norm": "l2" if ex.norm == "l0" else ex.norm, "scale": scale},  # sensitive tests have no l0
+        "sensitive": {"norm": "l2" if ex.norm == "l0" else ex.norm, "scale": scale,  # sensitive tests have no l0
+                      "time_limit": ex.time_limit},
         "counterfactual": {"norm": ex.norm, "scale": scale, "time_limit": ex.time_limit, "seed": cfg.seed},
         "rules": {"pi": ex.pi, "pi_c": ex.pi_c, "n_samples": ex.samples, "seed": cfg.seed},
     }
@@ -136,8 +137,9 @@ def regional(st: State) -> None:
 
         bounds = [{f: ab for f, ab in b} for _, b in regions]
         try:
-            rs = lumber.counterfactual_rules(_request(st), train.X, bounds, pi=cfg.explain.pi, pi_c=cfg.explain.pi_c,
-                                             n_samples=0, seed=cfg.seed)
+            rs = lumber.counterfactual_rules(_request(st), train.X, bounds,
+                                             options=lumber.RuleOptions(pi=cfg.explain.pi, pi_c=cfg.explain.pi_c,
+                                                                        n_samples=0, seed=cfg.seed))
         except LumberError as exc:
             return {"error": _error(exc)}
         results = list(rs)

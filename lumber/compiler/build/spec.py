@@ -114,7 +114,7 @@ class ExplainSpec:
     target: Any = key("target", "class label to reach, or [lo, hi] for a regressor (default: any other class)")
     norm: str = key("choice", "distance norm of sensitive tests and counterfactuals", "l1", choices=NORMS)
     scale: str = key("choice", "feature scaling from the training rows", "std", choices=SCALES)
-    time_limit: float = key("float", "seconds per counterfactual MILP", 30.0, minimum=0.0)
+    time_limit: float = key("float", "seconds per case of a search (counterfactual MILP, sensitive tests)", 30.0, minimum=0.0)
     jobs: int = key("int", "parallel workers for per-case explanations", 1, minimum=1)
     pi: float = key("float", "counterfactual rules: CDP threshold of the divergent set", 0.9, minimum=0.0)
     pi_c: float = key("float", "counterfactual rules: CRP threshold of a rule", 0.9, minimum=0.0)

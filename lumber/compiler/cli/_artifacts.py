@@ -53,14 +53,40 @@ def model_or_artifact(path: str | Path) -> Any:
     return art if art is not None else load_any(path)
 
 
-def describe(path: str | Path, pred: Any) -> dict[str, Any]:
+def describe_library(path: str | Path, prefix: str = "lumber") -> dict[str, Any]:
+    """What ``inspect`` says about a shared library, read from its manifest: the library is verified
+    (digest, headers) and never loaded, so a library for another machine is described too."""
+    from lumber.backends.c.loader import read_library
+    from lumber.backends.c.manifest import check_binary, verify_library
+    from lumber.ir import ModelFormatError, Schema
+
+    p = Path(path)
+    man = verify_library(read_library(p), str(p), binary=False)
+    meta = man.model(prefix)
+    if meta is None and len(man.models) == 1:
+        meta = next(iter(man.models.values()))
+    if meta is None:
+        raise ModelFormatError(f"{p}: its manifest records no model with symbol prefix '{prefix}'",
+                               f"prefixes recorded: {', '.join(man.models) or 'none'}")
+    try:
+        check_binary(man.library, str(p), man)
+        loads = "yes"
+    except ModelFormatError as exc:
+        loads = f"no: {exc.diagnostics[0].message}"
+    d = describe(p, "table-c" if meta.get("form") == "oblivious" else "c", str(meta["fingerprint"]),
+                 Schema.from_dict(meta["schema"]))
+    d.update(sha256=man.sha256, lumber_version=man.lumber_version, built_on=f"{man.system} {man.machine}",
+             loads_here=loads, sources=len(man.sources))
+    return d
+
+
+def describe(path: str | Path, target: str, fingerprint: str, schema: Any) -> dict[str, Any]:
     """What ``inspect`` says about an artifact: its kind, the model it came from, its inputs and outputs."""
     from lumber.compiler.targets import TARGETS, get_target
 
-    schema = pred.schema
     return {  # the target registry owns what each artifact is (Target.what)
-        "artifact": get_target(pred.target).what if pred.target in TARGETS else pred.target, "target": pred.target,
-        "fingerprint": pred.fingerprint, "source": dict(schema.source), "task": schema.task.name.lower(),
+        "artifact": get_target(target).what if target in TARGETS else target, "target": target,
+        "fingerprint": fingerprint, "source": dict(schema.source), "task": schema.task.name.lower(),
         "outputs": schema.n_outputs, "features": schema.n_features, "feature_names": list(schema.feature_names),
         "input_dtype": schema.input_dtype, "bytes": Path(path).stat().st_size,
         "classes": [str(c) for c in schema.classes] if schema.classes is not None else None,

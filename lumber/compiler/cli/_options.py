@@ -1,14 +1,15 @@
 """Options shared by several commands, defined once so they read and behave the same everywhere.
 
 ``--rows`` (one grammar, one validation), ``--no-header`` (positional binding on
-request), ``--scale`` (with ``--metric`` kept as a deprecated alias) and
-``--quiet``.
+request), ``--scale``, ``--quiet``, and the explainers' shared group
+(:func:`add_explainer_options`: constraints, norm, scale, target, training rows,
+time limit, workers, seed) used by ``lumber explain``, ``lumber batch`` and
+``lumber report``.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
 import numpy.typing as npt
@@ -54,24 +55,67 @@ def add_no_header(p: argparse.ArgumentParser, more: str = "") -> None:
                         + (f" {more}" if more else ""))
 
 
-def add_scale(p: argparse.ArgumentParser, default_help: str = "default: none") -> None:
-    p.add_argument("--scale", choices=["none", "std", "minmax"], default=None,
+NORMS = ("l0", "l1", "l2", "linf")
+SCALES = ("none", "std", "minmax")
+TIME_LIMIT = 30.0
+"""Seconds per case of every explainer's search (the API's ``time_limit`` default too)."""
+
+
+def add_scale(p: argparse.ArgumentParser | argparse._ArgumentGroup, default_help: str = "default: the constraint "
+              "file's, else none") -> None:
+    p.add_argument("--scale", choices=SCALES, default=None,
                    help=f"feature scaling of distances: std or minmax statistics from --train, else from the data rows "
                         f"({default_help})")
-    p.add_argument("--metric", dest="metric_alias", choices=["none", "std", "minmax"], default=None,
-                   help=argparse.SUPPRESS)
 
 
 def scale_of(args: argparse.Namespace) -> str | None:
-    """``--scale``, or the deprecated ``--metric`` with a warning."""
-    alias = getattr(args, "metric_alias", None)
-    if alias is not None:
-        if args.scale is not None and args.scale != alias:
-            raise InputDataError(f"--metric {alias} contradicts --scale {args.scale}",
-                                 "--metric is the old name of --scale: pass only --scale")
-        print("warning: --metric is deprecated, use --scale", file=sys.stderr)
-        return alias
-    return args.scale  # type: ignore[no-any-return]
+    """``--scale``, with ``none`` as None."""
+    return None if args.scale in (None, "none") else args.scale  # type: ignore[no-any-return]
+
+
+def add_explainer_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The options every explaining command shares, declared once (names, choices, defaults, help)."""
+    g = p.add_argument_group("explanations")
+    g.add_argument("--constraints", help="constraint file (.lum): actionability, costs, norm, scale and target")
+    g.add_argument("--target", default=None, help="target class label (or lo:hi interval for regression)")
+    g.add_argument("--norm", choices=NORMS, default=None,
+                   help="distance norm (default: the constraint file's, else l2 for sensitive tests and l1 for "
+                        "counterfactuals; lumber report: the build file's, l1)")
+    add_scale(g)
+    g.add_argument("--train", help="training CSV (scaling statistics, feature domains, rules, plausibility; "
+                   "without it the rows of DATA give the statistics and domains)")
+    g.add_argument("--time-limit", type=positive_float, default=TIME_LIMIT,
+                   help=f"seconds per case of a search (counterfactual: the whole query; default {TIME_LIMIT:g})")
+    g.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1; lumber batch: all cores)")
+    g.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
+    return g
+
+
+def add_rule_options(p: argparse.ArgumentParser) -> None:
+    """The counterfactual rules' options (``lumber.RuleOptions`` fields; see ``explainers/rules.py``)."""
+    g = p.add_argument_group("counterfactual rules")
+    g.add_argument("--paper", action="store_true",
+                   help="rules: the paper's protocol (RuleOptions.paper(): no second search, impurity ranking, "
+                        "cells of 5 rows, scikit-learn's isolation threshold); the flags below override it")
+    g.add_argument("--pi", type=float, default=None, help="rules: CDP a feature set should reach (default 0.9)")
+    g.add_argument("--pi-c", type=float, default=None, help="rules: probability every rule must reach (default 0.9)")
+    g.add_argument("--k-max", type=int, default=None,
+                   help="rules: most-used features the second search may change when none of the 10 first "
+                        "reaches pi_c (default 30; 10 or less turns the second search off)")
+    g.add_argument("--fallback", choices=["max_cdp", "smallest"], default=None,
+                   help="rules: feature sets tried when none reaches pi: by CDP, highest first (default), or the "
+                        "best of each size, smallest first")
+    g.add_argument("--rank", choices=["splits", "impurity"], default=None,
+                   help="rules: candidate features by the rule forest's split counts (default) or impurity "
+                        "importance")
+    g.add_argument("--min-cell-rows", type=int, default=None,
+                   help="rules: training rows a Projected Forest cell keeps at least (default 1)")
+    g.add_argument("--robust-search", action="store_true", default=None,
+                   help="rules: when a case's sample keeps the target in fewer than 0.99 of its noisy copies "
+                        "(sigma^2 = 0.01), search every admissible box for the most robust point (seconds per case)")
+    g.add_argument("--contamination", default=None,
+                   help="rules: share of training rows the isolation forest calls outliers (default 0.1), "
+                        "or 'auto' for scikit-learn's fixed threshold")
 
 
 def add_quiet(p: argparse.ArgumentParser, what: str = "no text summary on stdout, no progress") -> None:

@@ -49,13 +49,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--valid", metavar="CSV", help="validation rows for passes that need data")
     p.add_argument("--label", metavar="COLUMN", help="label column of the --train/--valid CSV files")
     c = p.add_argument_group("C backend")
-    c.add_argument("--prefix", default="lumber", help="prefix of the exported C symbols (default: lumber)")
+    c.add_argument("--prefix", help="prefix of the exported C symbols (default: lumber)")
     c.add_argument("--unroll", action="store_true", help="trees as if/else code instead of tables (small models)")
     c.add_argument("--march-native", action="store_true", help="tune for this CPU")
     c.add_argument("--no-openmp", action="store_true", help="build without OpenMP threads")
     c.add_argument("--cc", help="C compiler (default: $CC, cc, gcc, clang)")
     o = p.add_argument_group("ONNX backend")
-    o.add_argument("--opset", type=int, default=5, choices=[3, 5], help="ai.onnx.ml opset (default: 5)")
+    o.add_argument("--opset", type=int, choices=[3, 5], help="ai.onnx.ml opset (default: 5)")
     o.add_argument("--input-dtype", choices=["float32", "float64"], help="ONNX input tensor type")
     o.add_argument("--inexact", action="store_true",
                    help="allow encodings that round results (opset 3, float32 sums of float64 models)")
@@ -65,10 +65,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--optimize", choices=["speed"],
                    help="with --emit c: build the forest and the oblivious-table forms, time both on a sample, "
                         "keep the faster and print both")
-    g.add_argument("--max-depth", default="auto", metavar="N",
+    g.add_argument("--max-depth", metavar="N",
                    help="deepest table when re-composing a forest into oblivious trees "
                         "(default: auto, 8 or the polynomial's largest degree)")
-    g.add_argument("--strategy", default="pack", choices=STRATEGIES,
+    g.add_argument("--strategy", choices=STRATEGIES,
                    help="how re-composition covers the polynomial with trees (default: pack)")
     g.add_argument("--sample", metavar="CSV", help="rows to time the forms on (default: rows spread over the splits)")
     g.add_argument("--tolerance", type=float, metavar="LOSS",
@@ -92,10 +92,10 @@ def _data(args: argparse.Namespace, forest: Any) -> dict[str, Any] | None:
     return out or None
 
 
-def _max_depth(text: str) -> int | str:
+def _max_depth(text: str | None) -> int | str | None:
     from lumber.ir import CompileError
 
-    if text == "auto":
+    if text is None or text == "auto":
         return text
     try:
         return int(text)
@@ -103,8 +103,46 @@ def _max_depth(text: str) -> int | str:
         raise CompileError(f"--max-depth must be a number or 'auto', got {text!r}") from None
 
 
+FLAGS: dict[str, str] = {
+    "prefix": "--prefix", "unroll": "--unroll", "march_native": "--march-native", "openmp": "--no-openmp",
+    "cc": "--cc", "opset": "--opset", "input_dtype": "--input-dtype", "exact": "--inexact",
+    "max_depth": "--max-depth", "strategy": "--strategy", "time_passes": "--time-passes", "name": "-o"}
+"""Options field -> the flag that sets it (the one place ``lumber compile`` maps flags onto options)."""
+
+
+def target_options(args: argparse.Namespace, emit: str, name: str) -> Any:
+    """The options dataclass of ``emit`` (``"fastest"``: ``lumber.FastestOptions``) from the flags given.
+
+    A flag the target has no option for is an error naming both (``--emit onnx --march-native``).
+    """
+    from lumber.compiler.targets import get_target
+    from lumber.compiler.targets.base import field_names
+    from lumber.compiler.targets.c import FastestOptions
+    from lumber.ir import CompileError
+
+    given: dict[str, Any] = {"prefix": args.prefix, "unroll": args.unroll or None,
+                             "march_native": args.march_native or None, "openmp": False if args.no_openmp else None,
+                             "cc": args.cc, "opset": args.opset, "input_dtype": args.input_dtype,
+                             "exact": False if args.inexact else None, "max_depth": _max_depth(args.max_depth),
+                             "strategy": args.strategy}
+    given = {k: v for k, v in given.items() if v is not None}
+    cls = FastestOptions if emit == "fastest" else get_target(emit).Options
+    names = set(field_names(cls).split(", "))
+    if "name" in names:
+        given["name"] = name
+    if args.time_passes and "time_passes" in names:  # otherwise it times the --passes pipeline only
+        given["time_passes"] = True
+    foreign = [FLAGS[k] for k in given if k not in names]
+    if foreign:
+        what = "--optimize speed" if emit == "fastest" else f"--emit {emit}"
+        raise CompileError(f"{', '.join(sorted(foreign))} do{'es' if len(foreign) == 1 else ''} not apply to {what}",
+                           "drop it, or pick the artifact it configures (--emit c, onnx, table, table-c)")
+    return cls(**given)
+
+
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.api.compile import compile as compile_model
+    from lumber.compiler.api.compile import compile_fastest, compile_within
     from lumber.compiler.deploy import deployable
     from lumber.compiler.frontends import load_any
     from lumber.compiler.speed import describe_choice
@@ -127,9 +165,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     ir = deployable(ir)  # a Polynomial becomes its exact oblivious tables
     tables = emit in TABLE_TARGETS or args.optimize is not None or (isinstance(ir, ObliviousEnsemble) and emit == "c")
-    if args.optimize is not None and emit not in ("c", *TABLE_TARGETS):
-        raise CompileError(f"--emit {emit} cannot hold oblivious tables",
-                           "use --emit c (a shared library) or --emit table")
+    if args.optimize is not None and emit != "c":
+        raise CompileError(f"--optimize speed chooses among C shared libraries, not --emit {emit}",
+                           "use --emit c")
     # ONNX, numpy and C source take oblivious tables as their exact Forest (lumber.compile lowers them)
     if not isinstance(get_target(emit).lower(ir), get_target(emit).accepts):
         if tables:
@@ -137,9 +175,12 @@ def run(args: argparse.Namespace) -> int:
                                f"{type(ir).__name__}", "end the pipeline with 'oblivious' (and 'quantize')")
         raise CompileError(f"--emit {emit} needs a Forest; the pipeline produced a {type(ir).__name__}",
                            "use --emit lumber to save it, or a pipeline that ends in a Forest")
-    max_depth = _max_depth(args.max_depth)
     sample = None
-    lossy: dict[str, Any] = {}
+    if args.sample:
+        from lumber.compiler.data import read_rows
+
+        _, sample = read_rows(args.sample, ir)
+    options = target_options(args, "fastest" if args.optimize is not None else emit, output.stem)
     if args.tolerance is not None:
         if args.passes:
             raise CompileError("--tolerance compiles from the model; it cannot follow --passes")
@@ -152,20 +193,21 @@ def run(args: argparse.Namespace) -> int:
 
             raise CompileError("--tolerance needs --label: the loss is measured against the label column",
                                *label_notes(None, read_frame(args.train).columns, ir.schema.feature_names))
-        lossy = {"tolerance": args.tolerance, "data": _data(args, ir)}
-        if args.agreement is not None:
-            lossy["agreement"] = args.agreement
+        if args.optimize is None:
+            raise CompileError("--tolerance applies with --optimize speed (the fastest form within the tolerance)",
+                               "add --optimize speed")
+        if args.sample:
+            raise CompileError("--tolerance times the forms on --valid; --sample does not apply")
+        data = _data(args, ir)
+        assert data is not None  # --train and --valid are given
+        pred = compile_within(ir, args.tolerance, data, path=output, options=options,
+                              **({} if args.agreement is None else {"agreement": args.agreement}))
     elif args.agreement is not None:
         raise CompileError("--agreement applies with --tolerance (the lossy forms' decision agreement)")
-    if args.sample:
-        from lumber.compiler.data import read_rows
-
-        _, sample = read_rows(args.sample, ir)
-    pred = compile_model(ir, target=emit, path=output, prefix=args.prefix, unroll=args.unroll,
-                         march_native=args.march_native, openmp=False if args.no_openmp else None, cc=args.cc,
-                         opset=args.opset, input_dtype=args.input_dtype, exact=not args.inexact, name=output.stem,
-                         optimize=args.optimize, max_depth=max_depth, strategy=args.strategy, sample=sample,
-                         time_passes=args.time_passes, **lossy)
+    elif args.optimize is not None:
+        pred = compile_fastest(ir, sample=sample, path=output, options=options)
+    else:
+        pred = compile_model(ir, target=emit, path=output, sample=sample, options=options)
     took = f"in {time.perf_counter() - t0:.2f} s"
     if emit == "table":
         st = pred.report["tables"]

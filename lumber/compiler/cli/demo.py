@@ -143,9 +143,9 @@ def _stages(args: argparse.Namespace, lgb: Any, lumber: Any, ds: Any, Xtr: Any, 
         case = Xte.iloc[[i]]
         text = DEMO_CONSTRAINTS
         cons = lumber.parse_constraints(text, schema=forest.schema)
-        st = lumber.sensitive_tests(model, case, reference=Xtr, scale="std")[0]
+        st = lumber.sensitive_tests(model, case, reference=Xtr, options=lumber.SensitiveOptions(scale="std"))[0]
         cf = lumber.counterfactual(model, case, target=1, constraints=cons, reference=Xtr,
-                                   features=ds.features, time_limit=60)
+                                   features=ds.features, options=lumber.CounterfactualOptions(time_limit=60))
         if not st.verified or (cf.x is not None and not cf.verified):
             raise SystemExit(f"explanation not verified: {cf.status}")
         lines = [f"test row {i}, predicted {st.prediction}: trace of {st.trace} tests over {forest.n_trees} trees; "

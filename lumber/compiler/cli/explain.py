@@ -43,41 +43,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="CSV of cases to explain (a header row names the features)")
     for a in ANALYSES:
         p.add_argument(f"--{a}", action="store_true", help=ANALYSIS_HELP[a])
-    p.add_argument("--constraints", help="constraint file (.lum) for actionability, costs and target")
-    _options.add_scale(p, "default: the constraint file's, else none")
-    p.add_argument("--norm", choices=["l0", "l1", "l2", "linf"], default=None,
-                   help="distance norm of sensitive tests and counterfactuals (default: the constraint file's, "
-                        "else l2 for sensitive, l1 for counterfactual)")
-    p.add_argument("--target", default=None, help="target class label (or lo:hi interval for regression)")
-    p.add_argument("--train", help="training CSV (scaling statistics, feature domains, rules, plausibility; "
-                   "without it the rows of DATA give the statistics and domains)")
+    _options.add_explainer_options(p)
     _options.add_rows(p)
     _options.add_no_header(p)
-    p.add_argument("--time-limit", type=_options.positive_float, default=30.0,
-                   help="seconds per case for a counterfactual, the whole query (warm start, model building, "
-                   "solve); default 30")
-    p.add_argument("--jobs", type=int, default=1, help="parallel workers for batch explanation")
-    p.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
-    p.add_argument("--pi", type=float, default=None, help="rules: CDP a feature set should reach (default 0.9)")
-    p.add_argument("--pi-c", type=float, default=None, help="rules: probability every rule must reach (default 0.9)")
-    p.add_argument("--k-max", type=int, default=30,
-                   help="rules: most-used features the second search may change when none of the 10 first "
-                        "reaches pi_c (default 30; 10 or less turns the second search off)")
-    p.add_argument("--fallback", choices=["max_cdp", "smallest"], default="max_cdp",
-                   help="rules: feature sets tried when none reaches pi: by CDP, highest first (default, the "
-                        "paper's code), or the best of each size, smallest first")
-    p.add_argument("--rank", choices=["splits", "impurity"], default="splits",
-                   help="rules: candidate features by the rule forest's split counts (default) or impurity "
-                        "importance (the paper's code)")
-    p.add_argument("--min-cell-rows", type=int, default=1,
-                   help="rules: training rows a Projected Forest cell keeps at least (default 1, the paper's "
-                        "definition; its code uses 5)")
-    p.add_argument("--robust-search", action="store_true",
-                   help="rules: when a case's sample keeps the target in fewer than 0.99 of its noisy copies "
-                        "(sigma^2 = 0.01), search every admissible box for the most robust point (seconds per case)")
-    p.add_argument("--contamination", default="0.1",
-                   help="rules: share of training rows the isolation forest calls outliers (default 0.1), "
-                        "or 'auto' for scikit-learn's fixed threshold")
+    _options.add_rule_options(p)
     p.add_argument("-o", "--output", help="write the JSON result here")
     _options.add_quiet(p)
 
@@ -111,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = [a for a in ANALYSES if getattr(args, a)]
     if not chosen:
         raise InputDataError("no analysis chosen", "add --sensitive, --counterfactual, --rules or --attribution")
-    args.scale = args.metric = _options.scale_of(args)
+    args.scale = _options.scale_of(args)
     _refuse_compiled(args.model)
     request = explanation_request(args.model, constraints=args.constraints or None)
     forest = request.forest

@@ -23,12 +23,16 @@ def run(args: argparse.Namespace) -> int:
     from lumber.compiler.frontends import load, read_model_bytes, sniff
     from lumber.compiler.frontends.untrusted import is_skops
 
-    from ._artifacts import compiled_artifact
+    from lumber.compiler.targets.library import is_shared_library
 
+    from ._artifacts import compiled_artifact, describe, describe_library
+
+    data = read_model_bytes(args.model)
+    if is_shared_library(data[:8]):  # read from its manifest, never loaded
+        return _print_artifact(args, describe_library(args.model))
     art = compiled_artifact(args.model)
     if art is not None:
-        return _print_artifact(args, art)
-    data = read_model_bytes(args.model)
+        return _print_artifact(args, describe(args.model, art.target, art.fingerprint, art.schema))
     if sniff(data[:4096]) == "lumber-ir" and not is_skops(data):
         from lumber.ir import Forest, load_ir
 
@@ -61,11 +65,8 @@ def _print_origin(model: str, src: dict[str, Any]) -> None:
     print(f"source     {src.get('library', '?')} {src.get('version', '')} {src.get('model_type', '')}".rstrip())
 
 
-def _print_artifact(args: argparse.Namespace, pred: Any) -> int:
+def _print_artifact(args: argparse.Namespace, d: dict[str, Any]) -> int:
     """A compiled artifact: what it is, which model it came from (fingerprint), what it reads and returns."""
-    from ._artifacts import describe
-
-    d = describe(args.model, pred)
     if args.json:
         print(json.dumps(d, indent=2, sort_keys=True, default=str))
         return 0
@@ -75,6 +76,10 @@ def _print_artifact(args: argparse.Namespace, pred: Any) -> int:
           f"inputs {d['input_dtype']}" + (f", classes {', '.join(d['classes'])}" if d["classes"] else ""))
     names = d["feature_names"]
     print(f"features   {d['features']}: {', '.join(names[:12])}{' ...' if len(names) > 12 else ''}")
+    if "sha256" in d:
+        print(f"library    sha256 {d['sha256']}, built by lumber {d['lumber_version']} on {d['built_on']}, "
+              f"{d['sources']} C source(s) inside")
+        print(f"loads here {d['loads_here']}")
     return 0
 
 

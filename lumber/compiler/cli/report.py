@@ -32,30 +32,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cases", nargs="?", help="CSV of cases to explain")
     p.add_argument("--render", metavar="REPORT_JSON", help="re-render a saved report.json instead")
     p.add_argument("-o", "--output", default="report", help="output folder (default: ./report)")
-    p.add_argument("--train", help="training CSV (scaling, rules, plausibility, attribution)")
     p.add_argument("--valid", help="validation CSV (pruning, exactness checks)")
     p.add_argument("--label", help="label column of --train/--valid")
     _options.add_no_header(p)
-    p.add_argument("--constraints", help="constraint file (.lum), echoed in the report")
     p.add_argument("--passes", default="", help="pass pipeline to report on")
     p.add_argument("--targets", default="", help="compile targets to check and report, e.g. c,onnx")
     p.add_argument("--analyses", help="default: attribution,sensitive,counterfactual,rules (rules need --train)")
     p.add_argument("--sections", default="model,attribution,cases,regional,constraints,checks",
                    help="report sections, in order (default: model,attribution,cases,regional,constraints,checks)")
     p.add_argument("--formats", default="html,md,json", help="files to write: html, md, json (default: all three)")
-    p.add_argument("--target", help="class label to reach (default: any other class)")
-    p.add_argument("--norm", default="l1", choices=["l0", "l1", "l2", "linf"],
-                   help="distance norm of counterfactuals and sensitive tests (default: l1; sensitive tests, which "
-                        "have no l0, use l2 under l0)")
-    p.add_argument("--scale", choices=["none", "std", "minmax"], help="default: std with --train, else none")
-    p.add_argument("--time-limit", type=_options.positive_float, default=30.0,
-                   help="seconds per case for a counterfactual, the whole query (warm start, model, solve); default 30")
+    _options.add_explainer_options(p)
     p.add_argument("--max-cases", type=_options.positive_int, default=20,
                    help="explain the first N rows of CASES (default: 20); the report says how many it explains")
-    p.add_argument("--jobs", type=int, default=1, help="parallel workers for the explanations (default: 1)")
     p.add_argument("--title", default="", help="title of the report (default: from the model's file name)")
     p.add_argument("--timings", action="store_true", help="show measured speed-ups (bytes then vary)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
     _options.add_quiet(p, "print only the files written and failures (no progress)")
 
 
@@ -101,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         "compile": {"passes": args.passes, "targets": _list(args.targets)},
         "explain": {"analyses": _list(args.analyses or ("attribution,sensitive,counterfactual"
                                                          + (",rules" if args.train else ""))),
-                    "norm": args.norm, "scale": args.scale or ("std" if args.train or args.valid else "none"),
+                    **({"norm": args.norm} if args.norm else {}),  # else the build file's default
+                    "scale": args.scale or ("std" if args.train or args.valid else "none"),
                     "time_limit": args.time_limit, "jobs": args.jobs},
         "report": {"title": args.title, "sections": _list(args.sections), "formats": _list(args.formats),
                    "timings": args.timings},

@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,7 @@ from lumber.passes.targets import TargetSet, resolve_target
 from .source import SourcePredictor, source_predictor
 
 FloatArray = npt.NDArray[np.float64]
+OptionsT = TypeVar("OptionsT")
 ScaleLike = Scale | str | Mapping[str, float] | Sequence[float] | FloatArray | None
 """A named scaling or explicit per-feature spreads (array, or mapping feature -> spread)."""
 
@@ -199,5 +200,16 @@ def parse_scale(scale: ScaleLike) -> Scale | Mapping[str, float] | FloatArray | 
     return np.asarray(scale, dtype=np.float64)
 
 
-__all__ = ["ConstraintsLike", "ExplanationRequest", "ScaleLike", "explanation_request", "parse_scale",
-           "resolve_constraints", "warn_positional"]
+
+def explainer_options(options: Any, cls: type[OptionsT], call: str) -> OptionsT:
+    """``options`` when it is a ``cls`` (an explainer's options dataclass), ``cls()`` for None; anything else is
+    an InputDataError naming the class (``call`` shows how to pass one)."""
+    if options is None:
+        return cls()
+    if not isinstance(options, cls):
+        raise InputDataError(f"options must be a lumber.{cls.__name__}, got {type(options).__name__}",
+                             f"{call}(..., options=lumber.{cls.__name__}(...))")
+    return options
+
+__all__ = ["ConstraintsLike", "ExplanationRequest", "ScaleLike", "explainer_options", "explanation_request",
+           "parse_scale", "resolve_constraints", "warn_positional"]

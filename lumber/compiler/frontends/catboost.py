@@ -26,7 +26,7 @@ from lumber.ir import (
     Feature, Forest, IRLocation, ModelFormatError, ObliviousEnsemble, PostTransform, Schema, Task,
     UnsupportedModelError,
 )
-from lumber.ir.build import TreeArrays, concat_trees
+from lumber.ir.assemble import TreeArrays, concat_trees
 
 from .jsondoc import JsonDoc, parse_json
 

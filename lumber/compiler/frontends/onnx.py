@@ -53,7 +53,7 @@ from lumber.ir import (
     CategoryRule, Feature, FeatureKind, Forest, IRLocation, ModelFormatError, PostTransform, Schema, Task,
     UnsupportedModelError,
 )
-from lumber.ir.build import TreeArrays, concat_trees
+from lumber.ir.assemble import TreeArrays, concat_trees
 
 ML_DOMAIN = "ai.onnx.ml"
 TREE_OPS = ("TreeEnsembleRegressor", "TreeEnsembleClassifier", "TreeEnsemble")

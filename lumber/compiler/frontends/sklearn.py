@@ -42,7 +42,7 @@ from lumber.ir import (
     CategoryRule, Feature, FeatureKind, Forest, InputDataError, ModelFormatError, PostTransform, Schema, Task,
     UnsupportedModelError,
 )
-from lumber.ir.build import TreeArrays, concat_trees
+from lumber.ir.assemble import TreeArrays, concat_trees
 
 SUPPORTED = (
     "DecisionTreeClassifier", "DecisionTreeRegressor", "ExtraTreeClassifier", "ExtraTreeRegressor",

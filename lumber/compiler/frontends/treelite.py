@@ -36,7 +36,7 @@ from lumber.ir import (
     CategoryRule, Feature, FeatureKind, Forest, IRLocation, ModelFormatError, PostTransform, Schema, Task,
     UnsupportedModelError,
 )
-from lumber.ir.build import TreeArrays, bfs_order, concat_trees, renumber_bfs
+from lumber.ir.assemble import TreeArrays, bfs_order, concat_trees, renumber_bfs
 
 from .jsondoc import JsonDoc, parse_json
 

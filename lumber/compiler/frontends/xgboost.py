@@ -42,7 +42,7 @@ from lumber.ir import (
     CategoryRule, Feature, FeatureKind, Forest, IRLocation, ModelFormatError, PostTransform, Schema, Task,
     UnsupportedModelError,
 )
-from lumber.ir.build import TreeArrays, bfs_order, concat_trees
+from lumber.ir.assemble import TreeArrays, bfs_order, concat_trees
 
 from .jsondoc import JsonDoc, describe, parse_json
 from .ubjson import UBJSONError, loads as ubjson_loads

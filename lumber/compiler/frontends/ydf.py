@@ -35,7 +35,7 @@ from lumber.ir import (
     CategoryRule, Feature, FeatureKind, Forest, IRLocation, ModelFormatError, PostTransform, Schema, Task,
     UnsupportedModelError,
 )
-from lumber.ir.build import TreeArrays, concat_trees
+from lumber.ir.assemble import TreeArrays, concat_trees
 
 LAYOUT = ("header.pb", "data_spec.pb")
 """Files every YDF saved-model directory holds (``model.save(path)``)."""

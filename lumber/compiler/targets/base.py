@@ -10,9 +10,9 @@ reach targets through :mod:`lumber.compiler.targets`, never by name tests.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from lumber.ir import CompileError, Forest, ObliviousEnsemble
 
@@ -27,6 +27,34 @@ def model_ir(model: Any) -> Forest | ObliviousEnsemble:
     return deployable(load_any(model))
 
 
+def field_names(cls: type) -> str:
+    return ", ".join(f.name for f in fields(cls))
+
+
+def non_default(options: Any) -> dict[str, Any]:
+    """The fields of the dataclass ``options`` that differ from their defaults."""
+    out = {}
+    for f in fields(options):
+        default = f.default if f.default is not MISSING else (
+            f.default_factory() if f.default_factory is not MISSING else MISSING)
+        value = getattr(options, f.name)
+        if default is MISSING or value != default:
+            out[f.name] = value
+    return out
+
+
+def project(options: Any, cls: type, *, strict: bool = True) -> Any:
+    """``options`` as the dataclass ``cls``: the fields both share, copied. ``strict``: a field set away from its
+    default that ``cls`` lacks is a CompileError (the option would otherwise be dropped unseen)."""
+    names = {f.name for f in fields(cls)}
+    lost = sorted(set(non_default(options)) - names)
+    if strict and lost:
+        raise CompileError(f"option{'s' if len(lost) > 1 else ''} {', '.join(lost)} of {type(options).__name__} "
+                           f"do{'' if len(lost) > 1 else 'es'} not apply to {cls.__name__}",
+                           f"{cls.__name__} fields: {field_names(cls)}")
+    return cls(**{f.name: getattr(options, f.name) for f in fields(options) if f.name in names})
+
+
 class Target:
     """One compile target; subclasses set the class attributes and implement ``compile``/``load``."""
 
@@ -36,16 +64,22 @@ class Target:
     what: ClassVar[str]
     """The artifact in a few words, as ``lumber compile`` prints it."""
     Options: ClassVar[type]
-    """The options dataclass; :meth:`options` fills it from keyword arguments."""
+    """The options dataclass (re-exported as ``lumber.<Name>``); :meth:`options` checks a given one."""
     accepts: ClassVar[tuple[type, ...]] = (Forest,)
     """IR types this target compiles."""
     artifact_predicts: ClassVar[bool] = True
     """Whether predictions come from the artifact (False: from the reference evaluator, e.g. C source)."""
 
-    def options(self, values: Mapping[str, Any] | None = None) -> Any:
-        """The target's options from ``values``; keys that belong to other targets are ignored."""
-        names = {f.name for f in fields(self.Options)}
-        return self.Options(**{k: v for k, v in (values or {}).items() if k in names})
+    def options(self, given: Any = None) -> Any:
+        """``given`` when it is this target's options dataclass, its defaults for None; anything else
+        (another target's options, a dict) is a CompileError naming the class to pass."""
+        if given is None:
+            return self.Options()
+        if type(given) is self.Options:
+            return given
+        what = type(given).__name__
+        raise CompileError(f"target {self.name!r} takes lumber.{self.Options.__name__}, not {what}",
+                           f"pass options=lumber.{self.Options.__name__}(...) (fields: {field_names(self.Options)})")
 
     def lower(self, ir: Forest | ObliviousEnsemble) -> Forest | ObliviousEnsemble:
         """``ir`` in a form this target holds: oblivious tables become their exact Forest for targets
@@ -84,4 +118,4 @@ class Target:
         return f"<target {self.name} ({self.what}, {self.suffix})>"
 
 
-__all__ = ["Target", "model_ir"]
+__all__ = ["Target", "field_names", "model_ir", "non_default", "project"]

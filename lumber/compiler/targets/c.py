@@ -16,18 +16,39 @@ from typing import Any
 
 from lumber.backends.base import Artifact
 from lumber.backends.base import fingerprint as ir_fingerprint
-from lumber.backends.c import BuildOptions, CLibrary, COptions, emit_source
+from lumber.backends.c import BuildOptions, CEmitOptions, CLibrary, emit_source
 from lumber.ir import Forest, ModelFormatError, ObliviousEnsemble
 
 from ..predictors import CPredictor, CSourcePredictor, Predictor
-from .base import Target
+from .base import Target, project
 from .library import CompilerOptions, build_library, is_shared_library, load_library
-from .table import TableCTarget
+from .table import RecomposeOptions, TableCOptions, TableCTarget
 
 
 @dataclass(frozen=True, kw_only=True)
-class CLibraryOptions(COptions, CompilerOptions):
-    """C emission knobs plus how to call the compiler."""
+class COptions(CEmitOptions, CompilerOptions):
+    """Target ``c``: the C emission knobs (``prefix``, ``unroll``, ``block``, ``walk``, ``name``) plus how to call
+    the compiler (``march_native``, ``openmp``, ``cc``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CSourceOptions(CEmitOptions):
+    """Target ``c-source``: the C emission knobs only (nothing is compiled)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FastestOptions(COptions, RecomposeOptions):
+    """``lumber.compile_fastest`` and ``lumber.compile_within``: the forest library's options (:class:`COptions`)
+    and how the oblivious form is re-composed (``max_depth``, ``strategy``, ``exact``, ``time_passes``). Both
+    forms are libraries with one ABI, so they share ``prefix``, ``name`` and the compiler options."""
+
+    def forest_options(self) -> COptions:
+        """The forest library's options."""
+        return project(self, COptions, strict=False)
+
+    def table_options(self) -> TableCOptions:
+        """The oblivious-table library's options."""
+        return project(self, TableCOptions, strict=False)
 
 
 class CLibraryTarget(Target):
@@ -36,7 +57,7 @@ class CLibraryTarget(Target):
     name = "c"
     suffix = ".so"
     what = "C shared library"
-    Options = CLibraryOptions
+    Options = COptions
     accepts = (Forest, ObliviousEnsemble)
 
     def for_ir(self, ir: Any) -> Target:
@@ -44,7 +65,7 @@ class CLibraryTarget(Target):
             return TableCTarget()
         return super().for_ir(ir)
 
-    def compile(self, ir: Forest, options: CLibraryOptions, *, path: str | Path | None = None, threads: int = 1,
+    def compile(self, ir: Forest, options: COptions, *, path: str | Path | None = None, threads: int = 1,
                 fingerprint: str | None = None) -> Predictor:
         fp = fingerprint or ir_fingerprint(ir)
         if path is not None:
@@ -67,10 +88,10 @@ class CSourceTarget(Target):
     name = "c-source"
     suffix = ".c"
     what = "C source + header"
-    Options = COptions
+    Options = CSourceOptions
     artifact_predicts = False
 
-    def compile(self, ir: Forest, options: COptions, *, path: str | Path | None = None, threads: int = 1,
+    def compile(self, ir: Forest, options: CSourceOptions, *, path: str | Path | None = None, threads: int = 1,
                 fingerprint: str | None = None) -> Predictor:
         pred = CSourcePredictor(ir, emit_source(ir, options, fp=fingerprint))
         if path is not None:
@@ -96,9 +117,10 @@ def _fresh_library(path: str | Path, fp: str, prefix: str, threads: int) -> CPre
         return None
     if lib.fingerprint != fp:
         return None
-    pred = CPredictor(lib, Path(path).read_bytes(), threads=threads)
+    pred = CPredictor(lib, lib.data, threads=threads)
     pred.path = Path(path)
     return pred
 
 
-__all__ = ["CLibraryOptions", "CLibraryTarget", "CSourceTarget", "build_library", "is_shared_library"]
+__all__ = ["COptions", "CLibraryTarget", "CSourceOptions", "FastestOptions", "CSourceTarget", "build_library",
+           "is_shared_library"]

@@ -15,7 +15,7 @@ from lumber.backends.base import Artifact
 from lumber.backends.c import BuildOptions, CLibrary, build_shared
 from lumber.ir import atomic_write_bytes
 
-from ..predictors import CPredictor
+from ..predictors import CPredictor, open_library
 
 ELF, PE = b"\x7fELF", b"MZ"
 MACH_O = (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
@@ -38,12 +38,15 @@ class CompilerOptions:
 
 def build_library(art: Artifact, build: BuildOptions, *, prefix: str, path: str | Path | None,
                   threads: int) -> CPredictor:
-    """Compile emitted C into a shared library (written atomically to ``path`` when given) and load it."""
+    """Compile emitted C into a signed shared library (written atomically to ``path`` when given) and load it.
+
+    The library carries its source, digest and the model's metadata (see :mod:`lumber.backends.c.manifest`).
+    """
     with tempfile.TemporaryDirectory(prefix="lumber-build-") as tmp:
         so = Path(tmp, "model.so")
-        build_shared(art.text(), so, build)
-        data = so.read_bytes()
+        build_shared(art.text(), so, build, models={prefix: art.metadata})
         lib = CLibrary(so, prefix=prefix)
+    data = lib.data
     pred = CPredictor(lib, data, threads=threads, source=art)
     if path is not None:
         atomic_write_bytes(path, data)
@@ -52,8 +55,10 @@ def build_library(art: Artifact, build: BuildOptions, *, prefix: str, path: str 
 
 
 def load_library(path: Path, *, threads: int = 1, prefix: str = "lumber") -> CPredictor:
-    """A predictor on a library either target wrote."""
-    return CPredictor(CLibrary(path, prefix=prefix), path.read_bytes(), threads=threads)
+    """A predictor on a library either target wrote, verified before it is loaded (see :class:`CLibrary`)
+    and rebuilt from its source where it cannot load (:func:`~lumber.compiler.predictors.open_library`)."""
+    lib = open_library(str(path), prefix)
+    return CPredictor(lib, lib.data, threads=threads)
 
 
 def is_shared_library(head: bytes) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lumber.backends.base import fingerprint as ir_fingerprint
+from lumber.backends.table_c import TableCEmitOptions, emit_table_source
 from lumber.ir import Forest, ObliviousEnsemble
 
 from ..predictors import CPredictor, Predictor, TablePredictor
@@ -96,13 +97,10 @@ class TableCTarget(Target):
 
     def compile(self, ir: Forest | ObliviousEnsemble, options: TableCOptions, *, path: str | Path | None = None,
                 threads: int = 1, fingerprint: str | None = None) -> Predictor:
-        from lumber.backends.table_c import TableCOptions as EmitTableC
-        from lumber.backends.table_c import emit_table_source
-
         fp = fingerprint or ir_fingerprint(ir)
         stats: dict[str, Any] = {}
         ens = options.tables(ir, stats)
-        art = emit_table_source(ens, EmitTableC(name=options.name, prefix=options.prefix, source_fingerprint=fp))
+        art = emit_table_source(ens, TableCEmitOptions(name=options.name, prefix=options.prefix, source_fingerprint=fp))
         t0 = time.perf_counter()
         pred = build_library(art, options.build(), prefix=options.prefix, path=path, threads=threads)
         stats["build_seconds"] = time.perf_counter() - t0

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest
+from lumber.ir import Forest, UnsupportedModelError
+from lumber.ir.forest import ZERO_THRESHOLD
 
 MAX_CATEGORY_CODE = 1 << 16
 """Largest category code kept in dense masks; larger codes in a split are refused."""
@@ -104,7 +105,6 @@ class LeafBoxes:
         ``codes`` are the category codes of ``x`` (``interp.category_codes``), needed when
         ``f`` has categorical tests.
         """
-        from lumber.ir.forest import ZERO_THRESHOLD
 
         col = x[:, None]
         with np.errstate(invalid="ignore"):
@@ -138,8 +138,6 @@ def category_slots(forest: Forest) -> tuple[npt.NDArray[np.int64], int]:
     feats = np.unique(forest.feature[cat_nodes]).astype(np.int64)
     C = int(forest.cat_values.max()) + 1 if forest.cat_values.size else 0
     if C > MAX_CATEGORY_CODE:
-        from lumber.ir import UnsupportedModelError
-
         raise UnsupportedModelError(
             f"a categorical split names category code {C - 1}; leaf boxes support codes below {MAX_CATEGORY_CODE}")
     return feats, C

@@ -25,15 +25,16 @@ from __future__ import annotations
 import difflib
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import (
-    CompileError, Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
+    CompileError, Constraints, Diagnostic, Direction, FeatureKind, FeatureRule, Forest, InputDataError, Norm, Scale,
+    Severity,
 )
-
+from lumber.ir.constraints import MoveLimits, parse_spreads, parse_weights
 from lumber.ir.domains import DomainKind, Domains
 
 from .change_cost import ChangeCost, reference_spread
@@ -142,15 +143,9 @@ class Metric:
         """
         cols = np.arange(self.n_features) if features is None else np.asarray(features, dtype=np.int64)
         x = X0[:, cols]
-        lo = np.where(self.lower_relative[cols], x + self.lower[cols], self.lower[cols])
-        hi = np.where(self.upper_relative[cols], x + self.upper[cols], self.upper[cols])
-        lo = np.where(np.isnan(lo), -np.inf, lo)
-        hi = np.where(np.isnan(hi), np.inf, hi)
-        up_ok = ~(self.immutable[cols] | self.decrease_only[cols])
-        down_ok = ~(self.immutable[cols] | self.increase_only[cols])
-        with np.errstate(invalid="ignore"):
-            hi = np.where(~up_ok & ~np.isnan(x), np.minimum(hi, x), hi)
-            lo = np.where(~down_ok & ~np.isnan(x), np.maximum(lo, x), lo)
+        limits = MoveLimits(self.lower, self.upper, self.lower_relative, self.upper_relative, self.immutable,
+                            self.increase_only, self.decrease_only)
+        lo, hi = limits.interval(x, x, cols)
         integer = self.integer[cols]
         return (above(lo, False, self.input_dtype, integer), below(hi, False, self.input_dtype, integer))
 
@@ -208,59 +203,11 @@ def _resolve_scale(value: Any, names: Sequence[str]) -> tuple[Scale | None, npt.
     if isinstance(value, (Scale, str)):
         s = Scale.parse(value)
         return (None if s == Scale.NONE else s), None
-    spreads = np.ones(len(names))
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            if k not in names:
-                raise _unknown(names, str(k), "scale")
-            spreads[list(names).index(k)] = float(v)
-    else:
-        arr = np.asarray(value, dtype=np.float64).reshape(-1)
-        if arr.shape[0] != len(names):
-            raise InputDataError(f"scale has {arr.shape[0]} entries for {len(names)} features")
-        spreads = arr
-    bad = np.flatnonzero(~(spreads > 0) | ~np.isfinite(spreads))
-    if bad.size:
-        raise InputDataError(
-            f"scale of feature '{names[bad[0]]}' is {spreads[bad[0]]}: scales must be positive and finite")
-    return None, spreads
-
-
-def _weights(weights: Any, names: Sequence[str]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """User weights: scalar, array, or mapping name -> w or (w_down, w_up)."""
-    d = len(names)
-    down, up = np.ones(d), np.ones(d)
-    if weights is None:
-        return down, up
-    if isinstance(weights, Mapping):
-        for k, v in weights.items():
-            if k not in names:
-                raise _unknown(names, str(k), "weights")
-            i = list(names).index(k)
-            if np.isscalar(v):
-                down[i] = up[i] = float(v)  # type: ignore[arg-type]
-            else:
-                down[i], up[i] = (float(w) for w in v)
-    else:
-        arr = np.asarray(weights, dtype=np.float64)
-        if arr.ndim == 0:
-            down[:] = up[:] = float(arr)
-        elif arr.shape == (d,):
-            down, up = arr.copy(), arr.copy()
-        else:
-            raise InputDataError(f"weights has shape {arr.shape}; expected ({d},) or a mapping name -> weight")
-    for arr in (down, up):
-        bad = np.flatnonzero(~(arr > 0) | ~np.isfinite(arr))
-        if bad.size:
-            raise InputDataError(
-                f"weight of feature '{names[bad[0]]}' is {arr[bad[0]]}: weights must be positive and finite",
-                "to keep a feature from changing, freeze it instead")
-    return down, up
+    return None, parse_spreads(value, names)
 
 
 def _check_supported(c: Constraints) -> None:
     """Sensitive tests project onto boxes: statements beyond per-feature rules need the MILP."""
-    from lumber.ir import Diagnostic, Severity
 
     diags = []
     for what, items in (("a linear relation", c.relations), ("an implication", c.implications)):
@@ -355,7 +302,7 @@ def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", s
     else:
         spread = np.ones(d)
 
-    w_down, w_up = _weights(weights, names)
+    w_down, w_up = parse_weights(weights, names)
     immutable = np.zeros(d, dtype=bool)
     inc, dec = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
     lower, upper = np.full(d, -np.inf), np.full(d, np.inf)
@@ -364,6 +311,13 @@ def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", s
     for r in cons.rules:
         i = names.index(r.feature)
         _apply_rule(r, i, categorical[i], immutable, inc, dec, lower, upper, lrel, urel, allowed, w_down, w_up)
+    free = np.flatnonzero(((w_down == 0) | (w_up == 0)) & ~immutable)
+    w_down, w_up = np.where(immutable & (w_down == 0), 1.0, w_down), np.where(immutable & (w_up == 0), 1.0, w_up)
+    if free.size:  # a weight may be 0 (a free move; an immutable feature's never applies, 1 stands in)
+        raise InputDataError(f"sensitive tests measure a distance: the weight (or cost) of feature '{names[free[0]]}' "
+                             "is 0, which makes every change of it free",
+                             "give it a positive weight, make it immutable, or use lumber.counterfactual "
+                             "(free changes are allowed there)")
     mc = cons.max_changes if cons.max_changes is not None else max_changes
     if mc is not None and (not isinstance(mc, (int, np.integer)) or mc < 0):
         raise InputDataError(f"max_changes must be a non-negative integer, got {mc!r}")
@@ -426,9 +380,9 @@ def _apply_rule(r: FeatureRule, i: int, categorical: bool, immutable: npt.NDArra
     for cost, arr in ((r.cost_up, w_up), (r.cost_down, w_down)):
         if cost is None:
             continue
-        if not (cost > 0 and np.isfinite(cost)):
-            raise InputDataError(f"cost of feature '{r.feature}' is {cost}: costs must be positive and finite{where}",
-                                 "to keep a feature from changing, make it immutable")
+        if not (cost >= 0 and np.isfinite(cost)):  # the rule of lumber.ir.constraints.parse_weights
+            raise InputDataError(f"cost of feature '{r.feature}' is {cost}: costs must be finite and at least 0"
+                                 f"{where}", "to keep a feature from changing, make it immutable")
         arr[i] = float(cost)
 
 

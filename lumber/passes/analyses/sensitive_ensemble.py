@@ -45,7 +45,7 @@ from .tree_projection import Bounds, TreePlan
 FloatArray = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchOptions:
     """Effort of the upper-bound search."""
 
@@ -404,14 +404,15 @@ def _milp_targets(labels: tuple[Any, ...], g0: int, goal: Goal) -> list[tuple[in
 
 
 def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, solver: Callable[..., Any],
-                   *, time_limit: float = 60.0, strict: bool = False, **options: Any) -> SensitiveResult:
+                   *, time_limit: float = 30.0, strict: bool = False, fallback: SearchOptions | None = None,
+                   **options: Any) -> SensitiveResult:
     """Exact ensemble sensitive tests: the counterfactual MILP with the same metric, per case and
     per target decision (``lumber.passes.analyses.counterfactual.solve_counterfactual``).
 
     A case whose MILP stops at the time limit keeps the verified point found (not proven minimal);
     when it found none, the upper-bound search fills in. Either way the case is marked inexact.
     Unless ``strict``, a solver failure other than a user error (``LumberError``) is reported in
-    the case's message and the upper-bound search answers instead.
+    the case's message and the upper-bound search answers instead (with ``fallback``'s effort).
     """
     labels = decision_labels(forest, goal)
     G = len(labels)
@@ -425,7 +426,7 @@ def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, so
     gpoint[np.arange(n), g] = X
     exact = np.ones(n, dtype=bool)
     notes: dict[int, str] = {}
-    fallback: _Search | None = None
+    backup: _Search | None = None
     blo, bhi = metric.case_bounds(X, np.flatnonzero(metric.constrained))
     for i in range(n):
         if metric.all_frozen:
@@ -447,10 +448,10 @@ def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, so
                 exact[i] = False
                 notes.setdefault(i, f"MILP {status.replace('_', ' ')}: distance not proven minimal")
             if p is None and status != "infeasible":
-                if fallback is None:
-                    fallback = _Search(forest, metric, goal, SearchOptions())
+                if backup is None:
+                    backup = _Search(forest, metric, goal, fallback or SearchOptions())
                 tk = k if goal.interval is None else None
-                p = fallback.search(X[i], blo[i], bhi[i], int(g[i]), tk)
+                p = backup.search(X[i], blo[i], bhi[i], int(g[i]), tk)
             if p is None:
                 continue
             kk = int(decisions(forest, forest_evaluate(forest, p[None, :]), goal)[0])

@@ -191,6 +191,29 @@ class SensitiveResult(Sequence[CaseSensitivity]):
     def reachable(self) -> npt.NDArray[np.bool_]:
         return self.target_group >= 0
 
+    @staticmethod
+    def concat(parts: Sequence[SensitiveResult]) -> SensitiveResult:
+        """One result holding the cases of ``parts`` in order (a batch explained in chunks)."""
+        first = parts[0]
+        if len(parts) == 1:
+            return first
+        offsets = np.cumsum([0] + [len(p) for p in parts])
+
+        def cat(name: str) -> Any:
+            vals = [getattr(p, name) for p in parts]
+            return None if any(v is None for v in vals) else np.concatenate(vals)
+
+        arrays = {n: cat(n) for n in ("X", "distance", "point", "group", "target_group", "leaf", "trace", "verified",
+                                      "group_distance", "group_point", "group_leaf", "rows", "predictions")}
+        case_exact = None
+        if any(p.case_exact is not None for p in parts):
+            case_exact = np.concatenate([p.case_exact if p.case_exact is not None else np.full(len(p), p.exact)
+                                         for p in parts])
+        methods = sorted({p.method for p in parts})
+        return replace(first, **arrays, case_exact=case_exact, exact=all(p.exact for p in parts),
+                       method=methods[0] if len(methods) == 1 else "+".join(methods),
+                       messages={int(i) + int(o): m for p, o in zip(parts, offsets) for i, m in p.messages.items()})
+
     def __repr__(self) -> str:
         reach = int(self.reachable.sum())
         return (f"<SensitiveResult {len(self)} cases, method={self.method!r}, exact={self.exact}, "

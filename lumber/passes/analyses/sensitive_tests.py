@@ -31,7 +31,7 @@ import numpy.typing as npt
 from lumber.ir import Forest, InputDataError, Norm, Task, UnsupportedModelError
 from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.ir.interp import accumulate, forest_apply
-from lumber.passes.analyses.counterfactual import solve_counterfactual
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, CounterfactualResult, solve_counterfactual
 from lumber.passes.targets import TargetSet, class_labels, is_classifier, margin_decisions
 
 from .leaf_boxes import LeafBoxes, tree_boxes
@@ -291,8 +291,14 @@ class TestExtractor:
 # -- entry point ---------------------------------------------------------------------------------
 
 def exact_ensemble_solver() -> Callable[..., Any] | None:
-    """The exact solver of ensembles: the counterfactual MILP (``lumber.passes.analyses.counterfactual``)."""
-    return solve_counterfactual
+    """The exact solver of ensembles: the counterfactual MILP (``lumber.passes.analyses.counterfactual``),
+    called with the metric's norm and weights and the search's options as :class:`CounterfactualOptions`."""
+    return _counterfactual
+
+
+def _counterfactual(forest: Forest, x: Any, target: Any = None, constraints: Any = None, **options: Any
+                    ) -> CounterfactualResult:
+    return solve_counterfactual(forest, x, target, constraints, options=CounterfactualOptions(**options))
 
 
 def verify(result: SensitiveResult, goal: Goal) -> None:

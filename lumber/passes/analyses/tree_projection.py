@@ -42,7 +42,7 @@ from lumber.ir import Forest, Norm
 from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.ir.interp import category_codes
 
-from .leaf_boxes import LeafBoxes
+from .leaf_boxes import LeafBoxes, node_boxes
 from .metrics import Metric
 from .realizable import above, below, empty
 
@@ -137,7 +137,6 @@ class TreePlan:
     def _build_levels(self) -> None:
         """Node boxes for the incremental kernel: a child's cost is its parent's updated on the one
         feature its split tests, so each tree level costs one vectorized step."""
-        from .leaf_boxes import node_boxes
 
         forest, m = self.forest, self.metric
         t = self.boxes.tree

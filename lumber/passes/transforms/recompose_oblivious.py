@@ -79,6 +79,8 @@ from lumber.ir import CompileError, ObliviousEnsemble, Polynomial
 from lumber.ir.oblivious import INVALID_CODE, MAX_DEPTH
 from lumber.ir.polynomial import ConditionKind
 
+from ..analyses.counterfactual.model import MilpModel
+from ..analyses.counterfactual.solver import SolverOptions, solve
 from ..base import PassContext, PassReport, Transform
 
 STRATEGIES = ("greedy", "pack", "grow")
@@ -945,8 +947,6 @@ def pooled_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_condit
     then in random orders, seeded), chosen by a set-cover MILP over the pooled distinct trees (HiGHS:
     every maximal monomial in a chosen tree), then polished again. The best single cover stands when
     HiGHS finds nothing better within ``time_limit`` seconds."""
-    from lumber.passes.highs import new_highs
-
     nc = n_conditions
     top = np.flatnonzero(maximal_monomials(ids, deg))
     P, dg = ids[top], deg[top]
@@ -969,18 +969,12 @@ def pooled_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_condit
     cols = np.concatenate(cov)
     tree = np.repeat(np.arange(T), [c.shape[0] for c in cov])
     A = scipy.sparse.csr_matrix((np.ones(cols.shape[0]), (cols, tree)), shape=(P.shape[0], T))
-    h = new_highs()
-    h.setOptionValue("time_limit", float(time_limit))
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("random_seed", 0)
-    empty = np.zeros(0, dtype=np.int32)
-    h.addCols(T, np.ones(T), np.zeros(T), np.ones(T), 0, empty, empty, np.zeros(0))
-    h.changeColsIntegrality(T, np.arange(T, dtype=np.int32), np.ones(T, dtype=np.uint8))
-    m = P.shape[0]
-    h.addRows(m, np.ones(m), np.full(m, np.inf), int(A.nnz), A.indptr[:-1].astype(np.int32),
-              A.indices.astype(np.int32), A.data)
-    h.run()
-    x = np.asarray(h.getSolution().col_value)
+    cover = MilpModel()
+    cover.add_cols(T, 0.0, 1.0, 1.0, integer=True)
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    cover.add_rows(rows, A.indices.astype(np.int64), A.data, np.ones(A.shape[0]), np.full(A.shape[0], np.inf))
+    out = solve(cover, SolverOptions(time_limit=float(time_limit), threads=1, seed=0, mip_rel_gap=1e-4))
+    x = out.x if out.x is not None else np.zeros(0)
     chosen = [cand[t] for t in np.flatnonzero(x > 0.5)] if x.shape[0] == T else []
     if not chosen or (A[:, x > 0.5].sum(axis=1) < 1).any() or len(chosen) >= len(best):
         return best

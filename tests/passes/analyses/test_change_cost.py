@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from lumber.ir import CategoryRule, Constraints, FeatureRule, Forest, InputDataError, Norm
 from lumber.passes.analyses.change_cost import ChangeCost
-from lumber.passes.analyses.counterfactual import make_query
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, make_query
 from lumber.passes.analyses.metrics import build_metric
 from tests.builders import categorical, make_forest
 
@@ -81,7 +81,7 @@ def test_sensitive_metric_and_counterfactual_price_a_move_alike(norm: str) -> No
     R = np.column_stack([rng.normal(size=50) * 2, rng.normal(size=50), rng.integers(0, 5, 50)]).astype(float)
     metric = build_metric(forest, norm=norm, scale="std", reference=R, weights={"x0": (0.5, 2.0), "c": 1.5})
     x0 = R[0]
-    q = make_query(forest, x0, (-np.inf, np.inf), norm=metric.norm, scale=None, weights=(metric.down, metric.up))[0]
+    q = make_query(forest, x0, (-np.inf, np.inf), options=CounterfactualOptions(norm=metric.norm, scale=None, weights=(metric.down, metric.up)))[0]
     X = R[1:]
     assert np.array_equal(q.cost.total(X), metric.distance(x0[None, :], X))
     assert q.cost.cost.norm == metric.cost.norm == Norm.parse(norm)
@@ -92,7 +92,7 @@ def test_constraint_costs_override_the_weights_without_writing_them() -> None:
     (the exact sensitive path hands the metric's own weight arrays to the solver)."""
     down, up = np.full(3, 2.0), np.full(3, 3.0)
     cons = Constraints(rules=(FeatureRule("x0", cost_up=5.0), FeatureRule("x1", cost_down=0.5)))
-    q = make_query(_forest(), np.array([0.0, 0.0, 1.0]), (-np.inf, np.inf), cons, weights=(down, up))[0]
+    q = make_query(_forest(), np.array([0.0, 0.0, 1.0]), (-np.inf, np.inf), cons, options=CounterfactualOptions(weights=(down, up)))[0]
     assert q.cost.cost.w_up.tolist() == [5.0, 3.0, 3.0] and q.cost.cost.w_down.tolist() == [2.0, 0.5, 2.0]
     assert down.tolist() == [2.0] * 3 and up.tolist() == [3.0] * 3
 
@@ -105,9 +105,9 @@ def test_one_spread_rule_for_every_explainer(scale: str) -> None:
     with pytest.raises(InputDataError, match="'a' has zero"):
         build_metric(f, norm="l1", scale=scale, reference=ref)
     with pytest.raises(InputDataError, match="'a' has zero"):
-        make_query(f, np.array([0.3, 0.2, 0.0]), target=(0.5, np.inf), norm="l1", scale=scale, reference=ref)
+        make_query(f, np.array([0.3, 0.2, 0.0]), target=(0.5, np.inf), reference=ref, options=CounterfactualOptions(norm="l1", scale=scale))
     # 'c' is constant too but no tree reads it: no error, and it is priced by 1
     ref[:, 0] = np.linspace(0, 1, 20)
     build_metric(f, norm="l1", scale=scale, reference=ref)
-    q = make_query(f, np.array([0.3, 0.2, 0.0]), target=(0.5, np.inf), norm="l1", scale=scale, reference=ref)[0]
+    q = make_query(f, np.array([0.3, 0.2, 0.0]), target=(0.5, np.inf), reference=ref, options=CounterfactualOptions(norm="l1", scale=scale))[0]
     assert q.cost.cost.scale[2] == 1.0 and q.cost.cost.scale[0] > 0

@@ -11,14 +11,14 @@ import pytest
 
 import lumber
 from builders import make_forest
-from lumber.compiler.api.rules import RuleExplainer
+from lumber.compiler.api.rules import RuleExplainer, RuleOptions
 from lumber.ir import InputDataError, UnsupportedModelError
 from lumber.passes.analyses.rules import CounterfactualRule, RuleSet
 
 
 @pytest.fixture(scope="module")
 def compas_rules(compas_model: dict[str, Any]) -> tuple[RuleExplainer, RuleSet]:
-    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=1)
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=1))
     return ex, ex.local(compas_model["Xte"].iloc[:12])
 
 
@@ -52,14 +52,16 @@ def _frame(compas_model: dict[str, Any], x: np.ndarray) -> Any:
 def test_single_case_and_constraints(compas_model: dict[str, Any]) -> None:
     m, Xtr, Xte = compas_model["model"], compas_model["Xtr"], compas_model["Xte"]
     cons = {"immutable": ["Race", "Sex", "AgeGroup"]}
-    res = lumber.counterfactual_rules(m, Xtr, Xte.iloc[3], constraints=cons, max_sets=3)
+    res = lumber.counterfactual_rules(m, Xtr, Xte.iloc[3], constraints=cons, options=RuleOptions(max_sets=3))
     assert isinstance(res, CounterfactualRule)
     assert not {"Race", "Sex", "AgeGroup"} & set(res.features)
     for s in res.samples:
         assert {c.feature for c in s.changes}.isdisjoint({"Race", "Sex", "AgeGroup"})
-    one = lumber.counterfactual_rules(m, Xtr, Xte.iloc[:4], constraints={"max_changes": 1}, n_samples=0)
+    one = lumber.counterfactual_rules(m, Xtr, Xte.iloc[:4], constraints={"max_changes": 1},
+                                      options=RuleOptions(n_samples=0))
     assert all(r.sparsity <= 1 for r in one if r.found)
-    as_dict = lumber.counterfactual_rules(m, Xtr, Xte.iloc[3].to_dict(), constraints=cons, max_sets=3)
+    as_dict = lumber.counterfactual_rules(m, Xtr, Xte.iloc[3].to_dict(), constraints=cons,
+                                          options=RuleOptions(max_sets=3))
     assert as_dict.to_dict() == res.to_dict()
 
 
@@ -67,16 +69,18 @@ def test_constraint_file_text(compas_model: dict[str, Any], tmp_path: Any) -> No
     p = tmp_path / "c.lum"
     p.write_text("immutable Race, Sex\n")
     res = lumber.counterfactual_rules(compas_model["model"], compas_model["Xtr"], compas_model["Xte"].iloc[0],
-                                      constraints=str(p), n_samples=0)
+                                      constraints=str(p), options=RuleOptions(n_samples=0))
     assert not {"Race", "Sex"} & set(res.features)
 
 
 def test_region_through_the_api(compas_model: dict[str, Any]) -> None:
     m, Xtr = compas_model["model"], compas_model["Xtr"]
-    res = lumber.counterfactual_rules(m, Xtr, {"PriorsCount": (8, None), "AgeGroup": (1, 1)}, n_samples=0)
+    res = lumber.counterfactual_rules(m, Xtr, {"PriorsCount": (8, None), "AgeGroup": (1, 1)},
+                                      options=RuleOptions(n_samples=0))
     assert isinstance(res, CounterfactualRule) and res.is_regional and res.region_rows > 0
     assert res.found and res.prediction == 1
-    both = lumber.counterfactual_rules(m, Xtr, [{"PriorsCount": (8, None)}, {"PriorsCount": (None, 0)}], n_samples=0)
+    both = lumber.counterfactual_rules(m, Xtr, [{"PriorsCount": (8, None)}, {"PriorsCount": (None, 0)}],
+                                       options=RuleOptions(n_samples=0))
     assert isinstance(both, RuleSet) and len(both) == 2
 
 
@@ -100,12 +104,12 @@ def test_errors(compas_model: dict[str, Any]) -> None:
     with pytest.raises(InputDataError, match="no case or region"):
         lumber.counterfactual_rules(m, Xtr)
     with pytest.raises(InputDataError, match="surrogate='forest' is not understood"):
-        lumber.counterfactual_rules(m, Xtr, Xte.iloc[0], surrogate="forest")
+        lumber.counterfactual_rules(m, Xtr, Xte.iloc[0], options=RuleOptions(surrogate="forest"))
     with pytest.raises(InputDataError, match="unknown feature"):
         lumber.counterfactual_rules(m, Xtr, Xte.iloc[0], constraints={"immutable": ["Height"]})
     cat = make_forest([("Race", {1}, 0.0, 1.0)], list(Xtr.columns), average=True)
     with pytest.raises(UnsupportedModelError, match="categorical splits"):
-        lumber.counterfactual_rules(m, Xtr, Xte.iloc[0], surrogate=cat)
+        lumber.counterfactual_rules(m, Xtr, Xte.iloc[0], options=RuleOptions(surrogate=cat))
     with pytest.raises(InputDataError, match="lacks feature"):
         lumber.counterfactual_rules(m, Xtr, {"Race": 1.0})
 
@@ -120,7 +124,8 @@ def test_sampled_subset_search_finds_the_two_features_that_matter() -> None:
     y = ((X[:, 3] > 0.3) & (X[:, 11] < 0.5)).astype(int)
     rf = RandomForestClassifier(n_estimators=20, max_depth=8, random_state=0, n_jobs=1).fit(X, y)
     case = np.where(np.arange(20) == 3, -1.0, 0.0)
-    res = lumber.counterfactual_rules(rf, X, case, target=1, k=20, search="sampled", max_subsets=40, n_samples=1)
+    res = lumber.counterfactual_rules(rf, X, case, target=1, options=RuleOptions(k=20, search="sampled",
+                                                                                 max_subsets=40, n_samples=1))
     assert res.found and res.search is not None and res.search.sampled
     assert "f3" in res.features and len(res.features) <= 3
     assert res.samples[0].verified and rf.predict(res.samples[0].x[None, :])[0] == 1
@@ -134,12 +139,12 @@ def test_multiclass_target_set() -> None:
     y = np.floor(X[:, 0]).astype(int)  # classes 0, 1, 2 by x0
     rf = RandomForestClassifier(n_estimators=20, random_state=0, n_jobs=1).fit(X, y)  # deep trees: pure leaves
     case = np.array([0.5, 1.0, 1.0])
-    res = lumber.counterfactual_rules(rf, X, case, target=[1, 2], widen=0)
+    res = lumber.counterfactual_rules(rf, X, case, target=[1, 2], options=RuleOptions(widen=0))
     assert res.found and res.target.describe() == "prediction in {1, 2}" and res.features == ("f0",)
     assert res.samples[0].verified and rf.predict(res.samples[0].x[None, :])[0] in (1, 2)
     other = lumber.counterfactual_rules(rf, X, case)  # any other class
     assert other.target.classes == (1, 2)
-    two = lumber.counterfactual_rules(rf, X, case, target=2, widen=0)
+    two = lumber.counterfactual_rules(rf, X, case, target=2, options=RuleOptions(widen=0))
     assert two.found and all(iv.lo >= 1.5 for r in two.rules for iv in r.intervals)
 
 
@@ -172,12 +177,13 @@ def test_default_isolation_forest_is_calibrated(compas_model: dict[str, Any],
     X = ex.forest.prepare_input(compas_model["Xtr"])
     share = float((ex.inlier_score(X) >= 0).mean())
     assert 0.88 <= share <= 0.92
-    auto = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0, contamination="auto")
+    auto = RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(n_samples=0,
+                                                                                         contamination="auto"))
     assert float((auto.inlier_score(X) >= 0).mean()) < 0.7
     for r in rs:  # local rules report how much of each box is plausible
         assert all(rule.inliers is not None and 0.0 <= rule.inliers <= rule.plausibility + 1e-12 for rule in r.rules)
     with pytest.raises(InputDataError, match="contamination must be 'auto' or in"):
-        RuleExplainer(compas_model["model"], compas_model["Xtr"], contamination=0.9)
+        RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(contamination=0.9))
 
 
 def test_regions_that_are_not_regions_are_a_clear_error(compas_rules: tuple[RuleExplainer, RuleSet]) -> None:
@@ -187,10 +193,23 @@ def test_regions_that_are_not_regions_are_a_clear_error(compas_rules: tuple[Rule
 
 
 def test_fallback_and_cell_size_reach_the_search(compas_model: dict[str, Any]) -> None:
-    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"], n_samples=0, fallback="smallest", min_cell_rows=5)
+    ex = RuleExplainer(compas_model["model"], compas_model["Xtr"],
+                       options=RuleOptions(n_samples=0, fallback="smallest", min_cell_rows=5))
     assert ex.context.options.fallback == "smallest" and ex.context.cells.min_rows == 5
     r = lumber.counterfactual_rules(compas_model["model"], compas_model["Xtr"], compas_model["Xte"].iloc[0],
-                                    n_samples=0, fallback="smallest", min_cell_rows=5)
+                                    options=RuleOptions(n_samples=0, fallback="smallest", min_cell_rows=5))
     assert r.status in ("found", "no_rule", "no_divergent_set", "already_target")
     with pytest.raises(InputDataError, match="fallback must be one of"):
-        RuleExplainer(compas_model["model"], compas_model["Xtr"], fallback="largest")
+        RuleExplainer(compas_model["model"], compas_model["Xtr"], options=RuleOptions(fallback="largest"))
+
+
+def test_worker_processes_give_the_same_rules(compas_model: dict[str, Any],
+                                              compas_rules: tuple[RuleExplainer, RuleSet]) -> None:
+    """``n_jobs=2``: each worker fits the same estimators and keys each case's random stream by its row, so
+    the rules and samples equal those of one process, in order, and ``progress`` counts every case."""
+    _, one = compas_rules
+    seen: list[int] = []
+    two = lumber.counterfactual_rules(compas_model["model"], compas_model["Xtr"], compas_model["Xte"].iloc[:12],
+                                      options=RuleOptions(n_samples=1), n_jobs=2, progress=seen.append)
+    assert sum(seen) == 12 and [r.row for r in two] == list(range(12))
+    assert [r.to_dict() for r in two] == [r.to_dict() for r in one]

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from lumber.compiler.api.rules import RuleExplainer
+from lumber.compiler.api.rules import RuleExplainer, RuleOptions
 from lumber.ir.domains import DomainKind, FeatureDomain
 from lumber.passes.analyses.rules.sampling import value_pool
 
@@ -41,7 +41,8 @@ def test_samples_are_domain_points(compas_model: dict[str, Any]) -> None:
     """With a resolution in the constraint file, every sample changes PriorsCount by whole steps of 3
     (the training values are integers; only multiples of 3 away from the case's value qualify)."""
     Xtr, Xte = compas_model["Xtr"], compas_model["Xte"]
-    ex = RuleExplainer(compas_model["model"], Xtr, n_samples=2, constraints="PriorsCount: step 3\n")
+    ex = RuleExplainer(compas_model["model"], Xtr, constraints="PriorsCount: step 3\n",
+                       options=RuleOptions(n_samples=2))
     dom = ex.context.domains
     assert dom is not None and dom["PriorsCount"].step == 3.0
     assert all(d.kind != DomainKind.CONTINUOUS for d in dom.features)  # compas is integer-coded

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lumber.compiler.api.rules import RuleExplainer
+from lumber.compiler.api.rules import RuleExplainer, RuleOptions
 from lumber.passes.analyses.rules import AnnealOptions
 from lumber.passes.analyses.rules.recourse import ROBUSTNESS_SIGMA2, noisy_keep
 
@@ -26,7 +26,7 @@ def step() -> dict[str, Any]:
 
 
 def _sample(step: dict[str, Any], **anneal: Any) -> Any:
-    ex = RuleExplainer(step["model"], step["X"], seed=0, anneal=AnnealOptions(**anneal))
+    ex = RuleExplainer(step["model"], step["X"], options=RuleOptions(seed=0, anneal=AnnealOptions(**anneal)))
     res = ex.local(step["x"][None, :], target=1)[0]
     assert res.found and res.samples
     return ex, res.samples[0]
@@ -85,7 +85,7 @@ def test_a_feature_already_inside_its_interval_may_stay(corner: dict[str, Any]) 
     from lumber.passes.analyses.rules import Interval, Rule, sample_cases
     from lumber.passes.analyses.rules.recourse import STAY_SHARE, _job
 
-    ex = RuleExplainer(corner["model"], corner["X"], seed=0)
+    ex = RuleExplainer(corner["model"], corner["X"], options=RuleOptions(seed=0))
     ctx = ex.context
     feats = ex.forest.schema.features
     x = np.array([0.1, 0.45])
@@ -121,7 +121,7 @@ def _fragile_then_robust(either: dict[str, Any], monkeypatch: pytest.MonkeyPatch
     from lumber.passes.analyses.rules import Interval, Rule, core
     from lumber.passes.analyses.rules.divergent import Attempt
 
-    ex = RuleExplainer(either["model"], either["X"], seed=0, k_max=0)
+    ex = RuleExplainer(either["model"], either["X"], options=RuleOptions(seed=0, k_max=0))
     feats = ex.forest.schema.features
 
     def attempts(*_: Any, **__: Any) -> Any:
@@ -146,7 +146,7 @@ def test_screen_ranks_rule_sets_as_brute_force_does(either: dict[str, Any], monk
     from lumber.passes.analyses.rules import Interval, Rule
     from lumber.passes.analyses.rules.recourse import _job, screen_robustness
 
-    ex = RuleExplainer(either["model"], either["X"], seed=0)
+    ex = RuleExplainer(either["model"], either["X"], options=RuleOptions(seed=0))
     ctx = ex.context
     feats = ex.forest.schema.features
     x = either["x"]
@@ -205,7 +205,7 @@ def test_polish_reaches_the_brute_force_optimum_of_the_box(corner: dict[str, Any
     from lumber.passes.analyses.rules import Interval, Rule
     from lumber.passes.analyses.rules.recourse import POLISH_VALUES, _job, polish
 
-    ex = RuleExplainer(corner["model"], corner["X"], seed=0)
+    ex = RuleExplainer(corner["model"], corner["X"], options=RuleOptions(seed=0))
     ctx = ex.context
     feats = ex.forest.schema.features
     x = np.array([0.1, 0.1])
@@ -264,8 +264,8 @@ def _only_fragile(either: dict[str, Any], monkeypatch: pytest.MonkeyPatch, robus
     from lumber.passes.analyses.rules import Interval, Rule, core
     from lumber.passes.analyses.rules.divergent import Attempt
 
-    ex = RuleExplainer(either["model"], either["X"], seed=0, k_max=0, robust_search=robust_search,
-                       n_samples=n_samples)
+    ex = RuleExplainer(either["model"], either["X"], options=RuleOptions(seed=0, k_max=0, robust_search=robust_search,
+                                                                         n_samples=n_samples))
     feats = ex.forest.schema.features
 
     def attempts(*_: Any, **__: Any) -> Any:
@@ -328,7 +328,7 @@ def test_robust_search_visits_the_highest_cdp_sets_within_its_budget(corner: dic
     from lumber.passes.analyses.rules.actionable import action_space
     from lumber.passes.analyses.rules.core import make_query, subset_cdp
 
-    ex = RuleExplainer(corner["model"], corner["X"], seed=0)
+    ex = RuleExplainer(corner["model"], corner["X"], options=RuleOptions(seed=0))
     ctx = ex.context
     x = np.array([0.1, 0.1])
     tgt = ex.local(x[None, :], target=1)[0].target

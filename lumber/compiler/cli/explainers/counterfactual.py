@@ -16,23 +16,23 @@ import numpy as np
 
 from lumber.compiler.api.counterfactual import counterfactual
 from lumber.compiler.cli.explainers import parse_target
+from lumber.compiler.progress import Progress, enabled
 from lumber.ir import InputDataError
-from lumber.passes.analyses.counterfactual import CounterfactualResult
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, CounterfactualResult
 
 
 def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     args = ctx.args
     forest = _typed(ctx.forest, args.data)
-    scale = None if args.metric in (None, "none") else args.metric
+    scale = args.scale  # None for --scale none (_options.scale_of)
     reference, ref_name = (ctx.train_X, "train") if ctx.train_X is not None else (ctx.X, "data")
     target = parse_target(args.target, forest.schema.task)
     X = ctx.X[np.asarray(ctx.rows, dtype=np.int64)]
-    from lumber.compiler.progress import Progress, enabled
-
     with Progress(len(X), 0, enabled(args.quiet) and len(X) > 1, "counterfactual") as bar:
-        results = counterfactual(ctx.request.with_(forest=forest), X, target=target, norm=args.norm or "l1",
-                                 scale=scale, reference=reference, time_limit=args.time_limit, n_jobs=args.jobs,
-                                 seed=args.seed, progress=bar.update)
+        opts = CounterfactualOptions(norm=args.norm or "l1", scale=scale, time_limit=args.time_limit,
+                                     seed=args.seed)
+        results = counterfactual(ctx.request.with_(forest=forest), X, target=target, reference=reference,
+                                 options=opts, n_jobs=args.jobs, progress=bar.update)
     results = results if isinstance(results, list) else [results]
     cases = []
     for row, r in zip(ctx.rows, results):

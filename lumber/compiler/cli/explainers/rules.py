@@ -6,7 +6,8 @@ counterfactual sample. The rules are estimated on the training rows (``--train``
 is required) with a surrogate random forest fitted to the model's decisions;
 ``--constraints FILE`` keeps immutable features out of S and clips boxes to
 directions and bounds; ``--target`` names the class wanted (``lo:hi`` for a
-regressor); ``--seed`` fixes the surrogate, the isolation forest and the samples.
+regressor); ``--seed`` fixes the surrogate, the isolation forest and the samples; ``--paper`` starts
+from ``RuleOptions.paper()`` (the other rules flags override its fields).
 A sample is "inlier" under an isolation forest fitted on the training rows and
 calibrated so that 10% of them are outliers (``contamination=0.1``, as for
 ``lumber.counterfactual``'s plausibility). When no rule is found over the 10
@@ -17,9 +18,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from lumber.compiler.api.rules import RuleExplainer
+from lumber.compiler.api.rules import RuleExplainer, RuleOptions
 from lumber.compiler.cli.explainers import parse_target
 from lumber.ir import InputDataError
+
+
+RULE_FLAGS = {"pi": "pi", "pi_c": "pi_c", "k_max": "k_max", "fallback": "fallback", "rank": "rank",
+              "min_cell_rows": "min_cell_rows", "robust_search": "robust_search"}
+"""``lumber explain --rules`` flags (argparse names) -> RuleOptions fields; unset flags keep the preset's value."""
+
+
+def rule_options(args: Any) -> RuleOptions:
+    """The RuleOptions of the command line: ``--paper`` (``RuleOptions.paper()``) or the defaults, then every
+    rules flag given, and ``--seed``."""
+    changes: dict[str, Any] = {f: getattr(args, a) for a, f in RULE_FLAGS.items() if getattr(args, a, None) is not None}
+    if getattr(args, "contamination", None) is not None:
+        changes["contamination"] = _contamination(str(args.contamination))
+    changes["seed"] = int(args.seed)
+    return RuleOptions.paper(**changes) if getattr(args, "paper", False) else RuleOptions(**changes)
 
 
 def explain(ctx: Any) -> tuple[dict[str, Any], str]:
@@ -27,15 +43,7 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     if ctx.train_X is None:
         raise InputDataError("--rules needs training rows", "add --train TRAIN.csv (the rows the model was fitted on)")
     target = parse_target(args.target, ctx.forest.schema.task)
-    explainer = RuleExplainer(ctx.request, ctx.train_X, seed=int(args.seed),
-                              pi=float(getattr(args, "pi", None) or 0.9),
-                              pi_c=float(getattr(args, "pi_c", None) or 0.9),
-                              k_max=int(getattr(args, "k_max", 30)),
-                              fallback=str(getattr(args, "fallback", "max_cdp")),
-                              min_cell_rows=int(getattr(args, "min_cell_rows", 1)),
-                              rank=str(getattr(args, "rank", "splits")),
-                              robust_search=bool(getattr(args, "robust_search", False)),
-                              contamination=_contamination(str(getattr(args, "contamination", "0.1"))))
+    explainer = RuleExplainer(ctx.request, ctx.train_X, options=rule_options(args))
     from lumber.compiler.progress import Progress, enabled
 
     rows = [int(r) for r in ctx.rows]

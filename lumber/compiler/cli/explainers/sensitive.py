@@ -4,7 +4,8 @@ the sensitive tests (most sensitive first) and the distance to the decision surf
 ``--scale std|minmax`` scales features with statistics from ``--train`` (or, when
 it is absent, from every row of DATA, as the output records); those rows also give
 each feature's domain (whole numbers stay whole, observed bounds); ``--norm`` picks
-l1/l2/linf; ``--constraints FILE`` freezes features and directions and sets costs;
+l1/l2/linf; ``--time-limit`` bounds each case's search; ``--jobs`` runs cases in worker processes;
+``--constraints FILE`` freezes features and directions and sets costs;
 ``--target`` asks for a given class (or ``lo:hi`` for a regressor).
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lumber.compiler.api.sensitive import sensitive_tests
+from lumber.compiler.api.sensitive import SensitiveOptions, sensitive_tests
 from lumber.compiler.cli.explainers import parse_target
 from lumber.ir import InputDataError
 from lumber.passes.analyses.sensitive_results import CaseSensitivity, SensitiveResult
@@ -22,15 +23,16 @@ from lumber.passes.analyses.sensitive_results import CaseSensitivity, SensitiveR
 
 def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     args = ctx.args
-    scale = None if args.metric in (None, "none") else args.metric
+    scale = args.scale  # None for --scale none (_options.scale_of)
     # rows give the domains (whole numbers, bounds) even unscaled: --train, else every row of DATA, as for
     # --counterfactual (without any, a whole-dollar CapitalGain printed "0 -> 1.0001e-35")
     reference, ref_name = (ctx.train_X, "train") if ctx.train_X is not None else (ctx.X, "data")
     if args.norm == "l0":
         raise InputDataError("--norm l0 is not supported by sensitive tests", "use l1, l2 or linf")
     target = parse_target(args.target, ctx.forest.schema.task)
-    result = sensitive_tests(ctx.request, ctx.frame.iloc[ctx.rows],
-                             norm=args.norm or "l2", scale=scale, reference=reference, target=target)
+    options = SensitiveOptions(norm=args.norm or "l2", scale=scale, time_limit=args.time_limit)
+    result = sensitive_tests(ctx.request, ctx.frame.iloc[ctx.rows], target=target, reference=reference,
+                             options=options, n_jobs=args.jobs)
     result.rows = np.asarray(ctx.rows)
     js = result.to_json()
     js["reference"] = ref_name

@@ -223,6 +223,81 @@ def violations(cons: Constraints | None, names: Sequence[str], x0: FloatArray, x
     return out
 
 
+class Checker:
+    """:func:`violations` of many points of one case at once: ``ok(X)[r]`` is ``not violations(..., X[r])``.
+
+    Everything that depends only on the constraints and the case (bounds, allowed values, the relations as
+    one coefficient matrix, each condition's feature index) is resolved once, so the warm start's walk can
+    check thousands of candidate points in a few numpy operations."""
+
+    def __init__(self, cons: Constraints, names: Sequence[str], x0: FloatArray, tol: float = 1e-6) -> None:
+        self.names, self.x0, self.tol = list(names), np.asarray(x0, dtype=np.float64), tol
+        self.lo, self.hi = cons.bounds(names, x0)
+        self.allowed = [(i, np.asarray(cons.rule(n).allowed, dtype=np.float64)) for i, n in enumerate(names)
+                        if cons.rule(n).allowed is not None]
+        rels = [r.over_x(names, x0) + (r.rhs,) for r in cons.relations]
+        self.A = np.array([a for a, _, _, _ in rels]).reshape(len(rels), len(names))
+        self.ops = [op for _, op, _, _ in rels]
+        self.rhs = np.array([r for _, _, r, _ in rels])
+        self.rtol = np.array([tol * (1 + abs(r0)) for _, _, _, r0 in rels])
+        self.implications = list(cons.implications)
+        self.max_changes = cons.max_changes
+
+    def ok(self, X: FloatArray) -> npt.NDArray[np.bool_]:
+        X = np.asarray(X, dtype=np.float64)
+        x0, tol = self.x0, self.tol
+        both_nan = np.isnan(X) & np.isnan(x0)[None, :]
+        with np.errstate(invalid="ignore"):
+            out_lo = X < (self.lo - tol * (1 + np.abs(self.lo)))[None, :]
+            out_hi = X > (self.hi + tol * (1 + np.abs(self.hi)))[None, :]
+        good = ~np.any((out_lo | out_hi) & ~both_nan, axis=1)
+        for i, vals in self.allowed:
+            good &= np.isin(X[:, i], vals) | both_nan[:, i]
+        if self.A.shape[0]:
+            lhs = X @ self.A.T
+            for k, op in enumerate(self.ops):
+                good &= _compare(lhs[:, k], op, self.rhs[k], self.rtol[k])
+        for imp in self.implications:
+            cond = self._holds(imp.condition, X, 0.0)
+            then = np.ones(X.shape[0], dtype=bool)
+            for t in imp.then:
+                then &= self._holds(t, X, tol)
+            good &= ~cond | then
+        if self.max_changes is not None:
+            changed = ~((X == x0[None, :]) | both_nan)
+            good &= changed.sum(axis=1) <= self.max_changes
+        return good
+
+    def _holds(self, c: Condition, X: FloatArray, tol: float) -> npt.NDArray[np.bool_]:
+        if isinstance(c, LinearRelation):
+            a, op, rhs = c.over_x(self.names, self.x0)
+            return _compare(X @ a, op, rhs, tol * (1 + abs(c.rhs)))
+        i = self.names.index(c.feature)
+        if isinstance(c, Membership):
+            vals = np.asarray(c.values, dtype=np.float64)
+            if c.original:
+                return np.full(X.shape[0], bool(np.isin(self.x0[i], vals)))
+            return np.isin(X[:, i], vals)
+        a, b = X[:, i], float(self.x0[i])
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        if c.event == Event.INCREASES:
+            return ~same & (a > b)
+        if c.event == Event.DECREASES:
+            return ~same & (a < b)
+        if c.event == Event.CHANGES:
+            return ~same
+        return same
+
+
+def _compare(lhs: FloatArray, op: str, rhs: float, tol: float) -> npt.NDArray[np.bool_]:
+    """``lhs op rhs`` within ``tol``, as :meth:`LinearRelation.holds` decides it."""
+    if op == "<=":
+        return lhs <= rhs + tol
+    if op == ">=":
+        return lhs >= rhs - tol
+    return np.abs(lhs - rhs) <= tol
+
+
 def _show(rel: LinearRelation) -> str:
     terms = " + ".join(f"{c:g}*{f}" for f, c in rel.x_terms)
     terms0 = " + ".join(f"{c:g}*{f}0" for f, c in rel.x0_terms)

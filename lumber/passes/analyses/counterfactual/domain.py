@@ -8,7 +8,7 @@ ordinal features with named levels, allowed values). A numerical split
 ``<= t``; its right side starts at ``up(u)``, the smallest representable value
 above it. ``u`` and ``up(u)`` are both *levels*, so the interval between them is
 a *gap* holding no representable value, and the order-simplex variable of that
-interval is the indicator ``[x > t]`` (papers.md section 3, with the epsilon of
+interval is the indicator ``[x > t]`` (OCEAN, Parmentier & Vidal 2021, with the epsilon of
 the paper replaced by the grid step: the witness lands strictly inside its cell
 in the model's own dtype).
 
@@ -30,10 +30,6 @@ from lumber.ir.domains import DomainKind, FeatureDomain
 from .model import LinExpr, MilpModel
 
 FloatArray = npt.NDArray[np.float64]
-
-COMPACT_LEVELS = True
-"""One level per cut, on the side nearer the original value (False: both sides, the paper's epsilon form)."""
-
 
 @dataclass(frozen=True)
 class Grid:
@@ -176,8 +172,9 @@ class NumericDomain:
     def add_cut(self, u: float) -> None:
         self.cuts.add(float(u))
 
-    def finalize(self, model: MilpModel) -> None:
-        """Choose the levels and create the mu columns.
+    def finalize(self, model: MilpModel, compact: bool = True) -> None:
+        """Choose the levels and create the mu columns (``compact=False``: both sides of every cut, the
+        paper's epsilon form).
 
         Every cut ``u`` splits the feature into ``x <= u`` and ``x >= up(u)``. Normally one
         level per cut is enough: the end of each cell nearer ``x0`` (``up(u)`` above ``x0``,
@@ -189,7 +186,7 @@ class NumericDomain:
         g = self.grid
         cuts = np.array(sorted(self.cuts), dtype=np.float64)
         x0_ok = g.representable(self.x0)
-        self.compact = COMPACT_LEVELS and x0_ok and not (self.in_relation or self.integer_x or self.extra_levels)
+        self.compact = compact and x0_ok and not (self.in_relation or self.integer_x or self.extra_levels)
         if self.compact:
             pts = [np.where(cuts >= self.x0, g.up(cuts), cuts)]
         else:
@@ -330,7 +327,7 @@ class CategoricalDomain:
     """Code of the original value (-1 when it is not a valid category)."""
     nu: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
-    def finalize(self, model: MilpModel) -> None:
+    def finalize(self, model: MilpModel, compact: bool = True) -> None:
         n = self.codes.shape[0]
         self.nu = model.add_cols(n, 0.0, 1.0, integer=True, name=f"nu[{self.index}]")
         model.add_rows(np.zeros(n, dtype=np.int64), self.nu, np.ones(n), np.array([1.0]), np.array([1.0]))

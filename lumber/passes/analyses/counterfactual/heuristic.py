@@ -29,6 +29,7 @@ from . import actionability
 from .deadline import Deadline
 from .domain import Grid
 from .problem import Query, change_pattern
+from .reference import Reference
 from .targets import decision_threshold
 
 FloatArray = npt.NDArray[np.float64]
@@ -200,6 +201,7 @@ class Candidates:
         self._levels: dict[int, FloatArray] = {}
         c = q.constraints
         self.coupled = c is not None and bool(c.relations or c.implications or c.max_changes is not None)
+        self.checker = actionability.Checker(c, q.names, q.x0) if c is not None and self.coupled else None
 
     def _codes(self, i: int) -> FloatArray:
         q = self.q
@@ -298,17 +300,24 @@ class Candidates:
 
     def feasible(self, X: FloatArray, met: BoolArray | None = None) -> BoolArray:
         """Target met (``met``, when known), plausible, every coupling constraint holds, and the change
-        pattern is new."""
-        ok = self.meets(X) if met is None else met
+        pattern is new. The constraints are checked first (a few numpy operations for all rows), the
+        model only on the rows that pass them."""
+        checker = self.checker
+        if met is None and checker is None:
+            ok = self.meets(X)
+        elif met is None and checker is not None:
+            ok = checker.ok(X)
+            if ok.any():
+                ok[ok] = self.meets(X[ok])
+        else:
+            assert met is not None
+            ok = met.copy()
+            if checker is not None and ok.any():
+                ok[ok] = checker.ok(X[ok])
         if self.nogoods and ok.any():
             pats = change_pattern(self.q, X)  # row-wise
             for pat in self.nogoods:
                 ok &= ~np.all(pats == pat[None, :], axis=1)
-        if self.coupled:
-            q = self.q
-            for r in np.flatnonzero(ok):
-                if actionability.violations(q.constraints, q.names, q.x0, X[r]):
-                    ok[r] = False
         return ok
 
     def exact(self, x: FloatArray) -> bool:
@@ -361,13 +370,8 @@ def improve(cands: Candidates, x: FloatArray, passes: int = 2, deadline: Deadlin
     return x
 
 
-WINDOW: int | None = None
-"""Cells the greedy walk tries next to the current value of each numeric feature (farther ones sparsely);
-None: every cell (measured best on credit: windows of 8 or 32 cells walked to 1.3x-2.7x dearer points)."""
-
-
 def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = None,
-           start: FloatArray | None = None) -> FloatArray | None:
+           start: FloatArray | None = None, by_gain: bool = False) -> FloatArray | None:
     """Cross one split at a time, best target gain per unit cost; keep the cheapest feasible point seen.
 
     The walk does not stop at the first move that reaches the target (often one expensive
@@ -376,9 +380,13 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
     :func:`_moved_margins` (only the trees whose path tests the moved feature).
 
     From a ``start`` (a plausible point, under an isolation forest) it only steps to points
-    that stay plausible: the walk then looks for the target inside the plausible region.
+    that stay plausible: the walk then looks for the target inside the plausible region. Under a
+    change limit (``changes <= k``), once ``k`` features have changed only those move on.
+    ``by_gain``: the best target gain, whatever it costs (the fewest steps to the target).
     """
     q = cands.q
+    window = q.options.window
+    limit = q.constraints.max_changes if q.constraints is not None else None
     x = q.x0.copy() if start is None else np.array(start, dtype=np.float64)
     inside = start is not None and q.isolation is not None
     moves: list[tuple[int, FloatArray]] = []
@@ -400,15 +408,19 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
     for _ in range(max_steps):
         if deadline.expired():
             break
-        # per numeric feature: the WINDOW cells nearest the current value on each side, then every 2^k-th
+        # per numeric feature: the ``window`` cells nearest the current value on each side, then every 2^k-th
         p = np.concatenate([np.full(v.shape[0], np.searchsorted(v, x[i])) for i, v in moves])
         dist = np.where(fpos >= p, fpos - p, p - 1 - fpos)
-        near = ~numeric | (dist < WINDOW) | ((dist & (dist + 1)) == 0) if WINDOW else np.ones(dist.shape[0], bool)
+        near = ~numeric | (dist < window) | ((dist & (dist + 1)) == 0) if window else np.ones(dist.shape[0], bool)
         cc, vv = col[near], val[near]
         X = np.tile(x, (vv.shape[0], 1))
         X[np.arange(vv.shape[0]), cc] = vv
         c = q.cost.total(X)
         keep = (c < best_cost) & (vv != x[cc])
+        if limit is not None:  # at the change limit only the features changed already may move
+            changed = (x != q.x0) & ~(np.isnan(x) & np.isnan(q.x0))
+            if int(changed.sum()) >= limit:
+                keep &= changed[cc]
         if not keep.any():
             break
         X, c, moved = X[keep], c[keep], cc[keep]
@@ -434,7 +446,8 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
         score = target_score(q, m)
         gain = score - score_x
         dc = c - q.cost.total(x[None, :])[0]
-        ratio = np.where((gain > 0) & (c < best_cost), gain / np.maximum(dc, 1e-12), -np.inf)
+        per = gain if by_gain else gain / np.maximum(dc, 1e-12)
+        ratio = np.where((gain > 0) & (c < best_cost), per, -np.inf)
         if not np.isfinite(ratio).any():
             break
         j = int(np.argmax(ratio))
@@ -451,13 +464,14 @@ With a walk from a plausible start (``starts``) 2 rows are enough: on 9 credit q
 was the best of the pool every time, and 8 rows only cost their refinement (0.3-0.7 s -> 0.2-0.5 s)."""
 
 
-def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: FloatArray | None,
+def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Reference | FloatArray | None,
                n_refine: int = 2, nogoods: Sequence[FloatArray] = (), deadline: Deadline | None = None,
                starts: Sequence[FloatArray] = ()) -> FloatArray | None:
     """The cheapest feasible point the heuristics find (checked exactly) by ``deadline``, or None.
 
     ``starts``: plausible points (the optimum without the explained model, see
-    ``solve._plausible_relaxation``) from which a walk inside the plausible region looks for the target."""
+    ``solve._plausible_relaxation``) from which a walk inside the plausible region looks for the target.
+    Reference rows the model already gives the target are tried first (cheapest first), then the others."""
     cands = Candidates(q, meets, nogoods)
     deadline = deadline or Deadline.never()
     pool: list[FloatArray] = []
@@ -472,15 +486,20 @@ def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Fl
     if q.isolation is not None and not pool:
         n_refine = max(n_refine, PLAUSIBLE_REFINE)
     rows: list[FloatArray] = []
-    if reference is not None and len(reference) and n_refine > 0:
-        R, rep = cands.repair(np.asarray(reference, dtype=np.float64))
+    given = reference.rows if isinstance(reference, Reference) else reference
+    if given is not None and len(given) and n_refine > 0:
+        R, rep = cands.repair(np.asarray(given, dtype=np.float64))
+        decided = reference.decisions if isinstance(reference, Reference) else None
+        known = decided is not None
+        first = (q.spec.satisfied(decided) if decided is not None else np.zeros(R.shape[0], dtype=bool))[rep]
         R = R[rep]
         if R.shape[0]:
-            R = R[np.argsort(q.cost.total(R), kind="stable")]
-            for start in range(0, R.shape[0], 1024):  # cheapest first, stop once enough are found
+            R = R[np.lexsort((q.cost.total(R), ~first))]
+            size = 128 if known else 1024  # (rows at the target first: a short block mostly holds enough)
+            for start in range(0, R.shape[0], size):  # cheapest first, stop once enough are found
                 if deadline.expired():
                     break
-                blk = R[start:start + 1024]
+                blk = R[start:start + size]
                 rows += [blk[j] for j in np.flatnonzero(cands.feasible(blk))[:n_refine - len(rows)]]
                 if len(rows) >= n_refine:
                     break
@@ -489,6 +508,11 @@ def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Fl
     # Not with an isolation forest when some row is plausible (see PLAUSIBLE_REFINE).
     if q.isolation is None or not pool:
         g = greedy(cands, max_steps=40, deadline=deadline)
+        if g is not None:
+            pool.append(g)
+    if not pool and q.constraints is not None and q.constraints.max_changes is not None:
+        # cheap moves first can spend the change limit on features that do not reach the target
+        g = greedy(cands, max_steps=40, deadline=deadline, by_gain=True)
         if g is not None:
             pool.append(g)
     best, best_cost = None, np.inf

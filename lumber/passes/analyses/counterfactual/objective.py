@@ -5,7 +5,7 @@ of every explanation, :class:`~lumber.passes.analyses.change_cost.ChangeCost`; :
 binds it to the original case ``x0`` and writes it into the MILP.
 
 In the MILP the cost of a numeric feature is linear in its ``mu`` between
-levels and equal to the true cost at every level (papers.md, equation 31).
+levels and equal to the true cost at every level (OCEAN, equation 31).
 Splits only see cells, and the cheapest point of a cell is one of its
 levels, so one MILP solver serves every separable increasing cost: l2 is
 minimised as ``sum d_i^2`` in this piecewise-linear form and reported as its
@@ -21,6 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import InputDataError, Norm, Scale
+
+from lumber.ir.constraints import parse_spreads
 
 from ..change_cost import ChangeCost, reference_spread
 from .domain import CategoricalDomain, Domain, FixedDomain, NumericDomain
@@ -132,7 +134,5 @@ def feature_scales(scale: Scale | str | None | FloatArray, reference: FloatArray
                                  "pass reference=X_train, or scale=None, or explicit per-feature scales")
         s = reference_spread(kind, np.asarray(reference, dtype=np.float64), names, used, categorical)
     else:
-        s = np.asarray(scale, dtype=np.float64).reshape(-1)
-        if s.shape[0] != n or not np.all(np.isfinite(s) & (s > 0)):
-            raise InputDataError(f"scale must hold {n} positive finite numbers")
+        s = parse_spreads(scale, names)
     return np.where(categorical, 1.0, s)

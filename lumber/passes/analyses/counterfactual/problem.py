@@ -27,17 +27,16 @@ from .domain import CategoricalDomain, Domain, FixedDomain, Grid, NumericDomain,
 from .model import LinExpr, MilpModel
 from .leafcuts import add_leaf_cuts, prune_reach
 from .objective import CaseCost
+from .options import CounterfactualOptions
 from .plausibility import collapse_uniform
-from .targets import TargetSpec, add_target_rows
-from . import trees
+from .reference import Reference
+from .targets import TargetSpec, add_target_rows, margin_terms, scaled_row
 from .trees import ForestEncoding, NodeChoices, classify, encode, path_assignment, reachable, register_cuts
 
 FloatArray = npt.NDArray[np.float64]
 
-PRUNE_LEAVES = True
 CUTOFF_ROW = (Norm.L0,)
 """Norms for which a pruned model also gets the row ``objective <= bound``."""
-"""With a cost bound, drop leaves whose cheapest point costs more (see ``leafcuts.prune_reach``)."""
 
 
 @dataclass
@@ -59,11 +58,18 @@ class Query:
     """An isolation forest (lowered, averaged path lengths) and the minimum mean path length."""
     domains: Domains | None = None
     """What values a person could give each feature (integer levels, resolutions, one-hot groups)."""
+    options: CounterfactualOptions = field(default_factory=CounterfactualOptions)
+    """The encoding and search options (``integer_flows``, ``interval_rows``, ``compact_levels``, ...)."""
+    reference: Reference | None = None
+    """The reference rows, prepared once for every case of a batch."""
 
     @cached_property
     def isolation_encoded(self) -> Forest | None:
         """The isolation forest as the MILP encodes it: uniform subtrees collapsed (same scores, fewer splits)."""
-        return None if self.isolation is None else collapse_uniform(self.isolation[0])
+        if self.isolation is None:
+            return None
+        iso = self.isolation[0]
+        return self.reference.encoded(iso) if self.reference is not None else collapse_uniform(iso)
 
     @property
     def names(self) -> list[str]:
@@ -254,11 +260,11 @@ def _projection(d: Domain) -> FixedDomain:
 
 def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: float | None = None,
           nogoods: Sequence[FloatArray] = (), leaf_cuts: bool = True, deadline: Deadline | None = None,
-          explained: bool = True, encode_isolation: bool = True) -> Problem:
+          explained: bool = True) -> Problem:
     """The MILP of ``q``; see the module docstring for ``cost_bound`` and ``nogoods``.
 
-    ``encode_isolation=False`` leaves the isolation forest out of the MILP but keeps a level (and a
-    variable) at each of its splits, so that boxes of its cells can be cut off later (``plausibility``).
+    ``explained=False`` leaves the explained model out (the plausible relaxation: the isolation forest,
+    the costs and the constraints alone).
 
     Past ``deadline`` (checked between stages) it stops and returns a Problem marked ``expired``."""
     expired = deadline.expired if deadline is not None else (lambda: False)
@@ -276,8 +282,7 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
     for f in forests:
         ch = classify(f, doms)
         reach = reachable(f, ch)
-        if cost_bound is not None and np.isfinite(cost_bound) and PRUNE_LEAVES and (
-                encode_isolation or f is q.forest):
+        if cost_bound is not None and np.isfinite(cost_bound) and q.options.prune_leaves:
             reach = prune_reach(f, ch, reach, doms, q.cost, cost_bound)
         internal = reach & (f.left >= 0)
         li, ri = np.maximum(f.left, 0), np.maximum(f.right, 0)
@@ -314,20 +319,19 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
         _relation_support(q, doms)
     for dom in doms:
         if isinstance(dom, (NumericDomain, CategoricalDomain)):
-            dom.finalize(model)
+            dom.finalize(model, compact=q.options.compact_levels)
     if expired():
         return Problem(q, model, doms, [], expired=True)
-    if not encode_isolation and q.isolation_encoded is not None:
-        forests, choices = forests[:-1], choices[:-1]
-    integer_flows = trees.INTEGER_FLOWS and explained and encode_isolation and q.isolation is not None
-    encs = [encode(f, ch, reach, doms, model, name="y" if f is q.forest else "y-iso", integer_flows=integer_flows)
+    integer_flows = q.options.integer_flows and explained and q.isolation is not None
+    encs = [encode(f, ch, reach, doms, model, name="y" if f is q.forest else "y-iso", integer_flows=integer_flows,
+                   interval_rows=q.options.interval_rows)
             for f, (ch, reach) in zip(forests, choices)]
     prob = Problem(q, model, doms, encs)
     if expired():
         prob.expired = True
         return prob
     prob.linf_col, prob.zcols = q.cost.add_objective(doms, model)
-    if cost_bound is not None and np.isfinite(cost_bound) and PRUNE_LEAVES and q.cost.norm in CUTOFF_ROW:
+    if cost_bound is not None and np.isfinite(cost_bound) and q.options.prune_leaves and q.cost.norm in CUTOFF_ROW:
         # The pruned model routes exactly every point within the bound, and the bounding point stays in
         # it, so its optimum is the true one without this row. Under l0 the row (a knapsack over the
         # change binaries) still helps the solver; under l1 it slowed credit queries 1.4x (bench).
@@ -340,7 +344,7 @@ def build(q: Query, *, eps: float = 1e-5, tie_eps: float = 0.0, cost_bound: floa
             return prob
     if explained:
         add_target_rows(encs[0], q.spec, model, eps, tie_eps)
-    if q.isolation is not None and encode_isolation:
+    if q.isolation is not None:
         _isolation_row(encs[-1], q.isolation[1], model)
     if q.constraints is not None:
         n_before = model.n_cols
@@ -386,9 +390,7 @@ def _implication_cols(model: MilpModel, start: int) -> list[_Imp]:
 
 
 def _isolation_row(enc: ForestEncoding, delta: float, model: MilpModel) -> None:
-    """Mean isolation path length at least ``delta`` (papers.md equation 33)."""
-    from .targets import margin_terms, scaled_row
-
+    """Mean isolation path length at least ``delta``."""
     scaled_row(model, *margin_terms(enc, 0), delta, np.inf, 0.0)
 
 

@@ -97,6 +97,9 @@ class CounterfactualResult:
     epsilon: float = 0.0
     attempts: int = 0
     message: str = ""
+    blocking: str = ""
+    """For an infeasible query: the one constraint without which a point reaches the target (empty when
+    none does alone, or when the query has no constraints)."""
     alternatives: list["CounterfactualResult"] = field(default_factory=list)
     """Further diverse counterfactuals (``k > 1``), each with a different change pattern."""
     display: Any = field(default=None, repr=False, compare=False)
@@ -152,7 +155,7 @@ class CounterfactualResult:
             "total_seconds": self.total_seconds,
             "model_size": {"variables": self.n_variables, "binaries": self.n_binaries, "rows": self.n_rows,
                            "nonzeros": self.nnz},
-            "epsilon": self.epsilon, "attempts": self.attempts, "message": self.message,
+            "epsilon": self.epsilon, "attempts": self.attempts, "message": self.message, "blocking": self.blocking,
         }
         if self.alternatives:
             d["alternatives"] = [a.to_dict() for a in self.alternatives]

@@ -10,18 +10,22 @@ again with a ten times larger margin, up to ``MARGINS``.
 start may use half of what is left, the solver gets the rest after the model
 is built; at the deadline the best verified point so far comes back as
 ``time_limit`` with its proven bound and gap, or ``no_solution`` if there is none.
+
+One query runs: the bound (a plausible query's relaxation: the isolation forest
+without the explained model), the warm start, the MILP, and the search
+strategy of ``options.strategy`` (:class:`Whole` or :class:`Cases`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
+from lumber.ir import Constraints, Direction, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
 from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
 from lumber.passes.targets import resolve_target
@@ -29,14 +33,17 @@ from lumber.passes.targets import resolve_target
 from . import actionability
 from .deadline import Clock, Deadline
 from .heuristic import Candidates, improve, warm_start
+from lumber.ir.constraints import parse_weights
+
 from ..change_cost import ChangeCost
 from .objective import CaseCost, feature_scales
+from .options import CounterfactualOptions
 from .problem import Problem, Query, build, change_pattern
+from .reference import Reference
 from .result import CounterfactualResult
-from .plausibility import BoxBound, leave_box
 from .domain import CategoricalDomain, Domain, NumericDomain
-from .solver import (INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, Case, HighsSession, SolverOptions,
-                     solve, solve_cases, solve_enumerated)
+from .solver import (HIGHS_DEFAULTS, INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, Case, SolveOutcome,
+                     SolverOptions, solve, solve_enumerated)
 from .targets import forest_meets, target_specs
 
 FloatArray = npt.NDArray[np.float64]
@@ -49,25 +56,7 @@ MARGINS = (1e-5, 1e-4, 1e-3, 1e-2)
 
 
 def _weights(weights: Any, cons: Constraints | None, names: Sequence[str]) -> tuple[FloatArray, FloatArray]:
-    n = len(names)
-    if isinstance(weights, dict):  # {feature: w} or {feature: (w_down, w_up)}; others 1
-        unknown = [k for k in weights if k not in names]
-        if unknown:
-            raise InputDataError(f"weights name unknown features: {', '.join(map(str, unknown))}")
-        down, up = np.ones(n), np.ones(n)
-        for k, v in weights.items():
-            i = list(names).index(k)
-            down[i], up[i] = (v, v) if np.isscalar(v) else v
-    elif weights is None:
-        down, up = np.ones(n), np.ones(n)
-    elif isinstance(weights, tuple) and len(weights) == 2 and not np.isscalar(weights[0]):
-        down = np.asarray(weights[0], dtype=np.float64).reshape(-1)
-        up = np.asarray(weights[1], dtype=np.float64).reshape(-1)
-    else:
-        down = np.broadcast_to(np.asarray(weights, dtype=np.float64), (n,)).copy()
-        up = down.copy()
-    if down.shape[0] != n or up.shape[0] != n or np.any(~np.isfinite(down)) or np.any(down < 0) or np.any(up < 0):
-        raise InputDataError(f"weights must be non-negative and hold one value per feature ({n})")
+    down, up = parse_weights(weights, names)
     return (down, up) if cons is None else cons.costs(names, down, up)
 
 
@@ -102,14 +91,17 @@ def category_codes(forests: Sequence[Forest], i: int, x0: float, reference: Floa
 
 
 def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constraints | None = None, *,
-               norm: str | Norm = "l1", scale: Any = None, weights: Any = None, reference: Any = None,
-               isolation: tuple[Forest, float] | None = None, clip_to_reference: bool = False,
-               domains: Domains | None = None) -> list[Query]:
+               options: CounterfactualOptions | None = None, reference: Any = None,
+               isolation: tuple[Forest, float] | None = None) -> list[Query]:
     """One :class:`Query` per acceptable target (several when ``target`` is None on a multiclass model).
 
-    ``domains`` (default: inferred from the schema, the constraints and ``reference``) puts every
+    ``options.domains`` (default: inferred from the schema, the constraints and ``reference``) puts every
     numeric feature on its grid (whole numbers, 0/1, multiples of a resolution) within its bounds,
     and keeps one-hot groups one-hot."""
+    opts = options or CounterfactualOptions()
+    norm: str | Norm = opts.norm
+    scale, weights, domains = opts.scale, opts.weights, opts.domains
+    clip_to_reference = opts.clip_to_reference
     schema = forest.schema
     x0 = forest.prepare_input(np.asarray(x, dtype=np.float64).reshape(1, -1) if not hasattr(x, "iloc") else x)
     if x0.shape[0] != 1:
@@ -127,7 +119,8 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
             scale = cons.scale
         if cons.target is not None:
             target = cons.target
-    R = None if reference is None else forest.prepare_input(reference)
+    ref = Reference.of(forest, reference)
+    R = None if ref is None else ref.rows
     forests = [forest] + ([isolation[0]] if isolation is not None else [])
     cat = categorical_features(forests)
     names = schema.feature_names
@@ -161,7 +154,7 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
     if schema.task in (Task.BINARY, Task.MULTICLASS):
         current = float(schema.class_index(forest.evaluate(x0[None, :]))[0])
     specs = target_specs(resolve_target(forest, target, current, explainer="counterfactuals"))
-    return [Query(forest, x0, s, cost, cons, lo, hi, allowed, cat, codes, isolation, domains) for s in specs]
+    return [Query(forest, x0, s, cost, cons, lo, hi, allowed, cat, codes, isolation, domains, opts, ref) for s in specs]
 
 
 def _with_onehot(cons: Constraints | None, domains: Domains, names: Sequence[str], x0: FloatArray
@@ -183,43 +176,89 @@ def default_verifier(forest: Forest) -> Verifier:
 
 
 def solve_counterfactual(forest: Forest, x: Any, target: Any = None, constraints: Constraints | None = None, *,
-                         norm: str | Norm = "l1", scale: Any = None, weights: Any = None, reference: Any = None,
-                         isolation: tuple[Forest, float] | None = None, k: int = 1, time_limit: float = 60.0,
-                         backend: str = "highs", presolve: bool | None = None, threads: int = 1,
-                         mip_gap: float = 1e-6, use_warm_start: bool = True, verifier: Verifier | None = None,
-                         clip_to_reference: bool = False, domains: Domains | None = None,
-                         highs_options: Sequence[tuple[str, Any]] = (), clock: Clock | None = None,
-                         race: int = 1) -> CounterfactualResult:
+                         options: CounterfactualOptions | None = None, reference: Any = None,
+                         isolation: tuple[Forest, float] | None = None, verifier: Verifier | None = None,
+                         clock: Clock | None = None) -> CounterfactualResult:
     """The cheapest change of ``x`` that makes ``forest`` predict ``target`` (see the package docstring).
 
-    ``clock`` (default ``time.perf_counter``) is what ``time_limit`` is measured on. ``race=2`` solves
-    every MILP twice at once on two threads with different HiGHS settings and keeps the first proven
-    answer (``solver.RACE_VARIANTS``; with ``threads=1``)."""
-    deadline = Deadline.after(time_limit, clock)
+    ``options`` (default :class:`CounterfactualOptions`) sets the norm, costs, time limit and search;
+    ``isolation`` is ``(isolation_forest_ir, delta)``; ``verifier`` ``f(X) -> decisions`` of the source
+    model (default: ``Forest.evaluate``); ``clock`` (default ``time.perf_counter``) is what
+    ``options.time_limit`` is measured on."""
+    opts = options or CounterfactualOptions()
+    deadline = Deadline.after(opts.time_limit, clock)
     t0 = deadline.clock()
-    queries = make_query(forest, x, target, constraints, norm=norm, scale=scale, weights=weights,
-                         reference=reference, isolation=isolation, clip_to_reference=clip_to_reference,
-                         domains=domains)
-    R = None if reference is None else forest.prepare_input(reference)
+    ref = Reference.of(forest, reference)
+    queries = make_query(forest, x, target, constraints, options=opts, reference=ref, isolation=isolation)
+    R = ref if opts.warm_start else None
     verify = verifier or default_verifier(forest)
-    # presolve=None keeps HiGHS's default (on): in bench/counterfactual.py (backends) neither setting
-    # won consistently on these models, unlike the 200-tree case in FACTS.md where presolve dominated
-    opts = SolverOptions(backend=backend, time_limit=time_limit, threads=threads, mip_rel_gap=mip_gap,
-                         presolve=presolve, highs_options=tuple(highs_options), race=race)
+    run = solver_options(opts)
     best: CounterfactualResult | None = None
     for q in queries:
-        res = _solve_query(q, opts, verify, R if use_warm_start else None, use_warm_start, deadline)
-        if k > 1 and res.found:
-            res.alternatives = _diverse(q, res, k - 1, opts, verify, R if use_warm_start else None,
-                                        use_warm_start, deadline)
+        res = _solve_query(q, run, verify, R, deadline)
+        if opts.k > 1 and res.found:
+            res.alternatives = _diverse(q, res, opts.k - 1, run, verify, R, deadline)
         if best is None or _better(res, best):
             best = res
     assert best is not None
+    if best.status == INFEASIBLE and constraints is not None and not deadline.expired():
+        _name_blocking(best, forest, x, target, constraints, opts, ref, isolation, verify, deadline)
     best.total_seconds = deadline.clock() - t0
     shown = Display(forest, queries[0].domains)
     for r in [best, *best.alternatives]:
         r.display = shown
     return best
+
+
+BLOCKING_SECONDS = 2.0
+"""Seconds each try of :func:`_name_blocking` may take at most (a point is usually found by the warm start)."""
+
+
+def relaxations(cons: Constraints) -> list[tuple[str, Constraints]]:
+    """The constraints without one of their lines each: ``(what was left out, the rest)``."""
+    out: list[tuple[str, Constraints]] = []
+    if cons.max_changes is not None:
+        out.append((f"changes <= {cons.max_changes}", replace(cons, max_changes=None)))
+    for k, r in enumerate(cons.rules):
+        if r.immutable or r.direction != Direction.ANY or r.lower is not None or r.upper is not None or r.allowed is not None:
+            what = ("immutable " if r.immutable else "") + f"the rule on {r.feature}"
+            out.append((what, replace(cons, rules=cons.rules[:k] + cons.rules[k + 1:])))
+    for k, rel in enumerate(cons.relations):
+        out.append((f"relation {k + 1}", replace(cons, relations=cons.relations[:k] + cons.relations[k + 1:])))
+    for k, imp in enumerate(cons.implications):
+        out.append((f"implication {k + 1}",
+                    replace(cons, implications=cons.implications[:k] + cons.implications[k + 1:])))
+    return out
+
+
+def _name_blocking(res: CounterfactualResult, forest: Forest, x: Any, target: Any, cons: Constraints,
+                   opts: CounterfactualOptions, reference: Reference | None, isolation: tuple[Forest, float] | None,
+                   verify: Verifier, deadline: Deadline) -> None:
+    """Name the constraint that blocks an infeasible query: the first one without which a verified point
+    reaches the target (each try gets an equal share of the time left, at most :data:`BLOCKING_SECONDS`;
+    a try that ends without a point names nothing). The query stays infeasible; only ``blocking`` and the
+    message say more."""
+    tries = relaxations(cons)
+    for k, (what, rest) in enumerate(tries):
+        left = deadline.remaining()
+        if left <= 0:
+            return
+        sub = replace(opts, k=1, time_limit=max(min(left / (len(tries) - k), BLOCKING_SECONDS), 0.01))
+        queries = make_query(forest, x, target, rest, options=sub, reference=reference, isolation=isolation)
+        R = reference if sub.warm_start else None
+        for q in queries:
+            r = _solve_query(q, solver_options(sub), verify, R, Deadline.after(sub.time_limit, deadline.clock))
+            if r.found and r.verified and not r.violations:
+                res.blocking = what
+                res.message = f"{res.message}; without {what} a point reaches {q.spec.describe()}".lstrip("; ")
+                return
+
+
+def solver_options(opts: CounterfactualOptions) -> SolverOptions:
+    """The HiGHS options of a query's MILPs (each gets the time left as its limit)."""
+    return SolverOptions(time_limit=opts.time_limit, threads=opts.threads, mip_rel_gap=opts.mip_gap,
+                         presolve=opts.presolve, seed=opts.seed, highs_options=tuple(opts.highs_options),
+                         defaults=HIGHS_DEFAULTS)
 
 
 def _better(a: CounterfactualResult, b: CounterfactualResult) -> bool:
@@ -257,8 +296,8 @@ def _finish(q: Query, res: CounterfactualResult, x: FloatArray, verify: Verifier
     return res
 
 
-def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: FloatArray | None,
-                 use_heuristic: bool, deadline: Deadline, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
+def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Reference | None,
+                 deadline: Deadline, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
     meets: Callable[[FloatArray], npt.NDArray[np.bool_]] = lambda X: forest_meets(q.forest, q.spec, X)
     if not nogoods and bool(meets(q.x0[None, :])[0]):  # the model and its source library both agree
         done = _finish(q, _base(q, OPTIMAL, verify), q.x0.copy(), verify)
@@ -266,10 +305,11 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
             done.cost, done.objective, done.bound, done.gap = 0.0, 0.0, 0.0, 0.0
             done.message = NO_CHANGE
             return done
+    use_heuristic = q.options.warm_start
     starts: list[FloatArray] = []
     lb_rel = 0.0
     if q.isolation is not None and use_heuristic:
-        rel = _plausible_relaxation(q, opts, verify, deadline.share(RELAXATION_SHARE), nogoods)
+        rel = _plausible_relaxation(q, opts, verify, deadline.share(q.options.relaxation_share), nogoods)
         if isinstance(rel, CounterfactualResult):
             return rel
         if rel is not None:
@@ -278,11 +318,7 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
     x_h = warm_start(q, meets, reference, nogoods=nogoods, deadline=deadline.share(0.5),
                      starts=starts) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
-    if q.isolation is not None and x_h is not None and c_h is not None and CUT_ROUNDS > 0:
-        cut = _cut_loop(q, opts, verify, x_h, c_h, deadline.share(CUT_SHARE), nogoods)
-        if isinstance(cut, CounterfactualResult):
-            return cut
-        lb_rel = max(lb_rel, cut)
+    search = strategy(q.options)
     res = _base(q, INFEASIBLE, verify)
     solve_secs = 0.0
     for attempt, eps in enumerate(MARGINS):
@@ -307,14 +343,7 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Flo
         run = replace(opts, time_limit=max(remaining, 0.01))
         if q.isolation is not None:
             run = replace(run, highs_options=PLAUSIBLE_FULL_OPTIONS + tuple(run.highs_options))
-        enum = _discrete_cases(q, prob, c_h) if ENUMERATE and starts and start is not None and c_h else None
-        cases = _flip_cases(q, prob, starts[0]) if FLIP_SPLIT and starts and enum is None else None
-        if enum is not None:
-            out = solve_enumerated(prob.model, run, start, *enum)
-        elif cases:
-            out = solve_cases(prob.model, run, start, cases, _probe_limit(run.time_limit))
-        else:
-            out = solve(prob.model, run, start)
+        out = search.solve(q, prob, run, start, c_h, starts[0] if starts else None)
         solve_secs += out.seconds
         res.status, res.gap, res.bound, res.objective = out.status, out.gap, q.cost.from_objective(out.bound) \
             if math.isfinite(out.bound) else out.bound, out.objective
@@ -367,18 +396,44 @@ PLAUSIBLE_FULL_OPTIONS: tuple[tuple[str, object], ...] = (
 isolation forest."""
 
 
-FLIP_SPLIT = True
-"""Branch first on the two-valued feature the plausible relaxation's optimum flips (:func:`_flip_cases`)."""
-PROBE_SHARE = 0.05
-"""Share of the solver's time the side without the warm start may take before the split is given up
-(the whole model is then solved with the time left). The probes that decided took 0.5-1.0 s on credit;
-row 55's did not decide, and at a tenth (3 s) the time it lost cost that query its proof (26 s whole)."""
-PROBE_FLOOR = 1.0
-"""Seconds a probe may take at least (up to a quarter of the time), so that short limits still split."""
+class Whole:
+    """The search strategy ``"whole"``: one MILP, from the warm start."""
+
+    def solve(self, q: Query, prob: Problem, run: SolverOptions, start: FloatArray | None, cutoff: float | None,
+              relaxed: FloatArray | None) -> SolveOutcome:
+        return solve(prob.model, run, start)
 
 
-def _probe_limit(seconds: float) -> float:
-    return min(max(PROBE_SHARE * seconds, PROBE_FLOOR), 0.25 * seconds)
+@dataclass(frozen=True)
+class Cases:
+    """The search strategy ``"cases"``: a plausible query solved case by case (``solver.solve_enumerated``).
+
+    The cases are every combination of values of the two-valued and categorical features whose changes
+    alone cost less than the warm start (:func:`discrete_cases`); with more than ``max_cases`` of them,
+    the two values of the one two-valued feature the plausible relaxation's optimum flips (:func:`flip`:
+    the costliest such flag). On the credit Table 4 queries (RF 100 x 5, IF 100 x 32, l1) most of the LP
+    relaxation's gap sits in such a flag (a payment delay at 0.3-0.8 in the LP), where HiGHS spends its
+    root on cuts before it branches. Without a relaxation point or a warm start the model is solved whole.
+    """
+
+    max_cases: int = 64
+
+    def solve(self, q: Query, prob: Problem, run: SolverOptions, start: FloatArray | None, cutoff: float | None,
+              relaxed: FloatArray | None) -> SolveOutcome:
+        if relaxed is None or start is None or not cutoff:
+            return solve(prob.model, run, start)
+        enum = discrete_cases(q, prob, cutoff, self.max_cases)
+        if enum is None:
+            pick = flip(q, prob, relaxed)
+            enum = discrete_cases(q, prob, cutoff, self.max_cases, only=pick) if pick is not None else None
+        if enum is None:
+            return solve(prob.model, run, start)
+        return solve_enumerated(prob.model, run, start, *enum)
+
+
+def strategy(options: CounterfactualOptions) -> Whole | Cases:
+    """The search strategy object of ``options.strategy``."""
+    return Cases(options.max_cases) if options.strategy == "cases" else Whole()
 
 
 def _two_valued(d: Domain) -> TypeGuard[NumericDomain]:
@@ -388,43 +443,22 @@ def _two_valued(d: Domain) -> TypeGuard[NumericDomain]:
             and not d.in_relation)
 
 
-def _flip_cases(q: Query, prob: Problem, x_r: FloatArray) -> list[Case] | None:
-    """The two sides of the costliest two-valued feature (a 0/1 flag) that the relaxation's optimum
-    ``x_r`` changes, or None. Its single level column is 0 or 1 in every solution (the flows that read it
-    are binary), so the two sides cover them all.
-
-    On the credit Table 4 queries (RF 100 x 5, IF 100 x 32, l1) most of the LP relaxation's gap sits in
-    such a flip: a payment-delay flag at 0.3-0.8 in the LP. HiGHS spends its root on cuts before it
-    branches there. ``solver.solve_cases`` first probes the side that keeps the case's value, cut off
-    at the warm start's cost (its LP was infeasible, in 0.05-0.13 s, on those rows). Then it solves the
-    flipped side alone. A/B over the 20 queries, one core each, load 1-2, with a 3 s probe: median
-    3.08 s against 3.72 s, 17 proven either way. Row 62 took 6.1 s instead of 16.9 s, row 56 4.8 s
-    instead of 6.7 s, and row 174 2.6 s instead of 4.3 s. Row 37 took 24.2 s instead of 21.7 s, and row
-    55 29.9 s instead of 26.5 s; on those two the flip is not where the gap is. With the 1.5 s probe
-    (:data:`PROBE_SHARE`) two bench runs gave medians of 3.21 and 3.22 s (3.75 s before), with 17 of
-    20 proven.
-    """
+def flip(q: Query, prob: Problem, x_r: FloatArray) -> int | None:
+    """The costliest two-valued feature that the relaxation's optimum ``x_r`` changes, or None."""
     costs = q.cost.feature_costs(x_r[None, :])[0]
     pick: NumericDomain | None = None
     for d in prob.domains:
         if (_two_valued(d) and x_r[d.index] != q.x0[d.index]
                 and (pick is None or costs[d.index] > costs[pick.index])):
             pick = d
-    if pick is None:
-        return None
-    return [(pick.mu, np.array([v])) for v in (0.0, 1.0)]
+    return None if pick is None else pick.index
 
 
-ENUMERATE = True
-"""Solve a plausible query case by case over its two-valued and categorical features (:func:`_discrete_cases`)."""
-MAX_CASES = 64
-"""More combinations than this below the warm start's cost: the query is solved whole (or split on one flag)."""
-
-
-def _discrete_cases(q: Query, prob: Problem, cutoff: float) -> tuple[list[Case], FloatArray] | None:
-    """Every combination of values of the two-valued and categorical features whose changes alone cost less
-    than ``cutoff`` (the warm start's cost), with that cost as the combination's floor in objective units;
-    None when there are none or more than :data:`MAX_CASES`.
+def discrete_cases(q: Query, prob: Problem, cutoff: float, max_cases: int, only: int | None = None
+                   ) -> tuple[list[Case], FloatArray] | None:
+    """Every combination of values of the two-valued and categorical features (or of feature ``only``)
+    whose changes alone cost less than ``cutoff`` (the warm start's cost), with that cost as the
+    combination's floor in objective units; None when there are none or more than ``max_cases``.
 
     The cases cover every point cheaper than the warm start: the cost only grows with each feature's
     change, so a combination whose own changes reach ``cutoff`` holds no cheaper point. Each two-valued
@@ -433,6 +467,8 @@ def _discrete_cases(q: Query, prob: Problem, cutoff: float) -> tuple[list[Case],
     """
     feats: list[tuple[int, npt.NDArray[np.int64], list[FloatArray], FloatArray]] = []
     for d in prob.domains:
+        if only is not None and d.index != only:
+            continue
         if _two_valued(d):
             feats.append((d.index, d.mu, [np.zeros(1), np.ones(1)], d.levels.copy()))
         elif isinstance(d, CategoricalDomain) and d.codes.shape[0] > 1:
@@ -448,7 +484,7 @@ def _discrete_cases(q: Query, prob: Problem, cutoff: float) -> tuple[list[Case],
     def walk(f: int, picks: list[int]) -> bool:
         if f == len(feats):
             out.append((list(picks), cost()))
-            return len(out) <= MAX_CASES
+            return len(out) <= max_cases
         i, _, _, xs = feats[f]
         for j in range(xs.shape[0]):
             x[i] = xs[j]
@@ -468,8 +504,6 @@ def _discrete_cases(q: Query, prob: Problem, cutoff: float) -> tuple[list[Case],
 
 RELAXATION_OPTIONS: tuple[tuple[str, object], ...] = (("mip_pscost_minreliable", 0),)
 """HiGHS options (after ``solver.HIGHS_DEFAULTS``, before the caller's) for the plausible relaxation."""
-RELAXATION_SHARE = 0.25
-"""Share of the time left that the plausible relaxation (the query without the explained model) may use."""
 
 
 def _plausible_relaxation(q: Query, opts: SolverOptions, verify: Verifier, deadline: Deadline,
@@ -502,72 +536,6 @@ def _plausible_relaxation(q: Query, opts: SolverOptions, verify: Verifier, deadl
     return x, max(lb, 0.0) if math.isfinite(lb) else 0.0
 
 
-CUT_SHARE = 0.2
-"""Share of the time left that the cut loop may use before the full encoding takes over."""
-CUT_ROUNDS = 0
-"""Cut-loop solves at most before the full encoding (0: no cut loop). Off by default, as measured on
-OCEAN's Table 4 credit queries (RF 100 x 5, IF 100 x 32, l1; bench/counterfactual.py --cut-rounds): the
-optimum without the isolation forest was plausible on 1 query of 10 (proven in one solve, 2.8 s instead
-of 4.2 s at load 10); on the others the loop crept while each solve cost about as much as the whole
-full-encoding query: 0.0207 -> 0.0285 in 21 solves where the optimum is 0.0995, 0.127 -> 0.148 in 3
-where the best known point costs 1.07 (the isolation forest alone bounds it by 0.78 in a second)."""
-
-
-def _cut_loop(q: Query, opts: SolverOptions, verify: Verifier, x_h: FloatArray, c_h: float, deadline: Deadline,
-              nogoods: Sequence[FloatArray]) -> CounterfactualResult | float:
-    """The query without the isolation forest in the MILP, plausibility enforced by cuts.
-
-    The MILP without the isolation forest (forest, domains, costs, constraints; a level at every
-    isolation split) is a relaxation: its optimum, when plausible, is the query's optimum. When it is
-    not, the row "leave this box" (:func:`plausibility.leave_box`: a box around the optimum that holds
-    no plausible point) removes only implausible points, and the model is solved again with the row
-    (HiGHS keeps the model loaded), from the heuristic point ``x_h`` (plausible, so it meets every row).
-    Each optimum bounds the query's cost from below. Returns the proven optimum as a result, else the
-    best lower bound (0 when it proved nothing) after ``CUT_ROUNDS`` solves or at ``deadline``.
-    """
-    assert q.isolation is not None and q.isolation_encoded is not None
-    iso, delta = q.isolation
-    if opts.backend != "highs" or not BoxBound.supported(q.isolation_encoded, q.x0):
-        return 0.0
-    prob = build(q, cost_bound=c_h, nogoods=nogoods, deadline=deadline, encode_isolation=False)
-    if prob.infeasible or prob.expired or deadline.remaining() <= 0:
-        return 0.0
-    start = prob.assignment(x_h)
-    session = HighsSession(prob.model, opts)
-    bound = BoxBound(q.isolation_encoded, prob.domains, delta)
-    lb, secs = 0.0, 0.0
-    for _ in range(CUT_ROUNDS):
-        if deadline.remaining() <= 0:
-            break
-        out = session.run(start, time_limit=deadline.remaining())
-        secs += out.seconds
-        if out.status != OPTIMAL or out.x is None or not math.isfinite(out.bound):
-            break
-        priced = float(prob.model.cost @ out.x) + float(prob.model.offset)
-        if abs(priced - out.objective) > 1e-7 * (1.0 + abs(out.objective)):
-            break  # HiGHS handed back other columns than its optimum's (see solver._solve_highs)
-        lb = max(lb, q.cost.from_objective(out.bound))
-        x = prob.point(out.x)
-        if float(iso.evaluate(x[None, :])[0]) >= delta - 1e-9:
-            done = _finish(q, _base(q, OPTIMAL, verify), x, verify)
-            if done.verified and not done.violations and (
-                    done.cost <= q.cost.from_objective(out.objective) * (1 + 1e-9) + 1e-12):
-                _size(done, prob)
-                done.objective, done.bound, done.solve_seconds = out.objective, min(lb, done.cost), secs
-                done.gap = (done.cost - done.bound) / done.cost if done.cost > 0 else 0.0
-                return done
-            break  # not verified at this margin: the full encoding decides
-        cut = leave_box(bound, prob.domains, x)
-        if cut is None:
-            break
-        expr, need = cut
-        session.make_integer(np.array(need, dtype=np.int64))
-        cols, inv = np.unique(np.asarray(expr.cols, dtype=np.int64), return_inverse=True)
-        coefs = np.bincount(inv, weights=np.asarray(expr.coefs, dtype=np.float64), minlength=cols.shape[0])
-        session.add_row(cols[coefs != 0.0], coefs[coefs != 0.0], 1.0 - expr.const, np.inf)
-    return lb
-
-
 def _raise_bound(res: CounterfactualResult, lb: float) -> None:
     """Take a higher proven lower bound (the plausible relaxation's) and recompute the gap from it."""
     if lb > 0 and not (math.isfinite(res.bound) and res.bound >= lb):
@@ -595,13 +563,13 @@ def _size(res: CounterfactualResult, prob: Problem) -> None:
 
 
 def _diverse(q: Query, first: CounterfactualResult, n: int, opts: SolverOptions, verify: Verifier,
-             reference: FloatArray | None, use_heuristic: bool, deadline: Deadline) -> list[CounterfactualResult]:
+             reference: Reference | None, deadline: Deadline) -> list[CounterfactualResult]:
     """Up to ``n`` more counterfactuals, each with a change pattern not seen before (no-good cuts)."""
     assert first.x is not None
     patterns = [change_pattern(q, first.x)]
     out: list[CounterfactualResult] = []
     for _ in range(n):
-        res = _solve_query(q, opts, verify, reference, use_heuristic, deadline, nogoods=patterns)
+        res = _solve_query(q, opts, verify, reference, deadline, nogoods=patterns)
         if not res.found:
             break
         out.append(res)

@@ -1,4 +1,4 @@
-"""Branch-choice encoding of a forest (papers.md section 3.1-3.2), vectorised over all nodes.
+"""Branch-choice encoding of a forest (OCEAN, Parmentier & Vidal 2021, sections 3.1-3.2), vectorised over all nodes.
 
 Per tree: a continuous flow ``y`` on every node that can still be reached, with
 ``y_root = 1`` and ``y_v = y_left + y_right``, and one binary ``lambda`` per depth
@@ -135,9 +135,16 @@ class ForestEncoding:
 
 
 def encode(forest: Forest, ch: NodeChoices, reach: BoolArray, domains: list[Domain], model: MilpModel,
-           name: str = "y", integer_flows: bool = False) -> ForestEncoding:
-    """Flows, branch binaries and consistency rows of one forest (``integer_flows``: the flows binary too,
-    see :data:`INTEGER_FLOWS`)."""
+           name: str = "y", integer_flows: bool = False, interval_rows: bool = True) -> ForestEncoding:
+    """Flows, branch binaries and consistency rows of one forest.
+
+    ``integer_flows`` declares the flows binary as well as the branch choices. Every solution's flows are
+    0/1 already (a path per tree), so no point is lost; the solver gets cliques (the leaves of a tree) and
+    node-level branching. On OCEAN's Table 4 credit queries (RF 100 x 5, isolation forest 100 x 32, l1)
+    the full MILPs took 4.5 s instead of 19 s (row 56) and 14 s instead of 30 s (row 62); the isolation
+    forest alone solves faster with continuous flows, so the driver asks for them only with both forests.
+    ``interval_rows``: consistency as cumulative interval rows per tree and cut (a stronger LP) instead
+    of one pair of rows per node."""
     left, right = forest.left.astype(np.int64), forest.right.astype(np.int64)
     internal = reach & (left >= 0)
     li, ri = np.maximum(left, 0), np.maximum(right, 0)
@@ -182,7 +189,7 @@ def encode(forest: Forest, ch: NodeChoices, reach: BoolArray, domains: list[Doma
     model.add_rows(np.concatenate([inv, np.arange(g)]), np.concatenate([y[right[bnodes]], lam]),
                    np.ones(bnodes.shape[0] + g), np.full(g, -np.inf), np.ones(g))
 
-    _consistency(forest, ch, bnodes, y, domains, model)
+    _consistency(forest, ch, bnodes, y, domains, model, interval_rows)
     return ForestEncoding(forest, reach, branching, y, fixed_leaf, lam, (ukey // 1024).astype(np.int64),
                           (ukey % 1024).astype(np.int64))
 
@@ -215,7 +222,7 @@ def _zero_cuts(dom: NumericDomain) -> tuple[float, float]:
 
 
 def _consistency(forest: Forest, ch: NodeChoices, bnodes: IntArray, y: IntArray, domains: list[Domain],
-                 model: MilpModel) -> None:
+                 model: MilpModel, interval_rows: bool) -> None:
     left, right = forest.left, forest.right
     feat = forest.feature[bnodes]
     for i in np.unique(feat):
@@ -229,7 +236,7 @@ def _consistency(forest: Forest, ch: NodeChoices, bnodes: IntArray, y: IntArray,
         assert isinstance(dom, NumericDomain)
         sp = ch.special[nodes]
         pure = sp == 0
-        if INTERVAL_ROWS:
+        if interval_rows:
             _interval_rows(forest, ch, y, i, nodes[pure], dom, model)
         else:
             col, const = dom.gt_cols(dom.grid.down(ch.t_eff[nodes]))
@@ -254,19 +261,6 @@ def _consistency(forest: Forest, ch: NodeChoices, bnodes: IntArray, y: IntArray,
         _rows(model, [(col[s2], const[s2], 1.0), (yr[s2], None, -1.0)], 0.0, np.inf)
         _rows(model, z2 + [(yr[s2], None, 1.0)], -np.inf, 1.0)
         _rows(model, [(col[s2], const[s2], -1.0)] + z2 + [(yl[s2], None, -1.0)], -1.0, np.inf)
-
-
-INTEGER_FLOWS = True
-"""Declare the flows binary as well as the branch choices in a MILP with an isolation forest and the
-explained model. Every solution's flows are 0/1 already (a path per tree), so no point is lost; the solver
-gets cliques (the leaves of a tree) and node-level branching. On OCEAN's Table 4 credit queries (RF 100 x 5,
-isolation forest 100 x 32, l1, one HiGHS thread) the captured full MILPs took 4.5 s instead of 19 s (row 56),
-14 s instead of the 30 s limit (row 62), and row 37, never proven before, was proven in 20 s at a cost below
-the best point known. The isolation forest alone (``solve._plausible_relaxation``) got slower with it
-(0.1-1.0 s -> 0.4-4.4 s), so it keeps continuous flows."""
-
-INTERVAL_ROWS = True
-"""Consistency as cumulative interval rows (stronger LP) instead of one pair of rows per node."""
 
 
 def _interval_rows(forest: Forest, ch: NodeChoices, y: IntArray, i: int, nodes: IntArray, dom: NumericDomain,

@@ -18,7 +18,8 @@ from typing import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, Direction
+from lumber.ir import Constraints
+from lumber.ir.constraints import MoveLimits
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -38,33 +39,19 @@ class ActionSpace:
 def action_space(cons: Constraints | None, names: Sequence[str], lo0: FloatArray, hi0: FloatArray) -> ActionSpace:
     """The moves allowed from every case ``lo0 <= x0 <= hi0`` (``lo0 == hi0`` for one case)."""
     d = len(names)
-    a = np.full(d, -np.inf)
-    b = np.full(d, np.inf)
-    movable = np.ones(d, dtype=bool)
-    reason = [""] * d
     if cons is None:
         cons = Constraints()
+    limits = MoveLimits.of(cons, names)
+    unknown = np.isnan(lo0) | np.isnan(hi0)  # an unknown value bounds nothing relative to it, in neither end
+    a, b = limits.interval(np.where(unknown, np.nan, lo0), np.where(unknown, np.nan, hi0))
+    movable = np.ones(d, dtype=bool)
+    reason = [""] * d
     for i, n in enumerate(names):
         r = cons.rule(n)
-        l0, h0 = float(lo0[i]), float(hi0[i])
-        known = not (np.isnan(l0) or np.isnan(h0))
         if r.immutable:
             movable[i], reason[i] = False, "immutable"
+            a[i], b[i] = -np.inf, np.inf
             continue
-        if r.lower is not None:
-            if r.lower.relative:
-                a[i] = max(a[i], h0 + r.lower.value) if known else a[i]
-            else:
-                a[i] = max(a[i], r.lower.value)
-        if r.upper is not None:
-            if r.upper.relative:
-                b[i] = min(b[i], l0 + r.upper.value) if known else b[i]
-            else:
-                b[i] = min(b[i], r.upper.value)
-        if known and r.direction == Direction.INCREASE:
-            a[i] = max(a[i], h0)
-        elif known and r.direction == Direction.DECREASE:
-            b[i] = min(b[i], l0)
         if r.allowed is not None and len(r.allowed):
             a[i] = max(a[i], float(min(r.allowed)))
             b[i] = min(b[i], float(max(r.allowed)))

@@ -36,9 +36,30 @@ ESTIMATE_CACHE = 1 << 18
 """Estimated route rows kept per context (the cache is cleared when it would grow past this)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RuleOptions:
-    """Knobs of the rule search (paper defaults: K = 10, pi = pi_c = 0.9)."""
+    """Options of ``lumber.counterfactual_rules``: the estimators, the rule search and the samples
+    (K = 10, pi = pi_c = 0.9 as in the paper; :meth:`paper` switches the rest to the paper's protocol)."""
+
+    # -- the estimators
+    surrogate: Any = None
+    """The random forest that estimates: None/``"auto"`` (the model itself when it is a random forest, else
+    a fitted surrogate), ``"fit"``, ``"model"``, or a random forest (object, file or Forest)."""
+    n_estimators: int = 20
+    """Trees of the fitted surrogate."""
+    max_depth: int | None = 10
+    """Depth of the fitted surrogate's trees."""
+    isolation: Any = None
+    """A fitted scikit-learn ``IsolationForest`` (or its Forest) scoring samples; default: one fitted on the
+    training rows with ``random_state=seed`` and :attr:`contamination`."""
+    contamination: float | str = 0.1
+    """The default isolation forest's false-alarm rate on the training rows: a sample is plausible when its
+    score is above this quantile of the training rows' scores (the definition ``lumber.counterfactual``'s
+    plausibility uses); ``"auto"``: scikit-learn's fixed threshold (the paper's setting)."""
+    verify_with_model: bool = True
+    """Also check every sample with the source model object's ``predict``."""
+
+    # -- the rule search
 
     pi: float = 0.9
     """CDP a divergent set must reach."""
@@ -96,6 +117,15 @@ class RuleOptions:
     seed: int = 0
     anneal: AnnealOptions = field(default_factory=AnnealOptions)
 
+    @classmethod
+    def paper(cls, **changes: Any) -> "RuleOptions":
+        """The paper's protocol (its text and public code): no second search over ``k_max`` features, the K
+        candidates by impurity importance, Projected Forest cells of at least 5 rows, scikit-learn's fixed
+        isolation threshold, the sparsest rule kept (no widening) and score-only annealing (no robustness
+        reward). ``changes`` override fields, as in ``RuleOptions.paper(k=8)``."""
+        return cls(**{"k_max": 0, "rank": "impurity", "min_cell_rows": 5, "contamination": "auto", "widen": 0,
+                      "anneal": AnnealOptions(guided=False, robust_sigma=0.0), **changes})
+
     def check(self) -> "RuleOptions":
         for name in ("pi", "pi_c"):
             v = getattr(self, name)
@@ -122,6 +152,12 @@ class RuleOptions:
             raise InputDataError(f"widen and widen_sets must be >= 0, got {self.widen!r}, {self.widen_sets!r}")
         if self.n_samples < 0:
             raise InputDataError(f"n_samples must be >= 0, got {self.n_samples!r}")
+        if isinstance(self.n_estimators, bool) or not isinstance(self.n_estimators, int) or self.n_estimators < 1:
+            raise InputDataError(f"n_estimators must be at least 1, got {self.n_estimators!r}")
+        c = self.contamination
+        if not (c == "auto" or (isinstance(c, (int, float)) and not isinstance(c, bool) and 0.0 < c <= 0.5)):
+            raise InputDataError(f"contamination must be 'auto' or in (0, 0.5], got {c!r}",
+                                 "the share of training rows the default isolation forest calls outliers")
         return self
 
 

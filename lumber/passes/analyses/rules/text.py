@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from lumber.ir import Feature, FeatureKind
+from lumber.ir.display import SHORT_DIGITS, digits
+from lumber.ir.domains import DomainKind
 
 if TYPE_CHECKING:
     from lumber.ir.display import Display
@@ -59,8 +61,6 @@ def _codes(feature: Feature, shown: "Display | None", index: int) -> Sequence[fl
 
 
 def _is_categorical(feature: Feature, shown: "Display | None", index: int) -> bool:
-    from lumber.ir.domains import DomainKind
-
     dom = shown.domains[index] if shown is not None and shown.domains is not None and index >= 0 else None
     return feature.kind == FeatureKind.CATEGORICAL or (dom is not None and dom.kind == DomainKind.CATEGORICAL)
 
@@ -141,7 +141,6 @@ def condition(feature: Feature, lo: float, hi: float, shown: "Display | None" = 
 def _shown(exact: str, op: str, t: float, shown: "Display | None", index: int) -> str:
     """An exact bound text (``> a``, ``>= nextafter(a)``, ...) when its number is short, else ``op`` and the
     display's threshold text (the shortest decimal of the same model cells)."""
-    from lumber.ir.display import SHORT_DIGITS, digits
 
     if shown is None or index < 0 or digits(float(exact.split()[-1])) <= SHORT_DIGITS:
         return exact

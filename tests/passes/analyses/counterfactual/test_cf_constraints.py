@@ -15,7 +15,7 @@ from lumber.ir import (
     Bound, Constraints, Direction, Event, FeatureEvent, FeatureRule, Implication, InputDataError, LinearRelation,
     Membership, PostTransform, Task,
 )
-from lumber.passes.analyses.counterfactual import solve_counterfactual
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, solve_counterfactual
 
 # class 1 iff the margin is > 0; several routes to it, with different features
 TREES = [
@@ -45,7 +45,7 @@ def _brute(forest, cons: Constraints | None, norm="l1", extra=None):
 def test_unconstrained_matches_brute(forest) -> None:
     assert forest.predict(X0[None, :])[0] == 0
     for norm in ("l0", "l1", "l2", "linf"):
-        r = solve_counterfactual(forest, X0, target=1, norm=norm)
+        r = solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(norm=norm))
         assert r.optimal and r.verified
         assert r.cost == pytest.approx(_brute(forest, None, norm), rel=1e-9)
 
@@ -83,7 +83,7 @@ def _allowed(X, cons):
 def test_max_changes(forest) -> None:
     for k in (1, 2):
         cons = Constraints(max_changes=k)
-        r = solve_counterfactual(forest, X0, target=1, constraints=cons, norm="l1")
+        r = solve_counterfactual(forest, X0, target=1, constraints=cons, options=CounterfactualOptions(norm="l1"))
         exp = _brute(forest, cons, extra=lambda X, k=k: (X != X0).sum(axis=1) <= k)
         assert r.verified and r.cost == pytest.approx(exp, rel=1e-9)
         assert len(r.changes) <= k
@@ -148,7 +148,7 @@ def test_time_limit_is_labelled() -> None:
     m = RandomForestClassifier(n_estimators=30, max_depth=6, random_state=0).fit(X, y)
     f = lumber.load(m)
     x = X[np.flatnonzero(m.predict(X) == 0)[0]]
-    with_start = solve_counterfactual(f, x, target=1, reference=X, time_limit=0.05)
+    with_start = solve_counterfactual(f, x, target=1, reference=X, options=CounterfactualOptions(time_limit=0.05))
     # wall-clock limits: on a loaded machine even the warm start may not finish in 0.05 s
     # (the deadline itself is pinned with a fake clock in test_cf_deadline)
     assert with_start.status in ("time_limit", "optimal", "no_solution")
@@ -156,14 +156,14 @@ def test_time_limit_is_labelled() -> None:
         assert with_start.timed_out and with_start.verified and with_start.found
     if with_start.status == "no_solution":
         assert with_start.x is None and with_start.timed_out
-    cold = solve_counterfactual(f, x, target=1, use_warm_start=False, time_limit=0.01)
+    cold = solve_counterfactual(f, x, target=1, options=CounterfactualOptions(warm_start=False, time_limit=0.01))
     assert cold.status in ("no_solution", "time_limit", "optimal")
     if cold.status == "no_solution":
         assert cold.x is None and cold.timed_out
 
 
 def test_diverse_counterfactuals(forest) -> None:
-    r = solve_counterfactual(forest, X0, target=1, k=3)
+    r = solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(k=3))
     sols = [r] + r.alternatives
     assert len(sols) >= 2
     patterns = {tuple(np.sign(s.x - X0)) + (s.x[2],) for s in sols}
@@ -173,24 +173,24 @@ def test_diverse_counterfactuals(forest) -> None:
     assert costs == sorted(costs)
 
 
-@pytest.mark.parametrize("backend,presolve", [("highs", False), ("scipy", None)])
-def test_backends_agree(forest, backend, presolve) -> None:
-    ref = solve_counterfactual(forest, X0, target=1, norm="l2")
-    r = solve_counterfactual(forest, X0, target=1, norm="l2", backend=backend, presolve=presolve)
+@pytest.mark.parametrize("presolve", [False, True])
+def test_presolve_settings_agree(forest, presolve) -> None:
+    ref = solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(norm="l2"))
+    r = solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(norm="l2", presolve=presolve))
     assert r.optimal and r.verified and r.cost == pytest.approx(ref.cost, rel=1e-9)
 
 
 def test_bad_arguments_raise_clear_errors(forest) -> None:
     with pytest.raises(InputDataError, match="unknown norm"):
-        solve_counterfactual(forest, X0, target=1, norm="l3")
+        solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(norm="l3"))
     with pytest.raises(InputDataError, match="needs reference data"):
-        solve_counterfactual(forest, X0, target=1, scale="std")
+        solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(scale="std"))
     with pytest.raises(InputDataError, match="not a class"):
         solve_counterfactual(forest, X0, target=7)
     with pytest.raises(InputDataError, match="unknown features"):
         solve_counterfactual(forest, X0, target=1, constraints=Constraints(rules=(FeatureRule("zz"),)))
-    with pytest.raises(InputDataError, match="unknown MILP backend"):
-        solve_counterfactual(forest, X0, target=1, backend="cplex")
+    with pytest.raises(InputDataError, match="unknown counterfactual strategy"):
+        CounterfactualOptions(strategy="race")
     reg = make_forest([("a", 0.0, 1.0, 2.0)], ["a"])
     with pytest.raises(InputDataError, match="interval"):
         solve_counterfactual(reg, np.array([0.0]), target=3)
@@ -214,7 +214,7 @@ def test_ordinal_and_binary_features_take_whole_levels(norm) -> None:
     ones = np.ones(3)
     for x0 in (np.array([2.0, 0.0, 0.0]), np.array([3.0, 1.0, -1.0]), np.array([7.0, 0.0, 1.0])):
         cur = int(f.predict(x0[None, :])[0])
-        r = solve_counterfactual(f, x0, target=1 - cur, norm=norm, weights=(ones, ones * 1.5))
+        r = solve_counterfactual(f, x0, target=1 - cur, options=CounterfactualOptions(norm=norm, weights=(ones, ones * 1.5)))
         exp, _ = brute_force(f, x0, lambda X: f.predict(X) == 1 - cur, norm, ones, ones * 1.5)
         if not np.isfinite(exp):
             assert r.status == "infeasible"
@@ -242,14 +242,66 @@ def test_constraints_override_keywords(forest) -> None:
     from lumber.ir import Norm, Target
 
     cons = Constraints(norm=Norm.L2, target=Target(label=1))
-    r = solve_counterfactual(forest, X0, target=None, constraints=cons, norm="l1")
+    r = solve_counterfactual(forest, X0, target=None, constraints=cons, options=CounterfactualOptions(norm="l1"))
     assert r.norm == "l2" and r.target == "class 1"
-    assert r.cost == pytest.approx(solve_counterfactual(forest, X0, target=1, norm="l2").cost)
+    assert r.cost == pytest.approx(solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(norm="l2")).cost)
 
 
 def test_weights_by_name(forest) -> None:
-    a = solve_counterfactual(forest, X0, target=1, weights={"a": (1.0, 3.0)})
-    b = solve_counterfactual(forest, X0, target=1, weights=(np.ones(3), np.array([3.0, 1.0, 1.0])))
+    a = solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(weights={"a": (1.0, 3.0)}))
+    b = solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(weights=(np.ones(3), np.array([3.0, 1.0, 1.0]))))
     assert a.cost == pytest.approx(b.cost) and np.array_equal(a.x, b.x)
-    with pytest.raises(InputDataError, match="unknown features"):
-        solve_counterfactual(forest, X0, target=1, weights={"zz": 2.0})
+    with pytest.raises(InputDataError, match="weights: unknown feature 'zz'"):
+        solve_counterfactual(forest, X0, target=1, options=CounterfactualOptions(weights={"zz": 2.0}))
+
+
+def test_vectorised_check_agrees_with_violations_point_by_point() -> None:
+    """``actionability.Checker.ok`` (the warm start's check of many points at once) says exactly what
+    ``violations`` says of each point: bounds, allowed values, relations, implications and the change limit."""
+    from lumber.passes.analyses.counterfactual.actionability import Checker, violations
+
+    names = ["a", "b", "c", "d"]
+    cons = Constraints(
+        rules=(FeatureRule("a", lower=Bound(-1.0), upper=Bound(2.0)), FeatureRule("d", allowed=(0.0, 1.0, 3.0))),
+        relations=(LinearRelation((("a", 1.0), ("b", 2.0)), (("a", 1.0),), "<=", 3.0),
+                   LinearRelation((("c", 1.0),), (), "==", 0.5)),
+        implications=(Implication(FeatureEvent("b", Event.INCREASES), (Membership("d", (1.0, 3.0)),)),
+                      Implication(Membership("d", (0.0,), original=True), (FeatureEvent("c", Event.UNCHANGED),)),
+                      Implication(LinearRelation((("a", 1.0),), (), ">=", 1.0), (FeatureEvent("d", Event.CHANGES),))),
+        max_changes=2)
+    rng = np.random.default_rng(0)
+    x0 = np.array([0.5, 1.0, 0.5, 0.0])
+    X = np.tile(x0, (4000, 1))
+    for j in range(4):  # each coordinate kept, or moved to one of a few values (some NaN)
+        pick = rng.uniform(size=X.shape[0]) < 0.5
+        X[pick, j] = rng.choice([-2.0, -1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, np.nan], size=int(pick.sum()))
+    want = np.array([not violations(cons, names, x0, x) for x in X])
+    got = Checker(cons, names, x0).ok(X)
+    assert np.array_equal(got, want)
+    assert 0 < want.sum() < want.shape[0]
+
+
+def test_an_infeasible_query_names_the_constraint_that_blocks_it(forest) -> None:
+    """No point under the constraints: the answer stays infeasible, and names the one constraint without
+    which a verified point reaches the target (exhaustive search agrees on both)."""
+    frozen = Constraints(rules=(FeatureRule("a", immutable=True), FeatureRule("b", immutable=True),
+                                FeatureRule("c", immutable=True)))
+    assert _brute(forest, frozen) == np.inf
+    r = solve_counterfactual(forest, X0, target=1, constraints=frozen)
+    assert r.status == "infeasible" and r.x is None
+    # a alone cannot reach the target (the first rule tried), b alone can
+    assert _brute(forest, Constraints(rules=frozen.rules[1:])) == np.inf
+    assert np.isfinite(_brute(forest, Constraints(rules=(frozen.rules[0], frozen.rules[2]))))
+    assert r.blocking == "immutable the rule on b" and "without immutable the rule on b" in r.message
+    none = Constraints(max_changes=0)
+    r = solve_counterfactual(forest, X0, target=1, constraints=none)
+    assert r.status == "infeasible" and r.blocking == "changes <= 0"
+    assert r.to_dict()["blocking"] == "changes <= 0"
+
+
+def test_no_constraint_blocks_alone_names_none(forest) -> None:
+    """Every feature immutable and no change allowed: no single removal admits a point, so none is named."""
+    cons = Constraints(rules=(FeatureRule("a", immutable=True), FeatureRule("b", immutable=True),
+                              FeatureRule("c", immutable=True)), max_changes=0)
+    r = solve_counterfactual(forest, X0, target=1, constraints=cons)
+    assert r.status == "infeasible" and r.blocking == ""

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from lumber.passes.analyses.counterfactual import solve as solve_mod
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, solve as solve_mod
 from lumber.passes.analyses.counterfactual import heuristic
 from lumber.passes.analyses.counterfactual.deadline import Deadline
 from lumber.passes.analyses.counterfactual.problem import build
@@ -65,7 +65,7 @@ def test_solver_gets_what_is_left(rf_case, monkeypatch) -> None:
         return real(model, opts, start)
 
     monkeypatch.setattr(solve_mod, "solve", spy)
-    res = solve_counterfactual(f, x, target=1, reference=X, time_limit=7.0, clock=FakeClock())
+    res = solve_counterfactual(f, x, target=1, reference=X, clock=FakeClock(), options=CounterfactualOptions(time_limit=7.0))
     assert res.status == "optimal" and res.verified
     assert seen and seen[0] == 7.0
 
@@ -82,7 +82,7 @@ def test_warm_start_that_eats_the_budget_returns_its_point_as_time_limit(rf_case
 
     monkeypatch.setattr(solve_mod, "warm_start", slow_warm_start)
     monkeypatch.setattr(solve_mod, "solve", lambda *a, **kw: pytest.fail("solver called after the deadline"))
-    res = solve_counterfactual(f, x, target=1, reference=X, time_limit=2.0, clock=clock)
+    res = solve_counterfactual(f, x, target=1, reference=X, clock=clock, options=CounterfactualOptions(time_limit=2.0))
     assert res.status == "time_limit" and res.found and res.verified and not res.violations
     assert res.bound == 0.0 and res.gap == 1.0 and res.cost > 0
     assert "time limit" in res.message
@@ -98,7 +98,7 @@ def test_no_point_by_the_deadline_says_so(rf_case, monkeypatch) -> None:
 
     monkeypatch.setattr(solve_mod, "warm_start", fruitless_warm_start)
     monkeypatch.setattr(solve_mod, "solve", lambda *a, **kw: pytest.fail("solver called after the deadline"))
-    res = solve_counterfactual(f, x, target=1, reference=X, time_limit=2.0, clock=clock)
+    res = solve_counterfactual(f, x, target=1, reference=X, clock=clock, options=CounterfactualOptions(time_limit=2.0))
     assert res.status == "no_solution" and res.x is None and res.timed_out
     assert "no point found" in res.message
 
@@ -127,7 +127,7 @@ def test_warm_start_gets_half_and_stops_at_it(rf_case, monkeypatch) -> None:
     monkeypatch.setattr(solve_mod, "warm_start",
                         lambda *a, deadline, **kw: shares.append(deadline.remaining()) or real_ws(*a, deadline=deadline,
                                                                                                   **kw))
-    solve_counterfactual(f, x, target=1, time_limit=8.0, clock=FakeClock())
+    solve_counterfactual(f, x, target=1, clock=FakeClock(), options=CounterfactualOptions(time_limit=8.0))
     assert shares == [4.0]
 
 

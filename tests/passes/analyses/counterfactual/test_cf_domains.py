@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from cf_brute import brute_force
 from lumber.ir import Bound, Constraints, FeatureKind, FeatureRule, Forest, OneHotGroup, Task
 from lumber.ir.domains import DomainKind, Domains, FeatureDomain, infer_domains
-from lumber.passes.analyses.counterfactual import solve_counterfactual
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, solve_counterfactual
 from strategies import forests
 
 EXAMPLES = int(os.environ.get("CF_EXAMPLES", "20"))
@@ -58,7 +58,7 @@ def test_optimum_on_the_domain_grid_equals_exhaustive(norm: str, forest: Forest,
         return
     current = int(forest.predict(x0[None, :])[0])
     target = 1 - current
-    res = solve_counterfactual(forest, x0, target=target, norm=norm, domains=doms, time_limit=30)
+    res = solve_counterfactual(forest, x0, target=target, options=CounterfactualOptions(norm=norm, domains=doms, time_limit=30))
     meets = lambda X: forest.predict(X) == target  # noqa: E731
     ones = np.ones(n)
     exact, _ = brute_force(forest, x0, meets, norm, ones, ones, steps=steps)
@@ -110,7 +110,7 @@ def test_onehot_groups_stay_onehot() -> None:
     cons = Constraints(onehot=(OneHotGroup("g", ("f0", "f1", "f2")),))
     doms = infer_domains(forest.schema, cons)
     assert [d.kind for d in doms.features] == [DomainKind.BINARY] * 3
-    res = solve_counterfactual(forest, np.array([1.0, 0.0, 0.0]), target=1, constraints=cons, norm="l0")
+    res = solve_counterfactual(forest, np.array([1.0, 0.0, 0.0]), target=1, constraints=cons, options=CounterfactualOptions(norm="l0"))
     assert res.optimal, res.message
     np.testing.assert_array_equal(res.x, [0.0, 1.0, 0.0])
     assert doms.problems(np.array([1.0, 0.0, 0.0]), res.x) == []

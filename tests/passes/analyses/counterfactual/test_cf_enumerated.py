@@ -96,10 +96,10 @@ def test_an_unproven_case_leaves_an_honest_bound(monkeypatch) -> None:
         return real(model, opts, start)
 
     monkeypatch.setattr(SV, "solve", first_case_stops)
-    monkeypatch.setattr(SV, "CASE_LP_SECONDS", 0.0)  # no LP: every case goes to its MILP
     start = np.ones(c.shape[0])
     cases, floors = _cases(c)
-    out = solve_enumerated(m, SolverOptions(time_limit=10), start, cases, np.zeros(len(cases)))
+    out = solve_enumerated(m, SolverOptions(time_limit=10), start, cases, np.zeros(len(cases)),
+                           lp_seconds=0.0)  # no LP: every case goes to its MILP
     assert out.status == TIME_LIMIT and out.x is not None
     assert out.bound == pytest.approx(0.25) and out.objective == pytest.approx(_exhaustive(c, A), abs=1e-9)
     assert out.gap == pytest.approx((out.objective - 0.25) / out.objective)

@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lumber.passes.analyses.counterfactual import CounterfactualOptions
 from lumber.ir import FeatureKind, Forest
 from lumber.passes.analyses.counterfactual.domain import Grid, NumericDomain
 from lumber.passes.analyses.counterfactual.leafcuts import prune_reach
@@ -76,8 +77,7 @@ def test_pruning_keeps_every_leaf_a_point_within_the_bound_reaches(forest: Fores
     x0[cat] = np.trunc(np.abs(x0[cat]))
     x[cat] = np.trunc(np.abs(x[cat]))
     norm = data.draw(st.sampled_from(["l0", "l1", "l2", "linf"]))
-    q = make_query(forest, x0, None if forest.schema.task.name != "REGRESSION" else (-np.inf, np.inf),
-                   norm=norm, weights=(np.full(n, 0.7), np.full(n, 1.3)))[0]
+    q = make_query(forest, x0, None if forest.schema.task.name != "REGRESSION" else (-np.inf, np.inf), options=CounterfactualOptions(norm=norm, weights=(np.full(n, 0.7), np.full(n, 1.3))))[0]
     bound = float(q.cost.total(x[None, :])[0])
     doms, why = build_domains(q, q.lo, q.hi)
     assert not why

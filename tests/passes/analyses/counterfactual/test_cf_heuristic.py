@@ -88,3 +88,55 @@ def test_moved_margins_fall_back_on_nan_and_stop_at_the_deadline() -> None:
     got = heuristic._moved_margins(f, X[0], cols, Z, Deadline.never())
     assert got is not None and np.allclose(got, heuristic.fast_margins(f, Z))
     assert heuristic._moved_margins(f, X[0], cols[:10], Z[:10] * 0 + X[0], Deadline(0.0, lambda: 1.0)) is None
+
+
+def test_a_change_limit_checks_reference_rows_before_the_model(monkeypatch) -> None:
+    """``changes <= k`` costs the warm start no model evaluations of rows it rules out: the rows the model
+    sees are only those that keep the limit (the check runs on all rows at once, before the model)."""
+    import lumber
+    from sklearn.ensemble import RandomForestClassifier
+
+    from lumber.ir import Constraints
+    from lumber.passes.analyses.counterfactual import heuristic as H
+    from lumber.passes.analyses.counterfactual.solve import make_query
+    from lumber.passes.analyses.counterfactual.targets import forest_meets
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 6))
+    rf = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(X, X[:, 0] + X[:, 1] > 0)
+    f = lumber.load(rf)
+    x0 = X[np.flatnonzero(rf.predict(X) == 0)[0]]
+    seen: list[np.ndarray] = []
+    real = H.fast_margins
+    monkeypatch.setattr(H, "fast_margins", lambda forest, Z: seen.append(Z) or real(forest, Z))
+    q = make_query(f, x0, 1, Constraints(max_changes=2), reference=X)[0]
+    x = H.warm_start(q, lambda Z: forest_meets(f, q.spec, Z), X)
+    assert x is not None and int(np.sum(x != q.x0)) <= 2
+    cands = H.Candidates(q, lambda Z: forest_meets(f, q.spec, Z))
+    R, ok = cands.repair(X)
+    keep = int(cands.checker.ok(R[ok]).sum())  # reference rows that keep the limit once repaired
+    assert 0 < keep < 1024 and seen
+    assert max(Z.shape[0] for Z in seen) <= max(keep, 64)  # never a block of rows the limit rules out
+
+
+def test_a_change_limit_spent_on_cheap_moves_still_finds_a_point() -> None:
+    """``changes <= 2``: the cheapest move per unit of gain (a) cannot help reach the target and uses up
+    one of the two changes; the walk by gain moves b and c instead, so the warm start has a point."""
+    from builders import make_forest
+
+    from lumber.ir import Constraints, PostTransform, Task
+    from lumber.passes.analyses.counterfactual import CounterfactualOptions, solve_counterfactual
+    from lumber.passes.analyses.counterfactual.solve import make_query
+    from lumber.passes.analyses.counterfactual.targets import forest_meets
+
+    f = make_forest([("a", 0.5, -1.0, -0.8), ("b", 0.5, -1.0, 1.0), ("c", 0.5, -1.0, 1.0)], ["a", "b", "c"],
+                    task=Task.BINARY, post_transform=PostTransform.SIGMOID)
+    x0 = np.zeros(3)
+    opts = CounterfactualOptions(weights=(np.ones(3), np.array([0.01, 1.0, 1.0])))
+    q = make_query(f, x0, 1, Constraints(max_changes=2), options=opts)[0]
+    meets = lambda Z: forest_meets(f, q.spec, Z)  # noqa: E731
+    assert heuristic.greedy(heuristic.Candidates(q, meets)) is None  # the cost-per-gain walk alone fails
+    x = heuristic.warm_start(q, meets, None)
+    assert x is not None and x[0] == 0.0 and x[1] > 0.5 and x[2] > 0.5
+    r = solve_counterfactual(f, x0, 1, Constraints(max_changes=2), options=opts)
+    assert r.optimal and r.cost == pytest.approx(float(q.cost.total(x[None, :])[0]))

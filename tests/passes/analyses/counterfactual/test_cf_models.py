@@ -22,8 +22,9 @@ def cancer() -> tuple[pd.DataFrame, np.ndarray]:
     return d.data.iloc[:, :8], d.target.to_numpy()  # 8 features keep every MILP well under a second
 
 
-def _check(model, X: pd.DataFrame, rows, target=None, **kw):
-    res = lumber.counterfactual(model, X.iloc[rows], target=target, time_limit=30, **kw)
+def _check(model, X: pd.DataFrame, rows, target=None, reference=None, **kw):
+    res = lumber.counterfactual(model, X.iloc[rows], target=target, reference=reference,
+                                options=lumber.CounterfactualOptions(time_limit=30, **kw))
     res = res if isinstance(res, list) else [res]
     for r, row in zip(res, rows):
         assert r.status == "optimal", (r.status, r.message)
@@ -77,7 +78,7 @@ def test_sklearn_regressor_interval() -> None:
 
 
 def test_lightgbm_binary_with_categories() -> None:
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     data = lumber.datasets.load("adult")
     X = data.X.iloc[:3000].copy()
     y = data.y[:3000]
@@ -90,7 +91,7 @@ def test_lightgbm_binary_with_categories() -> None:
     assert f.is_categorical.any()
     neg = np.flatnonzero(m.predict(X) == 0)[:2]
     cons = Constraints.from_mapping({"immutable": ["Sex"], "increase": ["Age"]})
-    res = lumber.counterfactual(m, X.iloc[neg], target=1, constraints=cons, scale="std", reference=X, time_limit=30)
+    res = lumber.counterfactual(m, X.iloc[neg], target=1, constraints=cons, reference=X, options=lumber.CounterfactualOptions(scale="std", time_limit=30))
     for r in res:
         assert r.status == "optimal" and r.verified and not r.violations
         assert r.x[list(X.columns).index("Sex")] == r.x0[list(X.columns).index("Sex")]
@@ -98,17 +99,17 @@ def test_lightgbm_binary_with_categories() -> None:
 
 
 def test_lightgbm_multiclass_booster() -> None:
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     d = load_iris(as_frame=True)
     b = lgb.train({"objective": "multiclass", "num_class": 3, "num_leaves": 4, "verbose": -1},
                   lgb.Dataset(d.data, d.target), num_boost_round=8)
-    res = lumber.counterfactual(b, d.data.iloc[0].to_numpy(), target=2, time_limit=30)
+    res = lumber.counterfactual(b, d.data.iloc[0].to_numpy(), target=2, options=lumber.CounterfactualOptions(time_limit=30))
     assert res.status == "optimal" and res.verified
     assert int(np.argmax(b.predict(res.x[None, :]), axis=1)[0]) == 2
 
 
 def test_xgboost_binary_and_multiclass(cancer) -> None:
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     X, y = cancer
     m = xgb.XGBClassifier(n_estimators=15, max_depth=3, random_state=0, n_jobs=1).fit(X, y)
     _check(m, X, [0, 3], norm="l1", scale="std", reference=X)
@@ -124,14 +125,14 @@ def test_batch_in_parallel_matches_serial() -> None:
     d = lumber.datasets.load("compas")
     m = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=1).fit(d.X, d.y)
     rows = d.X.iloc[np.flatnonzero(m.predict(d.X) == 1)[:4]]
-    serial = lumber.counterfactual(m, rows, scale="std", reference=d.X, time_limit=30)
-    parallel = lumber.counterfactual(m, rows, scale="std", reference=d.X, time_limit=30, n_jobs=2)
+    serial = lumber.counterfactual(m, rows, reference=d.X, options=lumber.CounterfactualOptions(scale="std", time_limit=30))
+    parallel = lumber.counterfactual(m, rows, reference=d.X, n_jobs=2, options=lumber.CounterfactualOptions(scale="std", time_limit=30))
     assert [r.cost for r in serial] == pytest.approx([r.cost for r in parallel], rel=1e-9)
     assert all(r.verified and r.status == "optimal" for r in parallel)
 
 
 def test_xgboost_categorical_verified_by_xgboost() -> None:
-    xgb = pytest.importorskip("xgboost")
+    import xgboost as xgb
     data = lumber.datasets.load("adult")
     X = data.X.iloc[:2000].copy()
     for c in ["MaritalStatus", "Relationship"]:
@@ -140,7 +141,7 @@ def test_xgboost_categorical_verified_by_xgboost() -> None:
                           n_jobs=1).fit(X, data.y[:2000])
     assert lumber.load(m).is_categorical.any()
     row = int(np.flatnonzero(m.predict(X) == 0)[0])
-    r = lumber.counterfactual(m, X.iloc[[row]], target=1, scale="std", reference=X, time_limit=30)
+    r = lumber.counterfactual(m, X.iloc[[row]], target=1, reference=X, options=lumber.CounterfactualOptions(scale="std", time_limit=30))
     assert r.status == "optimal" and r.verified
     z = X.iloc[[row]].copy()
     for j, c in enumerate(X.columns):  # the same point, fed to XGBoost as a categorical DataFrame

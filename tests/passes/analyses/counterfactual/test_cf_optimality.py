@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from cf_brute import brute_force, target_margin, task_is_class
 from lumber.ir import FeatureKind, Forest, Task
-from lumber.passes.analyses.counterfactual import solve_counterfactual
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, solve_counterfactual
 from strategies import THRESHOLDS, forests
 
 NORMS = ["l0", "l1", "l2", "linf"]
@@ -45,7 +45,7 @@ def cat_codes(forest: Forest, x0: np.ndarray) -> dict[int, list[float]]:
 
 
 def check_against_brute(forest: Forest, x0: np.ndarray, target, norm: str, wd: np.ndarray, wu: np.ndarray) -> str:
-    res = solve_counterfactual(forest, x0, target=target, norm=norm, weights=(wd, wu), time_limit=30)
+    res = solve_counterfactual(forest, x0, target=target, options=CounterfactualOptions(norm=norm, weights=(wd, wu), time_limit=30))
     codes = cat_codes(forest, x0)
     if task_is_class(forest):
         def meets(X: np.ndarray, d: float = 0.0) -> np.ndarray:

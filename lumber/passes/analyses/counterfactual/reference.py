@@ -1,0 +1,56 @@
+"""Reference rows prepared once for every case of a batch (built once per worker, reused per query).
+
+A batch of queries on one model shares the training rows: their form in the
+model's feature space, the model's decision on each (rows that already get a
+target are tried first by the warm start), and each isolation forest as the MILP
+encodes it (:func:`plausibility.collapse_uniform`). Per query only the case's
+costs, bounds and target change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from lumber.ir import Forest
+
+from .plausibility import collapse_uniform
+
+FloatArray = npt.NDArray[np.float64]
+
+DECIDE_FROM = 32
+"""Batches of at least this many cases evaluate the model on the reference rows once (0.3 s of CPU for
+24,000 rows of a 100-tree LightGBM model): each warm start then tries the rows already at the target first,
+in a short first block, instead of a block of 1,024 rows through the model (on credit LightGBM 100 x 31,
+0.113 s of CPU per query instead of 0.128 s, the same answers)."""
+
+
+@dataclass
+class Reference:
+    """Reference rows of one model: ``rows`` (prepared, float64) and ``decisions`` (the model's on each)."""
+
+    rows: FloatArray
+    decisions: npt.NDArray[Any] | None = None
+    """The model's decision on each row (None: not evaluated; a single query does not pay for it)."""
+    _encoded: dict[int, tuple[Forest, Forest]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, forest: Forest, reference: Any, decide: bool = False) -> "Reference | None":
+        """``reference`` prepared for ``forest`` (a :class:`Reference` is returned as it is; None stays None);
+        ``decide``: evaluate the model on every row once (worth it for a batch: :data:`DECIDE_FROM`)."""
+        if reference is None or isinstance(reference, Reference):
+            return reference
+        rows = forest.prepare_input(reference)
+        decisions = np.asarray(forest.schema.decide(forest.evaluate(rows))) if decide and len(rows) else None
+        return cls(rows, decisions)
+
+    def encoded(self, isolation: Forest) -> Forest:
+        """``isolation`` as the MILP encodes it, collapsed once per forest."""
+        hit = self._encoded.get(id(isolation))
+        if hit is None or hit[0] is not isolation:
+            hit = (isolation, collapse_uniform(isolation))
+            self._encoded[id(isolation)] = hit
+        return hit[1]

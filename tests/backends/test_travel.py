@@ -1,0 +1,125 @@
+"""Predictors that travel: every target's predictor pickles, reopens once per process, and predicts the
+same margins in a fresh process and in joblib's loky workers; C entry points are safe from many threads."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from c_tools import needs_cc
+
+import lumber
+from lumber.compiler import predictors
+
+TARGETS = ["c", "table-c", "table", "onnx", "numpy", "c-source"]
+
+
+@pytest.fixture(scope="module")
+def model_and_rows() -> tuple[Any, pd.DataFrame]:
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(11)
+    X = pd.DataFrame(rng.normal(size=(600, 5)), columns=["a", "b", "c", "d", "e"])
+    X.iloc[::7, 2] = np.nan
+    y = (X.a + X.b * X.d > 0).astype(int)
+    return lgb.LGBMClassifier(n_estimators=12, num_leaves=7, verbose=-1).fit(X, y), X
+
+
+@pytest.fixture(scope="module")
+def compiled(model_and_rows: tuple[Any, pd.DataFrame]) -> dict[str, Any]:
+    model, _ = model_and_rows
+    return {t: lumber.compile(model, target=t) for t in TARGETS}
+
+
+def _env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(Path(lumber.__file__).resolve().parents[1]))
+
+
+@needs_cc
+@pytest.mark.parametrize("target", TARGETS)
+def test_pickle_round_trip(compiled: dict[str, Any], model_and_rows: tuple[Any, pd.DataFrame], target: str) -> None:
+    pred, (_, X) = compiled[target], model_and_rows
+    back = pickle.loads(pickle.dumps(pred))
+    assert type(back) is type(pred) and back.fingerprint == pred.fingerprint and back is not pred
+    assert np.array_equal(back.predict_raw(X), pred.predict_raw(X))
+    assert np.array_equal(back.predict_proba(X), pred.predict_proba(X))
+    again = pickle.loads(pickle.dumps(pred))  # opened once per process: the copies share the artifact
+    if target in ("c", "table-c"):
+        assert again.library is back.library
+    if target == "onnx":
+        assert again.session is back.session
+
+
+@needs_cc
+def test_fresh_process_predicts_identically(compiled: dict[str, Any], model_and_rows: tuple[Any, pd.DataFrame],
+                                            tmp_path: Path) -> None:
+    _, X = model_and_rows
+    X.to_csv(tmp_path / "X.csv", index=False)
+    code = ("import pickle, sys, numpy as np, pandas as pd\n"
+            "X = pd.read_csv(sys.argv[1])\n"
+            "for name in sys.argv[2:]:\n"
+            "    pred = pickle.load(open(name + '.pkl', 'rb'))\n"
+            "    np.save(name + '.npy', pred.predict_raw(X))\n")
+    names = []
+    for t, pred in compiled.items():
+        (tmp_path / f"{t}.pkl").write_bytes(pickle.dumps(pred))
+        names.append(str(tmp_path / t))
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "X.csv"), *names], capture_output=True,
+                       text=True, env=_env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    Xr = pd.read_csv(tmp_path / "X.csv")
+    for t, pred in compiled.items():
+        assert np.array_equal(np.load(tmp_path / f"{t}.npy"), pred.predict_raw(Xr)), t
+
+
+@needs_cc
+def test_joblib_loky_workers(compiled: dict[str, Any], model_and_rows: tuple[Any, pd.DataFrame]) -> None:
+    from joblib import Parallel, delayed
+
+    _, X = model_and_rows
+    chunks = np.array_split(X, 4)
+    for t in ("c", "table", "onnx"):
+        pred = compiled[t]
+        parts = Parallel(n_jobs=2, backend="loky")(delayed(pred.predict_raw)(c) for c in chunks)
+        assert np.array_equal(np.concatenate(parts), pred.predict_raw(X)), t
+
+
+@needs_cc
+@pytest.mark.parametrize("target", ["c", "table-c"])
+def test_c_entry_points_from_many_threads(compiled: dict[str, Any], model_and_rows: tuple[Any, pd.DataFrame],
+                                         target: str) -> None:
+    """Eight threads call predict_raw, predict_rows (through predict_raw) and predict_row on their own rows
+    at once, on one library; every answer equals the serial one."""
+    pred, (_, X) = compiled[target], model_and_rows
+    rows = np.ascontiguousarray(X.to_numpy(dtype=np.float64))
+    want = pred.predict_raw(rows)
+    lib = pred.library
+    prepared = np.ascontiguousarray(rows, dtype=lib.dtype)
+
+    def work(k: int) -> bool:
+        order = np.random.default_rng(k).permutation(len(rows))
+        ok = True
+        for _ in range(20):
+            ok &= np.array_equal(pred.predict_raw(rows[order]), want[order])
+            ok &= np.array_equal(lib.predict_raw(prepared[order])[:, 0], want[order])
+        for i in order[:200]:
+            ok &= np.array_equal(pred.predict_row(rows[i])[0], want[i])
+        return bool(ok)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(work, range(8)))
+
+
+def test_unknown_pickled_target_is_a_clear_error() -> None:
+    from lumber.ir import ModelFormatError
+
+    with pytest.raises(ModelFormatError, match="unknown target 'gpu'"):
+        predictors.reopen("gpu", "0" * 64, "", (), 1, {})
