@@ -156,7 +156,7 @@ def markdown(res: dict[str, Any], summ: dict[str, Any]) -> str:
 
 # -- exact re-composition of production-size models (issue 18) ------------------------------------------
 
-RECOMPOSE_FORMS = (("pack", 8), ("grow", 8), ("pack", 10), ("grow", 10))
+RECOMPOSE_FORMS = (("pack", 8), ("grow", 8), ("grow", 10), ("grow", "auto"))
 MARCH_NATIVE = True
 """--recompose builds forest C and the table runtime alike with ``-march=native`` (this CPU's vector width
 for both: the table runtime's default, ``lumber.COptions(march_native=True)`` for forest C)."""
@@ -227,16 +227,17 @@ def parse_forms(specs: list[str] | None) -> tuple[tuple[Any, ...], ...]:
         strategy, depth, *rest = spec.split(":") + ([] if ":" in spec else [""])
         bins = "nobins" not in rest
         restarts = [r for r in rest if r != "nobins"]
-        if (strategy not in STRATEGIES or not depth.isdigit() or not 1 <= int(depth) <= 16
+        if (strategy not in STRATEGIES or not (depth == "auto" or depth.isdigit() and 1 <= int(depth) <= 16)
                 or rest.count("nobins") > 1 or len(restarts) > 1
                 or (restarts and not (restarts[0][:1] == "r" and restarts[0][1:].isdigit()))):
             raise SystemExit(f"--forms: {spec!r} is not STRATEGY:DEPTH[:nobins][:rN] (strategies "
-                             f"{', '.join(STRATEGIES)}; depth 1-16; rN: N restarts), e.g. grow:10, "
+                             f"{', '.join(STRATEGIES)}; depth 1-16 or auto; rN: N restarts), e.g. grow:10, "
                              f"grow:10:nobins or grow:10:r9")
+        d: int | str = depth if depth == "auto" else int(depth)
         if restarts:
-            out.append((strategy, int(depth), bins, int(restarts[0][1:])))
+            out.append((strategy, d, bins, int(restarts[0][1:])))
         else:
-            out.append((strategy, int(depth)) if bins else (strategy, int(depth), False))
+            out.append((strategy, d) if bins else (strategy, d, False))
     return tuple(out)
 
 
@@ -277,22 +278,27 @@ def recompose_run(quick: bool, reps: int, refit: bool,
         for strategy, depth, *rest in forms:
             bins = rest[0] if rest else True
             restarts = rest[1] if len(rest) > 1 else 0
-            if depth not in bounds:
-                bounds[depth] = cover_lower_bound(poly, depth)
-            label = (f"tables {strategy} d{depth}" + ("" if bins else " no bins")
-                     + (f" restarts {restarts}" if restarts else ""))
             t0 = time.perf_counter()
+            c0 = time.process_time()
             ens, st = recompose(poly, max_depth=depth, strategy=strategy, bins=bins, restarts=restarts)
+            cpu = time.process_time() - c0
             q = quantize_ensemble(ens)
             rt = TableRuntime(q, march_native=MARCH_NATIVE)
             build = time.perf_counter() - t0 + entry["polynomial"]["seconds"]
+            cap = st["max_depth_cap"]  # the chosen depth for auto
+            if cap not in bounds:
+                bounds[cap] = cover_lower_bound(poly, cap)
+            label = (f"tables {strategy} " + (f"auto (d{cap})" if depth == "auto" else f"d{depth}")
+                     + ("" if bins else " no bins") + (f" restarts {restarts}" if restarts else ""))
             got = rt.predict_raw(Xb)[:, 0]
-            entry["forms"][label] = {"build_seconds": build, "trees": ens.n_trees, "table_bytes": st["table_bytes"],
+            entry["forms"][label] = {"build_seconds": build, "recompose_cpu_seconds": cpu, "trees": ens.n_trees,
+                                     "table_bytes": st["table_bytes"],
                                      "bin_levels": int(ens.statistics()["bin_levels"]),
                                      "trees_by_depth": st["trees_by_depth"], "max_depth": st["max_depth"],
+                                     "depth_choice": {str(k): v for k, v in st["depth_choice"].items()},
                                      "max_abs_diff": float(np.abs(got - ref).max()),
-                                     "lower_bound_trees": int(np.ceil(poly.n_monomials / (1 << depth))),
-                                     "cover_bound_trees": bounds[depth]}
+                                     "lower_bound_trees": int(np.ceil(poly.n_monomials / (1 << cap))),
+                                     "cover_bound_trees": bounds[cap]}
             runners[label] = lambda X, r=rt: r.predict_raw(X)
         if refit and m["name"] != "lightgbm-synthetic":
             ctx = PassContext()
@@ -353,7 +359,8 @@ def recompose_markdown(res: dict[str, Any]) -> str:
              else "")
     lines = ["# Exact oblivious re-composition on production-size models", "",
              _run_line(res) + (" " + flags if flags else ""),
-             "Build seconds include the polynomial expansion (and the refit). `lower bound` = monomials / 2^depth "
+             "Build seconds include the polynomial expansion (and the refit); `recompose CPU s` is the "
+             "re-composition's process CPU time alone. `auto (dN)`: the depth chosen by the cost model. `lower bound` = monomials / 2^depth "
              "(every table full), which the data rarely allows; `cover bound` = maximal "
              "monomials no two of which fit in one table of that depth (`cover_lower_bound`): every exact form "
              "of that depth needs at least that many trees.", ""]
@@ -361,13 +368,15 @@ def recompose_markdown(res: dict[str, Any]) -> str:
         p = e["polynomial"]
         lines += [f"## {name}", "", f"{e['notes']}; {p['monomials']:,} monomials over {p['conditions']:,} "
                   f"conditions ({p['category_conditions']} category conditions).", "",
-                  "| form | trees | lower bound | cover bound | table MiB | build s | ns/row/tree | ns/row | spread "
-                  "| vs forest C | max abs diff vs LightGBM |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| form | trees | lower bound | cover bound | table MiB | build s | recompose CPU s | ns/row/tree "
+                  "| ns/row | spread | vs forest C | max abs diff vs LightGBM |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for k, f in e["forms"].items():
             lines.append(
                 f"| {k} | {f['trees']:,} | {f.get('lower_bound_trees', '–')} | {f.get('cover_bound_trees', '–')} | "
                 f"{f['table_bytes'] / 2**20:.1f} | " if "table_bytes" in f else f"| {k} | {f['trees']:,} | – | – | – | ")
-            lines[-1] += (f"{f['build_seconds']:.1f} | {f['ns_row_tree']:.2f} | {f['ns_row']:.0f} | "
+            cpu = f"{f['recompose_cpu_seconds']:.1f}" if "recompose_cpu_seconds" in f else "–"
+            lines[-1] += (f"{f['build_seconds']:.1f} | {cpu} | {f['ns_row_tree']:.2f} | {f['ns_row']:.0f} | "
                           f"{f['spread_pct']:.0f}% | {f['speedup_vs_forest_c']:.2f}x | "
                           f"{f.get('max_abs_diff', f.get('max_abs_margin_change', float('nan'))):.3g} |")
         for k, f in e["forms"].items():

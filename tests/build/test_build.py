@@ -208,7 +208,7 @@ def test_build_recomposes_with_each_strategy(project: Path, strategy: str) -> No
     from lumber.compiler.frontends import load_any
     from lumber.ir import ObliviousEnsemble
     from lumber.passes.transforms.polynomial import forest_to_polynomial
-    from lumber.passes.transforms.recompose_oblivious import DEFAULT_MAX_DEPTH, recompose
+    from lumber.passes.transforms.recompose_oblivious import recompose
 
     toml = project / "lumber.toml"
     set_key(toml, "compile", f'passes = "polynomial,oblivious{{strategy={strategy}}}"')
@@ -220,7 +220,7 @@ def test_build_recomposes_with_each_strategy(project: Path, strategy: str) -> No
     ir = load_any(project / "build" / "ir.lumber")
     assert isinstance(ir, ObliviousEnsemble)
     poly = forest_to_polynomial(lumber.load(project / "model.txt"))
-    want, _ = recompose(poly, max_depth=max(DEFAULT_MAX_DEPTH, poly.max_degree), strategy=strategy)
+    want, _ = recompose(poly, max_depth="auto", strategy=strategy)
     assert ir.n_trees == want.n_trees
 
 
