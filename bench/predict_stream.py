@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+import _outputs
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
@@ -56,8 +58,12 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--quick", action="store_true", help="500k rows")
     ap.add_argument("--chunk-rows", type=int, default=None, help="lumber predict --chunk-rows (default: its own)")
+    _outputs.add_dry_run(ap)
     args = ap.parse_args()
     rows = 500_000 if args.quick else args.rows
+    name = _outputs.stem("predict-stream", args.quick)
+    if _outputs.dry_run(args, RESULTS / f"{name}.json", RESULTS / f"{name}.md"):
+        return 0
     with tempfile.TemporaryDirectory(prefix="lumber-bench-stream-") as tmp:
         folder = Path(tmp)
         data = folder / "rows.csv"
@@ -79,7 +85,6 @@ def main() -> int:
     res = {"rows": rows, "csv_bytes": size, "peak_rss_mb": round(peak_kb / 1024, 1), "wall_seconds": round(seconds, 1),
            "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in load_after],
            "cores": os.cpu_count(), "command": "lumber predict MODEL.so DATA.csv -o OUT.csv --quiet"}
-    name = "predict-stream-quick" if args.quick else "predict-stream"
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(res, indent=2) + "\n")
     (RESULTS / f"{name}.md").write_text(
