@@ -29,9 +29,13 @@ test-slow: $(STAMP)
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=thorough $(PY) -m pytest -q -n 2 -m "not slow" tests
 
-bench: $(STAMP)
-	$(PY) -m pip install -q -e ".[test,bench,scale]"
-	$(PY) bench/run_all.py    # every bench script, quick mode (--full for the full sizes)
+# The peers pin llvmlite < 0.45 (lleaves), which shap's numba in the test extra cannot use: a venv of their own.
+BENCH_VENV ?= .venv-bench
+
+bench:
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q -e ".[bench,scale]"
+	$(BENCH_VENV)/bin/python bench/run_all.py    # every bench script, quick mode (--full for the full sizes)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info .pytest_cache

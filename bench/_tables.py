@@ -129,6 +129,8 @@ def inference_rows(name: str, command: str) -> list[Claim]:
             extra = "".join([
                 f", 2 threads {num(float(me['speedup_2t']))}x one" if me.get("speedup_2t") else "",
                 f", one row from Python {num(float(me['row_python_us']))} us" if me.get("row_python_us") else "",
+                f", one row (1-row 2-D array) p50 {num(float(me['row_p50_us']))} us, p99 "
+                f"{num(float(me['row_p99_us']))} us" if me.get("row_p50_us") else "",
                 f", compiled in {num(float(me['compile_cpu_s']))} s CPU" if me.get("compile_cpu_s") else ""])
             parts = [f"{best_name} {num(best)} ns/row/tree (1 thread, CPU), "
                      f"{get(me, 'corpus_mismatch')} corpus mismatches{extra}"]
@@ -342,10 +344,8 @@ def claims() -> list[tuple[str, list[Claim]]]:
             Claim("lower fitted scikit-learn ensembles (adult)", "bench/sklearn_lower.py", sklearn_lower_result),
         ]),
         ("Inference: the C backend against its peers", [
-            *inference_rows("inference-idle.json",
-                            "bench/inference.py --models lightgbm-synthetic sklearn-gbr-synthetic --peers library "
-                            "lleaves onedal ydf timber lumber-c --reps 9 --wait-idle 120 --stem inference-idle"),
-            *inference_rows("inference.json", "bench/inference.py"),
+            *inference_rows("inference-quick.json", "bench/inference.py --quick --wait-idle 600"),
+            *inference_rows("inference.json", "bench/inference.py --wait-idle 600"),
         ]),
         ("Oblivious tables", [
             *inference_rows("oblivious.json", "bench/oblivious.py"),

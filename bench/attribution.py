@@ -3,12 +3,12 @@
 One LightGBM binary classifier per digit (one-vs-rest, as the paper's MNIST
 figure with CatBoost). For each: nu(k) of every pixel (formula (8), signed)
 from ``lumber.attribution`` over the training rows, and SHAP's global
-importance (mean |SHAP value| from ``shap.TreeExplainer``, plus the signed
-mean). Heat maps (8 x 8 pixels) are drawn side by side into
+importance (mean |SHAP value| from LightGBM's own TreeSHAP, ``predict(pred_contrib=True)``, plus the
+signed mean). Heat maps (8 x 8 pixels) are drawn side by side into
 ``bench/results/attribution_digits.png``; the tables give the rank agreement
 of |nu| with mean |SHAP| (Spearman) and the time of each method.
 
-shap and matplotlib are bench-only extras (``pip install shap matplotlib``).
+matplotlib is a bench-only extra.
 
     .venv/bin/python bench/attribution.py [--digits 0,1,2,3,4,5,6,7,8,9] [--runs 3] [--quick] [--dry-run]
 
@@ -46,7 +46,6 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 def run_digit(digit: int, X: np.ndarray, y: np.ndarray, Xte: np.ndarray, yte: np.ndarray, runs: int) -> dict[str, Any]:
     import lightgbm as lgb
-    import shap
 
     target = (y == digit).astype(int)
     model = lgb.LGBMClassifier(n_estimators=150, num_leaves=8, learning_rate=0.1, min_child_samples=5,
@@ -60,7 +59,7 @@ def run_digit(digit: int, X: np.ndarray, y: np.ndarray, Xte: np.ndarray, yte: np
         res = attribution(forest_to_polynomial(forest), X)
         t_mono.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        shap_vals = shap.TreeExplainer(model.booster_).shap_values(X)
+        shap_vals = model.booster_.predict(X, pred_contrib=True)[:, :-1]  # the last column is the base value
         t_shap.append(time.perf_counter() - t0)
     assert res is not None and shap_vals is not None
     sv = np.asarray(shap_vals)
@@ -134,12 +133,11 @@ def main() -> None:
     doc = {"benchmark": "attribution", "dataset": "sklearn digits (8x8)", "rows_train": len(ytr),
            "model": "LightGBM binary one-vs-rest, 150 trees x 8 leaves", "digits": rows}
     js.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    import shap
 
     lines = ["# MonoForest attribution vs SHAP on digits (paper Figure 3)", "",
              f"One-vs-rest LightGBM per digit (150 trees x 8 leaves) on {len(ytr)} training images of scikit-learn "
              "digits; nu(k) over the training rows (signed), SHAP global importance = mean |SHAP value| "
-             f"(TreeExplainer, same rows). Heat maps: `bench/results/{png.name}`. "
+             f"(LightGBM's TreeSHAP, pred_contrib, same rows). Heat maps: `bench/results/{png.name}`. "
              f"Times are medians of {args.runs} interleaved runs (MonoForest includes the polynomial conversion).", "",
              "| digit | test accuracy | pixels +/- (nu) | Spearman(|nu|, mean|SHAP|) | top-10 overlap | "
              "MonoForest s | SHAP s | ratio SHAP/MonoForest |", "|---|---|---|---|---|---|---|---|"]
@@ -152,7 +150,7 @@ def main() -> None:
               "(the paper's point against SHAP's and Model Reliance's unsigned global scores).", "",
               f"Environment: Python {platform.python_version()} ({platform.machine()}, {os.cpu_count()} CPUs, load "
               f"average {os.getloadavg()[0]:.1f} at the end), numpy {np.__version__}, lightgbm "
-              f"{__import__('lightgbm').__version__}, shap {shap.__version__}."]
+              f"{__import__('lightgbm').__version__}."]
     md = "\n".join(lines) + "\n"
     mdp.write_text(md)
     print(md)

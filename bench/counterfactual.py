@@ -433,8 +433,6 @@ def section_population(args: argparse.Namespace, out: dict[str, Any]) -> None:
     single-query solve on a sample, and treecf beside it where it installs."""
     import lumber
     from lumber.ir import Constraints
-    from lumber.passes.analyses.change_cost import ChangeCost
-    from lumber.ir import Norm
 
     res: dict[str, Any] = dict(out.get("population", {}))
     n_rows = args.population_rows or (20 if args.quick else 400)

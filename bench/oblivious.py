@@ -44,6 +44,16 @@ bootstrap bound (``within``). Writes
     .venv/bin/python bench/oblivious.py --tolerance --quick    # 100 x 15 models, ~4 min
     .venv/bin/python bench/oblivious.py --tolerance --quick --models lightgbm-credit [--fit-to-budget]
 
+``--real`` (issue 31) is the real-row protocol: LightGBM 500 x 63, XGBoost 500 x depth 8 and CatBoost 500 x
+depth 6 on the bundled credit and adult rows (test rows tiled to 100k), lumber's exact tables (default options)
+and forest C beside pylignum (compiled and interpreter), lleaves, oneDAL and the source library, all in this
+process on one thread: ns/row and ns/row/tree (CPU and wall), exact or max |diff|, build seconds, load before
+and after each model. Writes ``bench/results/oblivious-real{,-quick}.{json,md}``:
+
+    .venv/bin/python bench/oblivious.py --real                 # the idle-machine run (~20 min; trains and caches the models first)
+    .venv/bin/python bench/oblivious.py --real --quick         # 100-tree models, 20k rows, ~1-2 min
+    .venv/bin/python bench/oblivious.py --real --models lightgbm-credit catboost-credit
+
 The fit stops once longer prefixes cannot beat the fastest form within the tolerance found
 (``lumber.compiler.tolerance.PrefixStop``, as ``lumber.compile`` does: checkpoints at 64, 128, 256, ...
 trees; the stop and each checkpoint are in the table's "Fit:" line and the JSON's ``fit.checkpoints``);
@@ -146,7 +156,7 @@ def markdown(res: dict[str, Any], summ: dict[str, Any]) -> str:
 
 # -- exact re-composition of production-size models (issue 18) ------------------------------------------
 
-RECOMPOSE_FORMS = (("pack", 8), ("grow", 8), ("pack", 10), ("grow", 10))
+RECOMPOSE_FORMS = (("pack", 8), ("grow", 8), ("grow", 10), ("grow", "auto"))
 MARCH_NATIVE = True
 """--recompose builds forest C and the table runtime alike with ``-march=native`` (this CPU's vector width
 for both: the table runtime's default, ``lumber.COptions(march_native=True)`` for forest C)."""
@@ -217,16 +227,17 @@ def parse_forms(specs: list[str] | None) -> tuple[tuple[Any, ...], ...]:
         strategy, depth, *rest = spec.split(":") + ([] if ":" in spec else [""])
         bins = "nobins" not in rest
         restarts = [r for r in rest if r != "nobins"]
-        if (strategy not in STRATEGIES or not depth.isdigit() or not 1 <= int(depth) <= 16
+        if (strategy not in STRATEGIES or not (depth == "auto" or depth.isdigit() and 1 <= int(depth) <= 16)
                 or rest.count("nobins") > 1 or len(restarts) > 1
                 or (restarts and not (restarts[0][:1] == "r" and restarts[0][1:].isdigit()))):
             raise SystemExit(f"--forms: {spec!r} is not STRATEGY:DEPTH[:nobins][:rN] (strategies "
-                             f"{', '.join(STRATEGIES)}; depth 1-16; rN: N restarts), e.g. grow:10, "
+                             f"{', '.join(STRATEGIES)}; depth 1-16 or auto; rN: N restarts), e.g. grow:10, "
                              f"grow:10:nobins or grow:10:r9")
+        d: int | str = depth if depth == "auto" else int(depth)
         if restarts:
-            out.append((strategy, int(depth), bins, int(restarts[0][1:])))
+            out.append((strategy, d, bins, int(restarts[0][1:])))
         else:
-            out.append((strategy, int(depth)) if bins else (strategy, int(depth), False))
+            out.append((strategy, d) if bins else (strategy, d, False))
     return tuple(out)
 
 
@@ -267,22 +278,27 @@ def recompose_run(quick: bool, reps: int, refit: bool,
         for strategy, depth, *rest in forms:
             bins = rest[0] if rest else True
             restarts = rest[1] if len(rest) > 1 else 0
-            if depth not in bounds:
-                bounds[depth] = cover_lower_bound(poly, depth)
-            label = (f"tables {strategy} d{depth}" + ("" if bins else " no bins")
-                     + (f" restarts {restarts}" if restarts else ""))
             t0 = time.perf_counter()
+            c0 = time.process_time()
             ens, st = recompose(poly, max_depth=depth, strategy=strategy, bins=bins, restarts=restarts)
+            cpu = time.process_time() - c0
             q = quantize_ensemble(ens)
             rt = TableRuntime(q, march_native=MARCH_NATIVE)
             build = time.perf_counter() - t0 + entry["polynomial"]["seconds"]
+            cap = st["max_depth_cap"]  # the chosen depth for auto
+            if cap not in bounds:
+                bounds[cap] = cover_lower_bound(poly, cap)
+            label = (f"tables {strategy} " + (f"auto (d{cap})" if depth == "auto" else f"d{depth}")
+                     + ("" if bins else " no bins") + (f" restarts {restarts}" if restarts else ""))
             got = rt.predict_raw(Xb)[:, 0]
-            entry["forms"][label] = {"build_seconds": build, "trees": ens.n_trees, "table_bytes": st["table_bytes"],
+            entry["forms"][label] = {"build_seconds": build, "recompose_cpu_seconds": cpu, "trees": ens.n_trees,
+                                     "table_bytes": st["table_bytes"],
                                      "bin_levels": int(ens.statistics()["bin_levels"]),
                                      "trees_by_depth": st["trees_by_depth"], "max_depth": st["max_depth"],
+                                     "depth_choice": {str(k): v for k, v in st["depth_choice"].items()},
                                      "max_abs_diff": float(np.abs(got - ref).max()),
-                                     "lower_bound_trees": int(np.ceil(poly.n_monomials / (1 << depth))),
-                                     "cover_bound_trees": bounds[depth]}
+                                     "lower_bound_trees": int(np.ceil(poly.n_monomials / (1 << cap))),
+                                     "cover_bound_trees": bounds[cap]}
             runners[label] = lambda X, r=rt: r.predict_raw(X)
         if refit and m["name"] != "lightgbm-synthetic":
             ctx = PassContext()
@@ -343,7 +359,8 @@ def recompose_markdown(res: dict[str, Any]) -> str:
              else "")
     lines = ["# Exact oblivious re-composition on production-size models", "",
              _run_line(res) + (" " + flags if flags else ""),
-             "Build seconds include the polynomial expansion (and the refit). `lower bound` = monomials / 2^depth "
+             "Build seconds include the polynomial expansion (and the refit); `recompose CPU s` is the "
+             "re-composition's process CPU time alone. `auto (dN)`: the depth chosen by the cost model. `lower bound` = monomials / 2^depth "
              "(every table full), which the data rarely allows; `cover bound` = maximal "
              "monomials no two of which fit in one table of that depth (`cover_lower_bound`): every exact form "
              "of that depth needs at least that many trees.", ""]
@@ -351,13 +368,15 @@ def recompose_markdown(res: dict[str, Any]) -> str:
         p = e["polynomial"]
         lines += [f"## {name}", "", f"{e['notes']}; {p['monomials']:,} monomials over {p['conditions']:,} "
                   f"conditions ({p['category_conditions']} category conditions).", "",
-                  "| form | trees | lower bound | cover bound | table MiB | build s | ns/row/tree | ns/row | spread "
-                  "| vs forest C | max abs diff vs LightGBM |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| form | trees | lower bound | cover bound | table MiB | build s | recompose CPU s | ns/row/tree "
+                  "| ns/row | spread | vs forest C | max abs diff vs LightGBM |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for k, f in e["forms"].items():
             lines.append(
                 f"| {k} | {f['trees']:,} | {f.get('lower_bound_trees', '–')} | {f.get('cover_bound_trees', '–')} | "
                 f"{f['table_bytes'] / 2**20:.1f} | " if "table_bytes" in f else f"| {k} | {f['trees']:,} | – | – | – | ")
-            lines[-1] += (f"{f['build_seconds']:.1f} | {f['ns_row_tree']:.2f} | {f['ns_row']:.0f} | "
+            cpu = f"{f['recompose_cpu_seconds']:.1f}" if "recompose_cpu_seconds" in f else "–"
+            lines[-1] += (f"{f['build_seconds']:.1f} | {cpu} | {f['ns_row_tree']:.2f} | {f['ns_row']:.0f} | "
                           f"{f['spread_pct']:.0f}% | {f['speedup_vs_forest_c']:.2f}x | "
                           f"{f.get('max_abs_diff', f.get('max_abs_margin_change', float('nan'))):.3g} |")
         for k, f in e["forms"].items():
@@ -510,6 +529,223 @@ def tolerance_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# -- the real-row protocol (issue 31) --------------------------------------------------------------
+
+REAL_DATASETS = ("credit", "adult")
+REAL_LIBRARIES = ("lightgbm", "xgboost", "catboost")
+
+
+def real_models(quick: bool, names: list[str] | None = None) -> list[dict[str, Any]]:
+    """LightGBM 500 x 63 (max depth 8, native categorical splits), XGBoost 500 x depth 8 and CatBoost 500 x
+    depth 6 (category codes as numbers) on the bundled credit and adult rows (60/20/20 split, as
+    --recompose); quick: 100 trees x 15 leaves / depth 4. ``names``: a subset such as ``lightgbm-credit``.
+    Models are cached under the bench's model cache; every peer reads the same saved file."""
+    import lightgbm as lgb
+    from sklearn.model_selection import train_test_split
+
+    import lumber
+
+    trees = 100 if quick else 500
+    out = []
+    for ds in REAL_DATASETS:
+        d = lumber.datasets.load(ds)
+        X, y = d.X.to_numpy(dtype=np.float64), np.asarray(d.y).astype(int)
+        cats = [i for i, f in enumerate(d.features) if f.kind.name == "CATEGORICAL"]
+        Xtr, Xrest, ytr, yrest = train_test_split(X, y, test_size=0.4, random_state=0)
+        _, Xte, _, _ = train_test_split(Xrest, yrest, test_size=0.5, random_state=0)
+        for lib in REAL_LIBRARIES:
+            name = f"{lib}-{ds}"
+            if names is not None and name not in names:
+                continue
+            inf.CACHE.mkdir(parents=True, exist_ok=True)
+            if lib == "lightgbm":
+                params = {"objective": "binary", "num_leaves": 15 if quick else 63, "max_depth": 4 if quick else 8,
+                          "learning_rate": 0.05, "verbose": -1, "num_threads": 1, "seed": 0, "deterministic": True,
+                          "max_cat_to_onehot": 1}
+                path = inf.CACHE / f"lgb-{ds}-real-{inf._cache_key(params, trees, cats, X.shape)}.txt"
+                if not path.exists():
+                    lgb.train(params, lgb.Dataset(Xtr, ytr, categorical_feature=cats), trees).save_model(str(path))
+                model: Any = lgb.Booster(model_file=str(path))
+                shape = f"{trees} trees x {params['num_leaves']} leaves (max depth {params['max_depth']}), " \
+                        f"{len(cats)} native categorical features"
+            elif lib == "xgboost":
+                import xgboost as xgb
+
+                params = {"objective": "binary:logistic", "max_depth": 4 if quick else 8, "eta": 0.05,
+                          "tree_method": "hist", "nthread": 1, "seed": 0}
+                path = inf.CACHE / f"xgb-{ds}-real-{inf._cache_key(params, trees, X.shape)}.json"
+                if not path.exists():
+                    xgb.train(params, xgb.DMatrix(Xtr, ytr), trees).save_model(str(path))
+                model = xgb.Booster(model_file=str(path))
+                model.set_param({"nthread": 1})
+                shape = f"{trees} trees, max depth {params['max_depth']}, category codes as numbers"
+            else:
+                import catboost
+
+                params = {"iterations": trees, "depth": 4 if quick else 6, "learning_rate": 0.05,
+                          "thread_count": 1, "random_seed": 0, "verbose": False}
+                path = inf.CACHE / f"cb-{ds}-real-{inf._cache_key(params, X.shape)}.cbm"
+                if not path.exists():
+                    catboost.CatBoostClassifier(**params).fit(Xtr, ytr).save_model(str(path))
+                model = catboost.CatBoostClassifier()
+                model.load_model(str(path))
+                if not path.with_suffix(".json").exists():
+                    model.save_model(str(path.with_suffix(".json")), format="json")
+                shape = f"{trees} trees of depth {params['depth']}, category codes as numbers"
+            out.append({"name": name, "library": lib, "dataset": ds, "model": model, "path": path, "trees": trees,
+                        "test": Xte, "notes": f"{lib} on {ds}: {shape}; {len(Xte):,} test rows"})
+    return out
+
+
+def _source_predict(case: dict[str, Any], space: str) -> Any:
+    """The source library's own predictor on one thread, margins (``raw``) or P(class 1) (``proba``)."""
+    m, lib = case["model"], case["library"]
+    if lib == "lightgbm":
+        return lambda X: m.predict(X, raw_score=space == "raw", num_threads=1)
+    if lib == "xgboost":
+        return lambda X: m.inplace_predict(X, predict_type="margin" if space == "raw" else "value")
+    return lambda X: (m.predict(X, prediction_type="RawFormulaVal", thread_count=1) if space == "raw"
+                      else m.predict_proba(X, thread_count=1)[:, 1])
+
+
+def real_peers(case: dict[str, Any], quick: bool) -> dict[str, dict[str, Any]]:
+    """Every peer of one model, built once: ``predict`` (rows -> 1-D outputs in ``space``), build wall and
+    CPU seconds, its tree count; a peer that cannot be built or is not installed gets a ``status``."""
+    import lumber
+    from lumber.compiler.targets.table import TableOptions, TableTarget
+
+    lib, path = case["library"], case["path"]
+    peers: dict[str, dict[str, Any]] = {}
+
+    def add(name: str, space: str, build: Any, trees: int | None = None) -> None:
+        try:
+            (fn, info), wall, cpu = inf.timed(build)
+        except Exception as exc:  # a peer missing or failing is reported, never fatal
+            peers[name] = {"status": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"}
+            return
+        peers[name] = {"status": "ok", "space": space, "predict": fn, "build_wall_s": wall, "build_cpu_s": cpu,
+                       "trees": trees or case["trees"], **info}
+
+    src = lumber.load(case["model"] if lib != "catboost" else str(path))
+    exact = lib != "xgboost"  # XGBoost sums in float32; lumber's tables and forest C sum in float64
+
+    def tables() -> Any:
+        pred = TableTarget().compile(src, TableOptions(exact=exact))
+        st = pred.report["tables"]
+        return ((lambda X: pred.predict_raw(X, threads=1)),
+                {"trees": st["trees_out"], "isa": getattr(pred._runtime, "isa", "numpy"),
+                 "table_bytes": st["table_bytes"], "method": st["method"]})
+
+    add("lumber tables", "raw", tables)
+    add("lumber forest C", "raw", lambda: ((lambda X, p=lumber.compile(src, target="c"): p.predict_raw(X, threads=1)), {}))
+    add(f"{lib} (source)", "raw", lambda: (_source_predict(case, "raw"), {}))
+    lignum_file = str(path.with_suffix(".json")) if lib == "catboost" else str(path)
+
+    def lignum_peer(compiled: bool) -> Any:
+        import lignum
+
+        m = lignum.load(lignum_file)
+        if compiled:
+            m.compile()
+        return (lambda X: m.predict(X, raw_score=True, n_jobs=1)), {"compiled": bool(m.uses_compiled)}
+
+    add("pylignum compiled", "raw", lambda: lignum_peer(True))
+    add("pylignum interpreter", "raw", lambda: lignum_peer(False))
+    if lib == "lightgbm":
+        def lleaves_peer() -> Any:
+            import lleaves
+
+            m = lleaves.Model(model_file=str(path))
+            m.compile()
+            return (lambda X: m.predict(X, n_jobs=1)), {}
+
+        add("lleaves", "proba", lleaves_peer)
+
+    def onedal_peer() -> Any:
+        import daal4py as d4p
+
+        m = d4p.mb.convert_model(case["model"])
+        d4p.daalinit(1)
+        return (lambda X: np.asarray(m.predict_proba(X))[:, -1]), {}
+
+    add("oneDAL", "proba", onedal_peer)
+    return peers
+
+
+def real_run(quick: bool, reps: int, names: list[str] | None = None) -> dict[str, Any]:
+    """Every model on its test rows tiled to 100k (quick: 20k): each peer's margins (or probabilities)
+    against the source library's, then per-row CPU and wall time, interleaved, median of ``reps``."""
+    load0 = os.getloadavg()
+    n_rows = 20_000 if quick else 100_000
+    res: dict[str, Any] = {"mode": "quick" if quick else "full", "models": {}}
+    for case in real_models(quick, names):
+        Xte = case["test"]
+        X = np.ascontiguousarray(np.tile(Xte, (-(-n_rows // len(Xte)), 1))[:n_rows])
+        m_load0 = os.getloadavg()
+        peers = real_peers(case, quick)
+        refs = {sp: np.asarray(_source_predict(case, sp)(X), dtype=np.float64).reshape(-1) for sp in ("raw", "proba")}
+        scale = float(np.abs(refs["raw"]).max())
+        runners = {}
+        for name, p in peers.items():
+            if p["status"] != "ok":
+                continue
+            got = np.asarray(p["predict"](X), dtype=np.float64).reshape(-1)
+            diff = np.abs(got - refs[p["space"]])
+            p.update(exact=bool(np.array_equal(got, refs[p["space"]])), max_abs_diff=float(np.nanmax(diff)),
+                     nan_mismatch=int(np.sum(np.isnan(got) != np.isnan(refs[p["space"]]))))
+            runners[name] = p["predict"]
+        times: dict[str, list[tuple[float, float]]] = {k: [] for k in runners}
+        for _ in range(reps):  # interleaved; process CPU time (clock_gettime: ns resolution) and wall time
+            for k, fn in runners.items():
+                c0, w0 = time.process_time(), time.perf_counter()
+                fn(X)
+                times[k].append((time.process_time() - c0, time.perf_counter() - w0))
+        for k, ts in times.items():
+            cpu = float(np.median([t[0] for t in ts]))
+            wall = float(np.median([t[1] for t in ts]))
+            p = peers[k]
+            p.update(cpu_s=cpu, wall_s=wall, ns_row=1e9 * cpu / n_rows, ns_row_tree=1e9 * cpu / n_rows / p["trees"],
+                     ns_row_source_tree=1e9 * cpu / n_rows / case["trees"])
+        for p in peers.values():
+            p.pop("predict", None)
+        res["models"][case["name"]] = {"notes": case["notes"], "trees": case["trees"], "margin_scale": scale,
+                                       "loadavg_before": m_load0, "loadavg_after": os.getloadavg(), "peers": peers}
+        ok = {k: v for k, v in peers.items() if v["status"] == "ok"}
+        print(f"[real] {case['name']}: " + ", ".join(f"{k} {v['ns_row']:.0f} ns/row" for k, v in ok.items()), flush=True)
+    res["machine"] = {"cpus": os.cpu_count(), "loadavg_start": load0, "loadavg_end": os.getloadavg(), "rows": n_rows,
+                      "reps": reps, "python": sys.version.split()[0]}
+    return res
+
+
+def real_markdown(res: dict[str, Any]) -> str:
+    mach = res["machine"]
+    lines = ["# Exact oblivious tables on real rows (issue 31)", "",
+             f"Mode {res['mode']}; the test rows of each bundled data set tiled to {mach['rows']:,}; every peer in one "
+             f"process on 1 thread; process CPU time and wall time, median of {mach['reps']} interleaved runs. "
+             f"Load average {mach['loadavg_start'][0]:.2f} at start and {mach['loadavg_end'][0]:.2f} at end on "
+             f"{mach['cpus']} CPUs. `diff` is the max |difference| from the source library's own output in the "
+             "peer's space (`raw` margins; `proba` for peers that only give probabilities), `rel` the same over the "
+             "largest |margin|; ns/row/tree divides by the source model's trees (tables: by their own trees in "
+             "brackets). XGBoost sums leaves in float32, lumber in float64 (`exact=False`), hence its 1e-6 diffs.", ""]
+    for name, e in res["models"].items():
+        lb, la = e["loadavg_before"][0], e["loadavg_after"][0]
+        lines += [f"## {name}", "", f"{e['notes']}; margins up to {e['margin_scale']:.3g}; load {lb:.2f} -> {la:.2f}.", "",
+                  "| peer | trees | ns/row (CPU) | ns/row (wall) | ns/row/tree | exact | diff | rel | space | build s |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for k, p in e["peers"].items():
+            if p["status"] != "ok":
+                lines.append(f"| {k} | – | – | – | – | – | – | – | – | {p['status']} |")
+                continue
+            own = f" ({p['ns_row_tree']:.2f})" if p["trees"] != e["trees"] else ""
+            lines.append(f"| {k} | {p['trees']:,} | {p['ns_row']:,.0f} | {1e9 * p['wall_s'] / mach['rows']:,.0f} | "
+                         f"{p['ns_row_source_tree']:.2f}{own} | {'yes' if p['exact'] else 'no'} | "
+                         f"{p['max_abs_diff']:.3g} | "
+                         f"{p['max_abs_diff'] / e['margin_scale'] if p['space'] == 'raw' else float('nan'):.2g} | "
+                         f"{p['space']} | {p['build_wall_s']:.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -527,6 +763,9 @@ def main(argv: list[str] | None = None) -> int:
                          "(default: pack:8 grow:8 pack:10 grow:10)")
     ap.add_argument("--tolerance", action="store_true",
                     help="quality-bounded translation (formula 5) and its cascade on LightGBM 500 x 63 (issue 18)")
+    ap.add_argument("--real", action="store_true",
+                    help="the real-row protocol (issue 31): LightGBM, XGBoost and CatBoost models on credit and adult "
+                         "rows, lumber's tables and forest C beside pylignum, lleaves, oneDAL and the source library")
     ap.add_argument("--fit-to-budget", action="store_true",
                     help="with --tolerance: no early stop (PrefixStop); the fit runs to its formula-5 stop or "
                          "time budget, as before (writes oblivious-tolerance-budget{,-quick}.*)")
@@ -537,10 +776,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     forms = parse_forms(args.forms)
     kind = ("oblivious-tolerance" + ("-budget" if args.fit_to_budget else "") if args.tolerance
-            else "oblivious-recompose" if args.recompose else "oblivious")
+            else "oblivious-recompose" if args.recompose else "oblivious-real" if args.real else "oblivious")
     stem = args.stem or _outputs.stem(kind, args.quick)
     if _outputs.dry_run(args, args.out / f"{stem}.json", args.out / f"{stem}.md",
-                        *([] if args.recompose or args.tolerance else [args.out / f"inference-{stem}.md"])):
+                        *([] if args.recompose or args.tolerance or args.real else [args.out / f"inference-{stem}.md"])):
+        return 0
+    if args.real:
+        res = real_run(args.quick, args.reps or 3, args.models)
+        md = real_markdown(res)
+        inf.write_results(args.out, stem, res, md)
+        print(md)
         return 0
     if args.tolerance:
         res = tolerance_run(args.quick, args.reps or 3, args.models, to_budget=args.fit_to_budget)

@@ -103,13 +103,14 @@ def naive_algorithm1(forest: Any, X: np.ndarray, metric: Any) -> np.ndarray:
     """The paper's Algorithm 1 as written: for each case, clip into every other-class leaf box."""
     from lumber.passes.analyses.leaf_boxes import tree_boxes
     from lumber.passes.analyses.realizable import above, below
-    from lumber.passes.analyses.sensitive_tests import Goal, decisions
+    from lumber.ir import Target
+    from lumber.passes.analyses.sensitive_tests import goal_decisions
     from lumber.ir.interp import accumulate
 
     b = tree_boxes(forest, 0)
     A = above(b.lo, b.lo_open, metric.input_dtype)
     B = below(b.hi, b.hi_open, metric.input_dtype)
-    cls = decisions(forest, accumulate(forest, b.leaf[:, None]), Goal())
+    cls = goal_decisions(forest, accumulate(forest, b.leaf[:, None]), Target())
     own = cls[np.searchsorted(b.leaf, forest.apply_global(X)[:, 0])]
     out = np.empty(len(X))
     for i, x in enumerate(X):

@@ -86,9 +86,10 @@ def test_oblivious_recompose_forms_option(monkeypatch: pytest.MonkeyPatch) -> No
     spec.loader.exec_module(mod)
     assert mod.parse_forms(["grow:10", "pack:8:nobins"]) == (("grow", 10), ("pack", 8, False))
     assert mod.parse_forms(["grow:10:r9", "grow:10:nobins:r2"]) == (("grow", 10, True, 9), ("grow", 10, False, 2))
+    assert mod.parse_forms(["grow:auto"]) == (("grow", "auto"),)
     assert mod.parse_forms(None) == mod.RECOMPOSE_FORMS
     for bad in ("grow", "grow:x", "fast:8", "grow:10:bins", "grow:10:r", "grow:10:rx", "grow:10:r2:r3",
-                "grow:10:nobins:nobins"):
+                "grow:10:nobins:nobins", "grow:0", "grow:automatic"):
         with pytest.raises(SystemExit, match="STRATEGY:DEPTH"):
             mod.parse_forms([bad])
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import io
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from lumber import datasets
 from lumber.ir import FeatureKind, InputDataError
 
 
-@pytest.mark.parametrize("name,rows,features", [("adult", 45222, 11), ("compas", 5278, 5), ("credit", 29986, 23)])
+@pytest.mark.parametrize("name,rows,features", [("adult", 45222, 11), ("compas", 5278, 5), ("credit", 29986, 22)])
 def test_bundled_sets(name: str, rows: int, features: int) -> None:
     d = datasets.load(name)
     assert d.X.shape == (rows, features)
@@ -21,11 +24,63 @@ def test_bundled_sets(name: str, rows: int, features: int) -> None:
 
 
 def test_text_categories_become_codes() -> None:
+    """``load()`` gives codes with codes: the categories of a text column are the codes ``X`` holds, and
+    ``labels`` keeps the text; ``labelled()`` gives labels with labels."""
     d = datasets.load("credit")
     edu = next(f for f in d.features if f.name == "EDUCATION")
-    assert edu.kind == FeatureKind.CATEGORICAL and "High_school" in edu.categories
-    codes = d.X["EDUCATION"].dropna().unique()
-    assert set(codes) <= set(range(len(edu.categories)))
+    assert edu.kind == FeatureKind.CATEGORICAL and edu.categories == (0, 1, 2, 3)
+    assert set(d.X["EDUCATION"].unique()) == {0.0, 1.0, 2.0, 3.0}
+    assert d.labels["EDUCATION"] == {0.0: "Graduate_school", 1.0: "High_school", 2.0: "Others", 3.0: "University"}
+    lab = d.labelled()
+    edu_l = next(f for f in lab.features if f.name == "EDUCATION")
+    assert edu_l.categories == ("Graduate_school", "High_school", "Others", "University")
+    assert set(lab.X["EDUCATION"].astype(str)) == set(edu_l.categories)
+    assert (lab.X["EDUCATION"].cat.codes.to_numpy() == d.X["EDUCATION"].to_numpy()).all()
+
+
+def test_no_constant_column_is_shipped() -> None:
+    """A column with one value in every row is no feature to constrain: credit's SEX is "Male" in every row of
+    the source file and is left out."""
+    raw = pd.read_csv(Path(datasets.__file__).parent / "data" / "credit.csv.gz", skiprows=[1])
+    assert set(raw["SEX"]) == {"Male"}
+    for name in datasets.NAMES:
+        d = datasets.load(name)
+        assert (d.X.nunique() > 1).all(), name
+    assert "SEX" not in datasets.load("credit").feature_names
+
+
+@pytest.mark.parametrize("name", datasets.NAMES)
+@pytest.mark.parametrize("labelled", [False, True])
+def test_schema_binds_the_frame(name: str, labelled: bool) -> None:
+    """``features=ds.features`` on ``ds.X`` works for every data set, plain and labelled: the schema reads
+    the frame to exactly the codes the model sees."""
+    from lumber.ir import Schema, Task
+    from lumber.ir.interp import prepare_input
+
+    d = datasets.load(name)
+    ds = d.labelled() if labelled else d
+    schema = Schema(ds.features, Task.BINARY, 1, (0.0,), classes=(0, 1))
+    arr = prepare_input(schema, ds.X.iloc[:500])
+    if labelled:  # labels bind to the Categorical's codes
+        expect = np.column_stack([ds.X[c].cat.codes.to_numpy(dtype=float) if hasattr(ds.X[c], "cat")
+                                  else ds.X[c].to_numpy(dtype=float) for c in ds.X.columns])[:500]
+    else:
+        expect = d.X.iloc[:500].to_numpy(dtype=float)
+    assert np.array_equal(arr, expect)
+
+
+def test_counterfactual_with_the_bundled_schema() -> None:
+    """The issue's failing call: ``lumber.counterfactual(..., features=ds.features)`` on ``ds.X``."""
+    import lightgbm as lgb
+
+    import lumber
+
+    ds = datasets.load("credit")
+    X, y = ds.X.iloc[:2000], ds.y[:2000]
+    model = lgb.LGBMClassifier(n_estimators=10, num_leaves=8, verbose=-1).fit(X, y)
+    row = X.iloc[[int(np.flatnonzero(model.predict(X) == 0)[0])]]
+    r = lumber.counterfactual(model, row, target=1, features=ds.features)
+    assert r.verified and model.predict(pd.DataFrame([r.x], columns=X.columns))[0] == 1
 
 
 def test_unknown_dataset_and_bad_csv() -> None:

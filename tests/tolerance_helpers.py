@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 
-def forest_only(forest: Any, options: Any, *, threads: int = 1, sample: Any = None, built: Any = None,
-                path: Any = None, skip_tables: Any = None) -> Any:
+def forest_only(forest: Any, options: Any, *, threads: int = 1, sample: Any = None, sample_source: str = "",
+                built: Any = None, path: Any = None, skip_tables: Any = None) -> Any:
     """The exact search cut to the forest library (tests/backends/test_tolerance.py runs the full one, slow)."""
     from lumber.compiler.targets import get_target
 

@@ -396,8 +396,9 @@ def run_task(task: Task, X: FloatArray, *, rows: Sequence[int] | npt.NDArray[np.
              output: str | Path | None = None,
              scheduler: Any = None, n_jobs: int = -1, chunk_size: int | None = None, progress: bool | None = None,
              retry_failed: bool = False, callback: Callable[[Record], None] | None = None,
-             stream: IO[str] | None = None) -> BatchResult:
-    """Run ``task`` over the rows of prepared data ``X``; see :func:`explain_batch`."""
+             stream: IO[str] | None = None, ids: Sequence[str] | None = None) -> BatchResult:
+    """Run ``task`` over the rows of prepared data ``X``; see :func:`explain_batch`. ``ids`` (one per row
+    of ``X``, from ``--id``) are written into each record as ``"id"``."""
     todo_rows = list(range(X.shape[0])) if rows is None else [int(r) for r in rows]
     bad = [r for r in todo_rows if not 0 <= r < X.shape[0]]
     if bad:
@@ -422,6 +423,8 @@ def run_task(task: Task, X: FloatArray, *, rows: Sequence[int] | npt.NDArray[np.
     try:
         for recs in source:
             for rec in recs:
+                if ids is not None:
+                    rec["id"] = ids[rec["row"]]
                 line = _line(rec)
                 if fh is not None:
                     fh.write(line)

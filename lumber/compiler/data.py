@@ -6,6 +6,7 @@ this module adds the file name to every message.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -29,10 +30,11 @@ def read_frame(path: str | Path, *, header: bool = True, names: Sequence[str] | 
 
 
 def read_rows(path: str | Path, model: Any, *, header: bool = True, label: str | None = None,
-              features_only: bool = False) -> tuple[pd.DataFrame, npt.NDArray[np.float64]]:
+              features_only: bool = False, ignore: Sequence[str] = ()) -> tuple[pd.DataFrame, npt.NDArray[np.float64]]:
     """The CSV and its rows as model input, columns bound by feature name (extras ignored and said once).
 
-    ``label`` names a column that is not a feature (it is not reported as extra).
+    ``label`` names a column that is not a feature (it is not reported as extra); so do ``ignore``
+    (an ID column, which :func:`case_ids` reads), when the file has them.
     With ``header=False`` the columns are the model's features in order. The frame
     returned is the whole file, or with ``features_only`` its feature columns in
     the model's order (ready to pass on without being bound again).
@@ -42,13 +44,25 @@ def read_rows(path: str | Path, model: Any, *, header: bool = True, label: str |
     if label is not None and header and label not in frame.columns:
         raise InputDataError(f"{path}: no label column '{label}'", *label_notes(label, frame.columns, names))
     try:
-        bound = bind_frame(names, frame, source=str(path), ignore=[label] if label else [])
+        bound = bind_frame(names, frame, source=str(path), ignore=([label] if label else []) + list(ignore))
         X = prepare_input(model.schema, bound)  # a model, or a compiled artifact's predictor
     except InputDataError as exc:
         raise InputDataError([d if d.location is not None else d.__class__(d.severity, f"{path}: {d.message}",
                                                                            d.location, d.notes)
                               for d in exc.diagnostics]) from None
     return (bound if features_only else frame), X
+
+
+def case_ids(frame: pd.DataFrame, column: str, path: str | Path = "data") -> list[str]:
+    """The ``--id`` column of a data file, as text (one per row); a missing column is an error."""
+    if column not in frame.columns:
+        near = difflib.get_close_matches(column, [str(c) for c in frame.columns], n=1)
+        raise InputDataError(f"{path}: no ID column '{column}'",
+                             f"did you mean '{near[0]}'?" if near else
+                             f"columns: {', '.join(map(str, list(frame.columns)[:12]))}")
+    col = frame[column]
+    return ["" if pd.isna(v) else (str(int(v)) if isinstance(v, float) and v.is_integer() else str(v))
+            for v in col.tolist()]
 
 
 def csv_text(frame: pd.DataFrame) -> str:
@@ -67,4 +81,4 @@ def csv_text(frame: pd.DataFrame) -> str:
     return out.to_csv(index=False)
 
 
-__all__ = ["csv_text", "read_frame", "read_rows", "read_typed_csv"]
+__all__ = ["case_ids", "csv_text", "read_frame", "read_rows", "read_typed_csv"]

@@ -21,6 +21,8 @@ import copy
 import hashlib
 import tempfile
 import threading
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,8 +33,10 @@ from lumber.backends.base import Artifact, fingerprint
 from lumber.backends.c.build import BuildOptions, build_shared, find_compiler
 from lumber.backends.c.loader import CLibrary, LibraryLoadError
 from lumber.backends.c.manifest import ForeignLibraryError, verify_library
-from lumber.ir import CompileError, Forest, InputDataError, ModelFormatError, ObliviousEnsemble, Schema, \
+from lumber.ir import CompileError, Cutoff, Forest, InputDataError, ModelFormatError, ObliviousEnsemble, Schema, \
     atomic_write_bytes
+from lumber.ir.binding import bind
+from lumber.ir.decision import with_cutoff
 from lumber.ir.interp import prepare_input
 from lumber.ir.serialize import from_bytes, to_bytes
 
@@ -74,12 +78,97 @@ def _convert(X: npt.NDArray[Any], dtype: np.dtype[Any], threads: int) -> npt.NDA
     return rows
 
 
+def mapping_rows(X: Mapping[Any, Any]) -> Any:
+    """A dict as a DataFrame: ``{feature: value}`` is one row, ``{feature: values}`` a column each."""
+    import pandas as pd
+
+    scalar = all(np.ndim(v) == 0 for v in X.values())
+    try:
+        return pd.DataFrame([dict(X)]) if scalar else pd.DataFrame(dict(X))
+    except ValueError as exc:  # columns of different lengths
+        raise InputDataError(f"data is not a rectangular table: {exc}",
+                             "pass {feature: value} for one row, or {feature: values} of equal lengths") from None
+
+
+class RowBinder:
+    """One row of named data (a one-row DataFrame, a Series, a ``{feature: value}`` dict) as a float64
+    vector in the model's feature order, without the batch conversion's per-call setup.
+
+    Column order is bound once per distinct column tuple (``binding.bind``) and remembered; names that
+    bind with a warning, labels to map to category codes, or values that are not plain numbers are left
+    to ``prepare_input`` (:meth:`row` returns None), so errors and warnings stay the batch path's.
+    """
+
+    MAX_BINDINGS = 64
+    """Column tuples remembered; beyond that, the least recently bound is forgotten."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.names = schema.feature_names
+        self.n_features = len(self.names)
+        self.plain = all(f.categories is None for f in schema.features)
+        self._bound: dict[tuple[Any, ...], npt.NDArray[np.intp] | None] = {}
+
+    def _order(self, columns: tuple[Any, ...]) -> npt.NDArray[np.intp] | None | bool:
+        """Positions of the model's features in ``columns`` (None: in order), or False to take the batch path."""
+        order = self._bound.get(columns, False)
+        if order is not False:
+            return order
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                idx = bind(self.names, list(columns))
+            except InputDataError:
+                return False
+        if caught:
+            return False
+        order = None if idx == list(range(len(columns))) else np.asarray(idx, dtype=np.intp)
+        if len(self._bound) >= self.MAX_BINDINGS:
+            self._bound.pop(next(iter(self._bound)))
+        self._bound[columns] = order
+        return order
+
+    def row(self, X: Any) -> npt.NDArray[Any] | None:
+        """The row as a 1-D float array in feature order, or None when ``X`` needs the general conversion."""
+        if not self.plain:
+            return None
+        if isinstance(X, dict):
+            columns = tuple(X)
+            try:
+                values = np.array(list(X.values()), dtype=np.float64)
+            except (TypeError, ValueError):
+                return None
+            if values.ndim != 1 or values.shape[0] != len(columns):
+                return None
+        elif hasattr(X, "columns") and hasattr(X, "iloc") and getattr(X, "shape", (0,))[0] == 1:  # DataFrame
+            values = X.to_numpy()
+            if values.dtype.kind not in "fiub":
+                return None
+            values = values[0]
+            columns = tuple(X.columns)
+        elif hasattr(X, "index") and hasattr(X, "to_frame") and getattr(X, "ndim", 0) == 1:  # Series
+            values = X.to_numpy()
+            if values.dtype.kind not in "fiub":
+                return None
+            columns = tuple(X.index)
+        else:
+            return None
+        order = self._order(columns)
+        if order is False:
+            return None
+        if order is not None:
+            values = values[order]
+        return values if values.dtype.kind == "f" else values.astype(np.float64)
+
+
 def as_rows(schema: Schema, X: Any, dtype: np.dtype[Any], threads: int = 1) -> npt.NDArray[Any]:
     """User data as a C-contiguous array of ``dtype`` holding the model's input values.
 
     Plain float arrays skip the general conversion; rounding float64 to float32
-    here is the same rounding ``prepare_input`` does.
+    here is the same rounding ``prepare_input`` does. A dict is one row
+    (``{feature: value}``) or columns (``{feature: values}``), bound by name as a DataFrame.
     """
+    if isinstance(X, Mapping):
+        X = mapping_rows(X)
     if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype.kind == "f" and X.shape[1] == schema.n_features:
         if schema.input_dtype == "float32" and dtype == np.float64:
             with np.errstate(over="ignore"):
@@ -115,8 +204,10 @@ class Predictor:
     def predict_proba(self, X: Any) -> npt.NDArray[np.float64]:
         return self.schema.proba(self.predict_raw(X))
 
-    def predict(self, X: Any) -> npt.NDArray[Any]:
-        return self.schema.decide(self.predict_raw(X))
+    def predict(self, X: Any, threshold: float | Cutoff | None = None) -> npt.NDArray[Any]:
+        """What the source model's ``predict`` returns; ``threshold`` (binary classifiers): class 1 iff
+        P(class 1) is above it (a :class:`~lumber.ir.Cutoff` may compare the raw margin instead)."""
+        return with_cutoff(self.schema, threshold).decide(self.predict_raw(X))
 
     def save(self, path: str | Path) -> Path:
         """Write the artifact atomically; returns the path written."""
@@ -155,6 +246,8 @@ class NumpyPredictor(Predictor):
         self.forest = forest
 
     def _margins(self, X: Any) -> npt.NDArray[np.float64]:
+        if isinstance(X, Mapping):
+            X = mapping_rows(X)
         return self.forest.evaluate(X).reshape(-1, self.schema.n_outputs)
 
     def save(self, path: str | Path) -> Path:
@@ -196,7 +289,13 @@ _FLOAT64 = np.dtype(np.float64)
 
 
 class CPredictor(Predictor):
-    """A built shared library called through ctypes."""
+    """A built shared library called through ctypes.
+
+    One row — a ``(1, n_features)`` float array, a one-row DataFrame, a Series, or a
+    ``{feature: value}`` dict — goes to the library's single-row entry point (``predict_one``:
+    refused values checked in C) instead of the batch path, with the same validation, errors
+    and results bit for bit; anything else takes the batch path.
+    """
 
     target = "c"
 
@@ -209,6 +308,9 @@ class CPredictor(Predictor):
         # rows that need no validation go straight to the library (see predict_row)
         self._row_direct = library.dtype if self.schema.allow_nan and self.schema.allow_inf else None
         self._check_rows = not (self.schema.allow_nan and self.schema.allow_inf)
+        self._n_features = self.schema.n_features
+        self._one_row = library.reads_one and library.dtype.kind == "f"
+        self._binder = RowBinder(self.schema)
 
     @property
     def source(self) -> str | None:
@@ -218,7 +320,27 @@ class CPredictor(Predictor):
         texts = self.library.manifest.source_texts()
         return texts[0] if len(texts) == 1 else None
 
+    def _one(self, x: npt.NDArray[Any], X: Any) -> npt.NDArray[np.float64]:
+        """Margins ``(1, n_outputs)`` of float row ``x`` (``X``: the data as given, for the detailed error)."""
+        lib = self.library
+        if x.dtype != lib.dtype:  # float32 models round float64 values as numpy's astype does
+            with np.errstate(over="ignore"):
+                x = x.astype(lib.dtype)
+        try:
+            return lib.predict_one(x, check=self._check_rows).reshape(1, -1)  # type: ignore[no-any-return]
+        except InputDataError:
+            prepare_input(self.schema, mapping_rows(X) if isinstance(X, Mapping) else X)  # the detailed error
+            raise
+
     def _margins(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
+        if self._one_row:
+            if type(X) is np.ndarray:
+                if X.ndim == 2 and X.shape[0] == 1 and X.shape[1] == self._n_features and X.dtype.kind == "f":
+                    return self._one(X[0], X)
+            else:
+                x = self._binder.row(X)
+                if x is not None:
+                    return self._one(x, X)
         threads = threads or self.threads
         lib = self.library
         if (lib.reads_rows and type(X) is np.ndarray and X.ndim == 2 and X.shape[1] == self.schema.n_features
@@ -337,7 +459,8 @@ class TablePredictor(Predictor):
 
     target = "table"
 
-    def __init__(self, ens: ObliviousEnsemble, fp: str, *, threads: int = 1, engine: str = "auto") -> None:
+    def __init__(self, ens: ObliviousEnsemble, fp: str, *, threads: int = 1, engine: str = "auto",
+                 isa: str = "auto") -> None:
         super().__init__(ens.schema, fp)
         self.ensemble = ens
         self.threads = threads
@@ -350,9 +473,9 @@ class TablePredictor(Predictor):
             try:
                 from lumber.backends.table_c import TableRuntime
 
-                self._runtime = TableRuntime(ens)
+                self._runtime = TableRuntime(ens, isa=isa)
             except CompileError:
-                if engine == "c":
+                if engine == "c" or isa != "auto":
                     raise
         if self._runtime is None:
             from lumber.backends.table import TableEvaluator
@@ -473,5 +596,5 @@ def reopen(target: str, fp: str, digest: str, payload: tuple[Any, ...], threads:
     return out
 
 
-__all__ = ["OPENERS", "open_library", "reopen", "CPredictor", "CSourcePredictor", "NumpyPredictor", "OnnxPredictor", "Predictor", "TablePredictor",
-           "as_rows", "check_runtime"]
+__all__ = ["OPENERS", "open_library", "reopen", "CPredictor", "CSourcePredictor", "NumpyPredictor", "OnnxPredictor", "Predictor",
+           "RowBinder", "TablePredictor", "as_rows", "check_runtime", "mapping_rows"]

@@ -2,8 +2,13 @@
 
 Both are C shared libraries with the same entry points and the source model's
 fingerprint (targets ``c`` and ``table-c``), so the choice is invisible to
-callers and to ``load_compiled``. The two are compared on a sample before
-timing; a table form that disagrees with the forest is never shipped.
+callers and to ``load_compiled``. The forms are timed on the caller's own rows
+(``sample``: the rows the model will see, e.g. the CLI's ``--sample rows.csv``
+or its ``--train`` rows), never on made-up ones: which form wins depends on the
+rows (how deep they go in the trees, how many NaN and categories they hold).
+Short samples are tiled to :data:`TIMED_ROWS` so each timing spans many blocks.
+The forms are compared on the sample before timing; a table form that disagrees
+with the forest is never shipped.
 """
 
 from __future__ import annotations
@@ -23,11 +28,14 @@ from .targets import get_target
 from .targets.c import FastestOptions
 
 SAMPLE_ROWS = 20_000
+TIMED_ROWS = 20_000
+"""A sample shorter than this is tiled to it for timing (its rows repeated in order)."""
 REPEATS = 3
 
 
 def sample_rows(forest: Forest, n: int = SAMPLE_ROWS, seed: int = 0) -> npt.NDArray[np.float64]:
-    """Rows that spread over the model's split cells (each feature uniform over its thresholds' cells)."""
+    """Rows that spread over the model's split cells (each feature uniform over its thresholds' cells): test
+    rows for agreement checks, never the rows :func:`compile_fastest` times."""
     rng = np.random.default_rng(seed)
     X = np.zeros((n, forest.n_features))
     internal = np.flatnonzero(~forest.is_leaf & ~forest.is_categorical)
@@ -52,17 +60,28 @@ def _cpu_seconds(pred: Predictor, X: npt.NDArray[np.float64]) -> float:
 
 
 def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path | None = None,
-                    threads: int = 1, sample: Any = None, built: dict[str, Predictor] | None = None,
-                    skip_tables: str | None = None) -> Predictor:
-    """The faster of ``forest``'s ``c`` and ``table-c`` libraries on ``sample`` (default: rows spread
-    over the model's split cells); ``options`` hold both libraries' options.
+                    threads: int = 1, sample: Any = None, sample_source: str = "the sample passed",
+                    built: dict[str, Predictor] | None = None, skip_tables: str | None = None) -> Predictor:
+    """The faster of ``forest``'s ``c`` and ``table-c`` libraries on ``sample``, the caller's own rows
+    (required: a CompileError says so without them); ``options`` hold both libraries' options.
 
-    ``predictor.report`` holds both forms' CPU seconds on the sample and the choice; ``built`` (when
-    given) receives every form built, by name (the tolerance search reuses the forest library);
-    ``skip_tables`` (a reason) leaves the oblivious form out, reported as not tried.
+    ``predictor.report`` holds both forms' CPU seconds on the sample, the choice and ``timed_on``: the
+    sample's rows, where they came from (``sample_source``), how many rows each timing ran (the sample
+    tiled to :data:`TIMED_ROWS`), the clock and the threads. ``built`` (when given) receives every form
+    built, by name (the tolerance search reuses the forest library); ``skip_tables`` (a reason) leaves
+    the oblivious form out, reported as not tried.
     """
     from lumber.backends.base import fingerprint
+    from lumber.ir import CompileError
+    from lumber.ir.interp import prepare_input
 
+    if sample is None:
+        raise CompileError("optimize='speed' times the forms on your own rows, and none were given",
+                           "pass sample=rows (a few thousand rows like those the model will see); "
+                           "CLI: --sample rows.csv, or --train CSV")
+    X = prepare_input(forest.schema, sample)
+    if X.shape[0] == 0:
+        raise CompileError("optimize='speed': the sample has no rows", "pass rows like those the model will see")
     fp = fingerprint(forest)
     report: dict[str, Any] = {"sample_rows": 0, "forms": {}}
     candidates: dict[str, Predictor] = {}
@@ -90,12 +109,6 @@ def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path
         what = "not tried" if skip_tables is not None else "not available"
         report["forms"]["oblivious"] = {"status": f"{what}: {exc.diagnostics[0].message}"}
     exact = options.exact
-    if sample is None:
-        X = sample_rows(forest)
-    else:
-        from lumber.ir.interp import prepare_input
-
-        X = prepare_input(forest.schema, sample)
     report["sample_rows"] = int(X.shape[0])
     times: dict[str, list[float]] = {k: [] for k in candidates}
     outs = {k: p.predict_raw(X) for k, p in candidates.items()}
@@ -111,12 +124,16 @@ def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path
         if not agree:  # never ship a form that disagrees (a bug): keep the forest
             candidates.pop("oblivious")
             times.pop("oblivious")
+    Xt = np.ascontiguousarray(np.tile(X, (-(-TIMED_ROWS // X.shape[0]), 1))) if X.shape[0] < TIMED_ROWS else X
+    report["timed_on"] = {"rows": int(X.shape[0]), "source": sample_source, "timed_rows": int(Xt.shape[0]),
+                          "tiled": bool(Xt is not X), "clock": "process CPU time", "repeats": REPEATS,
+                          "statistic": "median of interleaved runs", "threads": threads}
     for _ in range(REPEATS):  # interleaved
         for k, p in candidates.items():
-            times[k].append(_cpu_seconds(p, X))
+            times[k].append(_cpu_seconds(p, Xt))
     for k, ts in times.items():
         report["forms"][k]["cpu_seconds"] = float(np.median(ts))
-        report["forms"][k]["ns_per_row"] = float(np.median(ts)) / max(X.shape[0], 1) * 1e9
+        report["forms"][k]["ns_per_row"] = float(np.median(ts)) / max(Xt.shape[0], 1) * 1e9
     if built is not None:
         built.update(candidates)
     chosen = min(times, key=lambda k: float(np.median(times[k])))
@@ -130,8 +147,13 @@ def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path
 
 
 def describe_choice(report: dict[str, Any]) -> str:
-    """One line per form, as ``lumber compile --optimize speed`` prints them."""
+    """What was timed on what, then one line per form, as ``lumber compile --optimize speed`` prints them."""
     lines = []
+    on = report.get("timed_on")
+    if on:
+        tiled = f", tiled to {on['timed_rows']:,}" if on.get("tiled") else ""
+        lines.append(f"  timed on {on['rows']:,} rows of {on['source']}{tiled} ({on['clock']}, "
+                     f"{on['statistic']} of {on['repeats']}, {on['threads']} thread(s))")
     for k, r in report.get("forms", {}).items():
         if "cpu_seconds" in r:
             extra = ""
@@ -140,10 +162,10 @@ def describe_choice(report: dict[str, Any]) -> str:
                 extra = (f" ({tab.get('method')}: {tab.get('trees_in')} -> {tab.get('trees_out')} trees, "
                          f"{tab.get('table_bytes', 0) / 1024:,.0f} KiB tables)")
             mark = "  <- chosen" if report.get("chosen") == k else ""
-            lines.append(f"  {k:<13} {r['ns_per_row']:10,.0f} ns/row on {report['sample_rows']:,} sample rows{extra}{mark}")
+            lines.append(f"  {k:<13} {r['ns_per_row']:10,.0f} ns/row{extra}{mark}")
         else:
             lines.append(f"  {k:<13} {r.get('status', 'not measured')}")
     return "\n".join(lines)
 
 
-__all__ = ["REPEATS", "SAMPLE_ROWS", "compile_fastest", "describe_choice", "sample_rows"]
+__all__ = ["REPEATS", "SAMPLE_ROWS", "TIMED_ROWS", "compile_fastest", "describe_choice", "sample_rows"]

@@ -35,10 +35,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from lumber.ir import InputDataError, Task, atomic_open
-from lumber.ir.binding import TYPE_CODES, _error, _looks_like_data, bind, check_unique
+from lumber.ir import Cutoff, InputDataError, Task, atomic_open
+from lumber.ir.binding import TYPE_CODES, _error, _looks_like_data, bind, check_unique, suggest
+from lumber.ir.decision import with_cutoff
 
-from .progress import enabled
 
 PARQUET_MAGIC, GZIP_MAGIC = b"PAR1", b"\x1f\x8b"
 FORMATS = ("csv", "jsonl", "parquet")
@@ -61,7 +61,11 @@ class StreamOptions:
     output_format: str | None = None
     """csv, jsonl or parquet; None: from the output's suffix, else csv."""
     progress: bool | None = None
-    """Rows scored, on stderr; None: when stderr is a terminal."""
+    """Rows scored, on stderr; None: when stderr is a terminal (as :class:`lumber.compiler.progress.Progress`)."""
+    cutoff: Cutoff | None = None
+    """A binary classifier's decision rule (``--threshold``); None: the model's own."""
+    id_column: str | None = None
+    """A column of the input naming each row (``--id``): written first in every output row."""
 
     def __post_init__(self) -> None:
         if int(self.chunk_rows) < 1:
@@ -107,7 +111,8 @@ def predict_file(model: Any, source: str | Path | IO[bytes], output: str | Path 
         columns are ignored, order is free), or Parquet (by suffix or magic bytes). ``"-"``: stdin.
     output : path, ``"-"``, text file object or None
         Where the predictions go, written atomically to a path; None or ``"-"``: stdout.
-        Columns: ``raw`` (``raw_k`` per output), ``proba_<class>`` and ``prediction``.
+        Columns: the ID column (``options.id_column``), ``raw`` (``raw_k`` per output),
+        ``proba_<class>`` and ``prediction`` (under ``options.cutoff`` when given).
     options : StreamOptions
         Chunk size, threads, format, header, progress.
     """
@@ -115,21 +120,27 @@ def predict_file(model: Any, source: str | Path | IO[bytes], output: str | Path 
     fmt = output_format(output if not hasattr(output, "write") else None, options)
     model = _with_threads(model, options.threads)
     schema = model.schema
+    rule = with_cutoff(schema, options.cutoff)
     with ExitStack() as stack:
         fh, label, size = stack.enter_context(_open_source(source))
         chunks = _parquet_chunks(fh, label, schema, options) if fh.peek(4)[:4] == PARQUET_MAGIC or \
             str(label).lower().endswith((".parquet", ".pq")) else _csv_chunks(fh, label, schema, options)
-        show = enabled() if options.progress is None else options.progress
+        tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        show = tty if options.progress is None else options.progress
         writer = stack.enter_context(_writer(output, fmt))
         n = read = 0
-        for X, consumed in chunks:
-            writer(prediction_frame(model, X, options.raw))
+        for X, ids, consumed in chunks:
+            frame = prediction_frame(model, X, options.raw, rule)
+            if ids is not None:
+                frame.insert(0, str(options.id_column), ids)
+            writer(frame)
             n, read = n + len(X), read + consumed
-            if show:
+            if show:  # one line redrawn on a terminal, a line per chunk in a log
                 done = f" ({100 * read / size:.0f}% of the file)" if size else ""
-                sys.stderr.write(f"\rscoring {label}: {n:,} rows{done}")
+                sys.stderr.write(f"\rscoring {label}: {n:,} rows{done}" if tty else
+                                 f"scoring {label}: {n:,} rows{done}\n")
                 sys.stderr.flush()
-        if show:
+        if show and tty:
             sys.stderr.write("\n")
         if n == 0:
             raise InputDataError(f"{label}: has no rows")
@@ -270,16 +281,37 @@ def _width_error(label: str, line: int, got: int, width: int, what: str) -> Inpu
     return _error(label, line, f"row has {got} field{'s' if got != 1 else ''}, {what} {width}")
 
 
+def _id_index(columns: Sequence[str], column: str | None, label: str) -> int | None:
+    """Where the ``--id`` column is (None without one); a missing one is an error naming the columns."""
+    if column is None:
+        return None
+    if column not in columns:
+        near = suggest(column, list(columns))
+        raise InputDataError(f"{label}: no ID column '{column}'",
+                             f"did you mean '{near}'?" if near else f"columns: {', '.join(list(columns)[:12])}")
+    return list(columns).index(column)
+
+
+def _id_text(v: Any) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return ""
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
 def _csv_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamOptions
-                ) -> Iterator[tuple[npt.NDArray[np.float64], int]]:
+                ) -> Iterator[tuple[npt.NDArray[np.float64], list[str] | None, int]]:
     names = list(schema.feature_names)
     if options.header:
         columns, used, head_line = _header(fh, label)
         check_unique(columns, label)
-        idx = bind(names, columns, source=label)
+        id_at = _id_index(columns, options.id_column, label)
+        idx = bind(names, columns, source=label, ignore=[str(options.id_column)] if id_at is not None else [])
         what = "the header has"
         line = head_line + 1
     else:
+        if options.id_column is not None:
+            raise InputDataError(f"{label}: --id names a column, which needs a header row")
+        id_at = None
         columns, used, idx, line, head_line = names, 0, list(range(len(names))), 1, 1
         what = f"the model reads (with --no-header, columns are the features in order: {', '.join(names[:6])}" \
                f"{' ...' if len(names) > 6 else ''})"
@@ -302,9 +334,9 @@ def _csv_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamO
                     continue
         start = line
         line += block.count(b"\n")
-        X = _parse(block, label, start, schema, columns, idx)
+        X, ids = _parse(block, label, start, schema, columns, idx, id_at)
         rows += len(X)
-        yield X, consumed
+        yield X, ids, consumed
     if pending:
         raise _error(label, line, "a quoted field is never closed")
     if rows == 0:
@@ -312,22 +344,24 @@ def _csv_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamO
 
 
 def _parse(block: bytes, label: str, start: int, schema: Any, columns: Sequence[str],
-           idx: list[int]) -> npt.NDArray[np.float64]:
+           idx: list[int], id_at: int | None = None) -> tuple[npt.NDArray[np.float64], list[str] | None]:
     from lumber.ir.interp import prepare_input
 
     try:
         frame = pd.read_csv(io.BytesIO(block), header=None, names=[str(i) for i in range(len(columns))],
-                            usecols=sorted(set(idx)), keep_default_na=True, na_values=NA_VALUES,
-                            skip_blank_lines=True, encoding="utf-8")
+                            usecols=sorted(set(idx) | ({id_at} if id_at is not None else set())),
+                            keep_default_na=True, na_values=NA_VALUES, skip_blank_lines=True, encoding="utf-8",
+                            dtype={str(id_at): str} if id_at is not None else None)
     except UnicodeDecodeError as exc:
         raise InputDataError(f"{label}: not UTF-8 text near line {start} ({exc.reason})",
                              "save the CSV as UTF-8") from None
     except (pd.errors.ParserError, ValueError) as exc:
         raise InputDataError(f"{label}: cannot read lines {start}.. as CSV ({exc})") from None
+    ids = [_id_text(v) for v in frame[str(id_at)].tolist()] if id_at is not None else None
     bound = frame[[str(i) for i in idx]]
     bound.columns = list(schema.feature_names)
     try:
-        return prepare_input(schema, bound)
+        return prepare_input(schema, bound), ids
     except InputDataError as exc:
         raise InputDataError([d.__class__(d.severity, f"{label} (rows from line {start}): {d.message}", d.location,
                                           d.notes) for d in exc.diagnostics]) from None
@@ -337,7 +371,7 @@ def _parse(block: bytes, label: str, start: int, schema: Any, columns: Sequence[
 
 
 def _parquet_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamOptions
-                    ) -> Iterator[tuple[npt.NDArray[np.float64], int]]:
+                    ) -> Iterator[tuple[npt.NDArray[np.float64], list[str] | None, int]]:
     from lumber.ir.interp import prepare_input
 
     pq = _pyarrow(f"{label}: Parquet input")
@@ -353,13 +387,18 @@ def _parquet_chunks(fh: io.BufferedReader, label: str, schema: Any, options: Str
         except Exception as exc:  # pyarrow raises ArrowInvalid and OSError subclasses
             raise InputDataError(f"{label}: not a readable Parquet file ({exc})") from None
         columns = list(pf.schema_arrow.names)
-        idx = bind(list(schema.feature_names), columns, source=label)
+        id_at = _id_index(columns, options.id_column, label)
+        idx = bind(list(schema.feature_names), columns, source=label,
+                   ignore=[str(options.id_column)] if id_at is not None else [])
         wanted = [columns[i] for i in idx]
+        read = list(dict.fromkeys(wanted + ([columns[id_at]] if id_at is not None else [])))
         total = max(pf.metadata.num_rows, 1)
         size = os.fstat(src.fileno()).st_size if hasattr(src, "fileno") else 0
         seen = reported = 0
-        for batch in pf.iter_batches(batch_size=options.chunk_rows, columns=list(dict.fromkeys(wanted))):
-            frame = batch.to_pandas()[wanted]
+        for batch in pf.iter_batches(batch_size=options.chunk_rows, columns=read):
+            whole = batch.to_pandas()
+            ids = [_id_text(v) for v in whole[columns[id_at]].tolist()] if id_at is not None else None
+            frame = whole[wanted]
             frame.columns = list(schema.feature_names)
             try:
                 X = prepare_input(schema, frame)
@@ -368,16 +407,17 @@ def _parquet_chunks(fh: io.BufferedReader, label: str, schema: Any, options: Str
                                       for d in exc.diagnostics]) from None
             seen += len(frame)
             share = size * seen // total  # the file's bytes in proportion to the rows read
-            yield X, share - reported
+            yield X, ids, share - reported
             reported = share
 
 
 # -- output ------------------------------------------------------------------------------------------------------
 
 
-def prediction_frame(model: Any, X: Any, raw: bool = False) -> pd.DataFrame:
-    """``raw`` (``raw_k`` per output), ``proba_<class>`` (classifiers) and ``prediction`` for the rows ``X``."""
-    schema = model.schema
+def prediction_frame(model: Any, X: Any, raw: bool = False, schema: Any = None) -> pd.DataFrame:
+    """``raw`` (``raw_k`` per output), ``proba_<class>`` (classifiers) and ``prediction`` for the rows ``X``;
+    ``schema``: the model's with a user's decision rule (default: the model's own)."""
+    schema = schema if schema is not None else model.schema
     margin = model.evaluate(X) if hasattr(model, "evaluate") else model.predict_raw(X)
     m2 = np.asarray(margin).reshape(len(X), -1)
     out: dict[str, Any] = {}
@@ -391,6 +431,29 @@ def prediction_frame(model: Any, X: Any, raw: bool = False) -> pd.DataFrame:
                 out[f"proba_{lab}"] = proba[:, k]
         out["prediction"] = schema.decide(margin)
     return pd.DataFrame(out)
+
+
+def csv_text(frame: pd.DataFrame, *, header: bool = True) -> str:
+    """``frame`` as CSV: floats as the shortest text that reads back to the same double (Python's ``repr``),
+    missing values empty. Columns of text that needs quoting go through pandas' writer."""
+    cols: list[list[str]] = []
+    for c in frame.columns:
+        v = frame[c].to_numpy()
+        if v.dtype.kind == "f":
+            text = [repr(x) for x in v.tolist()]
+            if np.isnan(v).any():
+                text = ["" if t == "nan" else t for t in text]
+        else:
+            text = [str(x) for x in v.tolist()]
+            if any(any(ch in t for ch in ',"\n\r') for t in text):
+                return frame.to_csv(index=False, header=header)
+        cols.append(text)
+    if len(cols) == 1 and "" in cols[0]:  # an empty line would read as no row at all
+        return frame.to_csv(index=False, header=header)
+    names = io.StringIO()
+    csv.writer(names, lineterminator="\n").writerow([str(c) for c in frame.columns])
+    body = "\n".join(map(",".join, zip(*cols)))
+    return (names.getvalue() if header else "") + body + ("\n" if body else "")
 
 
 @contextmanager
@@ -418,7 +481,7 @@ def _writer(output: str | Path | IO[str] | None, fmt: str) -> Iterator[Any]:
             elif fmt == "jsonl":
                 fh.write("".join(json.dumps(r) + "\n" for r in frame.to_dict(orient="records")))
             else:
-                frame.to_csv(fh, index=False, header=state["first"], float_format="%.17g")
+                fh.write(csv_text(frame, header=state["first"]))
             state["first"] = False
 
         yield write
@@ -429,4 +492,4 @@ def _writer(output: str | Path | IO[str] | None, fmt: str) -> Iterator[Any]:
         fh.flush()
 
 
-__all__ = ["FORMATS", "StreamOptions", "output_format", "predict_file", "prediction_frame"]
+__all__ = ["FORMATS", "StreamOptions", "csv_text", "output_format", "predict_file", "prediction_frame"]

@@ -319,7 +319,8 @@ def compile_within(forest: Forest, options: FastestOptions, *, tolerance: float,
     leaves = int((forest.left < 0).sum())
     skip = (f"{leaves:,} source leaves (more than {EXACT_TABLES_MAX_LEAVES:,}): exact re-composition is not "
             "tried in a tolerance search") if leaves > EXACT_TABLES_MAX_LEAVES else None
-    exact = compile_fastest(forest, options, threads=threads, sample=valid.X, built=forms, skip_tables=skip)
+    exact = compile_fastest(forest, options, threads=threads, sample=valid.X, sample_source="the validation rows",
+                            built=forms, skip_tables=skip)
     exact_seconds = time.perf_counter() - t0
     fc = get_target("c")
     forest_lib = forms.get("forest") or fc.compile(forest, options.forest_options(), threads=1, fingerprint=fp)

@@ -2,7 +2,12 @@
 
 ``load("adult")`` returns a :class:`Dataset`: features as a float DataFrame
 (categorical text encoded to integer codes), the target, and a feature schema
-read from the file's second header row. Provenance: ``data/PROVENANCE.md``.
+read from the file's second header row. ``X`` and ``features`` agree: codes
+with codes (a categorical feature's ``categories`` are its codes ``0..k-1``),
+so ``features=ds.features`` binds ``ds.X``; ``Dataset.labelled()`` gives labels
+with labels. A column that holds one value in every row carries nothing a model
+or a constraint could use and is not shipped as a feature (credit's SEX is
+"Male" in all 29,986 rows of the source file). Provenance: ``data/PROVENANCE.md``.
 
 The typed-CSV reader is shared with the CLI: a CSV whose second row holds one
 type code per column (F, D, B, E, T) is read with those kinds.
@@ -12,10 +17,10 @@ from __future__ import annotations
 
 import gzip
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -30,13 +35,19 @@ TYPE_CODES = {"F": FeatureKind.NUMERICAL, "D": FeatureKind.ORDINAL, "B": Feature
 
 @dataclass(frozen=True)
 class Dataset:
-    """A bundled data set: ``X`` (features), ``y`` (0/1 target) and the feature schema."""
+    """A bundled data set: ``X`` (features), ``y`` (0/1 target) and the feature schema.
+
+    ``labels`` maps a feature with known category labels to ``{code: label}``; ``X`` holds the codes
+    and ``features`` their kinds (categorical ``categories`` are the codes), so the schema binds ``X``
+    as it is. ``labelled()`` turns the codes into their labels, in frame and schema alike.
+    """
 
     name: str
     X: pd.DataFrame
     y: npt.NDArray[np.int64]
     features: tuple[Feature, ...]
     target: str
+    labels: Mapping[str, Mapping[float, str]] = field(default_factory=dict)
 
     @property
     def feature_names(self) -> list[str]:
@@ -60,13 +71,13 @@ class Dataset:
         X = self.X.copy()
         feats = []
         for f in self.features:
-            names = _label_map(self.name, f)
+            names = self.labels.get(f.name)
             if names is None:
                 feats.append(f)
                 continue
             X[f.name] = pd.Categorical(X[f.name].map(names), categories=list(names.values()))
             feats.append(Feature(f.name, FeatureKind.CATEGORICAL, tuple(names.values())))
-        return Dataset(self.name, X, self.y, tuple(feats), self.target)
+        return Dataset(self.name, X, self.y, tuple(feats), self.target, self.labels)
 
 
 ADULT_LABELS: dict[str, dict[float, str]] = {
@@ -102,7 +113,9 @@ African-American 1 / Caucasian 2, Male 1 / Female 2, charge M 1 / F 2), shifted 
 
 
 def _label_map(name: str, f: Feature) -> dict[float, str] | None:
-    """``{code: label}`` of a categorical or binary feature whose labels are known, else None."""
+    """``{code: label}`` of a categorical or binary feature whose labels are known, else None.
+
+    ``f`` is the feature as ``read_typed_csv`` reads it: a text column's ``categories`` are its labels."""
     if f.kind == FeatureKind.BINARY and f.name in BINARY_LABELS.get(name, {}):
         return {float(k): v for k, v in BINARY_LABELS[name][f.name].items()}
     if f.kind != FeatureKind.CATEGORICAL:
@@ -112,6 +125,14 @@ def _label_map(name: str, f: Feature) -> dict[float, str] | None:
     if f.categories is not None and all(isinstance(c, str) for c in f.categories):
         return {float(i): str(c) for i, c in enumerate(f.categories)}
     return None
+
+
+def _with_codes(f: Feature) -> Feature:
+    """``f`` whose categories name the codes ``X`` holds: a text column's labels become ``0..k-1``."""
+    if f.kind == FeatureKind.CATEGORICAL and f.categories is not None and all(isinstance(c, str)
+                                                                             for c in f.categories):
+        return Feature(f.name, f.kind, tuple(range(len(f.categories))))
+    return f
 
 
 @dataclass(frozen=True)
@@ -191,7 +212,10 @@ def example_constraints(name: str) -> str:
 
 
 def load(name: str) -> Dataset:
-    """Load a bundled data set by name (``adult``, ``compas`` or ``credit``)."""
+    """Load a bundled data set by name (``adult``, ``compas`` or ``credit``).
+
+    ``X`` holds codes and ``features`` agree with them; a column constant in every row of the file is
+    left out (credit's SEX). ``labelled()`` gives the category labels."""
     if name not in NAMES:
         raise InputDataError(f"unknown data set {name!r}", f"bundled data sets: {', '.join(NAMES)}")
     data = resources.files(__name__).joinpath(f"data/{name}.csv.gz").read_bytes()
@@ -200,7 +224,10 @@ def load(name: str) -> Dataset:
     assert table.target is not None, "bundled data sets always name their target"
     y = pd.to_numeric(table.frame[table.target]).to_numpy().astype(np.int64)
     X = table.frame.drop(columns=[table.target])
-    return Dataset(name, X, y, table.features, table.target)
+    constant = [c for c in X.columns if X[c].nunique(dropna=False) <= 1]
+    kept = [f for f in table.features if f.name not in constant]
+    labels = {f.name: m for f in kept if (m := _label_map(name, f)) is not None}
+    return Dataset(name, X.drop(columns=constant), y, tuple(_with_codes(f) for f in kept), table.target, labels)
 
 
 def provenance() -> str:

@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 from .forest import Forest
 
 if TYPE_CHECKING:
-    from .constraints import Target
+    from .decision import Target
 
 ModelLike = Union[Forest, str, os.PathLike[str], Any]
 """A fitted model object (scikit-learn, LightGBM, XGBoost, CatBoost, treelite, raw boosters

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .diagnostics import InputDataError, SourceSpan
+from .decision import Target
 
 
 class Direction(enum.IntEnum):
@@ -217,14 +218,6 @@ class Plausibility:
 
 
 @dataclass(frozen=True)
-class Target:
-    """The decision sought: a class (label) or an interval of the prediction (regression)."""
-
-    label: Any = None
-    interval: tuple[float, float] | None = None
-
-
-@dataclass(frozen=True)
 class Constraints:
     """The compiled constraint model (see module docstring).
 
@@ -277,6 +270,18 @@ class Constraints:
                 u[i] = r.cost_up
         return d, u
 
+    def _target_dict(self) -> dict[str, Any] | None:
+        """The target as stated: label and interval, and a threshold's cutoff and side when it has one."""
+        t = self.target
+        if t is None:
+            return None
+        d: dict[str, Any] = {"interval": list(t.interval) if t.interval is not None else None,
+                             "label": t.label.item() if isinstance(t.label, np.generic) else t.label}
+        if t.cutoff is not None:
+            d["cutoff"] = t.cutoff.to_dict()
+            d["below"] = t.below
+        return d
+
     def to_dict(self) -> dict[str, Any]:
         def clean(v: Any) -> Any:
             if isinstance(v, enum.Enum):
@@ -290,7 +295,7 @@ class Constraints:
             return v
 
         d = {f: clean(getattr(self, f)) for f in ("norm", "scale", "max_changes", "target", "plausibility")}
-        d["target"] = clean(asdict(self.target)) if self.target is not None else None
+        d["target"] = self._target_dict()
         d["plausibility"] = clean(asdict(self.plausibility)) if self.plausibility is not None else None
         d["rules"] = [clean(asdict(r)) for r in self.rules]
         d["relations"] = [clean(asdict(r)) for r in self.relations]

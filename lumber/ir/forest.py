@@ -11,8 +11,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .arrays import ForestArrays
+from .decision import with_cutoff
 from .graph import forest_to_networkx, node_depths
 from .interp import ZERO_THRESHOLD, forest_apply, forest_evaluate, prepare_input
+from .schema import Cutoff
 from .serialize import ir_kind, load_ir, save_ir
 from .verify import verify_forest
 
@@ -71,9 +73,10 @@ class Forest(ForestArrays):
         """Class probabilities ``(n, n_classes)``, as the source model's ``predict_proba``."""
         return self.schema.proba(self.evaluate(X))
 
-    def predict(self, X: Any) -> npt.NDArray[Any]:
-        """Labels for classifiers, transformed values for regressors."""
-        return self.schema.decide(self.evaluate(X))
+    def predict(self, X: Any, threshold: float | Cutoff | None = None) -> npt.NDArray[Any]:
+        """Labels for classifiers, transformed values for regressors. ``threshold`` (binary classifiers):
+        class 1 iff P(class 1) is above it (a :class:`~lumber.ir.Cutoff` may compare the margin)."""
+        return with_cutoff(self.schema, threshold).decide(self.evaluate(X))
 
     # -- storage and views ------------------------------------------------------------------
 

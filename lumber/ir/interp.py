@@ -16,7 +16,7 @@ import numpy.typing as npt
 from .arrays import ForestArrays
 from .binding import bind_frame
 from .diagnostics import InputDataError
-from .schema import CategoryRule, FeatureKind, PostTransform, Schema, Task
+from .schema import CategoryRule, FeatureKind, PostTransform, Schema
 
 BLOCK_ENTRIES = 1 << 21
 """Rows x trees advanced together; bounds the temporary arrays to a few tens of MB."""
@@ -287,11 +287,7 @@ def forest_evaluate(forest: ForestArrays, X: npt.NDArray[np.float64]) -> npt.NDA
     return accumulate(forest, forest_apply(forest, X))
 
 
-def is_classifier(schema: Schema) -> bool:
-    return schema.task in (Task.BINARY, Task.MULTICLASS)
-
-
 __all__ = [
     "prepare_input", "category_codes", "go_left", "forest_apply", "forest_evaluate",
-    "accumulate", "trees_per_output", "is_classifier", "FeatureKind", "PostTransform",
+    "accumulate", "trees_per_output", "FeatureKind", "PostTransform",
 ]

@@ -95,6 +95,45 @@ class Feature:
 
 
 @dataclass(frozen=True)
+class Cutoff:
+    """A user's decision rule for a binary classifier: class 1 iff its score is above ``value``.
+
+    ``on`` is ``"probability"`` (``predict_proba``'s class-1 column) or ``"margin"`` (the raw
+    margin ``Forest.evaluate`` returns); ``inclusive`` makes the comparison ``>=``. A bank that
+    rejects when P(default) > 0.3 has ``Cutoff(0.3)``.
+    """
+
+    value: float
+    on: str = "probability"
+    inclusive: bool = False
+
+    def __post_init__(self) -> None:
+        if self.on not in ("probability", "margin"):
+            raise ValueError(f"cutoff on {self.on!r}: expected 'probability' or 'margin'")
+        v = float(self.value)
+        if not np.isfinite(v) or (self.on == "probability" and not 0.0 < v < 1.0):
+            what = "a probability strictly between 0 and 1" if self.on == "probability" else "a finite margin"
+            raise ValueError(f"cutoff {self.value!r} is not {what}")
+        object.__setattr__(self, "value", v)
+
+    def above(self, score: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+        """Which scores decide class 1."""
+        s = np.asarray(score, dtype=np.float64)
+        return np.asarray(s >= self.value if self.inclusive else s > self.value, dtype=bool)
+
+    def describe(self, positive: Any = 1) -> str:
+        what = f"P(class {positive})" if self.on == "probability" else f"margin of class {positive}"
+        return f"class {positive} when {what} {'>=' if self.inclusive else '>'} {self.value:g}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "on": self.on, "inclusive": self.inclusive}
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> "Cutoff":
+        return Cutoff(float(d["value"]), str(d.get("on", "probability")), bool(d.get("inclusive", False)))
+
+
+@dataclass(frozen=True)
 class Schema:
     """What a model reads and returns.
 
@@ -129,6 +168,9 @@ class Schema:
     isolation_c: float = 1.0
     """For ``PostTransform.ISOLATION``: ``c(max_samples)``; ``offset`` is in ``isolation_offset``."""
     isolation_offset: float = 0.0
+    cutoff: Cutoff | None = None
+    """A user's decision rule for a binary classifier (``predict`` and every explanation follow it);
+    None: the library's own rule (``decision``)."""
     source: dict[str, str] = field(default_factory=dict)
     """Provenance: library, version, model content hash, objective."""
 
@@ -173,6 +215,10 @@ class Schema:
         if len(set(names)) != len(names):
             dup = sorted({n for n in names if names.count(n) > 1})
             raise ValidationError(f"duplicate feature names: {', '.join(dup)}", location=loc)
+        if self.cutoff is not None and self.task != Task.BINARY:
+            raise ValidationError("schema.cutoff needs a binary classifier", location=loc)
+        if self.cutoff is not None and self.cutoff.on == "margin" and self.n_outputs != 1:
+            raise ValidationError("a margin cutoff needs a binary classifier with one margin", location=loc)
         if self.task in (Task.BINARY, Task.MULTICLASS) and self.classes is not None:
             expected = 2 if self.task == Task.BINARY else self.n_outputs
             if len(self.classes) != expected:
@@ -208,8 +254,12 @@ class Schema:
         return p if p.ndim == 2 else p.reshape(-1, 1)
 
     def class_index(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-        """Index (into ``classes``) of the class ``predict`` picks, for classifiers."""
+        """Index (into ``classes``) of the class ``predict`` picks, for classifiers (under ``cutoff``
+        when the schema has one)."""
         m = np.asarray(margin, dtype=np.float64)
+        if self.cutoff is not None and self.task == Task.BINARY:
+            score = self.proba(m)[:, 1] if self.cutoff.on == "probability" else m.reshape(-1)
+            return self.cutoff.above(score).astype(np.int64)
         if self.decision != "proba" and self.n_outputs == 1:
             m1 = m.reshape(-1)
             return (m1 >= 0 if self.decision == "margin_ge" else m1 > 0).astype(np.int64)
@@ -254,6 +304,7 @@ class Schema:
             "decision": self.decision,
             "isolation_c": self.isolation_c,
             "isolation_offset": self.isolation_offset,
+            **({"cutoff": self.cutoff.to_dict()} if self.cutoff is not None else {}),
             "source": dict(self.source),
         }
 
@@ -277,6 +328,7 @@ class Schema:
             decision=str(d.get("decision", "proba")),
             isolation_c=float(d.get("isolation_c", 1.0)),
             isolation_offset=float(d.get("isolation_offset", 0.0)),
+            cutoff=Cutoff.from_dict(d["cutoff"]) if d.get("cutoff") is not None else None,
             source={str(k): str(v) for k, v in d.get("source", {}).items()},
         )
 

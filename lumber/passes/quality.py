@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import CompileError, Schema, Task
+from lumber.ir.decision import class_indices
 
 METRICS = ("auc", "accuracy", "logloss", "rmse")
 
@@ -49,25 +50,6 @@ def auc(y: npt.NDArray[np.bool_], score: npt.NDArray[np.float64]) -> float:
     return float((r[y].sum() - pos * (pos + 1) / 2) / (pos * neg))
 
 
-def class_index(schema: Schema, y: Any) -> npt.NDArray[np.int64]:
-    """Labels -> output indices (via ``schema.classes`` when known, else 0..K-1 integers)."""
-    y = np.asarray(y).reshape(-1)
-    n_classes = 2 if schema.task == Task.BINARY else schema.n_outputs
-    if schema.classes is not None:
-        lookup = {c: i for i, c in enumerate(schema.classes)}
-        try:
-            return np.array([lookup[v.item() if hasattr(v, "item") else v] for v in y], dtype=np.int64)
-        except KeyError as exc:
-            raise CompileError(f"label {exc.args[0]!r} is not a class of the model",
-                               f"classes: {', '.join(map(str, schema.classes))}") from None
-    if y.dtype == bool:
-        return y.astype(np.int64)
-    yi = y.astype(np.int64)
-    if not np.all(yi == y) or yi.min(initial=0) < 0 or yi.max(initial=0) >= n_classes:
-        raise CompileError(f"labels must be class indices 0..{n_classes - 1} (the model records no class labels)")
-    return yi
-
-
 def make_metric(name: str, schema: Schema, y: Any) -> QualityMetric:
     """The metric ``name`` (or ``auto``: AUC for binary, log-loss for multiclass, RMSE otherwise)
     bound to the labels ``y``."""
@@ -84,7 +66,7 @@ def make_metric(name: str, schema: Schema, y: Any) -> QualityMetric:
     if name == "rmse":
         yt = np.asarray(y, dtype=np.float64).reshape(-1)
     else:
-        yi = class_index(schema, y)
+        yi = class_indices(schema, y)
         if name == "auc" and (yi.all() or not yi.any()):
             raise CompileError("validation labels hold a single class; AUC needs both")
 
@@ -111,4 +93,4 @@ def make_metric(name: str, schema: Schema, y: Any) -> QualityMetric:
     return bound(None)
 
 
-__all__ = ["METRICS", "QualityMetric", "auc", "class_index", "make_metric"]
+__all__ = ["METRICS", "QualityMetric", "auc", "make_metric"]

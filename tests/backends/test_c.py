@@ -38,6 +38,8 @@ def assert_same(lib: CLibrary, forest: Forest, X: np.ndarray) -> None:
     np.testing.assert_array_equal(lib.apply(R), forest.apply(X))
     single = np.array([lib.predict_row(r) for r in R])
     np.testing.assert_array_equal(single, ref)
+    if lib.reads_one:
+        np.testing.assert_array_equal(np.array([lib.predict_one(r, check=True) for r in R]), ref)
     want = forest.schema.transform(forest.evaluate(X)).reshape(len(X), -1)
     np.testing.assert_allclose(lib.predict_transformed(R), want, rtol=1e-14, atol=1e-300)
     # float64 rows as they are (a float32 model rounds them in C) and rows of the library's dtype
@@ -47,10 +49,15 @@ def assert_same(lib: CLibrary, forest: Forest, X: np.ndarray) -> None:
     np.testing.assert_array_equal(lib.predict_rows(X64, transformed=True), lib.predict_transformed(R))
 
 
-@pytest.mark.parametrize("variant", ["t", "v", "u"], ids=["tables", "values", "unrolled"])
+@pytest.mark.parametrize("variant", ["t", "v", "u", "c"], ids=["tables", "values", "unrolled", "code"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_case_matches_reference(case_libs: dict[str, CLibrary], case: str, variant: str) -> None:
     forest = CASES[case]()
+    if f"{case}_{variant}" not in case_libs:  # the code walk needs thresholds that bin
+        assert variant == "c" and not _binnable(forest)
+        with pytest.raises(CompileError, match="walk='code' needs"):
+            emit_source(forest, CEmitOptions(walk="code"))
+        return
     assert_same(case_libs[f"{case}_{variant}"], forest, corpus(forest))
 
 
@@ -101,10 +108,27 @@ def test_binned_blocks_of_any_size_match_reference(tmp_path: Path) -> None:
             assert_same(CLibrary(tmp_path / "b.so", prefix=p), f, X[:n])
 
 
+@needs_cc
+def test_code_walk_blocks_of_any_size_match_reference(tmp_path: Path) -> None:
+    """The code walk (if/else on threshold codes, sums kept in registers across a block of trees) with
+    blocks of 8 and 13 rows and batches of any length; its metadata names the walk."""
+    cases = [(name, mk()) for name, mk in sorted(CASES.items())]
+    cases = [(name, f) for name, f in cases if _binnable(f)]
+    built = [(f"k{block}_{name}", f, block) for name, f in cases for block in (8, 13)]
+    sources = [emit_source(f, CEmitOptions(prefix=p, walk="code", block=block)).text() for p, f, block in built]
+    assert '"walk": "code"' in sources[0].replace('\\"', '"')
+    build_shared(sources, tmp_path / "k.so", BuildOptions(warnings_as_errors=True, extra_flags=("-O1",)))
+    assert len(cases) >= 5
+    for p, f, _ in built:
+        X = corpus(f)
+        for n in (len(X), 7, 1):
+            assert_same(CLibrary(tmp_path / "k.so", prefix=p), f, X[:n])
+
+
 def _random_forests(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest], opt: str) -> None:
-    variants: list[bool | str] = ["binned", "values", True]
-    libs = build_many([(f"m{i}", f, variants[i % 3] if variants[i % 3] != "binned" or _binnable(f) else "auto")
-                       for i, f in enumerate(fs)],
+    variants: list[bool | str] = ["binned", "values", True, "code"]
+    libs = build_many([(f"m{i}", f, variants[i % 4] if variants[i % 4] not in ("binned", "code") or _binnable(f)
+                        else "auto") for i, f in enumerate(fs)],
                       tmp_path_factory.mktemp("hyp") / "m.so", opt=opt)
     for i, f in enumerate(fs):
         assert_same(libs[f"m{i}"], f, corpus(f, seed=i))
@@ -114,8 +138,8 @@ def _random_forests(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest], 
 @settings(max_examples=4)
 @given(st.lists(forests(max_trees=11, max_depth=5), min_size=10, max_size=10))
 def test_random_forests_match_reference(tmp_path_factory: pytest.TempPathFactory, fs: list[Forest]) -> None:
-    """Hypothesis forests, ten per library (one compile per example): binned walks, value walks, unrolled;
-    40 forests, as many as the ONNX backend draws."""
+    """Hypothesis forests, ten per library (one compile per example): binned walks, value walks, unrolled,
+    code walks; 40 forests, as many as the ONNX backend draws."""
     _random_forests(tmp_path_factory, fs, "-O1")
 
 

@@ -54,3 +54,13 @@ def test_recipe(folder: Path, index: int, monkeypatch: pytest.MonkeyPatch) -> No
     namespace: dict[str, object] = {"__name__": "recipe"}
     exec(compile(BLOCKS[0], f"{DOC}:block0", "exec"), namespace)  # noqa: S102
     exec(compile(BLOCKS[index], f"{DOC}:block{index}", "exec"), namespace)  # noqa: S102
+
+
+def test_readme_recipes_are_the_ones_run_here() -> None:
+    """The README's Serve section shows lines of the recipes above, verbatim, so what it shows is what runs."""
+    readme = (DOC.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Serve\n", 1)[1].split("\n## ", 1)[0]
+    shown = re.findall(r"```py\n(.*?)```", section, flags=re.S)
+    assert len(shown) >= 4
+    for block in shown:
+        assert any(block in recipe for recipe in BLOCKS), block

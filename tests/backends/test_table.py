@@ -254,8 +254,13 @@ def test_without_a_compiler_tables_use_numpy(lgb_model: tuple[Any, Path, np.ndar
 @needs_cc
 def test_optimize_speed_times_both_forms(lgb_model: tuple[Any, Path, np.ndarray], tmp_path: Path) -> None:
     bst, _, X = lgb_model
-    pred = lumber.compile_fastest(bst, path=tmp_path / "fast.so")
+    with pytest.raises(CompileError, match="times the forms on your own rows"):
+        lumber.compile_fastest(bst)
+    pred = lumber.compile_fastest(bst, path=tmp_path / "fast.so", sample=X[:100])
     rep = pred.report
+    # timed on the caller's rows, tiled, and said so
+    assert rep["timed_on"]["rows"] == 100 and rep["timed_on"]["tiled"] and rep["timed_on"]["timed_rows"] >= 20_000
+    assert rep["timed_on"]["source"] == "the sample passed" and rep["timed_on"]["clock"] == "process CPU time"
     # the forest in its binned walk and its value walk, and the oblivious tables
     assert set(rep["forms"]) == {"forest", "forest-values", "oblivious"} and rep["chosen"] in rep["forms"]
     assert rep["forms"]["forest"]["walk"] == "binned8" and rep["forms"]["forest-values"]["walk"] == "values"
@@ -312,8 +317,13 @@ def test_cli_optimize_speed(lgb_model: tuple[Any, Path, np.ndarray], tmp_path: P
                             capsys: pytest.CaptureFixture[str]) -> None:
     bst, path, X = lgb_model
     so = tmp_path / "m.so"
-    assert main(["compile", str(path), "--emit", "c", "--optimize", "speed", "-o", str(so)]) == 0
+    assert main(["compile", str(path), "--emit", "c", "--optimize", "speed", "-o", str(so)]) == 2
+    assert "times the forms on your own rows" in capsys.readouterr().err
+    rows = tmp_path / "rows.csv"
+    np.savetxt(rows, X[:50], delimiter=",", header=",".join(f"Column_{i}" for i in range(X.shape[1])), comments="")
+    assert main(["compile", str(path), "--emit", "c", "--optimize", "speed", "--sample", str(rows), "-o", str(so)]) == 0
     text = capsys.readouterr()
     assert "<- chosen" in text.out and "forest" in text.out and "oblivious" in text.out
+    assert f"timing rows: {rows}" in text.out and "timed on 50 rows" in text.out
     np.testing.assert_allclose(load_compiled(so, bst).predict_raw(X), bst.predict(X, raw_score=True), rtol=1e-12,
                                atol=1e-12)

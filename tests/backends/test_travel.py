@@ -123,3 +123,52 @@ def test_unknown_pickled_target_is_a_clear_error() -> None:
 
     with pytest.raises(ModelFormatError, match="unknown target 'gpu'"):
         predictors.reopen("gpu", "0" * 64, "", (), 1, {})
+
+
+@needs_cc
+def test_every_target_on_dask_distributed_over_parquet(compiled: dict[str, Any],
+                                                        model_and_rows: tuple[Any, pd.DataFrame],
+                                                        tmp_path: Path) -> None:
+    """Each target's predictor goes to Dask's worker processes with the task and predicts there as here."""
+    import dask.dataframe as dd
+    from dask.distributed import Client, LocalCluster
+
+    _, X = model_and_rows
+    for i in range(3):
+        X.iloc[i * 200:(i + 1) * 200].to_parquet(tmp_path / f"part-{i}.parquet")
+
+    def raw(part: pd.DataFrame, pred: Any) -> pd.DataFrame:
+        return pd.DataFrame({"raw": pred.predict_raw(part)}, index=part.index)
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster):
+        frame = dd.read_parquet(tmp_path)
+        for target in TARGETS:
+            got = frame.map_partitions(raw, compiled[target], meta={"raw": "f8"}).compute()
+            assert np.array_equal(got["raw"].to_numpy(), compiled[target].predict_raw(X)), target
+
+
+@needs_cc
+def test_every_target_on_spark_map_in_pandas(compiled: dict[str, Any], model_and_rows: tuple[Any, pd.DataFrame],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each target's predictor is shipped to Spark's Python workers inside ``mapInPandas`` and predicts there
+    as here (a local session, two worker threads)."""
+    from pyspark.sql import SparkSession
+
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    _, X = model_and_rows
+    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+    try:
+        frame = spark.createDataFrame(X.assign(id=np.arange(len(X))))
+        features = list(X.columns)
+        for target in TARGETS:
+            pred = compiled[target]
+
+            def score(batches: Any, pred: Any = pred) -> Any:
+                for part in batches:
+                    yield pd.DataFrame({"id": part["id"], "raw": pred.predict_raw(part[features])})
+
+            got = frame.mapInPandas(score, schema="id long, raw double").toPandas().sort_values("id")
+            assert np.array_equal(got["raw"].to_numpy(), pred.predict_raw(X)), target
+    finally:
+        spark.stop()

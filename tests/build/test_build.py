@@ -111,12 +111,14 @@ def test_a_changed_input_rebuilds_only_what_reads_it(project: Path) -> None:
     set_key(toml, "explain", 'analyses = ["attribution", "counterfactual"]')
     set_key(toml, "explain", 'regions = "none"')
     first = build(toml)
-    assert set(first.rebuilt) == {"passes", "compile-onnx", "attribution", "counterfactual", "plausibility"}
+    assert set(first.rebuilt) == {"passes", "compile-onnx", "attribution", "counterfactual", "reasons",
+                                  "plausibility"}
     (project / "recourse.lum").write_text((project / "recourse.lum").read_text() + "HoursPerWeek: <= 60\n")
     second = build(toml)
     assert not second.up_to_date
-    # compile steps and attribution (which does not read the constraints) come from the cache
-    assert {"counterfactual"} <= set(second.rebuilt) <= {"counterfactual", "plausibility"}
+    # compile steps and attribution (which does not read the constraints) come from the cache; the reasons
+    # read them (the feature domains their values are worded by)
+    assert {"counterfactual"} <= set(second.rebuilt) <= {"counterfactual", "reasons", "plausibility"}
     assert "HoursPerWeek: <= 60" in json.loads((project / "build" / "report.json").read_text())["constraints"]["text"]
     third = build(toml, force=True)
     assert set(third.rebuilt) == set(first.rebuilt)
@@ -206,7 +208,7 @@ def test_build_recomposes_with_each_strategy(project: Path, strategy: str) -> No
     from lumber.compiler.frontends import load_any
     from lumber.ir import ObliviousEnsemble
     from lumber.passes.transforms.polynomial import forest_to_polynomial
-    from lumber.passes.transforms.recompose_oblivious import DEFAULT_MAX_DEPTH, recompose
+    from lumber.passes.transforms.recompose_oblivious import recompose
 
     toml = project / "lumber.toml"
     set_key(toml, "compile", f'passes = "polynomial,oblivious{{strategy={strategy}}}"')
@@ -218,7 +220,7 @@ def test_build_recomposes_with_each_strategy(project: Path, strategy: str) -> No
     ir = load_any(project / "build" / "ir.lumber")
     assert isinstance(ir, ObliviousEnsemble)
     poly = forest_to_polynomial(lumber.load(project / "model.txt"))
-    want, _ = recompose(poly, max_depth=max(DEFAULT_MAX_DEPTH, poly.max_degree), strategy=strategy)
+    want, _ = recompose(poly, max_depth="auto", strategy=strategy)
     assert ir.n_trees == want.n_trees
 
 

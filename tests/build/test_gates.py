@@ -143,9 +143,9 @@ def test_an_analysis_that_failed_fails_the_gates_and_the_header_says_so(
     assert code == 1, err
     assert "build check failed: analysis[sensitive]: sensitive tests failed on 4 of 4 cases: case 0: RuntimeError" in err
     md = (project / "build" / "report.md").read_text()
-    header = next(ln for ln in md.splitlines() if "gated check" in ln)
-    assert "1 gated check(s) FAILED: sensitive tests failed on 4 of 4 cases" in header
-    assert "all gated checks passed" not in md
+    header = next(ln for ln in md.splitlines() if "check(s) FAILED" in ln)
+    assert "analysis[sensitive] (gates --check): sensitive tests failed on 4 of 4 cases" in header
+    assert "checks passed" not in md
     # not required by [check] require, yet gated: a failed analysis is never silently a pass
     checks = {c["name"]: c for c in json.loads((project / "build" / "manifest.json").read_text())["checks"]}
     assert checks["analysis[sensitive]"]["gate"] and checks["analysis[sensitive]"]["passed"] is False

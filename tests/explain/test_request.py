@@ -16,7 +16,7 @@ from lumber.compiler.explain import ExplanationRequest, explanation_request, sou
 from lumber.ir import Constraints, Direction, InputDataError, Norm, Scale, Target, UnsupportedModelError
 from lumber.passes.analyses.metrics import build_metric
 from lumber.passes.analyses.counterfactual import CounterfactualOptions, make_query
-from lumber.passes.targets import TargetSet, resolve_target
+from lumber.ir.decision import resolve_target
 
 # -- the alias tables of the three explainers before the request ----------------------
 
@@ -108,7 +108,7 @@ def test_constraints_override_keywords(classifier: Any) -> None:
     model, X = classifier
     req = explanation_request(model, constraints="norm linf\nscale minmax\ntarget class yes\n", norm="l1",
                               scale="std", target="no", reference=X)
-    assert (req.norm, req.scale, req.target) == (Norm.LINF, Scale.MINMAX, "yes")
+    assert (req.norm, req.scale, req.target) == (Norm.LINF, Scale.MINMAX, Target(label="yes"))
 
 
 CONSTRAINT_FORMS = {
@@ -147,7 +147,9 @@ def test_class_targets_resolve_the_same_for_every_explainer(target: Any, current
     model, X = classifier
     req = explanation_request(model, target=target)
     ts = req.target_set(current)
-    assert ts == TargetSet(classes, ("no", "yes"))
+    labels = ("no", "yes")
+    assert ts.classes == classes and ts.labels == labels and ts.cutoff is None
+    assert ts.label == (labels[classes[0]] if len(classes) == 1 else tuple(labels[c] for c in classes))
     from lumber.passes.analyses.rules.targets import resolve_target as rules_resolve
 
     assert rules_resolve(req.forest, req.target, current) == ts
@@ -164,7 +166,7 @@ def test_class_targets_resolve_the_same_for_every_explainer(target: Any, current
 def test_interval_targets(target: Any, regressor: Any) -> None:
     model, X = regressor
     req = explanation_request(model, target=target)
-    assert req.target_set() == TargetSet(interval=(0.5, 2.0))
+    assert req.target_set() == Target(interval=(0.5, 2.0))
     assert make_query(req.forest, X[0], target)[0].spec.interval == (0.5, 2.0)
 
 

@@ -18,7 +18,8 @@ from lumber.ir import Forest
 from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.passes.analyses.metrics import Metric
 from lumber.passes.analyses.realizable import above, below
-from lumber.passes.analyses.sensitive_tests import Goal, decisions
+from lumber.ir import Target
+from lumber.passes.analyses.sensitive_tests import goal_decisions
 
 
 def _candidates(forest: Forest, metric: Metric, x: np.ndarray, f: int,
@@ -51,7 +52,7 @@ def _candidates(forest: Forest, metric: Metric, x: np.ndarray, f: int,
     return sorted(set(out))
 
 
-def oracle(forest: Forest, x: np.ndarray, metric: Metric, goal: Goal = Goal()) -> dict[int, tuple[float, np.ndarray]]:
+def oracle(forest: Forest, x: np.ndarray, metric: Metric, goal: Target = Target()) -> dict[int, tuple[float, np.ndarray]]:
     """Per decision: the smallest distance from ``x`` to a point with that decision, and the point."""
     x = forest.prepare_input(x.reshape(1, -1))[0]
     blo, bhi = metric.case_bounds(x.reshape(1, -1))
@@ -62,7 +63,7 @@ def oracle(forest: Forest, x: np.ndarray, metric: Metric, goal: Goal = Goal()) -
         P = P[changed <= metric.max_changes]
     if P.shape[0] == 0:
         return {}
-    dec = decisions(forest, forest.evaluate(P), goal)
+    dec = goal_decisions(forest, forest.evaluate(P), goal)
     dist = metric.distance(np.broadcast_to(x, P.shape), P)
     out: dict[int, tuple[float, np.ndarray]] = {}
     for g in np.unique(dec):

@@ -111,7 +111,7 @@ def test_api_pipeline_and_cache(adult_split: tuple) -> None:
     assert res.nu.shape == (Xtr.shape[1], 1) and res.n_rows == len(Xva)
     assert np.abs(res.nu).sum() > 0
     assert res.expected_margin[0] == pytest.approx(m.predict(Xva, raw_score=True).mean(), rel=1e-10)
-    assert "attribution nu(k)" in res.format_text()
+    assert "global attribution (MonoForest nu(k))" in res.format_text()
     ctx = PassContext()
     p = lumber.run(m, "polynomial,attribution{rows=valid}", data={"train": (Xtr, ytr), "valid": (Xva, yva)},
                    context=ctx)

@@ -368,7 +368,9 @@ def test_table_file_margins_against_the_model(adult_split: tuple, tmp_path: Any,
     forest = lumber.load(bst)
     np.testing.assert_allclose(got, bst.predict(X, raw_score=True), rtol=0,
                                atol=1e-12 * max(model_scale(forest), 1.0))
-    ens = lumber.run(bst, "polynomial,oblivious,quantize")
+    from lumber.compiler.tables import to_tables
+
+    ens = to_tables(bst)  # the compile command's re-composition, with its defaults
     np.testing.assert_array_equal(got, ens.evaluate(X))
 
 
@@ -539,3 +541,55 @@ def test_restarts_choose_the_fewest_trees_from_several_covers(forest: Forest, sl
     from lumber.passes.transforms.recompose_oblivious import RecomposeOblivious
     with pytest.raises(CompileError, match="restarts must be a number of covers"):
         RecomposeOblivious(restarts=-1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(forests(categorical=True, missing_zero=False, max_trees=5, max_depth=4, input_dtype="float64"),
+       st.sampled_from(["grow", "pack"]), st.sampled_from(["flat", "steep", "measured"]))
+def test_auto_depth_is_the_cheapest_cover_and_exact(forest: Forest, strategy: str, prices: str) -> None:
+    """``max-depth=auto`` (the default) prices an unpolished ``grow`` cover at each candidate depth by
+    the cost model, stops at the first that costs more than the cheapest so far, and builds the chosen
+    depth exactly (NaN, categories, every output), whatever the table costs say."""
+    from lumber.passes.transforms.recompose_oblivious import CostModel, choose_depth
+
+    poly = forest_to_polynomial(forest)
+    table_ns = {"flat": (1.0,) * 17, "steep": tuple(2.0 ** d for d in range(17)),
+                "measured": CostModel().table_ns}[prices]
+    cost = CostModel(table_ns=table_ns, depths=(2, 3, 5))
+    depth, tried, _ = choose_depth(poly, cost)
+    assert depth >= max(poly.max_degree, 1) and depth in tried
+    costs = [tried[d]["cost"] for d in sorted(tried)]
+    assert tried[depth]["cost"] == min(costs)
+    assert np.all(np.diff(costs[:-1]) <= 0)  # the search stops at the first rise
+    if prices == "flat" and poly.n_monomials:  # levels are free: the fewest trees
+        assert tried[depth]["trees"] == min(v["trees"] for v in tried.values())
+    ens, stats = recompose(poly, max_depth="auto", strategy=strategy, cost=cost)
+    if strategy == "grow":
+        assert stats["max_depth_cap"] == depth and stats["depth_choice"] == tried
+    else:  # pack keeps its depth: 8, or the degree
+        depth = max(8, poly.max_degree)
+        assert stats["max_depth_cap"] == depth and not stats["depth_choice"]
+    assert ens.max_depth <= depth
+    if strategy == "grow" and poly.n_monomials:  # the chosen cover, polished: no more trees than priced
+        assert ens.n_trees <= tried[depth]["trees"]
+    X = corpus(forest)
+    if poly.n_outputs == 1:
+        _assert_every_form_exact(forest, poly, ens, X)
+    else:
+        assert_exact(forest, ens, X)
+        assert_same_polynomial(poly, ens)
+        np.testing.assert_array_equal(TableEvaluator(quantize_ensemble(ens)).predict_raw(X), ens.evaluate(X))
+
+
+def test_auto_depth_is_the_pass_default_and_reported(adult_split: tuple) -> None:
+    """The pass's defaults (``grow``, ``max-depth=auto``) on LightGBM with native categories, on rows
+    with NaN and unseen codes: exact against LightGBM; the report names the depths weighed."""
+    bst, cats = _adult_native_categories(adult_split, 20)
+    err = io.StringIO()
+    ens = lumber.run(bst, "polynomial,oblivious", time_passes=True, stream=err)
+    assert "strategy grow, max-depth " in err.getvalue() and "chosen among unpolished covers (8: " in err.getvalue()
+    X = adult_split[4][:1000].copy()
+    X[np.random.default_rng(2).random(X.shape) < 0.05] = np.nan
+    X[:50, cats] = 99.0
+    tol = 1e-12 * max(model_scale(lumber.load(bst)), 1.0)
+    np.testing.assert_allclose(ens.evaluate(X), bst.predict(X, raw_score=True), rtol=0, atol=tol)

@@ -27,14 +27,16 @@ from lumber.passes.analyses.realizable import above, below
 from lumber.passes.analyses.sensitive_ensemble import upper_bound_sensitive
 from lumber.passes.analyses.sensitive_results import UNREACHABLE
 from lumber.passes.analyses.sensitive import sensitive_tests
-from lumber.passes.analyses.sensitive_tests import Goal, decisions, leaf_distances
+from lumber.ir import Target
+from lumber.ir.decision import class_labels, resolve_target
+from lumber.passes.analyses.sensitive_tests import goal_decisions, leaf_distances
 from lumber.passes.analyses.tree_projection import TreePlan
 
 
-def _goal_for(f) -> Goal:
+def _goal_for(f) -> Target:
     if f.schema.task == Task.REGRESSION:
-        return Goal(interval=(float(np.median(f.value[f.left < 0, 0])), np.inf))
-    return Goal()
+        return Target(interval=(float(np.median(f.value[f.left < 0, 0])), np.inf))
+    return Target()
 
 
 def _rows(f, k: int = 8) -> np.ndarray:
@@ -181,7 +183,7 @@ def test_theorem2_all_tests_change_the_class_no_strict_subset_does(f, seed) -> N
         if not c.reachable:
             continue
         x = X[c.row]
-        assert decisions(f, f.evaluate(c.point[None, :]), Goal())[0] != r.group[c.row]
+        assert goal_decisions(f, f.evaluate(c.point[None, :]), Target())[0] != r.group[c.row]
         for k in range(len(c.tests)):
             for subset in itertools.combinations(c.tests, k):
                 y = x.copy()
@@ -189,7 +191,7 @@ def test_theorem2_all_tests_change_the_class_no_strict_subset_does(f, seed) -> N
                     # crossed tests move to the witness; the others stop on the case's side of the boundary
                     y[t.index] = t.new_value if t in subset else t.threshold if t.op == "<=" else \
                         np.nextafter(t.threshold, np.inf)
-                assert decisions(f, f.evaluate(y[None, :]), Goal())[0] == r.group[c.row]
+                assert goal_decisions(f, f.evaluate(y[None, :]), Target())[0] == r.group[c.row]
 
 
 @settings(max_examples=20)
@@ -254,7 +256,7 @@ def test_regression_tree_needs_an_interval_and_explains_membership() -> None:
     f = make_forest([("a", 1.0, 5.0, ("a", 3.0, 10.0, 20.0))], ["a"])
     with pytest.raises(InputDataError, match="needs a target interval"):
         sensitive_tests(f, [[0.0]], build_metric(f))
-    r = sensitive_tests(f, [[0.0], [2.0]], build_metric(f), Goal(interval=(8.0, 12.0)))
+    r = sensitive_tests(f, [[0.0], [2.0]], build_metric(f), Target(interval=(8.0, 12.0)))
     assert r[0].target == "in" and r[0].distance == pytest.approx(1.0)
     assert r[1].target == "out" and r[1].distance == pytest.approx(1.0)  # 2 -> 1 or 2 -> 3+
 
@@ -267,7 +269,7 @@ def test_multiclass_reports_the_nearest_change_to_each_other_class() -> None:
     assert c.target == "q" and c.distance == pytest.approx(1.0)
     assert set(c.per_class) == {"q", "r"} and c.per_class["r"].distance == pytest.approx(6.0)
     assert c.per_class["r"].tests[0].threshold == 5.0
-    r = sensitive_tests(f, [[-1.0]], build_metric(f), Goal(target=2))
+    r = sensitive_tests(f, [[-1.0]], build_metric(f), resolve_target(f, class_labels(f)[2]))
     assert r[0].target == "r" and r[0].distance == pytest.approx(6.0)
 
 

@@ -67,10 +67,12 @@ def outline(html: str) -> Outline:
 def test_html_structure() -> None:
     o = outline(render_html(document()))
     assert o.sections == ["model", "attribution", "cases", "case-0", "case-1", "regional", "constraints", "checks"]
-    assert o.headings[:3] == ["h1:Synthetic <report> & co", "h2:Model card", "h3:Features (3)"]
-    assert "h3:Case 0: predicted 0 (probability 0.910)" in o.headings
-    assert "h4:Decision path vs sensitive tests" in o.headings and "h4:Optimal counterfactual" in o.headings
-    assert "h4:Local counterfactual rule" in o.headings and "h4:Plausibility" in o.headings
+    assert o.headings[:3] == ["h1:Synthetic <report> & co", "h2:The model", "h3:Features (3)"]
+    assert "h3:Case 0: decided class 0 (probability 91.0%)" in o.headings
+    assert "h4:How near another decision is (sensitive tests)" in o.headings
+    assert "h4:Smallest change that changes the decision (counterfactual)" in o.headings
+    assert "h4:A rule for changes that reach the decision sought" in o.headings
+    assert "h4:Do the proposed points look like real data?" in o.headings
     assert o.counts["svg"] == 2 and o.counts["rect"] == 3 + 1  # attribution bars, one distance bar (case 1: ∞)
 
 
@@ -80,7 +82,7 @@ def test_section_order_and_subset_follow_the_document() -> None:
     o = outline(render_html(doc))
     assert o.sections == ["checks", "model"]
     md = render_markdown(doc)
-    assert md.index("## Checks") < md.index("## Model card") and "## Cases" not in md
+    assert md.index("## Checks") < md.index("## The model") and "## Decisions, case by case" not in md
 
 
 def test_html_is_self_contained_and_escaped() -> None:
@@ -93,18 +95,18 @@ def test_html_is_self_contained_and_escaped() -> None:
 
 def test_statuses_are_stated() -> None:
     md = render_markdown(document())
-    assert "Prediction 0 → 1 at cost 3.5 (l1); proven optimal; verified on the model." in md
-    assert "| Job | clerk | manager | — |" in md
+    assert "Decision class 0 → class 1; cost 3.5 (l1 norm); proven optimal; verified on the model." in md
+    assert "| Job | clerk | manager | — |  |" in md
     assert "infeasible: no point reaches class 0 under the constraints" in md
     assert "no class change reachable under these constraints" in md
     assert "Counterfactual rules failed: InputDataError" in md
-    assert "> **IF** Age > 35 AND Hours in (40, 60] **THEN** prediction = 1 with probability 0.95" in md
+    assert "> **IF** Age > 35 AND Hours in (40, 60] **THEN** class 1 with probability 0.95" in md
     assert "| Job not in {2, 3} | 1 | 2 | 3 |" in md
-    assert "Distance 3.5 to 1 (milp)." in md and "Trace: 35 tests on the decision path; 2 of them are sensitive" in md
+    assert "Distance 3.5 to class 1 (milp)." in md and "Trace: 35 tests on the decision path; 2 of them are sensitive" in md
     assert "| optimal counterfactual | -0.02 | outlier |" in md
     assert "Coverage (share of rows in a region whose rule was found): cases 50.0%, validation 40.0%." in md
     assert "no_rule: no rule reaches pi_c=0.9" in md
-    assert "| onnx | model.onnx | 4,051 | 1,204 | FAIL | 2e-07 |" in md
+    assert "| onnx | model.onnx | 4,051 | 1,204 | FAIL | 0.0000002 |" in md
     assert "```\nimmutable Sex\nAge: increase\n```" in md
 
 

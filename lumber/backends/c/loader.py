@@ -144,6 +144,12 @@ class CLibrary:
             pass
         self.reads_rows = "predict_rows" in fn
         """Whether :meth:`predict_rows` takes float64 rows for any model and checks refused values in C."""
+        self._one_call: Any = None
+        if self._row_bytes_ok and hasattr(self._lib, f"{prefix}_predict_one"):  # forest libraries
+            self._one_call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, self._row_out, ctypes.c_int32)(
+                ctypes.cast(getattr(self._lib, f"{prefix}_predict_one"), ctypes.c_void_p).value)
+        self.reads_one = self._one_call is not None
+        """Whether :meth:`predict_one` (one row, refused values checked in C) is available."""
         self._fn = fn
 
     def _check(self, X: npt.NDArray[Any]) -> None:
@@ -219,6 +225,17 @@ class CLibrary:
         res = np.empty(self.n_outputs, dtype=np.float64)
         self._fn["predict_row"](row.ctypes.data, res.ctypes.data)
         return res
+
+    def predict_one(self, x: npt.NDArray[Any], *, check: bool = False) -> npt.NDArray[np.float64]:
+        """Margins ``(n_outputs,)`` of one row of the library's dtype, as :meth:`predict_row` (only when
+        ``reads_one``); with ``check``, a value the model refuses raises InputDataError (checked in C)."""
+        if type(x) is not np.ndarray or x.dtype != self.dtype or x.shape != self._row_shape:
+            raise ValueError(f"expected a {self.dtype} vector of {self.n_features} values")
+        out = self._row_out()
+        if self._one_call(x.tobytes(), out, 2 if check else 0):
+            raise InputDataError("the row holds a value the model refuses (NaN, or an infinity after rounding to "
+                                 f"{self.dtype})")
+        return np.frombuffer(out)
 
     def apply(self, X: npt.NDArray[Any]) -> npt.NDArray[np.int32]:
         """Leaf per row and tree, as local node ids (as ``Forest.apply``)."""

@@ -21,6 +21,9 @@
  * Each feature has two code columns: NaN is 0 in the first (every test sends it left) and
  * the threshold count in the second (every test sends it right); a node reads the column of
  * its missing direction, so the walk has no NaN test (L_WNODES).
+ * Code walks (LUMBER_WALK_CODE, binned): trees are if/else code comparing the rows' codes with
+ * their threshold ranks as constants, CODE_BLOCK_TREES trees per function (L_CODE_FN); a block of
+ * rows goes through one function's trees, row by row, before the next. The tables stay for apply.
  * Sums start from the base score and add trees in order, in LUMBER_ACC_T, so margins
  * equal the reference evaluator bit for bit.
  * predict_rows also takes double rows for a float model: each block is rounded to float as it
@@ -58,6 +61,13 @@
 #define L_BLOCK_ROWS ((LUMBER_BLOCK + L_GROUP - 1) / L_GROUP * L_GROUP) /* a block's rows, padded to groups */
 #else
 #define L_BLOCK_ROWS LUMBER_BLOCK
+#endif
+
+/* A pointer the compiler must treat as unknown (its loads stay indexed loads). */
+#if defined(__GNUC__) || defined(__clang__)
+#define L_OPAQUE(p) __asm__("" : "+r"(p))
+#else
+#define L_OPAQUE(p) ((void)0)
 #endif
 
 #if LUMBER_BINNED
@@ -414,9 +424,17 @@ static inline void lumber_finish(const LUMBER_ACC_T *acc, double *out)
 
 static void lumber_block(lumber_scratch *w, const LUMBER_IN_T *X, int m, double *out)
 {
-    for (int i = 0; i < L_BLOCK_ROWS; ++i) /* padding rows too: their sums must stay finite numbers */
+#if LUMBER_BINNED
+    const int rows = (m + L_GROUP - 1) / L_GROUP * L_GROUP; /* padding rows too: their sums must stay finite */
+#else
+    const int rows = m;
+#endif
+    for (int i = 0; i < rows; ++i)
         for (int k = 0; k < L_K; ++k) w->acc[i * L_K + k] = L_BASE[k];
     lumber_begin(w, X, m);
+#if LUMBER_WALK_CODE
+    for (int b = 0; b < LUMBER_N_CODE_BLOCKS; ++b) L_CODE_FN[b](w->walk, X, m, w->acc);
+#else
     for (int32_t t = 0; t < LUMBER_N_TREES; ++t) {
 #if LUMBER_BINNED && LUMBER_HAS_SCALAR
         const lumber_tree *tr = L_TREES + t;
@@ -429,6 +447,7 @@ static void lumber_block(lumber_scratch *w, const LUMBER_IN_T *X, int m, double 
         lumber_leaves(w, X, t, m);
         lumber_add(L_TREES + t, w->leaf, m, w->acc);
     }
+#endif
     for (int i = 0; i < m; ++i) lumber_finish(w->acc + i * L_K, out + (int64_t)i * L_K);
 }
 
@@ -552,6 +571,18 @@ int32_t LUMBER_FN(predict_rows)(const void *rows, int32_t rows_double, int64_t n
     return lumber_blocks(rows, rows_double != 0, n, out, threads, options & (L_OPT_TRANSFORM | L_OPT_CHECK));
 }
 
+#if LUMBER_WALK_CODE
+/* Code walks: the row goes through the generated functions, as a block of one row. */
+void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
+{
+    LUMBER_ACC_T acc[L_K];
+    lumber_wv wx[LUMBER_WALK_STRIDE];
+    lumber_bin(row, 1, wx);
+    for (int k = 0; k < L_K; ++k) acc[k] = L_BASE[k];
+    for (int b = 0; b < LUMBER_N_CODE_BLOCKS; ++b) L_CODE_FN[b](wx, row, 1, acc);
+    lumber_finish(acc, out);
+}
+#else
 /* Start of tree t's walk for one row: its root, or directly its leaf for a code or special tree. */
 static inline int64_t lumber_row_start(int32_t t, const LUMBER_IN_T *x, int *steps)
 {
@@ -624,6 +655,17 @@ void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
         for (int32_t t = t0; t < t1; ++t) lumber_add(L_TREES + t, leaf + (t - t0), 1, acc);
     }
     lumber_finish(acc, out);
+}
+#endif
+
+/* One row with predict_rows' options (2: check the values the model refuses; 1: the post-transform):
+ * the single-row walk, with no per-call setup. Returns 0, or L_REFUSED. */
+int32_t LUMBER_FN(predict_one)(const LUMBER_IN_T *row, double *out, int32_t options)
+{
+    const int status = (options & L_OPT_CHECK) && lumber_refused(row, L_F) ? L_REFUSED : 0;
+    LUMBER_FN(predict_row)(row, out);
+    if (options & L_OPT_TRANSFORM) lumber_transform(out);
+    return status;
 }
 
 int32_t LUMBER_FN(apply)(const LUMBER_IN_T *rows, int64_t n, int32_t *out)

@@ -89,11 +89,38 @@ class Toc:
     entries: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
 
-Block = Union[Heading, Para, Table, Grid, Pre, Figure, Rule, Open, Close, Toc]
+@dataclass(frozen=True)
+class Glossary:
+    """Terms and what they mean (HTML: a ``<details>`` block; Markdown: a list)."""
+
+    title: str
+    items: tuple[tuple[str, str], ...]
+
+
+Block = Union[Heading, Para, Table, Grid, Pre, Figure, Rule, Open, Close, Toc, Glossary]
+
+SMALLEST = 1e-4
+"""Below this magnitude a number keeps one significant digit (the exact value is in report.json)."""
+
+
+def readable(v: float, digits: int = 4) -> str:
+    """A float for reading: ``digits`` significant digits in plain decimal notation (never ``1e-08``),
+    thousands grouped from 10,000 up, trailing zeros dropped; magnitudes below ``SMALLEST`` keep one
+    significant digit."""
+    if v == 0:
+        return "0"
+    if abs(v) < SMALLEST:  # one significant digit, still in decimals: 5.989e-08 reads 0.00000006
+        return f"{v:.{-math.floor(math.log10(abs(v)))}f}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    text = f"{round(v, decimals):,.{decimals}f}" if abs(v) >= 1e4 else f"{round(v, decimals):.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
 
 def num(v: Any, digits: int = 4) -> str:
-    """A number for people: integers plainly, floats to ``digits`` significant digits, None as a dash."""
+    """A number for people: integers plainly (grouped from 10,000 up), floats to ``digits`` significant
+    digits in decimal notation (:func:`readable`), None as a dash."""
     if v is None:
         return "—"
     if isinstance(v, bool):
@@ -101,15 +128,15 @@ def num(v: Any, digits: int = 4) -> str:
     if isinstance(v, str):
         return {"inf": "∞", "-inf": "−∞"}.get(v, v)
     if isinstance(v, int):
-        return str(v)
+        return f"{v:,}" if abs(v) >= 10000 else str(v)
     if isinstance(v, float):
         if math.isnan(v):
-            return "NaN"
+            return "missing"
         if math.isinf(v):
             return "∞" if v > 0 else "−∞"
         if v.is_integer() and abs(v) < 1e15:
-            return str(int(v))
-        return f"{v:.{digits}g}"
+            return num(int(v))
+        return readable(v, digits)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(num(x, digits) for x in v) + "]"
     return str(v)
@@ -150,6 +177,6 @@ def verdict(passed: Any) -> Cell:
     return Cell("n/a", "warn")
 
 
-__all__ = ["Block", "Cell", "Close", "Figure", "Grid", "Heading", "Open", "Para", "Pre", "Rule", "Table", "Toc",
+__all__ = ["Block", "Cell", "Close", "Figure", "Glossary", "Grid", "Heading", "readable", "Open", "Para", "Pre", "Rule", "Table", "Toc",
            "cells",
            "count", "num", "pct", "table", "verdict"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .blocks import Block, Close, Figure, Grid, Heading, Open, Para, Pre, Rule, Table, Toc
+from .blocks import Block, Close, Figure, Glossary, Grid, Heading, Open, Para, Pre, Rule, Table, Toc
 from .layout import layout
 
 CSS = """
@@ -44,6 +44,10 @@ font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
 .rule .sub{display:block;color:var(--muted);font-family:inherit;font-size:12px;margin-top:2px}
 pre{background:var(--soft);border:1px solid var(--line);padding:10px 12px;overflow-x:auto;
 font-size:13px;line-height:1.4}
+details.glossary{background:var(--soft);border:1px solid var(--line);border-radius:6px;padding:6px 14px;
+margin:12px 0;font-size:13.5px}details.glossary summary{font-weight:600;cursor:pointer}
+dl.glossary dt{font-weight:600;margin-top:6px}dl.glossary dd{margin:0 0 0 16px;color:var(--fg)}
+ol.reasons{margin:4px 0 8px 20px;padding:0}
 figure{margin:10px 0}figcaption{color:var(--muted);font-size:12px}svg.chart{max-width:100%;height:auto}
 @media print{main{max-width:none;padding:0}.case{page-break-inside:avoid}nav{display:none}}
 """.strip()
@@ -83,6 +87,10 @@ def _block(b: Block) -> str:
         return f'<section id="{escape(b.anchor)}" class="{escape(b.cls)}">'
     if isinstance(b, Close):
         return "</section>"
+    if isinstance(b, Glossary):
+        items = "".join(f"<dt>{escape(t)}</dt><dd>{escape(d)}</dd>" for t, d in b.items)
+        return (f'<details class="glossary" open><summary>{escape(b.title)}</summary>'
+                f'<dl class="glossary">{items}</dl></details>')
     if isinstance(b, Toc):
         return "<nav>" + "".join(f'<a href="#{escape(a)}">{escape(t)}</a>' for a, t in b.entries) + "</nav>"
     raise TypeError(f"unknown block {type(b).__name__}")  # pragma: no cover

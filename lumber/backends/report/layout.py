@@ -10,39 +10,108 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .blocks import (
-    Block, Cell, Close, Figure, Grid, Heading, Open, Para, Pre, Rule, Toc, cells, count, num, pct, score, table, verdict,
+    Block, Cell, Close, Figure, Glossary, Grid, Heading, Open, Para, Pre, Rule, Toc, cells, count, num, pct, score,
+    table, verdict,
 )
 from .svg import bar_chart
 
-TITLES = {"model": "Model card", "attribution": "Global attribution", "cases": "Cases",
-          "regional": "Regional rules", "constraints": "Constraints", "checks": "Checks"}
+TITLES = {"model": "The model", "attribution": "What drives the model overall", "cases": "Decisions, case by case",
+          "regional": "Rules for groups of cases", "constraints": "What may change", "checks": "Checks"}
 TOP_FEATURES = 15
+
+GLOSSARY = {
+    "margin": "the model's raw score before it becomes a probability (log-odds for LightGBM and XGBoost "
+              "classifiers); the decision compares it, or the probability, with the cutoff",
+    "decision rule": "how a score becomes a decision: by default the model's own (class 1 above a probability "
+                     "of 0.5), or the cutoff this report states",
+    "principal reasons": "the features whose values pushed this case's score hardest toward the decision it "
+                         "received, strongest first, from its exact per-case contributions",
+    "contribution": "how far one feature's value moved this case's margin from the average reference case's; "
+                    "a case's contributions add up exactly to its margin minus the average (Shapley values)",
+    "counterfactual": "the case with the fewest, smallest changes (weighed by the constraint file's costs) that "
+                      "gets another decision; 'proven optimal' means the solver proved no cheaper one exists",
+    "cost": "the size of a counterfactual's changes: each change divided by its feature's spread, then "
+            "summed (the distance norm)",
+    "norm": "how the changes of several features add up to one size: l1 sums them, l2 takes the root of "
+            "the summed squares, linf the largest, l0 counts the features changed",
+    "fragile": "a change smaller than the feature's materiality: it moves the case across the model's edge, "
+               "not its real situation",
+    "materiality": "the smallest change the report calls material for a feature: a stated share of the "
+                   "feature's spread",
+    "verified": "the changed case was run through the original model's own prediction and gets the decision "
+                "claimed",
+    "sensitive test": "a test on the case's path through the trees that a change of one feature would flip",
+    "trace": "the number of tests on the case's path through the trees",
+    "witness": "the changed case that shows how near the decision boundary is",
+    "CDP": "the share of sampled changes to a set of features that reach the decision sought",
+    "π": "the share of sampled changes (CDP) a set of features must reach to be proposed",
+    "ν(k)": "a feature's average signed contribution over many rows (global attribution): it ranks features "
+            "for the model as a whole, never for one case",
+    "isolation score": "how typical a point looks among the training rows (an isolation forest); 0 or "
+                       "above reads as typical, below 0 as unusual",
+    "support": "the share of training rows a rule's conditions hold for",
+}
+"""Every technical term the report may print, in plain words (shown where the page uses it)."""
 
 
 def layout(doc: dict[str, Any]) -> list[Block]:
-    """The blocks of the whole report."""
+    """The blocks of the whole report: the header states the decision rule and every failed check; a
+    glossary explains each technical term the page uses."""
     order = [s for s in doc.get("sections", list(TITLES)) if s in TITLES]
-    out: list[Block] = [Heading(1, str(doc.get("title", "lumber report")), "top"), Para(_subtitle(doc), "meta"),
-                        Toc(tuple((s, TITLES[s]) for s in order))]
+    out: list[Block] = [Heading(1, str(doc.get("title", "lumber report")), "top"), Para(_subtitle(doc), "meta")]
+    out.extend(_status(doc))
+    out.append(Toc(tuple((s, TITLES[s]) for s in order)))
+    body: list[Block] = []
     for s in order:
-        out.append(Open(s))
-        out.append(Heading(2, TITLES[s], s))
-        out.extend(SECTIONS[s](doc))
-        out.append(Close())
+        body.append(Open(s))
+        body.append(Heading(2, TITLES[s], s))
+        body.extend(SECTIONS[s](doc))
+        body.append(Close())
+    out.extend(body)
+    used = _terms_used(out)
+    if used:
+        out.append(Glossary("Terms used in this report", tuple((t, GLOSSARY[t]) for t in used)))
     return out
+
+
+def _terms_used(blocks: list[Block]) -> list[str]:
+    """Glossary terms the page's text uses, in glossary order."""
+    import re
+
+    text = " ".join(str(getattr(b, a, "")) for b in blocks for a in ("text", "condition", "conclusion", "note",
+                                                                      "caption"))
+    text += " ".join(c.text for b in blocks for row in getattr(b, "rows", ()) for c in row)
+    text += " ".join(h for b in blocks for h in getattr(b, "headers", ()))
+    text += " ".join(f"{k} {v}" for b in blocks for k, v in getattr(b, "items", ()))
+    low = text.lower()
+    return [t for t in GLOSSARY if re.search(rf"(?<![\w]){re.escape(t.lower())}", low)]
 
 
 def _subtitle(doc: dict[str, Any]) -> str:
     m = doc.get("model", {})
-    checks = doc.get("checks") or []
-    failed = [c for c in checks if c.get("gate") and c.get("passed") is False]
-    status = ((f"{len(failed)} gated check(s) FAILED: " + "; ".join(str(c.get("message", c.get("name")))
-                                                                for c in failed[:3])
-               + (f"; ... {len(failed) - 3} more" if len(failed) > 3 else ""))
-              if failed else "all gated checks passed") if checks else ""
     parts = [f"{doc.get('generator', 'lumber')}", f"model {m.get('file', '?')} ({m.get('library') or 'model'}, "
              f"{m.get('task', '?')})", f"seed {doc.get('seed', 0)}"]
-    return " · ".join(p for p in parts + [status] if p)
+    return " · ".join(p for p in parts if p)
+
+
+def _status(doc: dict[str, Any]) -> list[Block]:
+    """The header's verdict: every failed check by name and message (gated or not), never hidden; and the
+    decision rule the cases are decided by."""
+    out: list[Block] = []
+    checks = doc.get("checks") or []
+    failed = [c for c in checks if c.get("passed") is False]
+    undecided = [c for c in checks if c.get("passed") is None]
+    if failed:
+        out.append(Para(f"{len(failed)} check(s) FAILED: " + "; ".join(
+            f"{c.get('name')} ({'gates --check' if c.get('gate') else 'not gating'}): {c.get('message', '')}"
+            for c in failed) + ".", "warn"))
+    elif checks:
+        out.append(Para(f"All {len(checks) - len(undecided)} checks passed"
+                        + (f"; {len(undecided)} not decided" if undecided else "") + "."))
+    rule = (doc.get("cases") or {}).get("decision_rule")
+    if rule:
+        out.append(Para(f"Decision rule: {rule.get('text')} (the bank's cutoff, not the model's default)."))
+    return out
 
 
 # -- model card ------------------------------------------------------------------------------------------
@@ -138,15 +207,16 @@ def attribution_section(doc: dict[str, Any]) -> list[Block]:
         return [Para("Not computed.")]
     if "error" in a:
         return [Para(f"Not available: {a['error']['message']}", "warn")]
-    out: list[Block] = [Para(f"MonoForest attribution ν(k) over {count(a.get('rows'))} {a.get('data', '')} rows: "
-                             "each feature's expected signed contribution to the raw margin (formula (8)); "
+    out: list[Block] = [Para(f"Global attribution ν(k) over {count(a.get('rows'))} {a.get('data', '')} rows: each "
+                             "feature's average signed contribution to the margin, for the model as a whole "
+                             "(never a reason for one case: each case's reasons are in its section); "
                              f"the {TOP_FEATURES} largest by magnitude.")]
     for o in a.get("outputs", []):
         feats = [f for f in o.get("features", []) if f.get("nu")][:TOP_FEATURES]
         labels = [f["feature"] for f in feats]
         values = [float(f["nu"]) for f in feats]
         fallback = table(("feature", "ν"), [(f["feature"], num(f["nu"], 4)) for f in feats])
-        title = f"ν(k) for output {o.get('output')} (E[margin] = {num(o.get('expected_margin'), 4)})"
+        title = f"ν(k) for output {o.get('output')} (average margin {num(o.get('expected_margin'), 4)})"
         if feats:
             out.append(Figure(bar_chart(labels, values, title=title, chart_id=f"attribution-{o.get('output')}"),
                               title, fallback))
@@ -167,7 +237,13 @@ def cases_section(doc: dict[str, Any]) -> list[Block]:
         return [Para((c or {}).get("note", "No cases."))]
     out: list[Block] = []
     tgt = c.get("target")
-    head = f"{c['count']} case(s) from {c.get('file')}; target: {'any other class' if tgt is None else num(tgt)}."
+    head = (f"{c['count']} case(s) from {c.get('file')}; decision sought: "
+            f"{'another class' if tgt is None else 'class ' + num(tgt)}.")
+    if c.get("reasons_per_case"):
+        head += (f" Each case lists at most {c['reasons_per_case']} principal reasons.")
+    if c.get("materiality"):
+        head += (f" A numeric change below {pct(c.get('materiality_share'))} of its feature's standard deviation "
+                 f"(over the {c.get('materiality_rows')} rows) is not material: it is flagged fragile.")
     m = c.get("metric")
     if m:
         head += (f" Distances: {m['norm']} norm, scale {m['scale']}"
@@ -182,24 +258,38 @@ def cases_section(doc: dict[str, Any]) -> list[Block]:
         out.append(Para(f"Sensitive tests move each feature within its own rule and do not apply {where}{by_cf}: "
                         "their distances and witness points are under the other constraints, and a witness may "
                         "break a statement listed here."))
-    dist = [(f"case {it['row']}", it["sensitive"]["distance"]) for it in c["items"]
+    dist = [(f"case {it.get('id') or it['row']}", it["sensitive"]["distance"]) for it in c["items"]
             if isinstance(it.get("sensitive"), dict) and isinstance(it["sensitive"].get("distance"), (int, float))]
     if dist:
-        title = "Distance to the decision surface (sensitive tests)"
+        title = "How near each case is to another decision (sensitive tests)"
         out.append(Figure(bar_chart([d[0] for d in dist], [float(d[1]) for d in dist], title=title,
                                     chart_id="distances"), title,
                           table(("case", "distance"), [(a, num(b)) for a, b in dist])))
     for it in c["items"]:
-        out.extend(_case(it))
+        out.extend(_case(it, c.get("classes")))
     return out
 
 
-def _case(it: dict[str, Any]) -> list[Block]:
+def _class(v: Any) -> str:
+    return f"class {num(v)}"
+
+
+def _case(it: dict[str, Any], classes: list[str] | None = None) -> list[Block]:
     row = it["row"]
-    prob = f" (probability {it['probability']:.3f})" if isinstance(it.get("probability"), float) else ""
+    probs = it.get("probabilities")
+    prob = ""
+    if isinstance(probs, list) and len(probs) == 2:
+        name = classes[1] if classes else "1"
+        prob = f" (probability of class {name}: {pct(probs[1])})"
+    elif isinstance(it.get("probability"), float):
+        prob = f" (probability {pct(it['probability'])})"
+    who = f"Case {it['id']} (row {row})" if it.get("id") else f"Case {row}"
     out: list[Block] = [Open(f"case-{row}", "case"),
-                        Heading(3, f"Case {row}: predicted {num(it.get('prediction'))}{prob}", f"case-{row}")]
+                        Heading(3, f"{who}: decided {_class(it.get('prediction'))}{prob}", f"case-{row}")]
+    if "reasons" in it:
+        out.extend(_reasons(it))
     vals = it.get("values", [])  # [feature, value] pairs in the model's feature order
+    out.append(Heading(4, "The case's values"))
     out.append(Grid(tuple((str(k), num(v, 6)) for k, v in vals), "values", ("feature", "value")))
     if "sensitive" in it:
         out.extend(_sensitive(it["sensitive"]))
@@ -213,8 +303,26 @@ def _case(it: dict[str, Any]) -> list[Block]:
     return out
 
 
+def _reasons(it: dict[str, Any]) -> list[Block]:
+    """Principal reasons in words, and the change that would reverse the decision when one is proven."""
+    out: list[Block] = [Heading(4, "Why: principal reasons")]
+    reasons = it.get("reasons") or []
+    if not reasons:
+        return out + [Para("No feature pushed this case toward its decision.")]
+    out.append(table(("#", "reason (the case's value)", "contribution toward the decision"),
+                     [(str(k), r.get("value_text") or r.get("feature"), num(r.get("contribution"), 3))
+                      for k, r in enumerate(reasons, 1)], "reasons"))
+    cf = it.get("counterfactual") or {}
+    if cf.get("status") == "optimal" and cf.get("verified") and cf.get("changes"):
+        ch = "; ".join(f"{c['feature']}: {c.get('before_text') or num(c.get('before'))} → "
+                       f"{c.get('after_text') or num(c.get('after'))}" + (" (fragile)" if c.get("fragile") else "")
+                       for c in cf["changes"])
+        out.append(Para(f"What would reverse the decision: {ch}; proven optimal and verified on the model."))
+    return out
+
+
 def _sensitive(s: dict[str, Any]) -> list[Block]:
-    out: list[Block] = [Heading(4, "Decision path vs sensitive tests")]
+    out: list[Block] = [Heading(4, "How near another decision is (sensitive tests)")]
     if s.get("status") == "error":
         return out + [Para(f"Sensitive tests failed: {s['message']}", "warn")]
     trace = s.get("trace")
@@ -225,7 +333,7 @@ def _sensitive(s: dict[str, Any]) -> list[Block]:
     bound = "" if s.get("exact") else " (an upper bound)"
     ver = "" if s.get("verified") else " — NOT verified on the model"
     out.append(Para(f"Trace: {count(trace)} tests on the decision path; {s.get('n_tests')} of them are sensitive. "
-                    f"Distance {num(s.get('distance'))}{bound} to {num(s.get('target'))} "
+                    f"Distance {num(s.get('distance'))}{bound} to {_class(s.get('target'))} "
                     f"({s.get('method')}){ver}."))
     rows = []
     for t in s.get("tests", []):
@@ -235,33 +343,42 @@ def _sensitive(s: dict[str, Any]) -> list[Block]:
         rows.append((test, t.get("value_text") or num(t.get("value"), 6),
                      t.get("new_value_text") or num(t.get("new_value"), 6), num(t.get("margin"))))
     if rows:
-        out.append(table(("sensitive test (holds now)", "value", "witness", "margin"), rows, "tests"))
+        out.append(table(("sensitive test (holds now)", "value", "witness", "margin to the test"), rows, "tests"))
     return out
 
 
 def _counterfactual(cf: dict[str, Any]) -> list[Block]:
-    out: list[Block] = [Heading(4, "Optimal counterfactual")]
+    out: list[Block] = [Heading(4, "Smallest change that changes the decision (counterfactual)")]
     st = cf.get("status")
+    if st == "withheld":
+        return out + [Para(f"A counterfactual was found but is {cf.get('message')}.", "warn")]
     if st == "error" or cf.get("changes") is None:
         return out + [Para(f"Counterfactual failed: {cf.get('message')}", "warn")]
     if st in ("infeasible", "no_solution"):
         return out + [Para(f"{st}: {cf.get('message') or 'no counterfactual under the constraints'}", "warn")]
     changes = cf.get("changes", [])
     if not changes:
-        return out + [Para(f"No change needed: the model already predicts {num(cf.get('prediction'))}.")]
-    proof = "proven optimal" if st == "optimal" else f"best found ({st}, gap {num(cf.get('gap'), 3)})"
+        return out + [Para(f"No change needed: the case is already decided {_class(cf.get('prediction'))}.")]
+    proof = ("proven optimal" if st == "optimal" else
+             f"best found before the time limit, not proven smallest ({st}, gap {num(cf.get('gap'), 3)})")
     ver = "verified on the model" if cf.get("verified") else "NOT verified"
-    out.append(Para(f"Prediction {num(cf.get('original_prediction'))} → {num(cf.get('prediction'))} at cost "
-                    f"{num(cf.get('cost'))} ({cf.get('norm')}); {proof}; {ver}."))
-    out.append(table(("feature", "before", "after", "change"),
+    out.append(Para(f"Decision {_class(cf.get('original_prediction'))} → {_class(cf.get('prediction'))}; cost "
+                    f"{num(cf.get('cost'))} ({cf.get('norm')} norm); {proof}; {ver}."))
+    out.append(table(("feature", "before", "after", "change", "note"),
                      [(ch["feature"], ch.get("before_text") or num(ch.get("before"), 6),
                        ch.get("after_text") or num(ch.get("after"), 6),
-                       "—" if ch.get("delta") is None else f"{ch['delta']:+.6g}") for ch in changes], "changes"))
+                       "—" if ch.get("delta") is None else ("+" if ch["delta"] > 0 else "") + num(ch["delta"], 6),
+                       Cell("fragile: below materiality", "warn") if ch.get("fragile") else "")
+                      for ch in changes], "changes"))
+    fragile = [ch["feature"] for ch in changes if ch.get("fragile")]
+    if fragile:
+        out.append(Para(f"{', '.join(fragile)}: the change is below the feature's materiality, so this "
+                        "counterfactual sits on the model's edge rather than describing a material change.", "warn"))
     return out
 
 
 def _local_rule(r: dict[str, Any]) -> list[Block]:
-    out: list[Block] = [Heading(4, "Local counterfactual rule")]
+    out: list[Block] = [Heading(4, "A rule for changes that reach the decision sought")]
     st = r.get("status")
     if st == "error":
         return out + [Para(f"Counterfactual rules failed: {r.get('message')}", "warn")]
@@ -304,7 +421,7 @@ def _target_text(t: dict[str, Any]) -> str:
         lo, hi = t["interval"]
         return f"prediction in [{num(lo)}, {num(hi)}]"
     cl = t.get("classes") or []
-    return f"prediction = {num(cl[0])}" if len(cl) == 1 else f"prediction in {{{', '.join(map(num, cl))}}}"
+    return f"class {num(cl[0])}" if len(cl) == 1 else f"a class in {{{', '.join(map(num, cl))}}}"
 
 
 def _plausibility(p: dict[str, Any]) -> list[Block]:
@@ -316,7 +433,7 @@ def _plausibility(p: dict[str, Any]) -> list[Block]:
             v = p[k]
             rows.append((names[k], score(v), Cell("—") if v is None else
                          Cell("inlier", "pass") if v >= 0 else Cell("outlier", "warn")))
-    return [Heading(4, "Plausibility"),
+    return [Heading(4, "Do the proposed points look like real data?"),
             table(("point", "isolation score", "verdict"), rows, "plausibility",
                   "Isolation forest on the training rows: a score ≥ 0 is an inlier.")]
 
@@ -365,7 +482,9 @@ def checks_section(doc: dict[str, Any]) -> list[Block]:
         return [Para("No checks recorded.")]
     rows = [(c["name"], verdict(c.get("passed")), "yes" if c.get("gate") else "no", c.get("message", ""))
             for c in checks]
-    return [table(("check", "result", "gates --check", "detail"), rows, "checks")]
+    failed = [c["name"] for c in checks if c.get("passed") is False]
+    lead = Para(f"FAILED: {', '.join(failed)}." if failed else "Every check passed.", "warn" if failed else "")
+    return [lead, table(("check", "result", "gates --check", "detail"), rows, "checks")]
 
 
 SECTIONS: dict[str, Callable[[dict[str, Any]], list[Block]]] = {

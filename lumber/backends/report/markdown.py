@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .blocks import Block, Cell, Close, Figure, Grid, Heading, Open, Para, Pre, Rule, Table, Toc
+from .blocks import Block, Cell, Close, Figure, Glossary, Grid, Heading, Open, Para, Pre, Rule, Table, Toc
 from .layout import layout
 
 
@@ -46,6 +46,8 @@ def _block(b: Block) -> str | None:
     if isinstance(b, Rule):
         text = f"> **IF** {_text(b.condition)} **THEN** {_text(b.conclusion)}"
         return text + (f"  \n> _{_text(b.note)}_" if b.note else "")
+    if isinstance(b, Glossary):
+        return f"**{_text(b.title)}**\n\n" + "\n".join(f"- **{_text(t)}**: {_text(d)}" for t, d in b.items)
     if isinstance(b, Toc):
         return " · ".join(f"[{t}](#{t.lower().replace(' ', '-')})" for _, t in b.entries)
     if isinstance(b, (Open, Close)):

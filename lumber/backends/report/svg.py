@@ -11,6 +11,8 @@ from __future__ import annotations
 from html import escape
 from typing import Sequence
 
+from .blocks import readable
+
 POS = "#2f6db5"
 NEG = "#c8553d"
 AXIS = "#555"
@@ -24,7 +26,8 @@ def _n(v: float) -> str:
 
 
 def _value(v: float) -> str:
-    return f"{v:+.4g}" if v else "0"
+    """A bar's label: four significant digits in decimals (never scientific notation), signed."""
+    return ("+" if v > 0 else "") + readable(v) if v else "0"
 
 
 def bar_chart(labels: Sequence[str], values: Sequence[float], *, title: str, width: int = 640,

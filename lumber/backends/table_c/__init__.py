@@ -34,7 +34,17 @@ from ..table import check as check_table
 
 BLOCK = 256
 """Rows per block (bins of a block stay in L1 for models with up to ~100 columns)."""
-GENERIC_ABI = 5
+GENERIC_ABI = 6
+ISAS = ("auto", "portable", "avx2", "avx512")
+"""Paths of the runtime's kernels (``isa`` options): ``auto`` takes the widest this CPU runs; ``portable``
+is plain C; ``avx2`` and ``avx512`` (AVX-512F/BW/VL/VBMI) are x86-64 vector kernels. All give the same margins."""
+
+
+def isa_code(isa: str) -> int:
+    """The runtime's number of an ``isa`` name (its position in :data:`ISAS`), or a CompileError."""
+    if isa not in ISAS:
+        raise CompileError(f"unknown isa {isa!r}", f"isa is one of {', '.join(ISAS)}")
+    return ISAS.index(isa)
 
 
 def runtime_source() -> str:
@@ -124,6 +134,8 @@ def dictionary_arrays(ens: ObliviousEnsemble) -> dict[str, npt.NDArray[Any]] | N
         dict_value[pos[sel]] = srt[sel]
     tree = np.repeat(np.arange(T), cells)
     code = np.where(use[tree], rank, 0).astype(np.uint8)
+    # 4 bytes of padding: the AVX-512 kernel reads a cell's code as the low byte of the 4 bytes at it
+    code = np.concatenate([code, np.zeros(4, dtype=np.uint8)])
     return {"dict_offset": dict_offset, "dict_value": dict_value.view(np.float64), "cell_code": code}
 
 
@@ -142,6 +154,9 @@ class TableCEmitOptions(EmitOptions):
     block: int = BLOCK
     source_fingerprint: str | None = None
     """Fingerprint recorded in the library (default: the ensemble's); lumber.compile passes the source model's."""
+    isa: str = "auto"
+    """Kernel path (:data:`ISAS`): ``auto`` picks the widest the CPU runs when the library loads; a forced
+    path runs where the CPU has it, else the library takes the widest it has (margins are the same)."""
 
 
 def check(ens: ObliviousEnsemble, options: TableCEmitOptions | None = None) -> list[Diagnostic]:
@@ -151,9 +166,11 @@ def check(ens: ObliviousEnsemble, options: TableCEmitOptions | None = None) -> l
     options = options or TableCEmitOptions()
     if not _IDENT.match(options.prefix):
         diags.append(error(f"C symbol prefix {options.prefix!r} is not a C identifier", IRLocation(field="prefix")))
-    if options.block < 32 or options.block > 4096 or options.block % 32:
-        diags.append(error(f"block must be a multiple of 32 between 32 and 4096, got {options.block}",
+    if options.block < 64 or options.block > 4096 or options.block % 64:
+        diags.append(error(f"block must be a multiple of 64 between 64 and 4096, got {options.block}",
                            IRLocation(field="block")))
+    if options.isa not in ISAS:
+        diags.append(error(f"unknown isa {options.isa!r} (one of {', '.join(ISAS)})", IRLocation(field="isa")))
     return diags
 
 
@@ -188,7 +205,7 @@ def emit_table_source(ens: ObliviousEnsemble, options: TableCEmitOptions | None 
             "input_dtype": schema.input_dtype, "n_trees": T, "schema": schema.to_dict(), "form": "oblivious",
             "statistics": ens.statistics(), "lumber_version": __version__}
     defines = {"LT_IN_T": in_t, "LT_BIN_T": bin_type(ens), "LT_BLOCK": str(options.block), "LT_FIXED_K": str(K),
-               "LT_FIXED_F": str(F), "LUMBER_IN_T": in_t}
+               "LT_FIXED_F": str(F), "LUMBER_IN_T": in_t, "LT_ISA": str(ISAS.index(options.isa))}
     header = (resources.files("lumber.backends.c").joinpath("api.h").read_text(encoding="utf-8")
               .replace("@PREFIX@", options.prefix).replace("@IN_T@", in_t)
               .replace("@GUARD@", f"LUMBER_{options.prefix.upper()}_H"))
@@ -204,6 +221,8 @@ def emit_table_source(ens: ObliviousEnsemble, options: TableCEmitOptions | None 
         f" * Build: cc -O3 -fPIC -shared -std=c99 {options.name}.c -o lib{options.name}.so -lm\n */\n",
         "".join(f"#define {k} {v}\n" for k, v in defines.items()),
         header, "\n", runtime_source(), "\n",
+        "/* the forced path where this CPU has it, else the widest it has */\n"
+        "#define LT_ISA_RUN (lt_isa_available(LT_ISA) ? LT_ISA : LT_ISA_AUTO)\n",
         _arr("int32_t", "L_COL_FEATURE", _ints(ens.col_feature)),
         _arr("int32_t", "L_COL_NAN_BIN", _ints(ens.col_nan_bin)),
         _arr("int64_t", "L_BORDER_OFFSET", _ints(ens.border_offset)),
@@ -238,13 +257,13 @@ def emit_table_source(ens: ObliviousEnsemble, options: TableCEmitOptions | None 
         f"static const char L_FINGERPRINT[] = {c_string(fp)};\n",
         f"static const char L_METADATA[] = {c_string(json.dumps(meta, sort_keys=True, default=str))};\n\n",
         f"int32_t {p}_predict_raw(const {in_t} *rows, int64_t n, double *out, int32_t threads)\n"
-        "{ return lt_run(&L_MODEL, rows, n, out, NULL, threads, 0) ? 1 : 0; }\n",
+        "{ return lt_run(&L_MODEL, rows, n, out, NULL, threads, 0, LT_ISA_RUN) ? 1 : 0; }\n",
         f"int32_t {p}_predict_transformed(const {in_t} *rows, int64_t n, double *out, int32_t threads)\n"
-        "{ return lt_run(&L_MODEL, rows, n, out, NULL, threads, 1) ? 1 : 0; }\n",
+        "{ return lt_run(&L_MODEL, rows, n, out, NULL, threads, 1, LT_ISA_RUN) ? 1 : 0; }\n",
         f"void {p}_predict_row(const {in_t} *row, double *out)\n"
-        "{ (void)lt_run(&L_MODEL, row, 1, out, NULL, 1, 0); }\n",
+        "{ (void)lt_run(&L_MODEL, row, 1, out, NULL, 1, 0, LT_ISA_RUN); }\n",
         f"int32_t {p}_apply(const {in_t} *rows, int64_t n, int32_t *out)\n"
-        "{ return lt_run(&L_MODEL, rows, n, NULL, out, 1, 0) ? 1 : 0; }\n",
+        "{ return lt_run(&L_MODEL, rows, n, NULL, out, 1, 0, LT_ISA_RUN) ? 1 : 0; }\n",
         f"int32_t {p}_n_features(void) {{ return {F}; }}\n",
         f"int32_t {p}_n_outputs(void) {{ return {K}; }}\n",
         f"int32_t {p}_n_trees(void) {{ return {T}; }}\n",
@@ -272,10 +291,12 @@ int32_t lt_has_openmp(void)
     return 0;
 #endif
 }
-int32_t lt_predict(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out, int32_t threads, int32_t transform)
-{ return (int32_t)lt_run(M, rows, n, out, NULL, threads, transform); }
+int32_t lt_isa(int32_t isa) { return (int32_t)lt_isa_resolve(isa); }
+int32_t lt_predict(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out, int32_t threads, int32_t transform,
+                   int32_t isa)
+{ return (int32_t)lt_run(M, rows, n, out, NULL, threads, transform, isa); }
 int32_t lt_apply(const lt_model *M, const LT_IN_T *rows, int64_t n, int32_t *leaf, int32_t threads)
-{ return (int32_t)lt_run(M, rows, n, NULL, leaf, threads, 0); }
+{ return (int32_t)lt_run(M, rows, n, NULL, leaf, threads, 0, 0); }
 """ % GENERIC_ABI
 
 
@@ -322,30 +343,39 @@ def _generic_library(in_t: str, bin_t: str, march_native: bool, openmp: bool | N
         build_shared(generic_source(in_t, bin_t), so, BuildOptions(cc=cc, openmp=openmp))
     lib = ctypes.CDLL(str(so))
     lib.lt_generic_abi.restype = ctypes.c_int32
+    lib.lt_isa.restype = ctypes.c_int32
+    lib.lt_isa.argtypes = [ctypes.c_int32]
     lib.lt_model_size.restype = ctypes.c_int64
     lib.lt_has_openmp.restype = ctypes.c_int32
     for fn in (lib.lt_predict, lib.lt_apply):
         fn.restype = ctypes.c_int32
     lib.lt_predict.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int32,
-                               ctypes.c_int32]
+                               ctypes.c_int32, ctypes.c_int32]
     lib.lt_apply.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int32]
     if lib.lt_generic_abi() != GENERIC_ABI:
         raise CompileError("table runtime ABI mismatch (stale build)")
     return lib
 
 
+def isa_available(isa: str, *, march_native: bool = True, cc: str | None = None) -> bool:
+    """Whether this CPU runs the kernels' ``isa`` path (:data:`ISAS`; builds the runtime once to ask)."""
+    return bool(_generic_library("double", "uint8_t", march_native, None, cc).lt_isa(isa_code(isa)) >= 0)
+
+
 class TableRuntime:
     """The C evaluator for one quantized ensemble, without per-model compilation.
 
     ``march_native`` (default True) builds the runtime for this CPU: it is built
-    here, at load time, and never shipped.
+    here, at load time, and never shipped. ``isa`` (:data:`ISAS`) picks the kernels' path:
+    ``auto`` the widest this CPU runs (``self.isa`` names it); a path the CPU lacks is a CompileError.
     """
 
     def __init__(self, ens: ObliviousEnsemble, *, march_native: bool = True, openmp: bool | None = None,
-                 cc: str | None = None) -> None:
+                 cc: str | None = None, isa: str = "auto") -> None:
         diags = check_table(ens)
         if diags:
             raise CompileError(diags)
+        code = isa_code(isa)
         self.ens = ens
         self.schema = ens.schema
         single = ens.schema.input_dtype == "float32"
@@ -354,6 +384,13 @@ class TableRuntime:
         bt = bin_type(ens)
         bin_ctype = ctypes.c_uint8 if bt == "uint8_t" else ctypes.c_uint16
         self._lib = _generic_library(in_t, bt, march_native, openmp, cc)
+        resolved = self._lib.lt_isa(code)
+        if resolved < 0:
+            raise CompileError(f"this CPU cannot run the table kernels' {isa} path",
+                               "isa='auto' takes the widest path this CPU runs")
+        self._isa = code
+        self.isa = ISAS[resolved]
+        """The path the kernels take here (``portable``, ``avx2`` or ``avx512``)."""
         Struct = _model_struct(ctypes.c_float if single else ctypes.c_double, bin_ctype)
         if ctypes.sizeof(Struct) != self._lib.lt_model_size():
             raise CompileError("table runtime struct layout mismatch")
@@ -403,7 +440,7 @@ class TableRuntime:
         X = self._rows(X)
         out = np.empty((X.shape[0], self.ens.n_outputs))
         rc = self._lib.lt_predict(ctypes.byref(self._model), X.ctypes.data, X.shape[0], out.ctypes.data,
-                                  max(1, int(threads)), int(transformed))
+                                  max(1, int(threads)), int(transformed), self._isa)
         if rc != 0:
             raise MemoryError("table evaluator: out of memory for its scratch buffers")
         return out
@@ -424,5 +461,5 @@ def exported_names(prefix: str) -> Collection[str]:
                                       "fingerprint", "metadata")]
 
 
-__all__ = ["BLOCK", "TableCEmitOptions", "TableRuntime", "check", "dictionary_arrays", "emit_table_source",
-           "exported_names", "generic_source", "runtime_source"]
+__all__ = ["BLOCK", "ISAS", "TableCEmitOptions", "TableRuntime", "check", "dictionary_arrays", "emit_table_source",
+           "exported_names", "generic_source", "isa_available", "isa_code", "runtime_source"]

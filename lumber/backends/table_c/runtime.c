@@ -9,21 +9,24 @@
  *      value's category code (the model's category rule) is one of its borders,
  *      0 for another valid code and col_invalid_bin for an invalid value;
  *   2. per tree: leaf index = OR over levels of (bin > level_bin) << level, for
- *      LT_BLOCK rows at once (one vector compare per level and 32 rows with AVX2);
+ *      LT_BLOCK rows at once (one vector compare per level: 64 rows with AVX-512, 32 with AVX2);
  *      a tree with bin levels sums *terms* instead: its index is sum_j (bin[col_j] > g_j) << shift_j,
  *      one term per plain level (shift = the level) and one per border of a bin group (all with
  *      the group's first level as shift: together they add the group's code);
- *   3. per tree: add table[index] to the row's sums.
+ *   3. per tree: add table[index] to the row's sums (a tree with a dictionary: the
+ *      value its cell's byte code names).
  * Trees go in chunks whose tables fit in L2 (LT_CHUNK_BYTES); a chunk is swept over
  * the whole super-block before the next, so big ensembles do not stream their
  * tables once per LT_BLOCK rows. Every row still adds trees in order from the base
  * score, so results equal the numpy evaluator bit for bit. Super-blocks are
  * independent: OpenMP threads take them (when built with -fopenmp).
+ * Single-output models of depth <= 16 take the fused kernels (portable C, AVX2 or
+ * AVX-512, chosen per call: see "the fused kernels" below); one row takes lt_row.
  *
  * Configuration macros (set by the includer):
  *   LT_IN_T   float or double: the model's input type (borders are values of it)
  *   LT_BIN_T  uint8_t or uint16_t: bins (borders per column must fit)
- *   LT_BLOCK  rows per vector step block (a multiple of 32)
+ *   LT_BLOCK  rows per vector step block (a multiple of 64)
  *   LT_FIXED_K, LT_FIXED_F  optional compile-time output / feature counts
  */
 #include <stddef.h>
@@ -150,7 +153,8 @@ LT_HOT static void lt_codes(const lt_model *M, const LT_IN_T *xs, int lanes, dou
 #endif
 
 /* Step 1: bins of rows X[0..m), m <= lanes <= LT_BLOCK, for every column into bins[c * stride + i]
- * (lanes, a multiple of 32, is how many rows the vector loops cover: m rounded up). */
+ * (lanes, a multiple of 32, is how many rows the vector loops cover: m rounded up; lt_super passes a
+ * multiple of 64). */
 LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, int lanes, LT_BIN_T *bins, int64_t stride)
 {
     LT_IN_T xs[LT_BLOCK];
@@ -473,15 +477,90 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
     }
 }
 
+/* -- the fused kernels: one output, no leaf ids, depth <= 16 --------------------------------------
+ *
+ * Trees go in groups of up to LT_GROUP. For a group, each tree's 16-bit cell index of every row of
+ * the block is computed first (step 2), then the rows add the group's values in registers (step 3):
+ * a row's sum is loaded once per group, and each lane (one row) adds the trees in order, so every path
+ * rounds exactly as the numpy evaluator. A tree's index is the sum of its terms
+ * (bin[col] > bin_j) * 2^shift_j: its plain levels (shift = the level) or, for a tree with bin levels,
+ * its terms (a bin group's borders share the group's first level as shift: they add its code).
+ *
+ * Three paths, chosen per call (lt_run's isa; ISA_AUTO: the best this CPU runs):
+ *   portable  plain C: the compiler vectorizes the index loops for the build's baseline; scalar sums;
+ *   avx2      32 rows per byte compare; scalar sums, eight rows' chains at a time;
+ *   avx512    64 rows per byte compare (a mask), the index accumulated under the mask in 16-bit lanes;
+ *             the sums 16 rows per step: a tree whose distinct values fit in 8, 16 or 32 doubles looks
+ *             its cells' byte codes up with one gather and its values with register permutes; any other
+ *             tree gathers its values from its table directly. */
 #define LT_GROUP 16
-/* Eight rows at a time, eight independent chains of additions over the ng trees of a group:
- * VALUE(j, c) is tree j's value of cell c. */
+#define LT_ISA_AUTO 0
+#define LT_ISA_PORTABLE 1
+#define LT_ISA_AVX2 2
+#define LT_ISA_AVX512 3
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(LT_NO_X86)
+#define LT_X86 1
+#include <immintrin.h>
+#define LT_TARGET_AVX2 __attribute__((target("avx2")))
+#define LT_TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vbmi")))
+#endif
+
+/* Whether this CPU runs the given path. */
+static int lt_isa_available(int isa)
+{
+    if (isa == LT_ISA_PORTABLE || isa == LT_ISA_AUTO) return 1;
+#ifdef LT_X86
+    __builtin_cpu_init();
+    if (isa == LT_ISA_AVX2) return __builtin_cpu_supports("avx2") != 0;
+    if (isa == LT_ISA_AVX512)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+               && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
+#endif
+    return 0;
+}
+
+/* The path a call takes: the requested one, or for ISA_AUTO the widest available; -1 if unavailable. */
+static int lt_isa_resolve(int isa)
+{
+    if (isa == LT_ISA_AUTO) {
+        if (lt_isa_available(LT_ISA_AVX512)) return LT_ISA_AVX512;
+        if (lt_isa_available(LT_ISA_AVX2)) return LT_ISA_AVX2;
+        return LT_ISA_PORTABLE;
+    }
+    return isa >= LT_ISA_PORTABLE && isa <= LT_ISA_AVX512 && lt_isa_available(isa) ? isa : -1;
+}
+
+/* Tree t's terms: n of them, column col[j], bin kb[j]; shift[j] (NULL: the term's position j). */
+typedef struct {
+    const int32_t *col;
+    const LT_BIN_T *kb;
+    const int32_t *shift;
+    int n;
+} lt_terms_of;
+
+static lt_terms_of lt_tree_terms(const lt_model *M, int32_t t)
+{
+    lt_terms_of r;
+    if (LT_CODED(M, t)) {
+        const int64_t lo = M->term_offset[t];
+        r.col = M->term_col + lo; r.kb = M->term_bin + lo; r.shift = M->term_shift + lo;
+        r.n = (int)(M->term_offset[t + 1] - lo);
+    } else {
+        const int64_t lo = M->level_offset[t];
+        r.col = M->level_col + lo; r.kb = M->level_bin + lo; r.shift = NULL;
+        r.n = M->depth[t];
+    }
+    return r;
+}
+
+/* Step 3 without vectors: eight rows at a time, eight independent chains over the ng trees of a group
+ * (VALUE(j, c): tree j's value of cell c). */
 #define LT_GROUP_SUMS(VALUE)                                                                  \
     for (; i + 8 <= m; i += 8) {                                                              \
         double s0 = acc[i], s1 = acc[i + 1], s2 = acc[i + 2], s3 = acc[i + 3];                \
         double s4 = acc[i + 4], s5 = acc[i + 5], s6 = acc[i + 6], s7 = acc[i + 7];            \
         for (int j = 0; j < ng; ++j) {                                                        \
-            const IDX_T_ *g = gidx[j] + i;                                                    \
+            const uint16_t *g = gidx[j] + i;                                                  \
             s0 += VALUE(j, g[0]); s1 += VALUE(j, g[1]); s2 += VALUE(j, g[2]); s3 += VALUE(j, g[3]); \
             s4 += VALUE(j, g[4]); s5 += VALUE(j, g[5]); s6 += VALUE(j, g[6]); s7 += VALUE(j, g[7]); \
         }                                                                                     \
@@ -495,58 +574,415 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
     }
 #define LT_TABLE_VALUE(j, c) tabs[j][c]
 #define LT_DICT_VALUE(j, c) tabs[j][codes[j][c]]
-/* Single-output models, trees of depth <= 16: the indices of a group of up to LT_GROUP trees are
- * computed first, then each row adds their values in a register (no load/store of the sum per tree).
- * A group is a run of trees of one kind: all with dictionaries (a byte code per cell, then the
- * tree's few distinct values: a d10 tree reads 1 KiB of codes instead of 8 KiB of doubles, so a
- * group's tables stay in L1) or all without. Two widths: byte indices when every tree has depth
- * <= 8, else 16-bit ones. */
-#define LT_FUSED_FN(NAME, IDX_T, INDEX)                                                       \
-    LT_HOT static void NAME(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins, double *acc, \
-                            int64_t stride, int m)                                            \
-    {                                                                                         \
-        typedef IDX_T IDX_T_;                                                                 \
-        IDX_T gidx[LT_GROUP][LT_BLOCK];                                                       \
-        const double *tabs[LT_GROUP];                                                         \
-        const uint8_t *codes[LT_GROUP];                                                       \
-        const int lanes = (m + 31) & ~31;                                                     \
-        for (int32_t g0 = t0, ng; g0 < t1; g0 += ng) {                                        \
-            const int dict = LT_DICT(M, g0);                                                  \
-            ng = 1;                                                                           \
-            while (ng < LT_GROUP && g0 + ng < t1 && LT_DICT(M, g0 + ng) == dict) ++ng;        \
-            for (int j = 0; j < ng; ++j) {                                                    \
-                const int32_t t = g0 + j;                                                     \
-                if (dict) {                                                                   \
-                    tabs[j] = M->dict_value + M->dict_offset[t];                              \
-                    codes[j] = M->cell_code + M->value_offset[t];                             \
-                } else {                                                                      \
-                    tabs[j] = M->value + M->value_offset[t];                                  \
-                }                                                                             \
-                INDEX(M, t, M->depth[t], bins, stride, lanes, gidx[j]);                       \
-            }                                                                                 \
-            int i = 0;                                                                        \
-            if (dict) {                                                                       \
-                LT_GROUP_SUMS(LT_DICT_VALUE)                                                  \
-            } else {                                                                          \
-                LT_GROUP_SUMS(LT_TABLE_VALUE)                                                 \
-            }                                                                                 \
-        }                                                                                     \
-    }
 
-/* Index of a tree of any depth <= 16 as 16-bit values. */
-static void lt_index_wide(const lt_model *M, int32_t t, int d, const LT_BIN_T *bins, int64_t stride, int lanes,
-                          uint16_t *idx)
+/* Scalar sums of trees [g0, g0 + ng) (all with dictionaries, or all without) for rows [0, m). */
+static inline void lt_sums_scalar(const lt_model *M, int32_t g0, int ng, int dict, uint16_t (*gidx)[LT_BLOCK],
+                                  double *acc, int m)
 {
-    if (d <= 8) {
-        uint8_t idx8[LT_BLOCK];
-        lt_index_small(M, t, d, bins, stride, lanes, idx8);
-        for (int i = 0; i < lanes; ++i) idx[i] = idx8[i];
+    const double *tabs[LT_GROUP];
+    const uint8_t *codes[LT_GROUP];
+    for (int j = 0; j < ng; ++j) {
+        const int32_t t = g0 + j;
+        if (dict) {
+            tabs[j] = M->dict_value + M->dict_offset[t];
+            codes[j] = M->cell_code + M->value_offset[t];
+        } else {
+            tabs[j] = M->value + M->value_offset[t];
+        }
+    }
+    int i = 0;
+    if (dict) {
+        LT_GROUP_SUMS(LT_DICT_VALUE)
     } else {
-        lt_index_mid(M, t, d, bins, stride, lanes, idx);
+        LT_GROUP_SUMS(LT_TABLE_VALUE)
     }
 }
-LT_FUSED_FN(lt_trees_fused8, uint8_t, lt_index_small)
-LT_FUSED_FN(lt_trees_fused16, uint16_t, lt_index_wide)
+
+/* Length of the group starting at g0: up to LT_GROUP trees of one kind (with or without a dictionary). */
+static inline int lt_group_len(const lt_model *M, int32_t g0, int32_t t1)
+{
+    const int dict = LT_DICT(M, g0);
+    int ng = 1;
+    while (ng < LT_GROUP && g0 + ng < t1 && LT_DICT(M, g0 + ng) == dict) ++ng;
+    return ng;
+}
+
+/* What tree t's terms below bit 8 add at most: at most 255, its index sums in two bytes per row (bits
+ * 0-7 and 8-15) without a carry between them (a bin group straddling bit 8 can exceed it). */
+static inline int lt_low_sum(const lt_terms_of *q)
+{
+    int low = 0;
+    for (int j = 0; j < q->n; ++j) {
+        const int s = q->shift ? q->shift[j] : j;
+        if (s < 8) low += 1 << s;
+    }
+    return low;
+}
+
+/* Portable step 2: tree t's index of rows [0, lanes), in two bytes per row where no carry crosses them
+ * (the row loops vectorize 16 or more rows per instruction), else in 16 bits. */
+static void lt_index_portable(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride, int lanes,
+                              uint16_t *idx)
+{
+    const lt_terms_of q = lt_tree_terms(M, t);
+    if (lt_low_sum(&q) <= 255) {
+        uint8_t lo[LT_BLOCK], hi[LT_BLOCK];
+        for (int i = 0; i < lanes; ++i) lo[i] = hi[i] = 0;
+        for (int j = 0; j < q.n; ++j) {
+            const LT_BIN_T *bc = bins + (int64_t)q.col[j] * stride;
+            const LT_BIN_T k = q.kb[j];
+            const int s = q.shift ? q.shift[j] : j;
+            uint8_t *a = s < 8 ? lo : hi;
+            const uint8_t w = (uint8_t)(1u << (s & 7));
+            for (int i = 0; i < lanes; ++i) a[i] = (uint8_t)(a[i] + (bc[i] > k ? w : 0));
+        }
+        for (int i = 0; i < lanes; ++i) idx[i] = (uint16_t)(lo[i] | (uint16_t)hi[i] << 8);
+        return;
+    }
+    for (int i = 0; i < lanes; ++i) idx[i] = 0;
+    for (int j = 0; j < q.n; ++j) {
+        const LT_BIN_T *bc = bins + (int64_t)q.col[j] * stride;
+        const LT_BIN_T k = q.kb[j];
+        const uint16_t w = (uint16_t)(1u << (q.shift ? q.shift[j] : j));
+        for (int i = 0; i < lanes; ++i) idx[i] = (uint16_t)(idx[i] + (bc[i] > k ? w : 0));
+    }
+}
+
+/* Trees [t0, t1) for the rows of one block (bins and acc point at its first row; lanes: m rounded up to 64). */
+static void lt_fused_portable(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins, double *acc,
+                              int64_t stride, int m)
+{
+    uint16_t gidx[LT_GROUP][LT_BLOCK];
+    const int lanes = (m + 63) & ~63;
+    for (int32_t g0 = t0, ng; g0 < t1; g0 += ng) {
+        ng = lt_group_len(M, g0, t1);
+        for (int j = 0; j < ng; ++j) lt_index_portable(M, g0 + j, bins, stride, lanes, gidx[j]);
+        lt_sums_scalar(M, g0, ng, LT_DICT(M, g0), gidx, acc, m);
+    }
+}
+
+#ifdef LT_X86
+/* AVX2 step 2 for nch (1-4) chunks of 32 rows from row i0 (byte bins, no carry out of the low byte):
+ * per term one compare of 32 bins (unsigned through the sign flip) and one add of its weight into the
+ * rows' low or high index byte; then the bytes interleave into 16-bit indices. */
+static inline __attribute__((always_inline)) LT_TARGET_AVX2 void lt_index256_chunks(
+    const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int i0, const int nch, uint16_t *idx)
+{
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    __m256i lo[4], hi[4];
+    for (int c = 0; c < nch; ++c) lo[c] = hi[c] = _mm256_setzero_si256();
+    for (int j = 0; j < q->n; ++j) {
+        const LT_BIN_T *bc = bins + (int64_t)q->col[j] * stride + i0;
+        const __m256i k = _mm256_set1_epi8((char)(q->kb[j] ^ 0x80));
+        const int s = q->shift ? q->shift[j] : j;
+        const __m256i w = _mm256_set1_epi8((char)(1 << (s & 7)));
+        if (s < 8) {
+            for (int c = 0; c < nch; ++c) {
+                const __m256i b = _mm256_loadu_si256((const __m256i *)(bc + 32 * c));
+                lo[c] = _mm256_add_epi8(lo[c], _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_xor_si256(b, flip), k), w));
+            }
+        } else {
+            for (int c = 0; c < nch; ++c) {
+                const __m256i b = _mm256_loadu_si256((const __m256i *)(bc + 32 * c));
+                hi[c] = _mm256_add_epi8(hi[c], _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_xor_si256(b, flip), k), w));
+            }
+        }
+    }
+    for (int c = 0; c < nch; ++c) {  /* per 128-bit lane: rows 0-7 (16-23), then 8-15 (24-31) */
+        const __m256i a = _mm256_unpacklo_epi8(lo[c], hi[c]), b = _mm256_unpackhi_epi8(lo[c], hi[c]);
+        _mm256_storeu_si256((__m256i *)(idx + i0 + 32 * c), _mm256_permute2x128_si256(a, b, 0x20));
+        _mm256_storeu_si256((__m256i *)(idx + i0 + 32 * c + 16), _mm256_permute2x128_si256(a, b, 0x31));
+    }
+}
+
+/* AVX2 step 2: tree t's index of rows [0, lanes) (lanes a multiple of 64). */
+LT_TARGET_AVX2 static void lt_index_avx2(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride,
+                                         int lanes, uint16_t *idx)
+{
+    const lt_terms_of q = lt_tree_terms(M, t);
+    if (sizeof(LT_BIN_T) != 1 || lt_low_sum(&q) > 255) {
+        lt_index_portable(M, t, bins, stride, lanes, idx);
+        return;
+    }
+    int i = 0;
+    for (; i + 128 <= lanes; i += 128) lt_index256_chunks(&q, bins, stride, i, 4, idx);
+    if (i < lanes) lt_index256_chunks(&q, bins, stride, i, 2, idx);  /* lanes - i == 64 */
+}
+
+LT_TARGET_AVX2 static void lt_fused_avx2(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins,
+                                         double *acc, int64_t stride, int m)
+{
+    uint16_t gidx[LT_GROUP][LT_BLOCK];
+    const int lanes = (m + 63) & ~63;
+    for (int32_t g0 = t0, ng; g0 < t1; g0 += ng) {
+        ng = lt_group_len(M, g0, t1);
+        for (int j = 0; j < ng; ++j) lt_index_avx2(M, g0 + j, bins, stride, lanes, gidx[j]);
+        lt_sums_scalar(M, g0, ng, LT_DICT(M, g0), gidx, acc, m);
+    }
+}
+
+/* The byte codes of 64 rows' cells (index bits 0-7 in lo, 8-9 in hi) from a tree's table of cells
+ * (<= 1024, a power of two) byte codes: a two-register byte permute per 128 cells, the parts then
+ * picked by index bits 7, 8 and 9. */
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 __m512i lt_codes512(const uint8_t *tab, int cells,
+                                                                                  __m512i lo, __m512i hi)
+{
+    if (cells <= 128) {
+        const __mmask64 m0 = cells >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << cells) - 1);
+        const __mmask64 m1 = cells >= 128 ? ~(__mmask64)0 : cells <= 64 ? 0 : (((__mmask64)1 << (cells - 64)) - 1);
+        return _mm512_permutex2var_epi8(_mm512_maskz_loadu_epi8(m0, tab), lo, _mm512_maskz_loadu_epi8(m1, tab + 64));
+    }
+    __m512i r[8];
+    const int parts = cells >> 7;
+    for (int p = 0; p < parts; ++p)
+        r[p] = _mm512_permutex2var_epi8(_mm512_loadu_si512((const void *)(tab + 128 * p)), lo,
+                                        _mm512_loadu_si512((const void *)(tab + 128 * p + 64)));
+    const __mmask64 m7 = _mm512_movepi8_mask(lo);
+    for (int p = 0; p < parts / 2; ++p) r[p] = _mm512_mask_blend_epi8(m7, r[2 * p], r[2 * p + 1]);
+    if (parts >= 4) {
+        const __mmask64 m8 = _mm512_test_epi8_mask(hi, _mm512_set1_epi8(1));
+        for (int p = 0; p < parts / 4; ++p) r[p] = _mm512_mask_blend_epi8(m8, r[2 * p], r[2 * p + 1]);
+    }
+    if (parts >= 8) r[0] = _mm512_mask_blend_epi8(_mm512_test_epi8_mask(hi, _mm512_set1_epi8(2)), r[0], r[1]);
+    return r[0];
+}
+
+/* AVX-512 step 2 for nch (1-4) chunks of 64 rows from row i0, byte bins: each term is one compare (a
+ * mask of 64 rows) and one masked byte add; index bits 0-7 sum in one byte per row, bits 8-15 in
+ * another. Only for trees whose low-byte terms add up to at most 255 (no carry out of a byte; a bin
+ * group straddling bit 8 does not). With codes (the tree's cell codes, cells of them) the rows' codes
+ * go to out8; else the 16-bit indices to idx. */
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_index512_chunks(
+    const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int i0, const int nch, const uint8_t *codes,
+    int cells, uint16_t *idx, uint8_t *out8)
+{
+    __m512i lo[4], hi[4];
+    for (int c = 0; c < nch; ++c) lo[c] = hi[c] = _mm512_setzero_si512();
+    for (int j = 0; j < q->n; ++j) {
+        const LT_BIN_T *bc = bins + (int64_t)q->col[j] * stride + i0;
+        const __m512i k = _mm512_set1_epi8((char)q->kb[j]);
+        const int s = q->shift ? q->shift[j] : j;
+        if (s < 8) {
+            const __m512i w = _mm512_set1_epi8((char)(1 << s));
+            for (int c = 0; c < nch; ++c)
+                lo[c] = _mm512_mask_add_epi8(lo[c], _mm512_cmpgt_epu8_mask(_mm512_loadu_si512((const void *)(bc + 64 * c)), k),
+                                             lo[c], w);
+        } else {
+            const __m512i w = _mm512_set1_epi8((char)(1 << (s - 8)));
+            for (int c = 0; c < nch; ++c)
+                hi[c] = _mm512_mask_add_epi8(hi[c], _mm512_cmpgt_epu8_mask(_mm512_loadu_si512((const void *)(bc + 64 * c)), k),
+                                             hi[c], w);
+        }
+    }
+    if (codes) {
+        for (int c = 0; c < nch; ++c)
+            _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_codes512(codes, cells, lo[c], hi[c]));
+        return;
+    }
+    if (out8) {  /* a table of at most 256 cells read directly: the index is its low byte */
+        for (int c = 0; c < nch; ++c) _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lo[c]);
+        return;
+    }
+    /* in each 128-bit lane, unpack interleaves its first (then last) 8 rows; the permutes restore row order */
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+    const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    for (int c = 0; c < nch; ++c) {
+        const __m512i a = _mm512_unpacklo_epi8(lo[c], hi[c]), b = _mm512_unpackhi_epi8(lo[c], hi[c]);
+        _mm512_storeu_si512((void *)(idx + i0 + 64 * c), _mm512_permutex2var_epi64(a, first, b));
+        _mm512_storeu_si512((void *)(idx + i0 + 64 * c + 32), _mm512_permutex2var_epi64(a, second, b));
+    }
+}
+
+/* Whether the AVX-512 path looks tree t's cell codes up in registers: a dictionary, byte bins, at most
+ * 1024 cells and no carry out of the index's low byte. */
+static inline int lt_byte_codes(const lt_model *M, int32_t t, const lt_terms_of *q)
+{
+    return sizeof(LT_BIN_T) == 1 && LT_DICT(M, t) && M->depth[t] <= 10 && lt_low_sum(q) <= 255;
+}
+
+/* Whether the AVX-512 path reads tree t's table (no dictionary) from registers by its byte index: at
+ * most 32 cells (a CatBoost tree of depth <= 5, a small table), byte bins. */
+static inline int lt_byte_direct(const lt_model *M, int32_t t)
+{
+    return sizeof(LT_BIN_T) == 1 && !LT_DICT(M, t) && M->tree_output[t] >= 0
+           && M->value_offset[t + 1] - M->value_offset[t] <= 32;
+}
+
+/* AVX-512 step 2 for a tree with byte codes: the rows' codes of rows [0, lanes) into out8. */
+LT_TARGET_AVX512 static void lt_codes_avx512(const lt_model *M, int32_t t, const lt_terms_of *q, const LT_BIN_T *bins,
+                                             int64_t stride, int lanes, uint8_t *out8)
+{
+    const uint8_t *codes = LT_DICT(M, t) ? M->cell_code + M->value_offset[t] : NULL;  /* NULL: the index */
+    const int cells = (int)(M->value_offset[t + 1] - M->value_offset[t]);
+    int i = 0;
+    for (; i + 256 <= lanes; i += 256) lt_index512_chunks(q, bins, stride, i, 4, codes, cells, NULL, out8);
+    switch ((lanes - i) >> 6) {
+    case 3: lt_index512_chunks(q, bins, stride, i, 3, codes, cells, NULL, out8); break;
+    case 2: lt_index512_chunks(q, bins, stride, i, 2, codes, cells, NULL, out8); break;
+    case 1: lt_index512_chunks(q, bins, stride, i, 1, codes, cells, NULL, out8); break;
+    default: break;
+    }
+}
+
+/* AVX-512 step 2: tree t's index of rows [0, lanes) (lanes a multiple of 64). */
+LT_TARGET_AVX512 static void lt_index_avx512(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride,
+                                             int lanes, uint16_t *idx)
+{
+    const lt_terms_of q = lt_tree_terms(M, t);
+    if (sizeof(LT_BIN_T) == 1 && lt_low_sum(&q) <= 255) {
+        int i = 0;
+        for (; i + 256 <= lanes; i += 256) lt_index512_chunks(&q, bins, stride, i, 4, NULL, 0, idx, NULL);
+        switch ((lanes - i) >> 6) {
+        case 3: lt_index512_chunks(&q, bins, stride, i, 3, NULL, 0, idx, NULL); break;
+        case 2: lt_index512_chunks(&q, bins, stride, i, 2, NULL, 0, idx, NULL); break;
+        case 1: lt_index512_chunks(&q, bins, stride, i, 1, NULL, 0, idx, NULL); break;
+        default: break;
+        }
+    } else if (sizeof(LT_BIN_T) == 1) {
+        /* 16-bit sums: the mask's halves add 2^shift to two 32-lane registers */
+        for (int i = 0; i < lanes; i += 64) {
+            __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+            for (int j = 0; j < q.n; ++j) {
+                const __m512i b = _mm512_loadu_si512((const void *)(bins + (int64_t)q.col[j] * stride + i));
+                const __mmask64 gt = _mm512_cmpgt_epu8_mask(b, _mm512_set1_epi8((char)q.kb[j]));
+                const __m512i w = _mm512_set1_epi16((short)(1 << (q.shift ? q.shift[j] : j)));
+                a0 = _mm512_mask_add_epi16(a0, (__mmask32)gt, a0, w);
+                a1 = _mm512_mask_add_epi16(a1, (__mmask32)(gt >> 32), a1, w);
+            }
+            _mm512_storeu_si512((void *)(idx + i), a0);
+            _mm512_storeu_si512((void *)(idx + i + 32), a1);
+        }
+    } else {
+        for (int i = 0; i < lanes; i += 32) {
+            __m512i a = _mm512_setzero_si512();
+            for (int j = 0; j < q.n; ++j) {
+                const __m512i b = _mm512_loadu_si512((const void *)(bins + (int64_t)q.col[j] * stride + i));
+                const __mmask32 gt = _mm512_cmpgt_epu16_mask(b, _mm512_set1_epi16((short)q.kb[j]));
+                a = _mm512_mask_add_epi16(a, gt, a, _mm512_set1_epi16((short)(1 << (q.shift ? q.shift[j] : j))));
+            }
+            _mm512_storeu_si512((void *)(idx + i), a);
+        }
+    }
+}
+
+/* Eight rows' values of a tree whose r (1, 2 or 4) registers d0-d3 hold its distinct values, from the
+ * rows' codes c (one per 64-bit lane; only the low 3, 4 or 5 bits are read). */
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 __m512d lt_look8(int r, __m512i c, __m512d d0,
+                                                                               __m512d d1, __m512d d2, __m512d d3)
+{
+    if (r == 1) return _mm512_permutexvar_pd(c, d0);
+    const __m512d v = _mm512_permutex2var_pd(d0, c, d1);
+    if (r == 2) return v;
+    /* code bit 4 picks the upper 16 */
+    return _mm512_mask_blend_pd(_mm512_test_epi64_mask(c, _mm512_set1_epi64(16)), v, _mm512_permutex2var_pd(d2, c, d3));
+}
+
+/* AVX-512 step 3 for trees [g0, g0 + ng), 32 rows per step (four registers of sums). Tree j's rows
+ * come as byte codes (byte[j]: gcode[j]) or as 16-bit indices (gidx[j]); a tree whose distinct values
+ * fit in 8, 16 or 32 doubles looks them up with register permutes (regs 1, 2, 4), any other gathers
+ * them (from its dictionary by code, or from its table by index). */
+LT_TARGET_AVX512 static void lt_sums_avx512(const lt_model *M, int32_t g0, int ng, const int *byte,
+                                            uint16_t (*gidx)[LT_BLOCK], uint8_t (*gcode)[LT_BLOCK], double *acc, int m)
+{
+    const double *tabs[LT_GROUP];
+    const uint8_t *codes[LT_GROUP];
+    int regs[LT_GROUP];
+    __mmask8 dm[LT_GROUP][4];
+    for (int j = 0; j < ng; ++j) {
+        const int32_t t = g0 + j;
+        /* the values a byte reads: the dictionary's, or a small table's own (lt_byte_direct) */
+        const int64_t nd = LT_DICT(M, t) ? M->dict_offset[t + 1] - M->dict_offset[t]
+                           : byte[j] ? M->value_offset[t + 1] - M->value_offset[t] : 0;
+        regs[j] = nd == 0 ? 0 : nd <= 8 ? 1 : nd <= 16 ? 2 : nd <= 32 ? 4 : 0;
+        for (int r = 0; r < 4; ++r) {
+            const int64_t have = nd - 8 * r;
+            dm[j][r] = (__mmask8)(have >= 8 ? 0xff : have <= 0 ? 0 : (1u << have) - 1);
+        }
+        if (LT_DICT(M, t)) {
+            tabs[j] = M->dict_value + M->dict_offset[t];
+            codes[j] = M->cell_code + M->value_offset[t];
+        } else {
+            tabs[j] = M->value + M->value_offset[t];
+            codes[j] = NULL;
+        }
+    }
+    for (int i = 0; i < m; i += 32) {
+        __mmask8 k[4];
+        __m512d s[4];
+        for (int q = 0; q < 4; ++q) {
+            const int left = m - i - 8 * q;
+            k[q] = left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1);
+            s[q] = _mm512_maskz_loadu_pd(k[q], acc + i + 8 * q);
+        }
+        for (int j = 0; j < ng; ++j) {
+            __m512d v[4];
+            __m512i c[4];
+            const int r = regs[j];
+            if (byte[j]) {
+                if (r == 0) {  /* many distinct values: gather them from the dictionary */
+                    for (int h = 0; h < 2; ++h) {
+                        const __m512i g = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gcode[j] + i + 16 * h)));
+                        v[2 * h] = _mm512_i32gather_pd(_mm512_castsi512_si256(g), tabs[j], 8);
+                        v[2 * h + 1] = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(g, 1), tabs[j], 8);
+                    }
+                    goto add;
+                }
+                for (int q = 0; q < 4; ++q)
+                    c[q] = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *)(gcode[j] + i + 8 * q)));
+            } else {
+                for (int h = 0; h < 2; ++h) {
+                    const __m512i g = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(gidx[j] + i + 16 * h)));
+                    if (r == 0 && codes[j] == NULL) {  /* no dictionary: gather from the table */
+                        v[2 * h] = _mm512_i32gather_pd(_mm512_castsi512_si256(g), tabs[j], 8);
+                        v[2 * h + 1] = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(g, 1), tabs[j], 8);
+                        continue;
+                    }
+                    /* each lane reads the 4 bytes at its cell's code: the code is the low byte (cell_code is padded) */
+                    const __m512i cc = _mm512_and_si512(_mm512_i32gather_epi32(g, (const void *)codes[j], 1),
+                                                        _mm512_set1_epi32(0xff));
+                    if (r == 0) {
+                        v[2 * h] = _mm512_i32gather_pd(_mm512_castsi512_si256(cc), tabs[j], 8);
+                        v[2 * h + 1] = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(cc, 1), tabs[j], 8);
+                        continue;
+                    }
+                    c[2 * h] = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(cc));
+                    c[2 * h + 1] = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cc, 1));
+                }
+                if (r == 0) goto add;
+            }
+            {
+                const __m512d d0 = _mm512_maskz_loadu_pd(dm[j][0], tabs[j]);
+                const __m512d d1 = r >= 2 ? _mm512_maskz_loadu_pd(dm[j][1], tabs[j] + 8) : d0;
+                const __m512d d2 = r == 4 ? _mm512_maskz_loadu_pd(dm[j][2], tabs[j] + 16) : d0;
+                const __m512d d3 = r == 4 ? _mm512_maskz_loadu_pd(dm[j][3], tabs[j] + 24) : d0;
+                for (int q = 0; q < 4; ++q) v[q] = lt_look8(r, c[q], d0, d1, d2, d3);
+            }
+        add:
+            for (int q = 0; q < 4; ++q) s[q] = _mm512_add_pd(s[q], v[q]);
+        }
+        for (int q = 0; q < 4; ++q) _mm512_mask_storeu_pd(acc + i + 8 * q, k[q], s[q]);
+    }
+}
+
+LT_TARGET_AVX512 static void lt_fused_avx512(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins,
+                                             double *acc, int64_t stride, int m)
+{
+    uint16_t gidx[LT_GROUP][LT_BLOCK];
+    uint8_t gcode[LT_GROUP][LT_BLOCK];
+    int byte[LT_GROUP];
+    const int lanes = (m + 63) & ~63;
+    for (int32_t g0 = t0, ng; g0 < t1; g0 += ng) {
+        ng = (int)(t1 - g0 < LT_GROUP ? t1 - g0 : LT_GROUP);
+        for (int j = 0; j < ng; ++j) {
+            const lt_terms_of q = lt_tree_terms(M, g0 + j);
+            byte[j] = lt_byte_codes(M, g0 + j, &q) || lt_byte_direct(M, g0 + j);
+            if (byte[j]) lt_codes_avx512(M, g0 + j, &q, bins, stride, lanes, gcode[j]);
+            else lt_index_avx512(M, g0 + j, bins, stride, lanes, gidx[j]);
+        }
+        lt_sums_avx512(M, g0, ng, byte, gidx, gcode, acc, m);
+    }
+}
+#endif
 
 /* Bytes tree t's evaluation reads from its table: its cells' codes and distinct values, or its values. */
 static int64_t lt_table_bytes(const lt_model *M, int32_t t)
@@ -567,7 +1003,7 @@ static int32_t lt_chunk_end(const lt_model *M, int32_t t0)
 
 /* Margins of rows X[0..m), m <= s->rows, into out (row-major m x K); leaf ids into leaf (m x T) if given. */
 static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out, int32_t *leaf, int transform,
-                     int fused, lt_scratch *s)
+                     int fused, lt_scratch *s)  /* fused: 0, or the fused kernels' LT_ISA_ path */
 {
     const int K = LT_K(M);
     const int64_t R = s->rows;
@@ -575,7 +1011,7 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
     double *acc = s->acc;
     for (int64_t r = 0; r < m; r += LT_BLOCK) {
         const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
-        lt_binarize(M, X + r * F, mb, (mb + 31) & ~31, s->bins + r, R);
+        lt_binarize(M, X + r * F, mb, (mb + 63) & ~63, s->bins + r, R);
     }
     for (int k = 0; k < K; ++k)
         for (int64_t i = 0; i < m; ++i) acc[(int64_t)k * R + i] = M->base[k];
@@ -583,10 +1019,14 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
         const int32_t t1 = lt_chunk_end(M, t0);
         for (int64_t r = 0; r < m; r += LT_BLOCK) {
             const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
-            if (fused == 8)
-                lt_trees_fused8(M, t0, t1, s->bins + r, acc + r, R, mb);
-            else if (fused == 16)
-                lt_trees_fused16(M, t0, t1, s->bins + r, acc + r, R, mb);
+            if (fused == LT_ISA_PORTABLE)
+                lt_fused_portable(M, t0, t1, s->bins + r, acc + r, R, mb);
+#ifdef LT_X86
+            else if (fused == LT_ISA_AVX2)
+                lt_fused_avx2(M, t0, t1, s->bins + r, acc + r, R, mb);
+            else if (fused == LT_ISA_AVX512)
+                lt_fused_avx512(M, t0, t1, s->bins + r, acc + r, R, mb);
+#endif
             else
                 lt_trees(M, t0, t1, s->bins + r, acc + r, R, mb, leaf ? leaf + r * M->n_trees : NULL, M->n_trees);
         }
@@ -603,8 +1043,37 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
     }
 }
 
+#ifdef LT_X86
+/* AVX-512: the indices of trees [t0, t0 + nt) for one row whose byte bins are in bins (n_cols <= 128,
+ * padded to 128): per tree, 16 terms at a time, its columns' bins picked from two registers by a byte
+ * permute, compared with its bins under a mask, and the weights 2^shift of the true ones summed. */
+LT_TARGET_AVX512 static void lt_row_index_avx512(const lt_model *M, int32_t t0, int32_t nt, const uint8_t *bins,
+                                                 uint32_t *idx)
+{
+    const __m512i b0 = _mm512_loadu_si512((const void *)bins), b1 = _mm512_loadu_si512((const void *)(bins + 64));
+    const __m512i one = _mm512_set1_epi32(1), pos = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    for (int32_t u = 0; u < nt; ++u) {
+        const lt_terms_of q = lt_tree_terms(M, t0 + u);
+        uint32_t i = 0;
+        for (int j = 0; j < q.n; j += 16) {
+            const int left = q.n - j;
+            const __mmask16 nm = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+            const __m128i cols = _mm512_cvtepi32_epi8(_mm512_maskz_loadu_epi32(nm, q.col + j));
+            const __m128i got = _mm512_castsi512_si128(
+                _mm512_permutex2var_epi8(b0, _mm512_castsi128_si512(cols), b1));
+            const __m128i kb = _mm_maskz_loadu_epi8(nm, (const void *)(q.kb + j));
+            const __mmask16 gt = _mm_mask_cmpgt_epu8_mask(nm, got, kb);
+            const __m512i sh = q.shift ? _mm512_maskz_loadu_epi32(nm, q.shift + j)
+                                       : _mm512_add_epi32(pos, _mm512_set1_epi32(j));
+            i += (uint32_t)_mm512_reduce_add_epi32(_mm512_maskz_sllv_epi32(gt, one, sh));
+        }
+        idx[u] = i;
+    }
+}
+#endif
+
 /* One row, no vector lanes and no threads: the low-latency path (same sums in the same order). */
-static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *leaf, int transform)
+static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *leaf, int transform, int path)
 {
     LT_BIN_T small[1024];
     LT_BIN_T *bins = M->n_cols <= 1024 ? small : (LT_BIN_T *)malloc((size_t)M->n_cols * sizeof(LT_BIN_T));
@@ -628,21 +1097,46 @@ static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *lea
                   : (M->col_invalid_bin && M->col_invalid_bin[c] >= 0) ? lt_set_bin(M, c, v) : (LT_BIN_T)lo;
     }
     for (int k = 0; k < K; ++k) a[k] = M->base[k];
-    for (int32_t t = 0; t < M->n_trees; ++t) {
-        const int64_t lo = M->level_offset[t];
-        const int d = M->depth[t];
-        uint32_t idx = 0;
-        if (LT_CODED(M, t)) {
-            for (int64_t j = M->term_offset[t]; j < M->term_offset[t + 1]; ++j)
-                idx += (uint32_t)(bins[M->term_col[j]] > M->term_bin[j]) << M->term_shift[j];
-        } else {
-            for (int l = 0; l < d; ++l) idx |= (uint32_t)(bins[M->level_col[lo + l]] > M->level_bin[lo + l]) << l;
+    /* trees in chunks: every index of a chunk first (compute only), then its table reads, which then
+     * overlap (the reads, not the index arithmetic, bound a row through thousands of tables) */
+    uint32_t idx[256];
+#ifdef LT_X86
+    uint8_t bins128[128];
+    const int vec = path == LT_ISA_AVX512 && sizeof(LT_BIN_T) == 1 && M->n_cols <= 128;
+    if (vec) {
+        memset(bins128, 0, sizeof bins128);
+        memcpy(bins128, bins, (size_t)M->n_cols);
+    }
+#else
+    (void)path;
+#endif
+    for (int32_t t0 = 0; t0 < M->n_trees; t0 += 256) {
+        const int32_t nt = M->n_trees - t0 < 256 ? M->n_trees - t0 : 256;
+#ifdef LT_X86
+        if (vec) lt_row_index_avx512(M, t0, nt, bins128, idx);
+        else
+#endif
+        for (int32_t u = 0; u < nt; ++u) {
+            const lt_terms_of q = lt_tree_terms(M, t0 + u);
+            uint32_t i = 0;
+            if (q.shift)
+                for (int j = 0; j < q.n; ++j) i += (uint32_t)(bins[q.col[j]] > q.kb[j]) << q.shift[j];
+            else
+                for (int j = 0; j < q.n; ++j) i |= (uint32_t)(bins[q.col[j]] > q.kb[j]) << j;
+            idx[u] = i;
         }
-        const double *tab = M->value + M->value_offset[t];
-        const int32_t k = M->tree_output[t];
-        if (k >= 0) a[k] += tab[idx];
-        else for (int j = 0; j < K; ++j) a[j] += tab[(int64_t)idx * K + j];
-        if (leaf) leaf[t] = (int32_t)idx;
+        for (int32_t u = 0; u < nt; ++u) {
+            const int32_t t = t0 + u;
+            const int32_t k = M->tree_output[t];
+            if (k >= 0 && LT_DICT(M, t)) {
+                a[k] += M->dict_value[M->dict_offset[t] + M->cell_code[M->value_offset[t] + idx[u]]];
+            } else {
+                const double *tab = M->value + M->value_offset[t];
+                if (k >= 0) a[k] += tab[idx[u]];
+                else for (int j = 0; j < K; ++j) a[j] += tab[(int64_t)idx[u] * K + j];
+            }
+            if (leaf) leaf[t] = (int32_t)idx[u];
+        }
     }
     if (out) {
         for (int k = 0; k < K; ++k) out[k] = M->average ? a[k] / M->divisor[k] : a[k];
@@ -653,11 +1147,14 @@ static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *lea
     return 0;
 }
 
-/* All rows, super-blocks shared among threads; returns 0, or -1 when scratch memory ran out. */
+/* All rows, super-blocks shared among threads, the fused kernels on path isa (LT_ISA_*); returns 0,
+ * -1 when scratch memory ran out, or -2 when this CPU lacks the requested path. */
 static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out, int32_t *leaf, int32_t threads,
-                  int transform)
+                  int transform, int isa)
 {
-    if (n == 1) return lt_row(M, rows, out, leaf, transform);
+    const int path = lt_isa_resolve(isa);
+    if (path < 0) return -2;
+    if (n == 1) return lt_row(M, rows, out, leaf, transform, path);
     int64_t R = lt_super_rows(M);
     if (n < R) R = (n + LT_BLOCK - 1) / LT_BLOCK * LT_BLOCK;
     if (R < LT_BLOCK) R = LT_BLOCK;
@@ -665,12 +1162,10 @@ static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out
     const int64_t F = LT_F(M);
     const int K = LT_K(M);
     int failed = 0;
-    /* the fused paths: one output, no leaf ids, depth <= 8 (byte indices) or <= 16 */
-    int fused = K == 1 && leaf == NULL ? 8 : 0;
-    for (int32_t t = 0; t < M->n_trees && fused; ++t) {
+    /* the fused kernels: one output, no leaf ids, depth <= 16 */
+    int fused = K == 1 && leaf == NULL ? path : 0;
+    for (int32_t t = 0; t < M->n_trees && fused; ++t)
         if (M->tree_output[t] != 0 || M->depth[t] > 16) fused = 0;
-        else if (M->depth[t] > 8) fused = 16;
-    }
     (void)threads;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 1 ? threads : 1) reduction(| : failed)

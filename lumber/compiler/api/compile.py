@@ -46,8 +46,9 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
     path : where to write the artifact. For ``"c"`` an existing library at ``path``
         built from the same model (same fingerprint) is reused instead of rebuilt.
     threads : default thread count for batch prediction.
-    sample : rows the target may time a measured choice on (none of today's targets has one; ``compile_fastest``
-        times its forms on them).
+    sample : rows the target times a measured choice on: the ``c`` library's walk with ``COptions(walk="auto")``
+        (the faster of the binned and code walks on them; ``predictor.report["walk"]``). ``compile_fastest``
+        times its forms on them.
     options : the target's options dataclass: ``lumber.COptions`` (``c``), ``lumber.CSourceOptions``
         (``c-source``), ``lumber.OnnxOptions`` (``onnx``), ``lumber.NumpyOptions`` (``numpy``),
         ``lumber.TableOptions`` (``table``), ``lumber.TableCOptions`` (``table-c``); None: its defaults.
@@ -62,14 +63,16 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
         opts = project(opts, impl.Options)
     # a lowered form records the fingerprint of the IR it stands for, so load_compiled(path, model) checks
     fp = None if ir is src else fingerprint(src)
-    return impl.compile(ir, opts, path=path, threads=threads, fingerprint=fp)
+    timed = {"sample": sample} if sample is not None and impl.name == "c" else {}  # the walk is timed on them
+    return impl.compile(ir, opts, path=path, threads=threads, fingerprint=fp, **timed)
 
 
 def compile_fastest(model: ModelLike, *, sample: Any = None, path: str | Path | None = None, threads: int = 1,
                     options: FastestOptions | None = None) -> Predictor:
     """The faster of ``model``'s exact C libraries: the forest (binned and value walks) and its oblivious tables,
-    timed on ``sample`` (default: rows spread over the model's splits). Both forms compute the source model's
-    predictions exactly; ``predictor.report`` holds every form's time and the choice.
+    timed on ``sample``, rows like those the model will see (required: which form wins depends on the rows).
+    Both forms compute the source model's predictions exactly; ``predictor.report`` holds every form's time,
+    the choice and ``timed_on`` (the rows timed: how many, from where, tiled to how many, the clock).
 
     ``options``: a ``lumber.FastestOptions`` (the ``c`` library's fields plus the tables'
     ``max_depth``, ``strategy``, ``exact``, ``time_passes``).

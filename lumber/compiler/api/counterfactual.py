@@ -27,14 +27,14 @@ import numpy.typing as npt
 from joblib import Parallel, delayed
 
 from lumber.compiler.explain import (
-    ConstraintsLike, ExplanationRequest, explanation_request, source_predictor, warn_positional,
+    ConstraintsLike, ExplanationRequest, explainer_options, explanation_request, source_predictor, warn_positional,
 )
 from lumber.ir import ArrayLike, CasesLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, TargetLike, Task
 from lumber.passes.analyses.counterfactual import (
     CounterfactualOptions, CounterfactualResult, isolation_threshold, solve_counterfactual,
 )
 from lumber.passes.analyses.counterfactual.reference import DECIDE_FROM, Reference
-from lumber.passes.targets import class_labels, resolve_target
+from lumber.ir.decision import class_labels, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -86,10 +86,7 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
     CounterfactualResult or list of them
         ``.x``, ``.cost``, ``.changes``, ``.status``, ``.verified``, ``.gap``, ``.to_dict()``.
     """
-    opts = options if options is not None else CounterfactualOptions()
-    if not isinstance(opts, CounterfactualOptions):
-        raise InputDataError(f"options must be a lumber.CounterfactualOptions, got {type(opts).__name__}",
-                             "lumber.counterfactual(model, x, options=lumber.CounterfactualOptions(time_limit=10))")
+    opts = explainer_options(options, CounterfactualOptions, "lumber.counterfactual")
     req = explanation_request(model, constraints=constraints, target=target, norm=opts.norm, scale=opts.scale,
                               reference=reference, features=features, verify=opts.verify_with_model)
     forest, cons, R, verifier, target = req.forest, req.constraints, req.reference, req.predictor, req.target

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from joblib import Parallel, delayed
 
 from lumber.compiler.explain import (
-    ConstraintsLike, ExplanationRequest, explanation_request, source_predictor, warn_positional,
+    ConstraintsLike, ExplanationRequest, explainer_options, explanation_request, source_predictor, warn_positional,
 )
 from lumber.ir.domains import domains_for
 from lumber.ir import (
@@ -288,10 +288,7 @@ class RuleExplainer:
 
     def __init__(self, model: ModelLike | ExplanationRequest, X_train: ArrayLike, constraints: ConstraintsLike = None,
                  *, features: Sequence[Feature] | None = None, options: RuleOptions | None = None) -> None:
-        opts = options if options is not None else RuleOptions()
-        if not isinstance(opts, RuleOptions):
-            raise InputDataError(f"options must be a lumber.RuleOptions, got {type(opts).__name__}",
-                                 "lumber.counterfactual_rules(model, X_train, x, options=lumber.RuleOptions(k=8))")
+        opts = explainer_options(options, RuleOptions, "lumber.counterfactual_rules")
         self.options = opts.check()
         self.request = explanation_request(model, constraints=constraints, features=features,
                                            verify=opts.verify_with_model)

@@ -19,15 +19,14 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from lumber.compiler.explain import (
-    ConstraintsLike, ExplanationRequest, SourcePredictor, explanation_request, warn_positional,
+    ConstraintsLike, ExplanationRequest, SourcePredictor, explainer_options, explanation_request, warn_positional,
 )
-from lumber.ir import ArrayLike, Feature, Forest, InputDataError, ModelLike, Norm, TargetLike, Task
+from lumber.ir import ArrayLike, Feature, Forest, InputDataError, ModelLike, Norm, Target, TargetLike, Task
 from lumber.ir.display import Display
 from lumber.passes.analyses.metrics import Metric, build_metric, split_for_sensitive
 from lumber.passes.analyses.sensitive import SensitiveOptions
 from lumber.passes.analyses.sensitive import sensitive_tests as _analyse
 from lumber.passes.analyses.sensitive_results import SensitiveResult
-from lumber.passes.analyses.sensitive_tests import Goal
 
 
 def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constraints: ConstraintsLike = None, *,
@@ -70,10 +69,7 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
         ``.point`` (verified witness), ``.trace``, ``.per_class`` (multiclass),
         ``.exact`` and ``.method``.
     """
-    opts = options if options is not None else SensitiveOptions()
-    if not isinstance(opts, SensitiveOptions):
-        raise InputDataError(f"options must be a lumber.SensitiveOptions, got {type(opts).__name__}",
-                             "lumber.sensitive_tests(model, X, options=lumber.SensitiveOptions(norm='l1'))")
+    opts = explainer_options(options, SensitiveOptions, "lumber.sensitive_tests")
     req = explanation_request(model, constraints=constraints, target=target, norm=opts.norm, scale=opts.scale,
                               reference=reference, features=features, verify=opts.verify_with_model)
     forest = req.forest
@@ -107,7 +103,7 @@ class _Job:
 
     forest: Forest
     metric: Metric
-    goal: Goal
+    goal: Target
     method: str
     time_limit: float
     search: Any
@@ -118,21 +114,22 @@ class _Job:
                         search=self.search, domains=self.domains)
 
 
-def _goal(req: ExplanationRequest) -> Goal:
+def _goal(req: ExplanationRequest) -> Target:
     """The request's target (the constraints' own, else the keyword) as a decision index or interval."""
-    if req.target is None:
-        return Goal()  # any other class; check_goal says what a regression model needs instead
+    t = req.target
+    if t is None or (isinstance(t, Target) and t.label is None and t.interval is None and t.classes is None):
+        return Target()  # any other class (by the forest's rule); check_goal says what a regressor needs instead
     targets = req.target_set(explainer="sensitive tests")
     if targets.interval is not None:
-        return Goal(interval=targets.interval)
+        return Target(interval=targets.interval)
     assert targets.classes is not None
     if len(targets.classes) != 1:
         raise InputDataError(f"sensitive tests seek one target class, got {len(targets.classes)}",
                              "pass target= a single class label")
-    return Goal(target=targets.classes[0])
+    return targets
 
 
-def _verify_on_source(predictor: SourcePredictor, result: SensitiveResult, goal: Goal) -> None:
+def _verify_on_source(predictor: SourcePredictor, result: SensitiveResult, goal: Target) -> None:
     """AND every witness's check with the source model's own ``predict``."""
     ok = np.flatnonzero(result.reachable)
     if ok.size == 0:

@@ -226,8 +226,10 @@ def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, A
     else:
         Options = get_target(target).Options  # the artifact's name, for the targets whose files carry one
         named = any(f.name == "name" for f in dataclasses.fields(Options))
+        train = inp.table("train")
         pred = lumber.compile(st.ir, target=target, path=files / fname, threads=inp.config.compile.threads,
-                              options=Options(**name) if named else None)
+                              options=Options(**name) if named else None,
+                              sample=train.X if train is not None else None)  # the C walk is timed on them
     build_seconds = time.perf_counter() - t0
     X = _all_rows(inp)
     exact = compare(st.ir.evaluate(X), pred.predict_raw(X), st.ir.schema)

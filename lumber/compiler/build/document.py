@@ -12,11 +12,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from lumber import __version__
-from lumber.ir import FeatureKind, Forest
+from lumber.compiler.data import case_ids
+from lumber.ir import FeatureKind, Forest, Target
 from lumber.ir.domains import DomainKind
+from lumber.passes.analyses.reasons import REASONS_SCHEMA
 
 from .compile_steps import State
+from .explain_steps import decision_forest
 
 DOCUMENT_VERSION = 1
 TIMING_KEYS = ("seconds", "solve_seconds", "total_seconds", "build_seconds", "reference_seconds")
@@ -118,12 +123,16 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
     cases = inp.table("cases")
     if cases is None:
         return {"count": 0, "items": [], "note": "no [data] cases file: nothing to explain per case"}
-    schema = inp.forest.schema
-    margins = inp.forest.evaluate(cases.X)
-    preds = inp.forest.predict(cases.X)
-    proba = inp.forest.predict_proba(cases.X) if schema.task.name in ("BINARY", "MULTICLASS") else None
+    forest = decision_forest(st)  # the build's decision rule ([explain] threshold or a threshold target)
+    schema = forest.schema
+    margins = forest.evaluate(cases.X)
+    preds = forest.predict(cases.X)
+    proba = forest.predict_proba(cases.X) if schema.task.name in ("BINARY", "MULTICLASS") else None
+    ids = case_ids(cases.frame, inp.config.data.id, cases.path) if inp.config.data.id else None
+    why = {r["row"]: r for r in st.results.get("reasons", {}).get("cases", [])}
     by: dict[str, dict[int, Any]] = {k: {r["row"]: r for r in st.results.get(k, [])}
                                      for k in ("sensitive", "counterfactual", "rules")}
+    material = materiality(st)
     plaus = st.results.get("plausibility", {}).get("scores", {})
     items = []
     for i in range(len(cases.X)):
@@ -132,19 +141,35 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
             "values": [[n, _display(schema, j, float(cases.X[i, j]))] for j, n in enumerate(schema.feature_names)],
             "prediction": preds[i], "margin": margins[i] if margins.ndim == 1 else list(margins[i]),
         }
+        if ids is not None:
+            item["id"] = ids[i]
         if proba is not None:
             item["probability"] = float(proba[i].max())
+            item["probabilities"] = [float(v) for v in proba[i]]
+        if i in why:
+            item["reasons"] = why[i]["reasons"]
         for key, fn in (("sensitive", _sensitive), ("counterfactual", _counterfactual), ("rule", _rule)):
             src = "rules" if key == "rule" else key
             if src in st.inp.config.explain.analyses and by[src]:
                 rec = by[src].get(i)
                 item[key] = _failed(rec) if rec is None or rec["status"] != "ok" else fn(rec["result"], max_tests)
+        if isinstance(item.get("counterfactual"), dict):
+            item["counterfactual"] = _offered(st, item["counterfactual"], material)
         if plaus:
             item["plausibility"] = {k: v[i] for k, v in plaus.items() if i < len(v)}
         items.append(item)
     out: dict[str, Any] = {"count": len(items), "file": inp.config.relative(cases.path),
                            "analyses": [a for a in inp.config.explain.analyses if a != "attribution"],
-                           "target": _target_text(st), "items": items}
+                           "target": _target_text(st), "items": items,
+                           "classes": [str(c) for c in schema.classes] if schema.classes is not None else None,
+                           "reasons_per_case": inp.config.explain.reasons,
+                           "reasons_method": st.results.get("reasons", {}).get("method"),
+                           "reasons_schema": REASONS_SCHEMA, "id_column": inp.config.data.id,
+                           "materiality": material, "materiality_share": MATERIALITY_SHARE,
+                           "materiality_rows": "train" if inp.table("train") is not None else "cases"}
+    if schema.cutoff is not None:
+        out["decision_rule"] = {**schema.cutoff.to_dict(), "text": schema.cutoff.describe(
+            schema.classes[1] if schema.classes is not None else 1)}
     sens = [r for r in st.results.get("sensitive", []) if r["status"] == "ok"]
     if sens:
         out["metric"] = {k: sens[0]["result"]["metric"][k] for k in ("norm", "scale", "immutable", "increase_only",
@@ -158,10 +183,59 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
     return out
 
 
+MATERIALITY_SHARE = 0.01
+"""A numeric change smaller than this share of its feature's standard deviation (over the training rows,
+else the cases) is flagged fragile: it moves the case across the model's edge, not its situation."""
+
+
+def materiality(st: State) -> dict[str, float]:
+    """Per numeric feature: the smallest change the report calls material (``MATERIALITY_SHARE`` of its spread)."""
+    rows = st.inp.table("train") or st.inp.table("cases")
+    if rows is None:
+        return {}
+    out = {}
+    for j, f in enumerate(st.inp.forest.schema.features):
+        if f.kind in (FeatureKind.CATEGORICAL, FeatureKind.BINARY):
+            continue
+        col = rows.X[:, j]
+        col = col[np.isfinite(col)]
+        if col.size > 1 and float(np.std(col)) > 0:
+            out[f.name] = MATERIALITY_SHARE * float(np.std(col))
+    return out
+
+
+def _offered(st: State, cf: dict[str, Any], material: dict[str, float]) -> dict[str, Any]:
+    """A counterfactual as the report offers it: each numeric change flagged ``fragile`` below its
+    materiality; withheld (never shown as advice) when it changes a feature the constraint file makes
+    immutable or leaves the range the training rows show."""
+    changes = cf.get("changes") or []
+    cons = st.inp.constraints
+    immutable = set(cons.immutable_features()) if cons is not None else set()
+    train = st.inp.table("train")
+    names = st.inp.forest.schema.feature_names
+    bad = []
+    for ch in changes:
+        d = ch.get("delta")
+        ch["fragile"] = isinstance(d, (int, float)) and ch["feature"] in material and abs(d) < material[ch["feature"]]
+        if ch["feature"] in immutable:
+            bad.append(f"{ch['feature']} is immutable in the constraint file")
+        elif train is not None and isinstance(ch.get("after"), (int, float)) and ch["feature"] in names:
+            col = train.X[:, names.index(ch["feature"])]
+            col = col[np.isfinite(col)]
+            if col.size and not (col.min() <= float(ch["after"]) <= col.max()):
+                bad.append(f"{ch['feature']} = {ch['after']} lies outside the training rows' range")
+    if bad:
+        return {**cf, "status": "withheld", "changes": [], "withheld": changes,
+                "message": "not offered: " + "; ".join(bad)}
+    return cf
+
+
 def _target_text(st: State) -> Any:
     from .explain_steps import _target
 
     t = _target(st)
+    if isinstance(t, Target):
+        t = t.interval if t.interval is not None else t.label
     return list(t) if isinstance(t, tuple) else t
 
 

@@ -24,7 +24,7 @@ from typing import IO, Any, Callable
 from .cache import StepCache, digest
 from .compile_steps import State, check_equivalence, compile_targets, run_passes
 from .document import build_document, clean
-from .explain_steps import attribution, per_case, plausibility, regional
+from .explain_steps import attribution, per_case, plausibility, reasons, regional
 from .gates import Check, all_checks
 from .inputs import Inputs, prepare
 from .manifest import intact, make_manifest, read_manifest
@@ -77,7 +77,7 @@ def build_config(cfg: BuildConfig, *, output: str | Path | None = None, force: b
     analyses = cfg.explain.analyses
     if "attribution" in analyses and "attribution" in cfg.report.sections:
         stages.append(("attribution", attribution))
-    stages += [("explain", per_case), ("regional", regional), ("plausibility", plausibility)]
+    stages += [("explain", per_case), ("reasons", reasons), ("regional", regional), ("plausibility", plausibility)]
     for name, fn in stages:
         n = len(st.steps)
         fn(st)

@@ -13,8 +13,16 @@ from typing import Any
 
 import numpy as np
 
+from dataclasses import replace
+
 from lumber.compiler.explain import ExplanationRequest, explanation_request
-from lumber.ir import FeatureKind, LumberError, Task
+from lumber.compiler.explain.request import with_decision_rule
+from lumber.ir import Constraints, Cutoff, FeatureKind, InputDataError, LumberError, Target, Task
+from lumber.ir.decision import check_cutoff, margin_decisions
+from lumber.ir.display import Display
+from lumber.ir.domains import domains_for
+from lumber.passes.analyses.contributions import contributions as _contributions
+from lumber.passes.analyses.reasons import principal_reasons
 
 from .cache import digest
 from .compile_steps import State, _plain
@@ -22,11 +30,41 @@ from .compile_steps import State, _plain
 
 def _request(st: State) -> ExplanationRequest:
     """The model, the constraint file and the target every analysis aims at (the constraint file's,
-    else the build file's), resolved once."""
+    else the build file's), resolved once; the decision rule is ``[explain] threshold`` when set."""
     t = st.inp.config.explain.target
     if not (isinstance(t, tuple) or st.inp.forest.schema.task == Task.REGRESSION):
         t = _class_label(st, t)
-    return explanation_request(st.inp.forest, constraints=st.inp.constraints, target=t)
+    return explanation_request(st.inp.forest, constraints=decision_constraints(st), target=t)
+
+
+def decision_constraints(st: State) -> Constraints | None:
+    """The constraints every analysis receives: with ``[explain] threshold``, their target (the constraint
+    file's class, else ``[explain] target``, else any other class) is judged by that cutoff on P(class 1).
+    A constraint file's own threshold target must agree with it."""
+    cons, thr = st.inp.constraints, st.inp.config.explain.threshold
+    if thr is None:
+        return cons
+    try:
+        cutoff = Cutoff(float(thr))
+    except ValueError as exc:
+        raise InputDataError(f"[explain] threshold: {exc}", "give a probability such as 0.3") from None
+    stated = cons.target if cons is not None else None
+    if stated is not None and stated.cutoff is not None:
+        if stated.cutoff != cutoff:
+            raise InputDataError(f"[explain] threshold {thr:g} contradicts the constraint file's target "
+                                 f"({stated.describe()})", "give the threshold in one place")
+        return cons
+    t = st.inp.config.explain.target
+    label = (stated.interval or stated.label) if stated is not None else _class_label(st, t)
+    target = Target(label=label, cutoff=cutoff)
+    check_cutoff(st.inp.forest.schema, cutoff)
+    return replace(cons if cons is not None else Constraints(), target=target)
+
+
+def decision_forest(st: State) -> Any:
+    """The model deciding by the build's rule (``[explain] threshold``, or a threshold target)."""
+    cons = decision_constraints(st)
+    return with_decision_rule(st.inp.forest, cons.target if cons is not None else None)
 
 
 def _target(st: State) -> Any:
@@ -54,7 +92,7 @@ def _analysis_key(st: State, name: str, **extra: Any) -> str:
     ex = cfg.explain
     return digest(name, inp.hashes["model"], inp.hashes.get("cases"), inp.hashes.get("train"),
                   inp.hashes.get("validation"), inp.hashes.get("constraints"), cfg.data.max_cases, cfg.seed,
-                  ex.norm, ex.scale, ex.time_limit, ex.target, ex.pi, ex.pi_c, ex.samples, extra,
+                  ex.norm, ex.scale, ex.time_limit, ex.target, ex.threshold, ex.pi, ex.pi_c, ex.samples, extra,
                   *(() if cfg.data.header else ("no-header",)))
 
 
@@ -110,13 +148,48 @@ def per_case(st: State) -> None:
         if analysis == "rules" and inp.table("train") is None:
             continue
         reference = inp.table("train").X if analysis == "rules" else R  # type: ignore[union-attr]
-        task = BatchTask(analysis, inp.forest, _target(st), inp.constraints, reference, options[analysis])
+        task = BatchTask(analysis, inp.forest, _target(st), decision_constraints(st), reference, options[analysis])
 
         def compute(files: Path, task: BatchTask = task) -> dict[str, Any]:
             res = run_task(task, cases.X, n_jobs=ex.jobs, progress=st.progress)
             return {"records": _plain(res.records)}
 
         st.results[analysis] = st.step(analysis, _analysis_key(st, analysis), compute).result["records"]
+
+
+BACKGROUND_ROWS = 100
+"""Training rows (sampled by the build's seed) the per-case contributions are measured against."""
+
+
+def reasons(st: State) -> None:
+    """Each case's principal reasons (``[explain] reasons`` per case), from its exact per-row contributions
+    against a sample of the training rows (else the model's node covers)."""
+    inp, cfg = st.inp, st.inp.config
+    cases = inp.table("cases")
+    if cases is None or inp.forest.schema.task.name == "ANOMALY":
+        return
+    train = inp.table("train")
+    R = None
+    if train is not None:
+        R = train.X
+        if len(R) > BACKGROUND_ROWS:
+            R = R[np.sort(np.random.default_rng(cfg.seed).choice(len(R), size=BACKGROUND_ROWS, replace=False))]
+
+    def compute(files: Path) -> dict[str, Any]:
+        forest = decision_forest(st)
+        try:
+            c = _contributions(forest, cases.X, R)
+        except LumberError as exc:
+            return {"error": _error(exc)}
+        shown = Display(forest, domains_for(forest, inp.constraints, train.X if train is not None else cases.X))
+        decided = margin_decisions(forest.schema, forest.evaluate(cases.X))
+        found = principal_reasons(c, cases.X, decided, forest.schema, shown, cfg.explain.reasons)
+        return _plain({"method": c.method, "references": c.n_reference, "cases": [
+            {**r.to_dict(), "values": dict(zip(c.feature_names, map(float, c.output_values(
+                c.values.shape[2] - 1 if c.values.ndim == 3 else 0)[i])))} for i, r in enumerate(found)]})
+
+    key = _analysis_key(st, "reasons", n=cfg.explain.reasons, threshold=cfg.explain.threshold)
+    st.results["reasons"] = st.step("reasons", key, compute).result
 
 
 def regional(st: State) -> None:
@@ -283,4 +356,4 @@ def _code(schema: Any, j: int, v: Any) -> float:
     return _num(v) if not isinstance(v, (int, float)) else float(v)
 
 
-__all__ = ["attribution", "per_case", "plausibility", "regional"]
+__all__ = ["attribution", "decision_constraints", "decision_forest", "per_case", "plausibility", "reasons", "regional"]

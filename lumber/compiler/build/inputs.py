@@ -24,7 +24,7 @@ import pandas as pd
 
 from lumber.ir import (Constraints, Diagnostic, Forest, LumberError, ObliviousEnsemble, Polynomial, Severity,
                        SourceSpan)
-from lumber.ir.binding import bind_frame, label_notes
+from lumber.ir.binding import bind_frame, label_notes, suggest
 
 from .spec import BuildConfig
 from .validate import BuildFileError, locate
@@ -260,6 +260,14 @@ def _read_table(cfg: BuildConfig, role: str, path: Path, forest: Forest, err: _E
     cols = [str(c) for c in frame.columns]
     label = cfg.data.label
     y = None
+    ignore = [label] if label is not None else []
+    if cfg.data.id is not None:
+        if role == "cases" and cfg.data.id not in cols:
+            near = suggest(cfg.data.id, cols)
+            err.add(f"cases file '{path.name}' has no ID column '{cfg.data.id}'", "data", "id",
+                    *([f"did you mean '{near}'?"] if near else []), f"columns: {', '.join(cols[:15])}")
+            return None
+        ignore.append(cfg.data.id)
     if label is not None and role != "cases":
         if label not in cols:
             err.add(f"{role} file '{path.name}' has no label column '{label}'", "data", "label",
@@ -267,8 +275,7 @@ def _read_table(cfg: BuildConfig, role: str, path: Path, forest: Forest, err: _E
             return None
         y = frame[label].to_numpy()
     try:
-        X = forest.prepare_input(bind_frame(forest.schema.feature_names, frame, source=str(path),
-                                            ignore=[label] if label is not None else []))
+        X = forest.prepare_input(bind_frame(forest.schema.feature_names, frame, source=str(path), ignore=ignore))
     except LumberError as exc:
         err.from_exc(exc, section, name)
         return None

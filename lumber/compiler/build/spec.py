@@ -78,6 +78,8 @@ class DataSpec:
     validation: Path | None = key("path", "validation rows: pruning's alpha=auto and exactness checks")
     cases: Path | None = key("path", "cases to explain in the report")
     label: str | None = key("str", "label column of train/validation (not a feature)")
+    id: str | None = key("str", "column of the cases naming each one (e.g. application_id; not a feature): "
+                                "report cases carry it")
     max_cases: int = key("int", "explain at most this many cases (the first rows)", 20, minimum=1)
     header: bool = key("bool", "the CSV files start with a header row naming their columns, which bind by name "
                                "(false, as --no-header: the columns are the model's features, in order)", True)
@@ -112,6 +114,9 @@ class ExplainSpec:
 
     analyses: tuple[str, ...] = key("choices", "analyses to run", ANALYSES, choices=ANALYSES)
     target: Any = key("target", "class label to reach, or [lo, hi] for a regressor (default: any other class)")
+    threshold: float | None = key("float", "binary classifiers: decide class 1 when P(class 1) is above this "
+                                           "(e.g. 0.3; default: the model's own rule)", minimum=0.0)
+    reasons: int = key("int", "principal reasons listed per case", 4, minimum=1)
     norm: str = key("choice", "distance norm of sensitive tests and counterfactuals", "l1", choices=NORMS)
     scale: str = key("choice", "feature scaling from the training rows", "std", choices=SCALES)
     time_limit: float = key("float", "seconds per case of a search (counterfactual MILP, sensitive tests)", 30.0, minimum=0.0)

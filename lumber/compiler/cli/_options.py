@@ -14,7 +14,7 @@ import argparse
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import InputDataError
+from lumber.ir import Cutoff, InputDataError
 
 MODEL_HELP = "model file (LightGBM text, XGBoost JSON/UBJSON, CatBoost JSON/.cbm, .skops, .lumber; pickle with --trust-pickle)"
 """One description of the model files every command reads (README: Command line tour)."""
@@ -88,6 +88,8 @@ def add_explainer_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup
                    help=f"seconds per case of a search (counterfactual: the whole query; default {TIME_LIMIT:g})")
     g.add_argument("--jobs", type=int, default=1, help="worker processes (default: 1; lumber batch: all cores)")
     g.add_argument("--seed", type=int, default=0, help="random seed of sampling steps (rules, isolation forest)")
+    add_threshold(g)
+    add_id(g)
     return g
 
 
@@ -116,6 +118,42 @@ def add_rule_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--contamination", default=None,
                    help="rules: share of training rows the isolation forest calls outliers (default 0.1), "
                         "or 'auto' for scikit-learn's fixed threshold")
+
+
+def add_threshold(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The user's decision rule for a binary classifier (``--threshold``)."""
+    p.add_argument("--threshold", metavar="CUTOFF", default=None,
+                   help="binary classifiers: decide class 1 when P(class 1) is above CUTOFF (e.g. 0.3), or when the "
+                        "raw margin is above M with 'margin:M' (default: the model's own rule, 0.5)")
+
+
+def cutoff_of(args: argparse.Namespace) -> Cutoff | None:
+    """``--threshold`` as a :class:`~lumber.ir.Cutoff` (None when not given)."""
+    text = getattr(args, "threshold", None)
+    if text is None:
+        return None
+    on, _, value = text.rpartition(":")
+    on = on.strip() or "probability"
+    accepted = "give a probability such as 0.3, or 'margin:-0.85' for the raw margin"
+    if on not in ("probability", "margin"):
+        raise InputDataError(f"--threshold {text!r}: unknown score {on!r}", accepted)
+    try:
+        return Cutoff(float(value), on)
+    except ValueError as exc:
+        raise InputDataError(f"--threshold {text!r}: {exc}", accepted) from None
+
+
+def add_id(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--id COLUMN``: a column of the data naming each case (carried to every output row and case)."""
+    p.add_argument("--id", metavar="COLUMN", default=None,
+                   help="a column of the data that names each case (e.g. application_id); it is not a feature, "
+                        "and every output row and report case carries it")
+
+
+def add_reasons(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reasons", type=positive_int, default=4, metavar="N",
+                   help="principal reasons per case: the N features that most pushed the decision toward the "
+                        "outcome received, from the per-row contributions (default 4)")
 
 
 def add_quiet(p: argparse.ArgumentParser, what: str = "no text summary on stdout, no progress") -> None:

@@ -50,15 +50,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.batch import make_task, run_task
-    from lumber.compiler.data import read_rows
+    from lumber.compiler.data import case_ids, read_rows
     from lumber.compiler.frontends import load
+    from lumber.ir.decision import with_cutoff
 
     args.scale = _options.scale_of(args)
+    cutoff = _options.cutoff_of(args)
     forest = load(args.model)
-    _, X = read_rows(args.data, forest, header=not args.no_header)
+    forest = forest.replace(schema=with_cutoff(forest.schema, cutoff))  # --threshold: every row decided by it
+    ignore = [args.id] if args.id else []
+    frame, X = read_rows(args.data, forest, header=not args.no_header, ignore=ignore)
+    ids = case_ids(frame, args.id, args.data) if args.id else None
     R = None
     if args.train:
-        R = read_rows(args.train, forest, header=not args.no_header)[1]
+        R = read_rows(args.train, forest, header=not args.no_header, ignore=ignore)[1]
     elif args.analysis != "rules":  # every row of DATA gives the domains and statistics, as in `lumber explain`
         R = X
     options: dict[str, object] = {}
@@ -76,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     with _stopped_by_sigterm(), _scheduler(args) as scheduler:
         res = run_task(task, X, rows=rows, output=args.output, scheduler=scheduler, n_jobs=args.jobs,
                        chunk_size=args.chunk_size, progress=False if args.quiet else args.progress is not False,
-                       retry_failed=args.retry_failed)
+                       retry_failed=args.retry_failed, ids=ids)
     if not args.quiet:
         print(f"{args.output}: {res.summary()}", file=sys.stdout)
     for r in res.failed[:5]:

@@ -70,7 +70,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: auto, 8 or the polynomial's largest degree)")
     g.add_argument("--strategy", choices=STRATEGIES,
                    help="how re-composition covers the polynomial with trees (default: pack)")
-    g.add_argument("--sample", metavar="CSV", help="rows to time the forms on (default: rows spread over the splits)")
+    g.add_argument("--sample", metavar="CSV",
+                   help="your rows to time on: with --optimize speed the forms (default: the --train rows), "
+                        "with --emit c the C walk (binned or code)")
     g.add_argument("--tolerance", type=float, metavar="LOSS",
                    help="with --optimize speed: also try lossy forms fitted on --train and keep the fastest whose "
                         "loss on --valid (AUC drop, relative RMSE rise) is at most LOSS; needs --label")
@@ -176,10 +178,12 @@ def run(args: argparse.Namespace) -> int:
         raise CompileError(f"--emit {emit} needs a Forest; the pipeline produced a {type(ir).__name__}",
                            "use --emit lumber to save it, or a pipeline that ends in a Forest")
     sample = None
-    if args.sample:
+    # --optimize speed times the forms on the user's rows: --sample, else the --train rows
+    timing_rows = args.sample or (args.train if args.optimize is not None and args.tolerance is None else None)
+    if timing_rows:
         from lumber.compiler.data import read_rows
 
-        _, sample = read_rows(args.sample, ir)
+        _, sample = read_rows(timing_rows, ir)
     options = target_options(args, "fastest" if args.optimize is not None else emit, output.stem)
     if args.tolerance is not None:
         if args.passes:
@@ -222,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
 
             print(describe_tolerance(pred.report))
         elif "forms" in pred.report:
+            print(f"  timing rows: {timing_rows}")
             print(describe_choice(pred.report))
     else:
         extra = f", header {output.with_suffix('.h')}" if emit == "c-source" else ""

@@ -39,6 +39,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunk-rows", type=int, default=StreamOptions.chunk_rows, metavar="N",
                    help=f"rows read, predicted and written at a time (default {StreamOptions.chunk_rows:,})")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _options.add_threshold(p)
+    _options.add_id(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from lumber.compiler.stream import StreamOptions, output_format, predict_file
 
     options = StreamOptions(chunk_rows=args.chunk_rows, threads=args.threads, header=not args.no_header,
-                            raw=args.raw, output_format=args.format, progress=False if args.quiet else None)
+                            raw=args.raw, output_format=args.format, progress=False if args.quiet else None,
+                            cutoff=_options.cutoff_of(args), id_column=args.id)
     output_format(args.output, options)  # a parquet output without -o fails before the model loads
     predict_file(model_or_artifact(args.model), args.data, args.output, options=options)
     return 0

@@ -42,6 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="report sections, in order (default: model,attribution,cases,regional,constraints,checks)")
     p.add_argument("--formats", default="html,md,json", help="files to write: html, md, json (default: all three)")
     _options.add_explainer_options(p)
+    _options.add_reasons(p)
     p.add_argument("--max-cases", type=_options.positive_int, default=20,
                    help="explain the first N rows of CASES (default: 20); the report says how many it explains")
     p.add_argument("--title", default="", help="title of the report (default: from the model's file name)")
@@ -50,8 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 FLAGS = {"data": {"train": "--train", "validation": "--valid", "cases": "CASES", "label": "--label",
-                  "max_cases": "--max-cases", "header": "--no-header"},
-         "explain": {"analyses": "--analyses", "scale": "--scale", "norm": "--norm", "target": "--target"},
+                  "max_cases": "--max-cases", "header": "--no-header", "id": "--id"},
+         "explain": {"analyses": "--analyses", "scale": "--scale", "norm": "--norm", "target": "--target",
+                     "threshold": "--threshold", "reasons": "--reasons"},
          "report": {"sections": "--sections", "formats": "--formats"}, "compile": {"passes": "--passes",
                                                                                   "targets": "--targets"},
          "check": {"require": "--require"}, "constraints": {"path": "--constraints"}}
@@ -102,6 +104,16 @@ def run(args: argparse.Namespace) -> int:
         doc["constraints"] = {"path": args.constraints}
     if args.target is not None:
         doc["explain"]["target"] = args.target
+    cutoff = _options.cutoff_of(args)
+    if cutoff is not None:
+        if cutoff.on != "probability":
+            raise InputDataError("lumber report --threshold takes a probability (e.g. 0.3)",
+                                 "state a margin threshold in the constraint file: "
+                                 "`target margin of class 1 <= -0.85`")
+        doc["explain"]["threshold"] = cutoff.value
+    if args.id is not None:
+        doc["data"]["id"] = args.id
+    doc["explain"]["reasons"] = args.reasons
     _say_cases(args)
     with tempfile.TemporaryDirectory(prefix="lumber-report-") as cache:
         doc["output"]["cache"] = cache

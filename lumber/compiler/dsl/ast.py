@@ -287,8 +287,23 @@ class TargetRange:
     span: SourceSpan
 
 
+@dataclass(frozen=True)
+class TargetThreshold:
+    """``target probability of class 1 <= 0.3`` (``score`` is ``probability`` or ``margin``; the words
+    are checked with their positions, ``of_word`` must be ``of``)."""
+
+    score: str
+    score_span: SourceSpan
+    of_word: str
+    of_span: SourceSpan
+    label: Label
+    op: str
+    value: Label
+    span: SourceSpan
+
+
 Statement = Union[Include, NameList, FeatureStmt, RelationStmt, ImplicationStmt, ChangesStmt, Setting,
-                  PlausibleStmt, TargetClass, TargetRange, OneHotStmt]
+                  PlausibleStmt, TargetClass, TargetRange, TargetThreshold, OneHotStmt]
 
 
 @dataclass(frozen=True)

@@ -330,5 +330,10 @@ class Builder(Transformer):  # type: ignore[type-arg]
             return A.TargetRange(op, val, None, sp)
         return A.TargetRange(op, None, val, sp)
 
+    def target_threshold(self, ch: list[Any]) -> A.TargetThreshold:
+        sp = _span_of(ch)
+        score, of = ch[1], ch[2]
+        return A.TargetThreshold(score.value, self.tsp(score), of.value, self.tsp(of), ch[4], str(ch[5]), ch[6], sp)
+
     def start(self, ch: list[Any]) -> list[A.Statement]:
         return [c for c in ch if c is not None and not isinstance(c, Token)]

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from lumber.ir import (
     Bound, Constraints, Diagnostic, DiagnosticSink, Direction, Event, Feature, FeatureEvent, FeatureKind,
     FeatureRule, Implication, LinearRelation, Membership, Norm, OneHotGroup, Plausibility, Scale, Schema, Severity,
-    SourceSpan, Target, Task, InputDataError,
+    SourceSpan, Target, Task, InputDataError, Cutoff,
 )
 from lumber.ir.constraints import NORM_WORDS, SCALE_NAMES
 
@@ -400,7 +400,7 @@ class _Checker:
             self.setting(st.keyword, val, st.span)
         elif isinstance(st, A.PlausibleStmt):
             self.plausible(st)
-        elif isinstance(st, (A.TargetClass, A.TargetRange)):
+        elif isinstance(st, (A.TargetClass, A.TargetRange, A.TargetThreshold)):
             self.target(st)
         elif isinstance(st, A.OneHotStmt):
             self.onehot_group(st)
@@ -648,8 +648,11 @@ class _Checker:
         if ok:
             self.setting("plausible", Plausibility(st.method, tuple(params), st.span), st.span)
 
-    def target(self, st: A.TargetClass | A.TargetRange) -> None:
+    def target(self, st: A.TargetClass | A.TargetRange | A.TargetThreshold) -> None:
         task = self.schema.task if self.schema is not None else None
+        if isinstance(st, A.TargetThreshold):
+            self.target_threshold(st, task)
+            return
         if isinstance(st, A.TargetClass):
             if task is not None and task not in (Task.BINARY, Task.MULTICLASS):
                 self.err(f"'target class' needs a classifier; this model's task is {task.name.lower()}", st.span,
@@ -680,6 +683,49 @@ class _Checker:
             self.err(f"empty target interval: {lo:g} is above {hi:g}", st.span, "write the lower end first")
             return
         self.setting("target", Target(interval=(lo, hi)), st.span)
+
+    def target_threshold(self, st: A.TargetThreshold, task: Task | None) -> None:
+        """``target probability of class 1 <= 0.3``: the decision rule (class 1 iff its probability is
+        above 0.3) and the side of it sought, on a binary classifier's positive class."""
+        example = "write `target probability of class 1 <= 0.3` or `target margin of class 1 > 0`"
+        if st.score not in ("probability", "margin"):
+            self.err(f"unknown score '{st.score}': a threshold is on the probability or the margin", st.score_span,
+                     example)
+            return
+        if st.of_word != "of":
+            self.err(f"expected 'of' after '{st.score}', not '{st.of_word}'", st.of_span, example)
+            return
+        if st.op in ("==", "=", "!="):
+            self.err(f"a threshold target compares with <, <=, > or >=, not '{st.op}'", st.span, example)
+            return
+        if task is not None and task != Task.BINARY:
+            self.err(f"a threshold target needs a binary classifier; this model's task is {task.name.lower()}",
+                     st.span, "for a multiclass model write `target class 2`" if task == Task.MULTICLASS else
+                     "for a regression model write `target between 0.2 and 0.5`" if task == Task.REGRESSION else
+                     "anomaly models have no target")
+            return
+        if st.score == "margin" and self.schema is not None and self.schema.n_outputs != 1:
+            self.err("a margin threshold needs a model with one margin; this one has one score per class", st.span,
+                     "state it on the probability: `target probability of class 1 <= 0.3`")
+            return
+        label = self.class_label(st.label)
+        if label is None:
+            return
+        if self.schema is not None:
+            labels = tuple(self.schema.classes) if self.schema.classes is not None else (0, 1)
+            if not (str(labels[1]) == str(label) or labels[1] == label):
+                self.err(f"a threshold is stated on the positive class {labels[1]!s}, not {label!s}", st.label.span,
+                         f"`probability of class {label} <= p` is `probability of class {labels[1]} >= 1 - p`")
+                return
+        value = st.value.number
+        if not math.isfinite(value) or (st.score == "probability" and not 0.0 < value < 1.0):
+            what = "strictly between 0 and 1" if st.score == "probability" else "finite"
+            self.err(f"a probability threshold must be {what}, not {st.value.text}" if st.score == "probability"
+                     else f"number {st.value.text} is out of range", st.value.span)
+            return
+        inclusive = st.op in (">=", "<")
+        self.setting("target", Target(label=label, cutoff=Cutoff(value, st.score, inclusive),
+                                      below=st.op in ("<=", "<")), st.span)
 
     def class_label(self, label: A.Label) -> Any:
         classes = self.schema.classes if self.schema is not None else None

@@ -112,6 +112,8 @@ def statement(st: A.Statement) -> str:
         return f"plausible {st.method}" + (f"({params})" if params else "")
     if isinstance(st, A.TargetClass):
         return f"target class {_label(st.label)}"
+    if isinstance(st, A.TargetThreshold):
+        return f"target {st.score} {st.of_word} class {_label(st.label)} {_op(st.op)} {_label(st.value)}"
     if isinstance(st, A.OneHotStmt):
         return f"onehot {_name(st.name)} = {{" + ", ".join(_name(n) for n in st.members) + "}"
     assert isinstance(st, A.TargetRange)
@@ -372,7 +374,19 @@ def constraints_program(c: Constraints, schema: Schema | None = None) -> A.Progr
         out.append(A.PlausibleStmt(c.plausibility.method, _NOWHERE, params, _NOWHERE))
     if c.target is not None:
         t = c.target
-        if t.interval is not None:
+        if t.cutoff is not None and t.below is None:
+            raise ValueError("a decision rule without a side sought has no constraint-file form")
+        if t.cutoff is not None:
+            lab = _value_label(t.label)
+            if lab is None:
+                raise ValueError(f"cannot print target class {t.label!r}")
+            if lab.kind == "name":
+                lab = A.Label("string", lab.text, _NOWHERE)
+            inclusive = t.cutoff.inclusive
+            cmp = ("<" if inclusive else "<=") if t.below else (">=" if inclusive else ">")
+            out.append(A.TargetThreshold(t.cutoff.on, _NOWHERE, "of", _NOWHERE, lab, cmp,
+                                         A.Label("number", number_text(t.cutoff.value), _NOWHERE), _NOWHERE))
+        elif t.interval is not None:
             lo, hi = t.interval
             if math.isinf(lo) and math.isinf(hi):
                 raise ValueError("an unbounded target interval cannot be printed")

@@ -113,7 +113,8 @@ _MESSAGES: dict[str, tuple[str, str]] = {
                            "a linear relation compares two sides: `2*dIncome - dDebt <= 5000`"),
     "setting-word": ("expected a word after the keyword", "`norm l0|l1|l2|linf`, `scale std|minmax|none`"),
     "target-form": ("malformed target",
-                    "`target class 1`, `target class \">50K\"`, `target between 0.2 and 0.5`, `target >= 3`"),
+                    "`target class 1`, `target class \">50K\"`, `target between 0.2 and 0.5`, `target >= 3`, "
+                    "`target probability of class 1 <= 0.3`"),
     "cost-form": ("malformed cost",
                   "`cost 2`, `cost up 1 per 1000`, `cost down 3` (costs are non-negative numbers)"),
     "include-path": ("expected a quoted file name after 'include'", 'e.g. `include "common.lum"`'),

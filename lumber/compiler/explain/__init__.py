@@ -1,9 +1,11 @@
 """What every explainer needs, resolved once: :class:`ExplanationRequest` and the source-model verifier."""
 
 from .request import (
-    ConstraintsLike, ExplanationRequest, explanation_request, parse_scale, resolve_constraints, warn_positional,
+    ConstraintsLike, ExplanationRequest, explainer_options, explanation_request, parse_scale, resolve_constraints,
+    warn_positional,
 )
 from .source import SourcePredictor, source_predictor
 
-__all__ = ["ConstraintsLike", "ExplanationRequest", "SourcePredictor", "explanation_request", "parse_scale",
+__all__ = ["ConstraintsLike", "ExplanationRequest", "SourcePredictor", "explainer_options", "explanation_request",
+           "parse_scale",
            "resolve_constraints", "source_predictor", "warn_positional"]

@@ -18,18 +18,21 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import ArrayLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Scale, Schema, TargetLike
+from lumber.ir import (
+    ArrayLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Scale, Schema, Target, TargetLike,
+)
+from lumber.ir.decision import check_cutoff, resolve_target
 from lumber.ir.domains import Domains, domains_for
-from lumber.passes.targets import TargetSet, resolve_target
 
 from .source import SourcePredictor, source_predictor
 
 FloatArray = npt.NDArray[np.float64]
+OptionsT = TypeVar("OptionsT")
 ScaleLike = Scale | str | Mapping[str, float] | Sequence[float] | FloatArray | None
 """A named scaling or explicit per-feature spreads (array, or mapping feature -> spread)."""
 
@@ -51,7 +54,8 @@ class ExplanationRequest:
     """Actionability, costs and settings; None when none were given."""
     target: Any = None
     """The target as the user gave it (the constraints' own target applied): a label, labels,
-    ``(lo, hi)`` or None. :meth:`target_set` resolves it per case."""
+    ``(lo, hi)``, a :class:`~lumber.ir.Target` or None. :meth:`target_set` resolves it per case; a
+    threshold target's cutoff is already the forest's decision rule."""
     norm: Norm | None = None
     """None: each explainer's default (l1 for counterfactuals, l2 for sensitive tests)."""
     scale: Scale | Mapping[str, float] | FloatArray | None = None
@@ -75,7 +79,7 @@ class ExplanationRequest:
     def norm_or(self, default: Norm | str) -> Norm:
         return self.norm if self.norm is not None else Norm.parse(default)
 
-    def target_set(self, current: float | None = None, *, explainer: str = "explanations") -> TargetSet:
+    def target_set(self, current: float | None = None, *, explainer: str = "explanations") -> Target:
         """The decisions sought for a case whose current decision is ``current`` (a class index)."""
         return resolve_target(self.forest, self.target, current, explainer=explainer)
 
@@ -88,6 +92,10 @@ class ExplanationRequest:
         changes: dict[str, Any] = {}
         if self.target is None and target is not None:
             changes["target"] = target
+            forest = with_decision_rule(self.forest, target)
+            if forest is not self.forest:
+                changes["forest"] = forest
+                changes["predictor"] = None if self.predictor is None else source_predictor(self.model, forest)
         if self.norm is None and norm is not None:
             changes["norm"] = Norm.parse(norm)
         if self.scale is None and scale is not None:
@@ -144,7 +152,8 @@ def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: C
         if cons.scale is not None:
             scale = cons.scale
         if cons.target is not None:
-            target = cons.target.interval if cons.target.interval is not None else cons.target.label
+            target = cons.target
+    forest = with_decision_rule(forest, target)
     warn_positional(model, forest, reference, "reference")
     R = None if reference is None else forest.prepare_input(reference)
     return ExplanationRequest(
@@ -152,6 +161,15 @@ def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: C
         constraints=cons, target=target, norm=None if norm is None else Norm.parse(norm), scale=parse_scale(scale),
         reference=R, domains=domains_for(forest, cons, R),
     )
+
+
+def with_decision_rule(forest: Forest, target: Any) -> Forest:
+    """``forest`` deciding by the cutoff of a threshold target (``target probability of class 1 <= 0.3``):
+    its ``predict``, every explainer and the source predictor built from it follow the user's rule."""
+    if not isinstance(target, Target) or target.cutoff is None:
+        return forest
+    check_cutoff(forest.schema, target.cutoff, target.label if target.below is not None else None)
+    return forest.replace(schema=target.apply(forest.schema))
 
 
 def warn_positional(model: Any, forest: Forest | Any, data: Any, what: str) -> None:
@@ -199,5 +217,16 @@ def parse_scale(scale: ScaleLike) -> Scale | Mapping[str, float] | FloatArray | 
     return np.asarray(scale, dtype=np.float64)
 
 
-__all__ = ["ConstraintsLike", "ExplanationRequest", "ScaleLike", "explanation_request", "parse_scale",
-           "resolve_constraints", "warn_positional"]
+
+def explainer_options(options: Any, cls: type[OptionsT], call: str) -> OptionsT:
+    """``options`` when it is a ``cls`` (an explainer's options dataclass), ``cls()`` for None; anything else is
+    an InputDataError naming the class (``call`` shows how to pass one)."""
+    if options is None:
+        return cls()
+    if not isinstance(options, cls):
+        raise InputDataError(f"options must be a lumber.{cls.__name__}, got {type(options).__name__}",
+                             f"{call}(..., options=lumber.{cls.__name__}(...))")
+    return options
+
+__all__ = ["ConstraintsLike", "ExplanationRequest", "ScaleLike", "explainer_options", "explanation_request",
+           "parse_scale", "resolve_constraints", "warn_positional"]

@@ -9,7 +9,10 @@ booster's feature types (category codes stay codes); LightGBM gets the numeric
 codes it stores. Raw boosters (``lightgbm.Booster``, ``xgboost.Booster``)
 return probabilities or values, which :meth:`SourcePredictor.from_scores` turns
 into what the scikit-learn wrapper's ``predict`` would return. One adapter per
-library lives in :data:`ADAPTERS`; generic code never names a library.
+library lives in :data:`ADAPTERS`; generic code never names a library. When the
+schema carries the user's :class:`~lumber.ir.Cutoff`, the predictor decides by
+it: the library's own class-1 probability (``predict_proba``) or raw margin
+(:data:`SCORES`) against the cutoff.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest, Schema, Task
-from lumber.passes.targets import TargetSet, class_labels
+from lumber.ir import Forest, Schema, Target, Task
+from lumber.ir.decision import class_labels
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -37,12 +40,17 @@ class SourcePredictor:
         self.library = type(model).__module__.split(".")[0]
 
     def __call__(self, X: FloatArray) -> Any:
-        adapter = ADAPTERS.get(self.library, _estimator_predict)
+        cutoff = self.schema.cutoff
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return adapter(self, np.asarray(X, dtype=np.float64))
+            X = np.asarray(X, dtype=np.float64)
+            if cutoff is not None and self.schema.task == Task.BINARY:
+                score = np.asarray(SCORES.get(self.library, _estimator_scores)(self, X, cutoff.on), dtype=np.float64)
+                score = score[:, -1] if score.ndim == 2 else score.reshape(-1)
+                return np.asarray(class_labels(self.schema), dtype=object)[cutoff.above(score).astype(np.int64)]
+            return ADAPTERS.get(self.library, _estimator_predict)(self, X)
 
-    def meets(self, X: FloatArray, target: TargetSet) -> npt.NDArray[np.bool_]:
+    def meets(self, X: FloatArray, target: Target) -> npt.NDArray[np.bool_]:
         """Which rows the source model puts in ``target``."""
         return target.satisfied(self(X))
 
@@ -64,6 +72,39 @@ def _estimator_predict(sp: SourcePredictor, X: FloatArray) -> Any:
 
         return np.asarray(m.predict(pd.DataFrame(X, columns=list(names))))
     return np.asarray(m.predict(X))
+
+
+def _frame(sp: SourcePredictor, X: FloatArray) -> Any:
+    names = getattr(sp.model, "feature_names_in_", None)
+    if names is not None:
+        import pandas as pd
+
+        return pd.DataFrame(X, columns=list(names))
+    return X
+
+
+def _estimator_scores(sp: SourcePredictor, X: FloatArray, on: str) -> Any:
+    """scikit-learn style: ``predict_proba``, or ``decision_function`` for the margin."""
+    m = sp.model
+    if on == "probability":
+        return m.predict_proba(_frame(sp, X))
+    return m.decision_function(_frame(sp, X))
+
+
+def _lightgbm_scores(sp: SourcePredictor, X: FloatArray, on: str) -> Any:
+    m = sp.model
+    if on == "margin":
+        return m.predict(X, raw_score=True)
+    return m.predict(X) if not hasattr(m, "predict_proba") else m.predict_proba(X)
+
+
+def _xgboost_scores(sp: SourcePredictor, X: FloatArray, on: str) -> Any:
+    import xgboost as xgb
+
+    m = sp.model
+    b = m.get_booster() if hasattr(m, "get_booster") else m
+    dm = xgb.DMatrix(X, feature_names=b.feature_names, feature_types=b.feature_types, enable_categorical=True)
+    return b.predict(dm, output_margin=on == "margin")
 
 
 def _lightgbm_predict(sp: SourcePredictor, X: FloatArray) -> Any:
@@ -93,6 +134,12 @@ ADAPTERS: dict[str, Callable[[SourcePredictor, FloatArray], Any]] = {
 }
 """Per top-level module of the model's class: how to call its library's predict."""
 
+SCORES: dict[str, Callable[[SourcePredictor, FloatArray, str], Any]] = {
+    "lightgbm": _lightgbm_scores,
+    "xgboost": _xgboost_scores,
+}
+"""Per library: the class-1 probability (``"probability"``) or raw margin (``"margin"``) a cutoff compares."""
+
 
 def source_predictor(model: Any, forest: Forest) -> SourcePredictor | None:
     """The source model's own predict, or None for a Forest, a model file or an object without ``predict``."""
@@ -101,4 +148,4 @@ def source_predictor(model: Any, forest: Forest) -> SourcePredictor | None:
     return SourcePredictor(model, forest.schema)
 
 
-__all__ = ["ADAPTERS", "SourcePredictor", "source_predictor"]
+__all__ = ["ADAPTERS", "SCORES", "SourcePredictor", "source_predictor"]

@@ -20,6 +20,7 @@ from lumber.backends.c import BuildOptions, CEmitOptions, CLibrary, emit_source
 from lumber.ir import Forest, ModelFormatError, ObliviousEnsemble
 
 from ..predictors import CPredictor, CSourcePredictor, Predictor
+from ..walks import compile_timed_walk
 from .base import Target, project
 from .library import CompilerOptions, build_library, is_shared_library, load_library
 from .table import RecomposeOptions, TableCOptions, TableCTarget
@@ -66,12 +67,18 @@ class CLibraryTarget(Target):
         return super().for_ir(ir)
 
     def compile(self, ir: Forest, options: COptions, *, path: str | Path | None = None, threads: int = 1,
-                fingerprint: str | None = None) -> Predictor:
+                fingerprint: str | None = None, sample: Any = None) -> Predictor:
+        """``sample`` (user rows, with ``walk="auto"``): the walk is the faster on them (:mod:`..walks`)."""
         fp = fingerprint or ir_fingerprint(ir)
         if path is not None:
             fresh = _fresh_library(path, fp, options.prefix, threads)
             if fresh is not None:
                 return fresh
+        if sample is not None and options.walk == "auto" and not options.unroll and ir.n_trees > 0:
+            def build(art: Artifact) -> CPredictor:
+                return build_library(art, options.build(), prefix=options.prefix, path=None, threads=threads)
+
+            return compile_timed_walk(ir, options, sample, build, path=path, fingerprint=fp)
         art = emit_source(ir, options, fp=fp)
         return build_library(art, options.build(), prefix=options.prefix, path=path, threads=threads)
 

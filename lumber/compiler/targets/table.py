@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from lumber.backends.base import fingerprint as ir_fingerprint
-from lumber.backends.table_c import TableCEmitOptions, emit_table_source
-from lumber.ir import Forest, ObliviousEnsemble
+from lumber.backends.table_c import TableCEmitOptions, emit_table_source, isa_code
+from lumber.ir import CompileError, Forest, ObliviousEnsemble
 
 from ..predictors import CPredictor, Predictor, TablePredictor
 from ..tables import to_tables
@@ -48,12 +48,18 @@ class RecomposeOptions:
 class TableOptions(RecomposeOptions):
     engine: str = "auto"
     """``c`` (the table runtime, built once per process), ``numpy``, or ``auto`` (c when a compiler exists)."""
+    isa: str = "auto"
+    """The C runtime's kernel path: ``auto`` (the widest this CPU runs), ``avx512``, ``avx2`` or ``portable``;
+    a path this CPU lacks is a CompileError. Every path gives the same margins bit for bit."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class TableCOptions(RecomposeOptions, CompilerOptions):
     name: str = "model"
     prefix: str = "lumber"
+    isa: str = "auto"
+    """Kernel path: ``auto`` (the widest the CPU runs, picked when the library loads), ``avx512``, ``avx2``
+    or ``portable``; a forced path runs where the CPU has it, else the widest it has (same margins)."""
 
 
 class TableTarget(Target):
@@ -67,10 +73,14 @@ class TableTarget(Target):
 
     def compile(self, ir: Forest | ObliviousEnsemble, options: TableOptions, *, path: str | Path | None = None,
                 threads: int = 1, fingerprint: str | None = None) -> Predictor:
+        isa_code(options.isa)  # an unknown path fails before any work
+        if options.engine == "numpy" and options.isa != "auto":
+            raise CompileError(f"isa={options.isa!r} picks a path of the C runtime; engine='numpy' has none",
+                               "use engine='c' (or 'auto'), or leave isa='auto'")
         fp = fingerprint or ir_fingerprint(ir)
         stats: dict[str, Any] = {}
         ens = options.tables(ir, stats)
-        pred = TablePredictor(ens, fp, threads=threads, engine=options.engine)
+        pred = TablePredictor(ens, fp, threads=threads, engine=options.engine, isa=options.isa)
         pred.report = {"tables": stats}
         if path is not None:
             pred.save(path)
@@ -97,10 +107,12 @@ class TableCTarget(Target):
 
     def compile(self, ir: Forest | ObliviousEnsemble, options: TableCOptions, *, path: str | Path | None = None,
                 threads: int = 1, fingerprint: str | None = None) -> Predictor:
+        isa_code(options.isa)
         fp = fingerprint or ir_fingerprint(ir)
         stats: dict[str, Any] = {}
         ens = options.tables(ir, stats)
-        art = emit_table_source(ens, TableCEmitOptions(name=options.name, prefix=options.prefix, source_fingerprint=fp))
+        art = emit_table_source(ens, TableCEmitOptions(name=options.name, prefix=options.prefix, source_fingerprint=fp,
+                                                       isa=options.isa))
         t0 = time.perf_counter()
         pred = build_library(art, options.build(), prefix=options.prefix, path=path, threads=threads)
         stats["build_seconds"] = time.perf_counter() - t0

@@ -61,10 +61,11 @@ class AttributionResult:
                 "features": [{"feature": f, "nu": v} for f, v in self.ranking(k)],
                 "top_conditions": [{"condition": self.conditions[i], "nu": float(cond[i])} for i in corder],
             })
-        return {"method": "monoforest-nu", "rows": self.n_rows, "outputs": outs}
+        return {"method": "monoforest-nu", "scope": "global", "rows": self.n_rows, "outputs": outs}
 
     def format_text(self, top: int = 15) -> str:
-        lines = [f"MonoForest attribution nu(k) over {self.n_rows:,} rows (signed; formula (8))"]
+        lines = [f"global attribution (MonoForest nu(k)) over all {self.n_rows:,} rows together (signed): not a "
+                 "per-row reason; per-row values: --contributions"]
         for k, name in enumerate(self.output_names):
             ranked = [r for r in self.ranking(k) if r[1] != 0.0][:top]
             width = max([len(f) for f, _ in ranked] + [7])

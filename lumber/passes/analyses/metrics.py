@@ -345,7 +345,8 @@ def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", s
         i = names.index(r.feature)
         _apply_rule(r, i, categorical[i], immutable, inc, dec, lower, upper, lrel, urel, allowed, w_down, w_up)
     free = np.flatnonzero(((w_down == 0) | (w_up == 0)) & ~immutable)
-    if free.size:  # a weight may be 0 (a free move); a distance along a free feature is not defined
+    w_down, w_up = np.where(immutable & (w_down == 0), 1.0, w_down), np.where(immutable & (w_up == 0), 1.0, w_up)
+    if free.size:  # a weight may be 0 (a free move; an immutable feature's never applies, 1 stands in)
         raise InputDataError(f"sensitive tests measure a distance: the weight (or cost) of feature '{names[free[0]]}' "
                              "is 0, which makes every change of it free",
                              "give it a positive weight, make it immutable, or use lumber.counterfactual "

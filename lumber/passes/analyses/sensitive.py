@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest, InputDataError, Norm, UnsupportedModelError
+from lumber.ir import Forest, InputDataError, Norm, Target, UnsupportedModelError
 from lumber.ir.domains import Domains
 from lumber.ir.interp import prepare_input
 
 from .metrics import Metric, build_metric
 from .sensitive_ensemble import SearchOptions, milp_sensitive, upper_bound_sensitive
 from .sensitive_results import SensitiveResult
-from .sensitive_tests import Goal, check_goal, exact_ensemble_solver, project_tree, verify
+from .sensitive_tests import check_goal, exact_ensemble_solver, project_tree, verify
 
 METHODS = ("auto", "projection", "milp", "upper-bound")
 
@@ -45,7 +45,8 @@ class SensitiveOptions:
     time_limit: float = 30.0
     """Seconds per case and target decision for the MILP and for the upper-bound search."""
     search: SearchOptions = field(default_factory=SearchOptions)
-    """Effort of the upper-bound search (its ``time_limit`` is this object's)."""
+    """Effort of the upper-bound search (``lumber.passes.analyses.sensitive.SearchOptions``; its ``time_limit``
+    is this object's)."""
     domains: Domains | None = None
     """The values each feature may take; None: from the schema, the constraints and the reference rows."""
     verify_with_model: bool = True
@@ -61,7 +62,7 @@ class SensitiveOptions:
             raise InputDataError(f"search must be a SearchOptions, not {type(self.search).__name__}")
 
 
-def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: Goal = Goal(), *,
+def sensitive_tests(forest: Forest, X: Any, metric: Metric | None = None, goal: Target = Target(), *,
                     method: str = "auto", time_limit: float = 30.0, search: SearchOptions | None = None,
                     domains: Domains | None = None) -> SensitiveResult:
     """Sensitive tests of every row of ``X`` (any input ``Forest.prepare_input`` accepts).
@@ -122,4 +123,4 @@ def _show_original_values(result: SensitiveResult, schema64: Any, X: Any) -> Non
     result.X = raw
 
 
-__all__ = ["METHODS", "SensitiveOptions", "sensitive_tests"]
+__all__ = ["METHODS", "SearchOptions", "SensitiveOptions", "sensitive_tests"]

@@ -30,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Bound, Constraints, Direction, FeatureRule, Forest, InputDataError, LumberError, Task
+from lumber.ir import Bound, Constraints, Direction, FeatureRule, Forest, InputDataError, LumberError, Target, Task
 from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.ir.interp import forest_apply, forest_evaluate
 
@@ -38,14 +38,14 @@ from .leaf_boxes import forest_boxes
 from .metrics import Metric
 from .realizable import above, below
 from .sensitive_results import SensitiveResult
-from .sensitive_tests import (Goal, TestExtractor, choose_target, decision_labels, decision_messages, decisions,
+from .sensitive_tests import (TestExtractor, choose_target, decision_labels, decision_messages, goal_decisions,
                               verify)
 from .tree_projection import Bounds, TreePlan
 
 FloatArray = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchOptions:
     """Effort of the upper-bound search."""
 
@@ -67,7 +67,7 @@ class SearchOptions:
 class _Search:
     """State shared by the searches of one batch: per-tree plans and the model."""
 
-    def __init__(self, forest: Forest, metric: Metric, goal: Goal, opts: SearchOptions) -> None:
+    def __init__(self, forest: Forest, metric: Metric, goal: Target, opts: SearchOptions) -> None:
         self.forest = forest
         self.metric = metric
         self.goal = goal
@@ -89,7 +89,7 @@ class _Search:
 
     def evaluate(self, P: FloatArray) -> tuple[FloatArray, npt.NDArray[np.int64]]:
         margins = forest_evaluate(self.forest, P)
-        return margins, decisions(self.forest, margins, self.goal)
+        return margins, goal_decisions(self.forest, margins, self.goal)
 
     def reached(self, dec: npt.NDArray[np.int64], g0: int, target: int | None) -> npt.NDArray[np.bool_]:
         return dec != g0 if target is None else dec == target
@@ -310,7 +310,7 @@ class _Search:
         return shrunk[int(np.argmin(d))]
 
 
-def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal = Goal(),
+def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Target = Target(),
                           **options: Any) -> SensitiveResult:
     """Verified upper bound on the nearest decision change of each case (``X`` prepared)."""
     known = {f.name for f in fields(SearchOptions)}
@@ -324,17 +324,17 @@ def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: G
     G = len(labels)
     n, d = X.shape
     margins = forest_evaluate(forest, X)
-    g = decisions(forest, margins, goal)
+    g = goal_decisions(forest, margins, goal)
     blo, bhi = metric.case_bounds(X, s.cfeat)
     gdist = np.full((n, G), np.inf)
     gpoint = np.full((n, G, d), np.nan)
     gdist[np.arange(n), g] = 0.0
     gpoint[np.arange(n), g] = X
-    multiclass = G > 2 and goal.target is None
+    multiclass = G > 2 and goal.index is None
     for i in range(n):
         targets: list[int | None]
-        if goal.target is not None:
-            targets = [goal.target] if goal.target != g[i] else []
+        if goal.index is not None:
+            targets = [goal.index] if goal.index != g[i] else []
         elif multiclass:
             targets = [k for k in range(G) if k != g[i]]
         else:
@@ -343,14 +343,14 @@ def upper_bound_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: G
             p = None if metric.all_frozen else s.search(X[i], blo[i], bhi[i], int(g[i]), tk)
             if p is None:
                 continue
-            k = int(decisions(forest, forest_evaluate(forest, p[None, :]), goal)[0])
+            k = int(goal_decisions(forest, forest_evaluate(forest, p[None, :]), goal)[0])
             dist = float(metric.distance(X[i:i + 1], p[None, :])[0])
             if dist < gdist[i, k]:
                 gdist[i, k], gpoint[i, k] = dist, p
     return _assemble(forest, X, metric, goal, labels, g, gdist, gpoint, method="upper-bound", exact=False)
 
 
-def _assemble(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, labels: tuple[Any, ...],
+def _assemble(forest: Forest, X: FloatArray, metric: Metric, goal: Target, labels: tuple[Any, ...],
               g: npt.NDArray[np.int64], gdist: FloatArray, gpoint: FloatArray, *, method: str,
               exact: bool) -> SensitiveResult:
     """A verified result from the nearest point found for each decision."""
@@ -390,7 +390,7 @@ def metric_constraints(metric: Metric) -> Constraints:
     return Constraints(rules=tuple(rules), max_changes=metric.max_changes)
 
 
-def _milp_targets(labels: tuple[Any, ...], g0: int, goal: Goal) -> list[tuple[int, Any]]:
+def _milp_targets(labels: tuple[Any, ...], g0: int, goal: Target) -> list[tuple[int, Any]]:
     """(decision index, solver target) pairs the MILP is asked for."""
     if goal.interval is not None:
         lo, hi = goal.interval
@@ -398,12 +398,12 @@ def _milp_targets(labels: tuple[Any, ...], g0: int, goal: Goal) -> list[tuple[in
             return [(1, (lo, hi))]
         below_, above_ = float(np.nextafter(lo, -np.inf)), float(np.nextafter(hi, np.inf))
         return [(0, t) for t in ((-np.inf, below_), (above_, np.inf)) if t[0] <= t[1] and np.isfinite(t).any()]
-    if goal.target is not None:
-        return [] if goal.target == g0 else [(goal.target, labels[goal.target])]
+    if goal.index is not None:
+        return [] if goal.index == g0 else [(goal.index, labels[goal.index])]
     return [(k, labels[k]) for k in range(len(labels)) if k != g0]
 
 
-def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, solver: Callable[..., Any],
+def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Target, solver: Callable[..., Any],
                    *, time_limit: float = 30.0, strict: bool = False, fallback: SearchOptions | None = None,
                    **options: Any) -> SensitiveResult:
     """Exact ensemble sensitive tests: the counterfactual MILP with the same metric, per case and
@@ -417,7 +417,7 @@ def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, so
     labels = decision_labels(forest, goal)
     G = len(labels)
     n, d = X.shape
-    g = decisions(forest, forest_evaluate(forest, X), goal)
+    g = goal_decisions(forest, forest_evaluate(forest, X), goal)
     cons = metric_constraints(metric)
     weights = (metric.down, metric.up)
     gdist = np.full((n, G), np.inf)
@@ -454,7 +454,7 @@ def milp_sensitive(forest: Forest, X: FloatArray, metric: Metric, goal: Goal, so
                 p = backup.search(X[i], blo[i], bhi[i], int(g[i]), tk)
             if p is None:
                 continue
-            kk = int(decisions(forest, forest_evaluate(forest, p[None, :]), goal)[0])
+            kk = int(goal_decisions(forest, forest_evaluate(forest, p[None, :]), goal)[0])
             dist = float(metric.distance(X[i:i + 1], p[None, :])[0])
             if kk != g[i] and dist < gdist[i, kk]:
                 gdist[i, kk], gpoint[i, kk] = dist, p

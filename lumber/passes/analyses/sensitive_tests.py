@@ -10,7 +10,9 @@ leaves in :mod:`.tree_projection`), and every witness point is verified on the
 model.
 
 Decisions are class indices for classifiers; for regression the caller gives an
-interval and the decision is "prediction inside it or not" (``Goal.interval``).
+interval and the decision is "prediction inside it or not" (``Target.interval``). The decision
+sought is a :class:`lumber.ir.Target`: its ``index`` is a decision index (see
+:func:`decision_labels`), ``None`` for the nearest change to any other decision.
 
 For an ensemble the class regions are not unions of one tree's leaves: the
 exact answer is the counterfactual MILP (``lumber.passes.analyses.counterfactual``, with
@@ -22,42 +24,28 @@ instead: verified points, labelled ``exact=False``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest, InputDataError, Norm, Task, UnsupportedModelError
+from lumber.ir import Forest, InputDataError, Norm, Target, Task, UnsupportedModelError
 from lumber.ir.forest import ZERO_THRESHOLD
 from lumber.ir.interp import accumulate, forest_apply
 from lumber.passes.analyses.counterfactual import CounterfactualOptions, CounterfactualResult, solve_counterfactual
-from lumber.passes.targets import TargetSet, class_labels, is_classifier, margin_decisions
+from lumber.ir.decision import class_labels, is_classifier, margin_decisions
 
 from .leaf_boxes import LeafBoxes, tree_boxes
 from .metrics import Metric
 from .sensitive_results import UNREACHABLE, SensitiveResult, SensitiveTest
 from .tree_projection import Bounds, TreePlan, block_size
 
-@dataclass(frozen=True)
-class Goal:
-    """The decision change sought.
-
-    ``target`` is a decision index (see :func:`decision_labels`); ``None`` asks for
-    the nearest change to any other decision. ``interval`` makes a regression
-    model's decision "prediction in ``[lo, hi]``".
-    """
-
-    target: int | None = None
-    interval: tuple[float, float] | None = None
-
-
-def decision_labels(forest: Forest, goal: Goal) -> tuple[Any, ...]:
+def decision_labels(forest: Forest, goal: Target) -> tuple[Any, ...]:
     """Labels of the decisions: class labels, or ``("out", "in")`` for a regression interval."""
     return class_labels(forest) if is_classifier(forest) else ("out", "in")
 
 
-def check_goal(forest: Forest, goal: Goal) -> None:
+def check_goal(forest: Forest, goal: Target) -> None:
     task = forest.schema.task
     if task == Task.ANOMALY:
         raise UnsupportedModelError("sensitive tests explain classifiers and regressors, not anomaly scores",
@@ -73,18 +61,18 @@ def check_goal(forest: Forest, goal: Goal) -> None:
             raise InputDataError(f"target interval [{lo}, {hi}] is empty", "give lo <= hi")
 
 
-def decisions(forest: Forest, margins: npt.NDArray[np.float64], goal: Goal) -> npt.NDArray[np.int64]:
+def goal_decisions(forest: Forest, margins: npt.NDArray[np.float64], goal: Target) -> npt.NDArray[np.int64]:
     """Decision index of raw margins: the class ``predict`` picks, or inside the interval."""
     d = margin_decisions(forest.schema, margins)
     if is_classifier(forest):
         return d.astype(np.int64)
     assert goal.interval is not None
-    return TargetSet(interval=goal.interval).hit(d).astype(np.int64)
+    return Target(interval=goal.interval).hit(d).astype(np.int64)
 
 
 # -- single trees: exact projection ------------------------------------------------------------
 
-def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goal: Goal,
+def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goal: Target,
                  check: bool = True) -> SensitiveResult:
     """Exact nearest decision change for every case (prepared rows ``X``) of a single-tree model.
 
@@ -94,7 +82,7 @@ def project_tree(forest: Forest, X: npt.NDArray[np.float64], metric: Metric, goa
     plan = TreePlan(forest, boxes, metric)
     labels = decision_labels(forest, goal)
     G = len(labels)
-    lgroup = decisions(forest, accumulate(forest, boxes.leaf[:, None]), goal)
+    lgroup = goal_decisions(forest, accumulate(forest, boxes.leaf[:, None]), goal)
     n = X.shape[0]
     case_row = np.searchsorted(boxes.leaf, forest_apply(forest, X)[:, 0])
     cgroup = lgroup[case_row]
@@ -165,20 +153,20 @@ def _bounds(cfeat: npt.NDArray[np.int64], blo: npt.NDArray[np.float64], bhi: npt
     return {int(f): (blo[sl, j], bhi[sl, j]) for j, f in enumerate(cfeat)}
 
 
-def choose_target(gdist: npt.NDArray[np.float64], cgroup: npt.NDArray[np.int64], goal: Goal
+def choose_target(gdist: npt.NDArray[np.float64], cgroup: npt.NDArray[np.int64], goal: Target
                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Per case, the decision to move to (the nearest other one, or the goal's) and its distance;
     ``-1`` where none is reachable."""
     n = gdist.shape[0]
     idx = np.arange(n)
-    if goal.target is None:
+    if goal.index is None:
         masked = gdist.copy()
         masked[idx, cgroup] = np.inf
         target = np.argmin(masked, axis=1).astype(np.int64)
         dist = masked[idx, target]
     else:
-        target = np.full(n, goal.target, dtype=np.int64)
-        dist = gdist[:, goal.target].copy()
+        target = np.full(n, goal.index, dtype=np.int64)
+        dist = gdist[:, goal.index].copy()
     target[~np.isfinite(dist)] = -1
     return target, dist
 
@@ -191,13 +179,13 @@ def _witness(plan: TreePlan, X: npt.NDArray[np.float64], rows: npt.NDArray[np.in
 
 
 def decision_messages(cgroup: npt.NDArray[np.int64], target: npt.NDArray[np.int64], labels: tuple[Any, ...],
-              goal: Goal) -> dict[int, str]:
+              goal: Target) -> dict[int, str]:
     out: dict[int, str] = {}
     for i in np.flatnonzero(target < 0):
         out[int(i)] = UNREACHABLE
-    if goal.target is not None:
-        for i in np.flatnonzero(cgroup == goal.target):
-            out[int(i)] = f"already decided as {labels[goal.target]!s}"
+    if goal.index is not None:
+        for i in np.flatnonzero(cgroup == goal.index):
+            out[int(i)] = f"already decided as {labels[goal.index]!s}"
     return out
 
 
@@ -301,16 +289,16 @@ def _counterfactual(forest: Forest, x: Any, target: Any = None, constraints: Any
     return solve_counterfactual(forest, x, target, constraints, options=CounterfactualOptions(**options))
 
 
-def verify(result: SensitiveResult, goal: Goal) -> None:
+def verify(result: SensitiveResult, goal: Target) -> None:
     """Every reported witness must reach its decision on the model (Forest.evaluate)."""
     ok = np.flatnonzero(result.reachable)
     result.verified = np.zeros(len(result), dtype=bool)
     if ok.size:
-        got = decisions(result.forest, result.forest.evaluate(result.point[ok]), goal)
+        got = goal_decisions(result.forest, result.forest.evaluate(result.point[ok]), goal)
         result.verified[ok] = got == result.target_group[ok]
     for i in ok[~result.verified[ok]]:
         result.messages[int(i)] = "witness point NOT confirmed by the model"
 
 
-__all__ = ["Goal", "project_tree", "leaf_distances", "decision_labels", "decision_messages", "decisions",
+__all__ = ["project_tree", "leaf_distances", "decision_labels", "decision_messages", "goal_decisions",
            "check_goal", "TestExtractor", "exact_ensemble_solver", "verify"]

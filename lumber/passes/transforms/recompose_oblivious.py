@@ -14,7 +14,7 @@ Strategies:
 fewest; one that fits in an existing tree joins it, else it starts a tree
 with exactly its conditions. One tree per maximal monomial.
 
-``pack`` (default): the same order, but a monomial that fits nowhere may
+``pack``: the same order, but a monomial that fits nowhere may
 also *extend* the existing tree that already holds most of its conditions,
 when the grown tree stays within ``max-depth`` and the tables within a total
 budget (:class:`CostModel`: a table lookup per tree and row is the evaluator's
@@ -22,7 +22,7 @@ main cost, levels are nearly free, so fewer and deeper trees are faster).
 Afterwards trees whose condition sets nest are merged (``merge``), smallest
 first.
 
-``grow``: tree at a time. The maximal monomials (no monomial one condition
+``grow`` (default): tree at a time. The maximal monomials (no monomial one condition
 larger contains them) decide the cover, their subsets follow. Trees start from
 maximal monomials no two of which fit in one tree (each needs its own anyway,
 :func:`cover_lower_bound`), then from the largest uncovered one; a tree grows one or two conditions
@@ -33,6 +33,13 @@ next packs monomials that share conditions; on LightGBM 500 x 63 at depth 10 it
 needs about a quarter fewer trees than ``pack`` (``bench/oblivious.py --recompose`` measures both). A local search
 (:func:`polish_sets`) then trims every tree to the monomials only it covers and removes (or shrinks)
 the trees whose monomials fit into the others.
+
+Depth (``max-depth=auto``, the default, with ``grow``): deeper tables hold more
+monomials each, so a cover needs fewer of them, but each costs more per row once
+its index outgrows a byte. :func:`choose_depth` prices an unpolished ``grow`` cover
+at 8, 10, 12, ... levels by the table runtime's measured cost per table and depth
+(:class:`CostModel`) and keeps the cheapest (depth 10 on the LightGBM 500 x 63
+credit and synthetic models); a runtime measured on other rows passes its own costs.
 
 Covering non-maximal monomials needs no search: a monomial one condition
 short of an already placed monomial goes to that monomial's tree (one
@@ -84,12 +91,23 @@ POOL_SECONDS = 120.0
 POLISH_ROUNDS = 20
 """Most rounds of :func:`polish_sets` after ``grow`` (each removes fewer trees; rounds also stop below 0.1%)."""
 DEFAULT_MAX_DEPTH = 8
-"""Tables of up to 256 rows: the C evaluator's fastest index width (one byte) and L1-sized tables."""
+"""``pack`` and ``greedy``'s depth for ``max-depth=auto``: tables of up to 256 rows, the C evaluator's fastest
+index width (one byte) and L1-sized tables."""
+
+
+TABLE_NS = (0.62,) * 9 + (0.70, 0.80, 1.6, 2.5, 2.2, 2.0, 2.1, 2.2)
+"""Nanoseconds per row of one table by its depth (index 0-16): the C table runtime's CPU time per row and
+tree on the LightGBM 500 x 63 credit and synthetic covers of depth 8, 10, 12 and 14 (real test rows,
+``-march=native``), odd depths and 15-16 interpolated: flat up to 8 levels, 1.3x at 10,
+about 3x and more from 12."""
+AUTO_DEPTHS = (8, 10, 12, 14, 16)
+"""The depths ``max-depth=auto`` weighs (:func:`choose_depth`), with the polynomial's degree when deeper."""
 
 
 @dataclass(frozen=True)
 class CostModel:
-    """Relative evaluation cost of one tree per row: ``lookup + level * depth``.
+    """Relative evaluation cost of one tree per row: ``lookup + level * depth`` (``pack``'s placements);
+    ``table_ns`` by depth for the whole cover (``max-depth=auto``).
 
     The table lookup dominates (the C evaluator computes the levels of 32 rows per
     vector instruction), so fewer, deeper trees are cheaper as long as their tables stay
@@ -102,9 +120,26 @@ class CostModel:
     level: float = 0.06
     budget_bytes: int = 64 << 20
     recent: int = 8
+    table_ns: tuple[float, ...] = TABLE_NS
+    """Cost of one table per row by its depth (the index); past the end, the last step repeats per level.
+    A table runtime measured on the user's rows can pass its own."""
+    depths: tuple[int, ...] = AUTO_DEPTHS
+    """Candidate depths of ``max-depth=auto``."""
 
     def tree(self, depth: int) -> float:
         return self.lookup + self.level * depth
+
+    def table(self, depth: int) -> float:
+        """``table_ns`` at ``depth`` (extrapolated linearly past its end)."""
+        ns = self.table_ns
+        if depth < len(ns):
+            return float(ns[depth])
+        step = ns[-1] - ns[-2] if len(ns) > 1 else 0.0
+        return float(ns[-1] + step * (depth - len(ns) + 1))
+
+    def cover(self, levels: list[int]) -> float:
+        """Cost of a cover per row: its trees' tables summed."""
+        return sum(self.table(d) for d in levels)
 
 
 @dataclass
@@ -326,10 +361,11 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
     name: ClassVar[str] = "oblivious"
     max_depth: int | Literal["auto"] = "auto"
     """Deepest table (2^max_depth rows); at least the polynomial's largest degree.
-    ``auto``: 8, or the largest degree when that is more."""
-    strategy: str = "pack"
-    """``greedy`` (the paper's Algorithm 1), ``pack`` (extend trees under a cost model) or ``grow``
-    (fill one tree at a time with the maximal monomials it completes)."""
+    ``auto``: with ``grow``, the depth of the cheapest cover by the table runtime's cost per table and
+    depth (:func:`choose_depth`); with ``pack`` and ``greedy``, 8 or the largest degree when that is more."""
+    strategy: str = "grow"
+    """``grow`` (fill one tree at a time with the maximal monomials it completes), ``pack`` (extend
+    trees under a cost model) or ``greedy`` (the paper's Algorithm 1)."""
     merge: bool = True
     """Merge trees whose condition sets nest (pack only)."""
     table_mb: int = 64
@@ -355,38 +391,92 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
             raise CompileError(f"restarts must be a number of covers, 0 or more, got {self.restarts}")
 
     def run(self, ir: Polynomial, ctx: PassContext) -> ObliviousEnsemble:
-        depth = max(DEFAULT_MAX_DEPTH, ir.max_degree) if self.max_depth == "auto" else self.max_depth
-        ens, stats = recompose(ir, max_depth=depth, strategy=self.strategy, merge=self.merge,
+        ens, stats = recompose(ir, max_depth=self.max_depth, strategy=self.strategy, merge=self.merge,
                                cost=CostModel(budget_bytes=self.table_mb << 20), bins=self.bins, polish=self.polish,
                                restarts=self.restarts)
         by_depth = ", ".join(f"{c} x depth {d}" for d, c in sorted(stats["trees_by_depth"].items()))
+        depth = stats["max_depth_cap"]
+        chosen = ""
+        if stats["depth_choice"]:
+            tried = ", ".join(f"{d}: {int(v['trees']):,} trees, {v['cost']:,.0f} ns/row"
+                              for d, v in stats["depth_choice"].items())
+            chosen = f", chosen among unpolished covers ({tried})"
         ctx.report(PassReport(self.name, (
             f"{ir.n_monomials:,} monomials -> {ens.n_trees:,} oblivious trees ({by_depth}); "
             f"{stats['table_bytes'] / 1024:,.1f} KiB of tables; {stats['searched']:,} monomials placed by search, "
             f"{stats['extensions']:,} tree extensions, {stats['merged']:,} nested trees merged "
-            f"(strategy {self.strategy}, max-depth {depth})"), stats))
+            f"(strategy {self.strategy}, max-depth {depth}{chosen})"), stats))
         return ens
 
 
-def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy: str = "pack", merge: bool = True,
-              cost: CostModel | None = None, bins: bool = True,
+def _output_groups(poly: Polynomial) -> npt.NDArray[np.int64]:
+    """Per monomial: the one output its weights touch (multi-output polynomials), -1 for several;
+    all 0 for one output. Each group gets trees of its own."""
+    if poly.n_outputs == 1:
+        return np.zeros(poly.n_monomials, dtype=np.int64)
+    nonzero = poly.weight != 0
+    return np.where(nonzero.sum(axis=1) == 1, np.argmax(nonzero, axis=1), -1)
+
+
+def choose_depth(poly: Polynomial, cost: CostModel | None = None, bins: bool = True) -> tuple[
+        int, dict[int, dict[str, float]], dict[int, list[list[int]]]]:
+    """The depth of the cheapest cover (``max-depth=auto``): for each of ``cost.depths`` (and the
+    polynomial's degree when that is deeper), shallowest first, a ``grow`` cover without polishing, priced
+    by ``cost.cover`` (the tables' cost per row by their depths); the search stops at the first depth
+    whose cover costs more than the cheapest so far. Deeper tables hold more monomials each (fewer trees)
+    but cost more each; where the balance lies depends on the model. Returns the depth, each tried
+    depth's ``{"trees", "cost"}`` and the chosen depth's unpolished condition sets per output group."""
+    cost = cost or CostModel()
+    ids = np.asarray(poly.padded_ids, dtype=np.int64)
+    deg = poly.degree.astype(np.int64)
+    groups = level_groups(poly, bins)
+    group = _output_groups(poly)
+    lo = max(poly.max_degree, 1)
+    cands = sorted({d for d in cost.depths if d >= lo} | ({lo} if lo > max(cost.depths) else set()))
+    tried: dict[int, dict[str, float]] = {}
+    best: tuple[float, int, dict[int, list[list[int]]]] | None = None
+    for d in cands:
+        sets = {g: grow_sets(ids[group == g], deg[group == g], poly.n_conditions, d, groups, polish=0)
+                for g in sorted(set(group.tolist()))}
+        levels = [_levels(s, groups) for ss in sets.values() for s in ss]
+        price = cost.cover(levels)
+        tried[d] = {"trees": float(len(levels)), "cost": price}
+        if best is not None and price > best[0]:
+            break
+        if best is None or price < best[0]:
+            best = (price, d, sets)
+    if best is None:  # no monomials
+        return lo, tried, {}
+    return best[1], tried, best[2]
+
+
+def recompose(poly: Polynomial, *, max_depth: int | Literal["auto"] = DEFAULT_MAX_DEPTH, strategy: str = "grow",
+              merge: bool = True, cost: CostModel | None = None, bins: bool = True,
               polish: int = POLISH_ROUNDS, restarts: int = 0) -> tuple[ObliviousEnsemble, dict[str, Any]]:
-    """The ensemble and statistics (trees, depths, table bytes, search counts, seconds); ``polish``: the
-    most rounds of :func:`polish_sets` after ``grow``, ``restarts``: more ``grow`` covers to choose
-    trees from (:func:`pooled_sets`)."""
+    """The ensemble and statistics (trees, depths, table bytes, search counts, seconds); ``max_depth``
+    ``"auto"``: with ``grow`` the depth of the cheapest cover under ``cost`` (:func:`choose_depth`, reported
+    as ``depth_choice``), else :data:`DEFAULT_MAX_DEPTH` or the largest degree; ``polish``: the most rounds of :func:`polish_sets` after ``grow``, ``restarts``:
+    more ``grow`` covers to choose trees from (:func:`pooled_sets`)."""
     t0 = time.perf_counter()
     cost = cost or CostModel()
-    if poly.max_degree > max_depth:
+    choice: dict[int, dict[str, float]] = {}
+    pre: dict[int, list[list[int]]] = {}
+    if max_depth != "auto":
+        depth = max_depth
+    elif strategy != "grow":
+        depth = max(DEFAULT_MAX_DEPTH, poly.max_degree)
+    else:
+        depth, choice, pre = choose_depth(poly, cost, bins)
+        if restarts:
+            pre = {}
+    if poly.max_degree > depth:
         j = int(np.flatnonzero(poly.degree == poly.max_degree)[0])
         raise CompileError(
-            f"monomial {j} has {poly.max_degree} conditions but max-depth is {max_depth}: "
+            f"monomial {j} has {poly.max_degree} conditions but max-depth is {depth}: "
             f"every monomial must fit in one oblivious tree",
             f"use oblivious{{max-depth={poly.max_degree}}} or more (tables of 2^{poly.max_degree} rows), "
             "or prune the polynomial first")
-    K = poly.n_outputs
-    nonzero = poly.weight != 0
-    group = np.where(nonzero.sum(axis=1) == 1, np.argmax(nonzero, axis=1), -1) if K > 1 else np.zeros(
-        poly.n_monomials, dtype=np.int64)
+    group = _output_groups(poly)
     ids = np.asarray(poly.padded_ids, dtype=np.int64)
     deg = poly.degree
     groups = level_groups(poly, bins)
@@ -396,11 +486,17 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
     searched = extensions = merged = 0
     for g in sorted(set(group.tolist())):
         members = np.flatnonzero(group == g)
-        cover = _Cover(max_depth, strategy, cost, groups)
+        cover = _Cover(depth, strategy, cost, groups)
         if strategy == "grow":
-            grown = (pooled_sets(ids[members], deg[members], poly.n_conditions, max_depth, groups, polish, restarts)
-                     if restarts else grow_sets(ids[members], deg[members], poly.n_conditions, max_depth, groups,
-                                                polish))
+            if g in pre:
+                top = members[maximal_monomials(ids[members], deg[members])]
+                grown = polish_sets(pre[g], ids[top], deg[top].astype(np.int64), poly.n_conditions, groups,
+                                    depth, polish) if polish > 0 else pre[g]
+            elif restarts:
+                grown = pooled_sets(ids[members], deg[members], poly.n_conditions, depth, groups, polish,
+                                    restarts)
+            else:
+                grown = grow_sets(ids[members], deg[members], poly.n_conditions, depth, groups, polish)
             for conds in grown:
                 cover.new_tree(set(conds))
         assign = _cover(cover, ids[members], deg[members])
@@ -411,8 +507,8 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
         if merge and strategy == "pack":
             tree_of, sets, n_merged = _merge_nested(sets, tree_of)
             merged += n_merged
-        if max(cover.levels, default=0) > max_depth:
-            raise CompileError(f"internal error: a tree of {max(cover.levels)} levels (max-depth {max_depth})")
+        if max(cover.levels, default=0) > depth:
+            raise CompileError(f"internal error: a tree of {max(cover.levels)} levels (max-depth {depth})")
         tree_of_all[members] = tree_of + len(sets_all)
         sets_all.extend(sorted(s) for s in sets)
         outputs.extend([int(g)] * len(sets))
@@ -421,7 +517,8 @@ def recompose(poly: Polynomial, *, max_depth: int = DEFAULT_MAX_DEPTH, strategy:
     stats = {"trees": ens.n_trees, "trees_by_depth": st["trees_by_depth"], "table_entries": st["table_entries"],
              "table_bytes": st["table_bytes"], "max_depth": st["max_depth"], "searched": searched,
              "extensions": extensions, "merged": merged, "monomials": poly.n_monomials,
-             "seconds": time.perf_counter() - t0, "strategy": strategy, "max_depth_cap": max_depth}
+             "seconds": time.perf_counter() - t0, "strategy": strategy, "max_depth_cap": depth,
+             "depth_choice": choice}
     return ens, stats
 
 
@@ -482,10 +579,7 @@ def cover_lower_bound(poly: Polynomial, max_depth: int, limit: int = SEED_LIMIT)
     full tables, which the data rarely allows). The set is grown greedily, fewest compatible partners
     first, among the ``limit`` largest maximal monomials of degree above ``max_depth / 2`` (two of those
     sharing no condition never fit together), per output group as :func:`recompose` builds trees."""
-    K = poly.n_outputs
-    nonzero = poly.weight != 0
-    group = np.where(nonzero.sum(axis=1) == 1, np.argmax(nonzero, axis=1), -1) if K > 1 else np.zeros(
-        poly.n_monomials, dtype=np.int64)
+    group = _output_groups(poly)
     ids = np.asarray(poly.padded_ids, dtype=np.int64)
     deg = poly.degree.astype(np.int64)
     nc = poly.n_conditions
@@ -550,7 +644,9 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
     A tree starts from one of the maximal monomials that need a tree each (:func:`_incompatible`), then
     from the largest uncovered maximal monomial; while it has room it adds the
     condition that completes the most uncovered monomials per level it costs (those missing
-    exactly it), or the pair that completes the most per level, or else the fewest levels that
+    exactly it), or the pair that completes the most per level, each monomial counted by the square of
+    its degree (the large ones fit in the fewest trees, so they go first where they fit; credit and
+    synthetic 500 x 63 at depth 10: 2% and 1% fewer trees than counting each once), or else the fewest levels that
     complete one monomial it shares conditions with, or else the next uncovered monomial that fits.
     With ``groups`` (:func:`category_groups`) a category code costs the levels its group grows by,
     often none (the third code of a group rides on the two levels of the first two).
@@ -589,6 +685,7 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
         col[group_ids] = np.arange(n_groups)
         at_r, at_j = np.nonzero(grouped[P])
         code_of[at_r, col[grp[P[at_r, at_j]]]] = P[at_r, at_j]
+    weight = dg.astype(np.float64) ** 2
     order = np.argsort(-dg, kind="stable")
     # monomials no two of which fit in one tree need a tree each: those trees start first (synthetic
     # 500 x 63 at depth 10: 5,507 -> 5,443 trees, credit 3,588 -> 3,581, Adult 7,005 -> 6,944)
@@ -668,7 +765,7 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
             if one.size:
                 rows = P[cand[one]]
                 c1 = rows[~in_s[rows]]
-                n1 = np.bincount(c1, minlength=nc + 1)
+                n1 = np.bincount(c1, weights=weight[cand[one]], minlength=nc + 1)
                 s1 = n1 / per_level
                 b = int(np.argmax(s1))
                 best, score = [b], float(s1[b])
@@ -677,7 +774,8 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
                 rows = P[cand[two]]
                 c2 = rows[~in_s[rows]].reshape(-1, 2)
                 key = c2[:, 0] * (nc + 1) + c2[:, 1]
-                uk, cnt = np.unique(key, return_counts=True)
+                uk, inv = np.unique(key, return_inverse=True)
+                cnt = np.bincount(inv, weights=weight[cand[two]])
                 a, b2 = uk // (nc + 1), uk % (nc + 1)
                 s2 = (cnt + n1[a] + n1[b2]) / (per_level[a] + per_level[b2])
                 j = int(np.argmax(s2))
@@ -732,21 +830,36 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
     member[nc] = True
     gcount = np.zeros((max(int(gids.shape[0]), 1), T), dtype=np.int64)  # group x tree: codes held
     levels = np.zeros(T, dtype=np.int64)
-    cost = np.zeros((nc + 1, T), dtype=np.int8)  # condition x tree: levels it would add (0: held, or a free code)
-    plain = cgroup[:nc] < 0
+    cost = np.ones((nc + 1, T), dtype=np.int8)  # condition x tree: levels it would add (0: held, or a free code)
+    cost[nc] = 0
+    step = np.ones_like(gcount)  # group x tree: levels one more code of the group adds
+    n_plain = np.zeros(T, dtype=np.int64)
+    by_group = np.argsort(cgroup[:nc], kind="stable")
+    group_cut = np.searchsorted(cgroup[:nc][by_group], np.arange(gcount.shape[0] + 1))
     alive = np.ones(T, dtype=bool)
     trees = [set(s) for s in sets]
+    stored: list[set[int]] = [set() for _ in range(T)]  # each tree's conditions as the tables hold them
 
     def store(t: int) -> None:
-        member[:nc, t] = False
-        gcount[:, t] = 0
-        a = np.fromiter(trees[t], dtype=np.int64, count=len(trees[t]))
-        member[a, t] = True
-        g = cgroup[a]
-        np.add.at(gcount[:, t], g[g >= 0], 1)
-        levels[t] = int((g < 0).sum()) + int(bitlen[gcount[:, t]].sum())
-        step = bitlen[gcount[:, t] + 1] - bitlen[gcount[:, t]]
-        cost[:nc, t] = np.where(member[:nc, t], 0, np.where(plain, 1, step[np.maximum(cgroup[:nc], 0)]))
+        """The tables' column ``t`` from ``trees[t]``: only the changed conditions' rows, and the rows of the
+        groups whose next code now costs another number of levels."""
+        new, old = trees[t], stored[t]
+        gone = np.fromiter(old - new, dtype=np.int64)
+        came = np.fromiter(new - old, dtype=np.int64)
+        member[gone, t] = False
+        member[came, t] = True
+        g_gone, g_came = cgroup[gone], cgroup[came]
+        np.add.at(gcount[:, t], g_gone[g_gone >= 0], -1)
+        np.add.at(gcount[:, t], g_came[g_came >= 0], 1)
+        n_plain[t] += int((g_came < 0).sum()) - int((g_gone < 0).sum())
+        levels[t] = n_plain[t] + int(bitlen[gcount[:, t]].sum())
+        old_step = step[:, t].copy()
+        step[:, t] = bitlen[gcount[:, t] + 1] - bitlen[gcount[:, t]]
+        moved = np.flatnonzero(step[:, t] != old_step)
+        rows = np.concatenate([gone, came] + [by_group[group_cut[g]:group_cut[g + 1]] for g in moved.tolist()])
+        g = cgroup[rows]
+        cost[rows, t] = np.where(member[rows, t], 0, np.where(g < 0, 1, step[np.maximum(g, 0), t]))
+        stored[t] = set(new)
 
     for t in range(T):
         store(t)
@@ -1102,5 +1215,6 @@ def _build(poly: Polynomial, outputs: list[int], sets: list[list[int]],
                              tree_output=tout, value=value, **set_arrays)
 
 
-__all__ = ["DEFAULT_MAX_DEPTH", "STRATEGIES", "CostModel", "RecomposeOblivious", "category_groups",
+__all__ = ["AUTO_DEPTHS", "DEFAULT_MAX_DEPTH", "STRATEGIES", "TABLE_NS", "CostModel", "RecomposeOblivious",
+           "category_groups", "choose_depth",
            "cover_lower_bound", "grow_sets", "level_groups", "maximal_monomials", "polish_sets", "pooled_sets", "recompose"]

@@ -33,6 +33,8 @@
 #define LUMBER_WALK_T uint8_t
 #define LUMBER_WALK_STRIDE 6
 #define LUMBER_WALK_BYTES 1
+#define LUMBER_WALK_CODE 0
+#define LUMBER_N_CODE_BLOCKS 0
 #define LUMBER_FN(name) lumber_##name
 
 /* Public interface of a lumber-compiled tree ensemble (generated; do not edit).
@@ -64,6 +66,9 @@ int32_t lumber_predict_rows(const void *rows, int32_t rows_double, int64_t n, do
                              int32_t options);
 /* Raw margins of one row: the low-latency entry point. */
 void lumber_predict_row(const double *row, double *out);
+/* One row with the options of predict_rows (1 post-transform, 2 check refused values): predict_row
+   plus the check, for callers that validate nothing themselves. Returns 0, or 2 (a refused value). */
+int32_t lumber_predict_one(const double *row, double *out, int32_t options);
 /* Leaf reached in every tree, as a node id local to its tree: n x n_trees int32 (returns 0). */
 int32_t lumber_apply(const double *rows, int64_t n, int32_t *out);
 

@@ -140,7 +140,7 @@ def test_multiclass_target_set() -> None:
     rf = RandomForestClassifier(n_estimators=20, random_state=0, n_jobs=1).fit(X, y)  # deep trees: pure leaves
     case = np.array([0.5, 1.0, 1.0])
     res = lumber.counterfactual_rules(rf, X, case, target=[1, 2], options=RuleOptions(widen=0))
-    assert res.found and res.target.describe() == "prediction in {1, 2}" and res.features == ("f0",)
+    assert res.found and res.target.describe() == "a class in {1, 2}" and res.features == ("f0",)
     assert res.samples[0].verified and rf.predict(res.samples[0].x[None, :])[0] in (1, 2)
     other = lumber.counterfactual_rules(rf, X, case)  # any other class
     assert other.target.classes == (1, 2)

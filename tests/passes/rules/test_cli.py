@@ -35,7 +35,7 @@ def test_explain_rules(files: dict[str, Path], capsys: pytest.CaptureFixture[str
         if r["status"] == "found":
             assert r["rules"][0]["probability"] >= 0.9 and r["samples"][0]["verified"]
     text = capsys.readouterr().out
-    assert "counterfactual rules:" in text and "THEN prediction" in text
+    assert "counterfactual rules:" in text and "THEN class" in text
 
 
 def test_explain_rules_target_and_constraints(files: dict[str, Path]) -> None:

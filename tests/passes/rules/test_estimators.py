@@ -10,14 +10,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lumber.ir import Forest
+from lumber.ir import Forest, Target
 from lumber.ir.interp import go_left
 from lumber.passes.analyses.rules import build_cells, build_context, cdp, crp, projected_weights, regional_probability
 from lumber.passes.analyses.rules.actionable import ActionSpace
 from lumber.passes.analyses.rules.cells import BOTH
 from lumber.passes.analyses.rules.core import make_query, subset_cdp
 from lumber.passes.analyses.rules.divergent import _combinations
-from lumber.passes.analyses.rules.targets import RuleTarget
 
 INF = np.inf
 
@@ -176,7 +175,7 @@ def test_subset_masks_match_the_node_walk(random_rf: dict[str, Any]) -> None:
     """The search's subset masks score every subset exactly as the node walk, actionability included."""
     f, X = random_rf["forest"], random_rf["X"]
     ctx = build_context(f, f, X)
-    target = RuleTarget(classes=(1,), labels=(0, 1))
+    target = Target(classes=(1,), labels=(0, 1))
     hit = ctx.hit(target)  # the model's decisions (here the forest's own)
     alo = np.array([-INF, -0.5, -INF, 0.0])  # actionable intervals
     ahi = np.array([INF, 1.0, 0.3, INF])

@@ -40,7 +40,7 @@ def test_rule_by_hand(hand: dict[str, Any]) -> None:
     assert r.plausibility == pytest.approx(7 / 24)
     assert r.support == pytest.approx(2 / 6)
     text = res.to_text()
-    assert "IF x1 > 1.5" in text and "THEN prediction = 1 with probability 1.000" in text
+    assert "IF x1 > 1.5" in text and "THEN class 1 with probability 1.000" in text
 
 
 def test_merge_by_hand(hand: dict[str, Any]) -> None:

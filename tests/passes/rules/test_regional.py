@@ -34,7 +34,7 @@ def test_regional_rule_by_hand(hand: dict[str, Any]) -> None:
     assert rule.probability == pytest.approx(17 / 24)
     assert rule.plausibility == pytest.approx(4 / 6) and rule.support == pytest.approx(4 / 6)
     text = res.to_text()
-    assert text.startswith("region IF 0.5 < x0 <= 1 (2 training rows, mostly 0); target prediction = 1")
+    assert text.startswith("region IF 0.5 < x0 <= 1 (2 training rows, mostly 0); target class 1")
     assert "rule 1: IF x0 <= 0.5 (the rest of the region's conditions)" in text
 
 
@@ -45,7 +45,7 @@ def test_region_with_two_disjoint_rules_and_coverage(bands: dict[str, Any]) -> N
     assert (region.lo[0], region.hi[0]) == (3.0, INF) and region.name == "tree 0 leaf 8"
     rs = regional_rules(ctx, [region, Region.from_bounds(ctx.model.schema, {"x0": (10, 20)})])
     res, empty = rs[0], rs[1]
-    assert res.status == FOUND and res.prediction == 0 and res.target.describe() == "prediction = 1"
+    assert res.status == FOUND and res.prediction == 0 and res.target.describe() == "class 1"
     assert sorted((r.intervals[0].lo, r.intervals[0].hi) for r in res.rules) == [(0.0, 1.0), (2.0, 3.0)]
     assert empty.status == EMPTY_REGION and empty.message == "no training row lies in the region"
     X = bands["X"]

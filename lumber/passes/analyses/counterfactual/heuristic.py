@@ -180,6 +180,7 @@ def target_score(q: Query, m: FloatArray) -> FloatArray:
         theta = decision_threshold(s)
         return (m - theta) if spec.index == 1 else (theta - m)
     c = spec.index
+    assert c is not None, "one class per MILP target (Target.each)"
     return m[:, c] - np.delete(m, c, axis=1).max(axis=1)
 
 

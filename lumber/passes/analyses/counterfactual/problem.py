@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, FeatureKind, Forest, Norm
+from lumber.ir import Constraints, FeatureKind, Forest, Norm, Target
 from lumber.ir.domains import Domains
 
 from . import actionability
@@ -30,7 +30,7 @@ from .objective import CaseCost
 from .options import CounterfactualOptions
 from .plausibility import collapse_uniform
 from .reference import Reference
-from .targets import TargetSpec, add_target_rows, margin_terms, scaled_row
+from .targets import add_target_rows, margin_terms, scaled_row
 from .trees import ForestEncoding, NodeChoices, classify, encode, path_assignment, reachable, register_cuts
 
 FloatArray = npt.NDArray[np.float64]
@@ -45,7 +45,7 @@ class Query:
 
     forest: Forest
     x0: FloatArray
-    spec: TargetSpec
+    spec: Target
     cost: CaseCost
     constraints: Constraints | None
     lo: FloatArray

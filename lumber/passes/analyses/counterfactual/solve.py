@@ -28,7 +28,7 @@ import numpy.typing as npt
 from lumber.ir import Constraints, Direction, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
 from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
-from lumber.passes.targets import resolve_target
+from lumber.ir.decision import resolve_target
 
 from . import actionability
 from .deadline import Clock, Deadline

@@ -6,22 +6,19 @@ forests (random-forest class fractions). Every post-transform lumber knows is
 increasing per output (softmax preserves the order), so the predicted class is
 the first argmax of ``m`` -- or, with a single output, class 1 iff ``m`` is
 above the transform's inverse at 0.5 (``>= 0`` or ``> 0`` for ``Schema.decision``
-``margin_ge`` / ``margin``). The margin ``eps`` is relative to the
+``margin_ge`` / ``margin``), or at the user's cutoff (``Schema.cutoff``: a
+probability or a margin) when the schema carries one. The margin ``eps`` is relative to the
 largest coefficient of the row; ties a library resolves in the target's favour
 are allowed first (``eps = 0``) and made strict only if verification fails.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest, PostTransform, Schema, UnsupportedModelError
+from lumber.ir import Forest, PostTransform, Schema, Target, UnsupportedModelError
 from lumber.ir.interp import trees_per_output
-from lumber.passes.targets import TargetSet
 
 from .model import MilpModel
 from .trees import ForestEncoding
@@ -32,43 +29,10 @@ MARGIN_FLOOR = 1e-6
 """Scores below ``eps * 1e-6`` are noise for every library's float arithmetic: the margin never drops below it."""
 
 
-@dataclass(frozen=True)
-class TargetSpec:
-    """A class (its output index and label) or an interval of the prediction."""
-
-    kind: str
-    """``"class"`` or ``"interval"``."""
-    index: int = -1
-    label: Any = None
-    interval: tuple[float, float] | None = None
-
-    def describe(self) -> str:
-        if self.kind == "class":
-            return f"class {self.label!r}"
-        assert self.interval is not None
-        return f"prediction in [{self.interval[0]:g}, {self.interval[1]:g}]"
-
-    def satisfied(self, predictions: Any) -> npt.NDArray[np.bool_]:
-        """Which predictions (labels or values, as the model's ``predict`` gives) meet the target."""
-        p = np.asarray(predictions)
-        if self.kind == "class":
-            try:
-                return np.asarray(p == np.asarray(self.label, dtype=p.dtype), dtype=bool).reshape(-1)
-            except (TypeError, ValueError):
-                return np.array([v == self.label for v in p.reshape(-1)], dtype=bool)
-        assert self.interval is not None
-        lo, hi = self.interval
-        v = p.astype(np.float64).reshape(-1)
-        return (v >= lo) & (v <= hi)
-
-
-def target_specs(targets: TargetSet) -> list[TargetSpec]:
-    """One MILP target per acceptable class (or the interval) of a resolved target set
-    (:func:`lumber.passes.targets.resolve_target`); several mean "any of these" (the best one wins)."""
-    if targets.interval is not None:
-        return [TargetSpec("interval", interval=targets.interval)]
-    assert targets.classes is not None and targets.labels is not None
-    return [TargetSpec("class", i, targets.labels[i]) for i in targets.classes]
+def target_specs(targets: Target) -> list[Target]:
+    """One MILP target per acceptable class (or the interval) of a resolved target
+    (:func:`lumber.ir.resolve_target`); several mean "any of these" (the best one wins)."""
+    return targets.each()
 
 
 def _inverse(pt: PostTransform, p: float, alpha: float) -> float:
@@ -87,10 +51,19 @@ def _inverse(pt: PostTransform, p: float, alpha: float) -> float:
 
 
 def decision_threshold(s: Schema) -> float:
-    """The margin where a single-output classifier switches to class 1 (``Schema.decision``)."""
+    """The margin where a single-output classifier switches to class 1 (the schema's ``cutoff``, else
+    ``Schema.decision``)."""
+    if s.cutoff is not None:
+        c = s.cutoff
+        return c.value if c.on == "margin" else _inverse(s.post_transform, c.value, s.sigmoid_alpha)
     if getattr(s, "decision", "proba") in ("margin", "margin_ge"):
         return 0.0
     return _inverse(s.post_transform, 0.5, s.sigmoid_alpha)
+
+
+def ties_go_up(s: Schema) -> bool:
+    """A margin exactly at :func:`decision_threshold` decides class 1 (``>=``), else class 0 (``>``)."""
+    return s.cutoff.inclusive if s.cutoff is not None else s.decision == "margin_ge"
 
 
 def margin_terms(enc: ForestEncoding, k: int) -> tuple[npt.NDArray[np.int64], FloatArray, float, npt.NDArray[np.int64]]:
@@ -104,7 +77,7 @@ def margin_terms(enc: ForestEncoding, k: int) -> tuple[npt.NDArray[np.int64], Fl
     return cols, f.value[leaves, k] / div, const, f.node_tree[leaves].astype(np.int64)
 
 
-def add_target_rows(enc: ForestEncoding, spec: TargetSpec, model: MilpModel, eps: float, tie_eps: float) -> None:
+def add_target_rows(enc: ForestEncoding, spec: Target, model: MilpModel, eps: float, tie_eps: float) -> None:
     """Rows forcing the encoded forest to meet ``spec`` with relative margin ``eps``."""
     s = enc.forest.schema
     if spec.kind == "interval":
@@ -115,18 +88,43 @@ def add_target_rows(enc: ForestEncoding, spec: TargetSpec, model: MilpModel, eps
         return
     if s.n_outputs == 1:
         theta = decision_threshold(s)
-        up_ties = s.decision == "margin_ge"  # class 1 iff m >= theta; otherwise iff m > theta
+        up_ties = ties_go_up(s)  # class 1 iff m >= theta; otherwise iff m > theta
         if spec.index == 1:
             scaled_row(model, *margin_terms(enc, 0), theta, np.inf, tie_eps if up_ties else eps)
         else:
             scaled_row(model, *margin_terms(enc, 0), -np.inf, theta, eps if up_ties else tie_eps)
         return
+    if s.cutoff is not None:  # a binary classifier with one score per class: P(class 1) against the cutoff
+        _two_output_cutoff_row(enc, spec, model, eps, tie_eps)
+        return
     c = spec.index
+    assert c is not None, "one class per MILP target (Target.each)"
     cols, ks, bs, trees = margin_terms(enc, c)
     for o in range(s.n_outputs):
         if o != c:
             _, ko, bo, _ = margin_terms(enc, o)
             scaled_row(model, cols, ks - ko, bs - bo, trees, 0.0, np.inf, eps if o < c else tie_eps)
+
+
+def _two_output_cutoff_row(enc: ForestEncoding, spec: Target, model: MilpModel, eps: float, tie_eps: float) -> None:
+    """The cutoff row of a two-output binary classifier: ``m_1`` (class fractions, identity) or
+    ``m_1 - m_0`` (softmax) against the cutoff's margin."""
+    s = enc.forest.schema
+    assert s.cutoff is not None
+    cols, k1, b1, trees = margin_terms(enc, 1)
+    if s.post_transform == PostTransform.IDENTITY and s.cutoff.on == "probability":
+        coef, const, theta = k1, b1, s.cutoff.value
+    elif s.post_transform == PostTransform.SOFTMAX and s.cutoff.on == "probability":
+        _, k0, b0, _ = margin_terms(enc, 0)
+        coef, const, theta = k1 - k0, b1 - b0, _inverse(PostTransform.SIGMOID, s.cutoff.value, 1.0)
+    else:
+        raise UnsupportedModelError(f"a {s.cutoff.on} cutoff on a {s.post_transform.name.lower()} model with one "
+                                    "score per class has no counterfactual target form")
+    up_ties = s.cutoff.inclusive
+    if spec.index == 1:
+        scaled_row(model, cols, coef, const, trees, theta, np.inf, tie_eps if up_ties else eps)
+    else:
+        scaled_row(model, cols, coef, const, trees, -np.inf, theta, eps if up_ties else tie_eps)
 
 
 def scaled_row(model: MilpModel, cols: npt.NDArray[np.int64], coef: FloatArray, const: float,
@@ -160,6 +158,6 @@ def scaled_row(model: MilpModel, cols: npt.NDArray[np.int64], coef: FloatArray, 
                        (lo2 - const) / S, (hi2 - const) / S)
 
 
-def forest_meets(forest: Forest, spec: TargetSpec, X: FloatArray) -> npt.NDArray[np.bool_]:
+def forest_meets(forest: Forest, spec: Target, X: FloatArray) -> npt.NDArray[np.bool_]:
     """Target check through the IR's reference semantics."""
     return spec.satisfied(forest.schema.decide(forest.evaluate(X)))

@@ -34,12 +34,12 @@ from .results import (
 )
 from .sampling import AnnealOptions
 from .table import LeafTable, build_leaf_table
-from .targets import RuleTarget, decisions, resolve_target
+from .targets import decisions, resolve_target
 
 __all__ = [
     "ALREADY_TARGET", "ActionSpace", "AnnealOptions", "CellIndex", "Change", "CounterfactualRule", "CounterfactualSample",
     "EMPTY_REGION", "FOUND", "Interval", "LeafTable", "NO_DIVERGENT_SET", "NO_RULE", "Region", "Rule",
-    "RuleContext", "RuleOptions", "RuleSet", "RuleTarget", "action_space", "apply_regional", "build_cells",
+    "RuleContext", "RuleOptions", "RuleSet", "action_space", "apply_regional", "build_cells",
     "build_context", "build_leaf_table", "cdp", "coverage", "crp", "decisions", "local_rules", "projected_weights",
     "region_of", "regional_probability", "regional_rules", "resolve_target", "rule_hit_rate", "sample_cases",
 ]

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, Forest, InputDataError
+from lumber.ir import Constraints, Forest, InputDataError, Target
 from lumber.ir.display import Display
 from lumber.ir.domains import Domains, infer_domains
 
@@ -25,7 +25,7 @@ from .cells import Bits, CellCounter, CellIndex, Routes, build_cells
 from .divergent import FALLBACKS
 from .sampling import AnnealOptions
 from .table import LeafTable, build_leaf_table, impurity_importance
-from .targets import RuleTarget, decisions, is_classifier, margin_decisions
+from .targets import decisions, is_classifier, margin_decisions
 
 FloatArray = npt.NDArray[np.float64]
 Scorer = Callable[[FloatArray], FloatArray]
@@ -194,7 +194,7 @@ class RuleContext:
             return decisions(self.model, P)
         return margin_decisions(self.model.schema, self.margins(P))
 
-    def estimate(self, routes: Routes, target: RuleTarget) -> FloatArray:
+    def estimate(self, routes: Routes, target: Target) -> FloatArray:
         """``cells.estimate`` of each route row (Projected Forest / Regional RF), cached per
         (target, routes): the subset search, box scoring, merging, pruning and widening of a
         query ask for the same routes again (a box between the same thresholds routes alike)."""
@@ -240,10 +240,10 @@ class RuleContext:
         explained model's labels, the request's domains."""
         return Display(self.table.forest, self.domains if self.domains is not None else infer_domains(self.model.schema))
 
-    def hit(self, target: RuleTarget) -> npt.NDArray[np.bool_]:
+    def hit(self, target: Target) -> npt.NDArray[np.bool_]:
         return target.hit(self.train_decision)
 
-    def hit_bits(self, target: RuleTarget) -> Bits:
+    def hit_bits(self, target: Target) -> Bits:
         """Target rows packed as a bitset (cached per target set)."""
         key = target.key
         if key not in self._hit_bits:

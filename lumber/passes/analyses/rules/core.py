@@ -14,6 +14,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import numpy.typing as npt
 
+from lumber.ir import Target
+
 from .actionable import ActionSpace
 from .boxes import ScoredBox, candidate_boxes, compress, in_boxes, merge_boxes, unique_rows, weighted_share
 from .context import RuleContext
@@ -21,7 +23,6 @@ from .divergent import SearchLog, candidate_features, search_divergent
 from .cells import Routes
 from .estimators import feature_bits
 from .results import FOUND, NO_DIVERGENT_SET, NO_RULE, Interval, Rule, SearchInfo
-from .targets import RuleTarget
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -98,7 +99,7 @@ def subset_routes(ctx: RuleContext, q: Query, masks: BitArray) -> Routes:
     return np.where(inm, q.route_action[None, :], q.route_fixed[None, :]).astype(np.int8)  # type: ignore
 
 
-def subset_cdp(ctx: RuleContext, q: Query, target: RuleTarget, masks: BitArray) -> FloatArray:
+def subset_cdp(ctx: RuleContext, q: Query, target: Target, masks: BitArray) -> FloatArray:
     """``CDP`` of every subset mask for the query (the Projected Forest's cells, :mod:`cells`)."""
     out = np.empty(masks.shape[0])
     step = 64
@@ -147,7 +148,7 @@ def query_weights(ctx: RuleContext, q: Query, S: IntArray) -> FloatArray:
     return _memo(q, (ctx, "weights", tuple(S.tolist())), lambda: set_weights(ctx, q, S))  # type: ignore[no-any-return]
 
 
-def plausible_set(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray,
+def plausible_set(ctx: RuleContext, q: Query, target: Target, S: IntArray,
                   w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
     """:func:`plausible_values` of S with its weights ``w`` (those of :func:`set_values`), cached per
     query, target and set."""
@@ -168,7 +169,7 @@ def box_routes(ctx: RuleContext, q: Query, S: IntArray, lo: FloatArray, hi: Floa
     return out
 
 
-def box_crp(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, lo: FloatArray,
+def box_crp(ctx: RuleContext, q: Query, target: Target, S: IntArray, lo: FloatArray,
             hi: FloatArray) -> FloatArray:
     """``CRP`` of each box over S for the query (Regional RF with the paper's cells)."""
     out = np.empty(lo.shape[0])
@@ -178,12 +179,12 @@ def box_crp(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, lo: Flo
     return out
 
 
-def find_rules(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArray | None = None) -> Outcome:
+def find_rules(ctx: RuleContext, target: Target, q: Query, exclude: FloatArray | None = None) -> Outcome:
     """The first feature set (in search order) that gives a rule reaching ``pi_c``, or why none does."""
     return next(rule_outcomes(ctx, target, q, exclude))
 
 
-def search_rules(ctx: RuleContext, target: RuleTarget, query: Callable[[int | None], Query],
+def search_rules(ctx: RuleContext, target: Target, query: Callable[[int | None], Query],
                  exclude: FloatArray | None = None) -> tuple[Outcome, Iterator[Outcome]]:
     """The first outcome over the K most-used features and the generator of further ones; when
     that finds no rule, one second pass over the ``options.k_max`` most-used features.
@@ -218,7 +219,7 @@ def search_rules(ctx: RuleContext, target: RuleTarget, query: Callable[[int | No
     return first, chain()
 
 
-def rule_outcomes(ctx: RuleContext, target: RuleTarget, q: Query, exclude: FloatArray | None = None,
+def rule_outcomes(ctx: RuleContext, target: Target, q: Query, exclude: FloatArray | None = None,
                   max_sets: int | None = None) -> Iterator[Outcome]:
     """Feature sets from the divergent search, tried in order; yields an outcome for each set that
     gives rules (at most ``max_sets`` sets are tried), or a single failure outcome when none does.
@@ -310,7 +311,7 @@ def _info(ctx: RuleContext, q: Query, log: SearchLog, tried: int) -> SearchInfo:
                       tried)
 
 
-def _rules_on(ctx: RuleContext, target: RuleTarget, q: Query, S: IntArray,
+def _rules_on(ctx: RuleContext, target: Target, q: Query, S: IntArray,
               exclude: FloatArray | None) -> tuple[list[Rule], float]:
     """Disjoint rule boxes over S reaching ``pi_c`` (most plausible first), and the best CRP seen."""
     opt = ctx.options
@@ -369,7 +370,7 @@ def plausible_rank(q: Query, inliers: FloatArray, plaus: FloatArray) -> FloatArr
     return np.divide(inliers, plaus, out=np.zeros_like(inliers), where=plaus > 0)  # type: ignore[no-any-return]
 
 
-def plausible_values(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray,
+def plausible_values(ctx: RuleContext, q: Query, target: Target, S: IntArray,
                      w: FloatArray) -> tuple[FloatArray, FloatArray] | None:
     """Values over S (as the rule forest reads them) of the weighted training rows whose counterfactual
     point -- the local case with S set to the row's values -- is an inlier that reaches the target,
@@ -415,7 +416,7 @@ def scored_cases(ctx: RuleContext, q: Query) -> FloatArray:
     return cases
 
 
-def plausible_pairs(ctx: RuleContext, target: RuleTarget, cases: FloatArray, S: IntArray,
+def plausible_pairs(ctx: RuleContext, target: Target, cases: FloatArray, S: IntArray,
                     values: FloatArray) -> BoolArray:
     """``(value, case)``: the case with S set to the value (model input space) is an inlier that
     reaches the target (requires ``ctx.score``)."""
@@ -428,7 +429,7 @@ def plausible_pairs(ctx: RuleContext, target: RuleTarget, cases: FloatArray, S: 
     return ok.reshape(values.shape[0], m)  # type: ignore[no-any-return]
 
 
-def case_share(ctx: RuleContext, q: Query, target: RuleTarget, rules: tuple[Rule, ...]) -> float | None:
+def case_share(ctx: RuleContext, q: Query, target: Target, rules: tuple[Rule, ...]) -> float | None:
     """Share of the query's scored cases for which some rule's box holds a training row whose values
     on the rule's features give an inlier reaching the target (None without a score or a case).
 
@@ -458,7 +459,7 @@ def case_share(ctx: RuleContext, q: Query, target: RuleTarget, rules: tuple[Rule
     return float(served.mean())
 
 
-def _prune(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray, box: ScoredBox, alo: FloatArray, ahi: FloatArray,
+def _prune(ctx: RuleContext, q: Query, target: Target, S: IntArray, box: ScoredBox, alo: FloatArray, ahi: FloatArray,
            good: tuple[FloatArray, FloatArray] | None) -> tuple[BoolArray, float, float, float | None]:
     """Drop the features a rule leaves unrestricted when keeping them fixed still reaches ``pi_c``.
 

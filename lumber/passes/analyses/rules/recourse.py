@@ -15,12 +15,14 @@ from typing import Any, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from lumber.ir import Target
+
 from .actionable import allowed_values
 from .boxes import unique_rows
 from .context import RuleContext
 from .results import Change, CounterfactualSample, Rule
 from .sampling import Drawn, Evaluate, SampleJob, anneal, value_pool
-from .targets import RuleTarget, describe_decision
+from .targets import describe_decision
 from .text import value_text
 
 FloatArray = npt.NDArray[np.float64]
@@ -42,7 +44,7 @@ def feature_span(ctx: RuleContext) -> FloatArray:
     return np.where(np.isfinite(span) & (span > 0), span, 1.0)  # type: ignore[no-any-return]
 
 
-def noisy_keep(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: Sequence[RuleTarget], sigma: float,
+def noisy_keep(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: Sequence[Target], sigma: float,
                draws: int, rng: np.random.Generator) -> FloatArray:
     """Per sample ``X[i]`` (changed from ``x0[i]``): the share of ``draws`` copies with Gaussian noise of
     standard deviation ``sigma`` (in units of each feature's range) on the changed features that the
@@ -57,7 +59,7 @@ def noisy_keep(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: Sequenc
     return keep.mean(axis=0)  # type: ignore[no-any-return]
 
 
-def robustness_report(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: Sequence[RuleTarget],
+def robustness_report(ctx: RuleContext, x0: FloatArray, X: FloatArray, targets: Sequence[Target],
                       key: int, stream: int = 29) -> list[tuple[tuple[float, float], ...]]:
     """``(sigma^2, share)`` at each of ``ROBUSTNESS_SIGMA2`` for every sample (deterministic per ``key``;
     another ``stream`` draws other copies)."""
@@ -97,7 +99,7 @@ def random_points(x: FloatArray, jobs: Sequence[SampleJob], n: int,
     return np.concatenate(pts), np.concatenate(owner)
 
 
-def robust_points(ctx: RuleContext, x: FloatArray, P: FloatArray, target: RuleTarget, rng: np.random.Generator,
+def robust_points(ctx: RuleContext, x: FloatArray, P: FloatArray, target: Target, rng: np.random.Generator,
                   sigma: float | None = None, draws: int = SCREEN_DRAWS) -> tuple[IntArray, FloatArray, FloatArray]:
     """The points of ``P`` that are inliers (every point without an inlier score) reaching the target,
     their inlier scores and their share of ``draws`` noisy copies (sd ``sigma``, default
@@ -115,7 +117,7 @@ def robust_points(ctx: RuleContext, x: FloatArray, P: FloatArray, target: RuleTa
     return ok, score[ok], share
 
 
-def screen_robustness(ctx: RuleContext, x: FloatArray, rule_sets: Sequence[Sequence[Rule]], target: RuleTarget,
+def screen_robustness(ctx: RuleContext, x: FloatArray, rule_sets: Sequence[Sequence[Rule]], target: Target,
                       key: int) -> FloatArray:
     """Per rule set: how robust the best of ``SCREEN_POINTS`` random points of its rules
     (:func:`random_points`; inliers reaching the target) is, as the share of noisy copies (sigma^2 =
@@ -137,7 +139,7 @@ def screen_robustness(ctx: RuleContext, x: FloatArray, rule_sets: Sequence[Seque
     return best
 
 
-def best_random_points(ctx: RuleContext, x: FloatArray, jobs: Sequence[SampleJob], target: RuleTarget,
+def best_random_points(ctx: RuleContext, x: FloatArray, jobs: Sequence[SampleJob], target: Target,
                        rng: np.random.Generator, n: int, draws: int, top: int,
                        check: int) -> tuple[FloatArray, FloatArray]:
     """``n`` random points per job (:func:`random_points`); of the inliers reaching the target, the ``top``
@@ -163,7 +165,7 @@ POLISH_VALUES = 32
 """Values per feature tried in one coordinate step of :func:`polish` (evenly spaced quantiles of the pool)."""
 
 
-def polish(ctx: RuleContext, x: FloatArray, job: SampleJob, starts: FloatArray, target: RuleTarget,
+def polish(ctx: RuleContext, x: FloatArray, job: SampleJob, starts: FloatArray, target: Target,
            rng: np.random.Generator, sigma: float, draws: int = 256, passes: int = 4) -> FloatArray:
     """Coordinate search on robustness from each of ``starts`` (points of ``job``'s box): one feature of
     the job at a time takes the value of its pool (up to ``POLISH_VALUES`` quantiles) whose point keeps
@@ -249,7 +251,7 @@ def _job(ctx: RuleContext, x: FloatArray, rule: Rule, key: int, stay: bool = Tru
     return SampleJob(x, S, tuple(pools), key)
 
 
-def _evaluator(ctx: RuleContext, jobs: Sequence[SampleJob], targets: Sequence[RuleTarget]) -> Evaluate:
+def _evaluator(ctx: RuleContext, jobs: Sequence[SampleJob], targets: Sequence[Target]) -> Evaluate:
     """Inlier score, target check (each against its own job's target) and robustness bonus of candidates."""
     groups: dict[object, int] = {}
     gid = np.array([groups.setdefault(t.key, len(groups)) for t in targets], dtype=np.int64)
@@ -299,13 +301,13 @@ def _evaluator(ctx: RuleContext, jobs: Sequence[SampleJob], targets: Sequence[Ru
     return evaluate
 
 
-def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]], targets: Sequence[RuleTarget],
+def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]], targets: Sequence[Target],
                  keys: Sequence[int], n_samples: int) -> list[tuple[CounterfactualSample, ...]]:
     """Up to ``n_samples`` samples for each case ``X[c]`` from its rules (best energy first)."""
     jobs: list[SampleJob] = []
     owner_case: list[int] = []
     owner_rule: list[int] = []
-    job_targets: list[RuleTarget] = []
+    job_targets: list[Target] = []
     for c, rs in enumerate(rules):
         for r, rule in enumerate(rs[:MAX_RULES_SAMPLED]):
             job = _job(ctx, X[c], rule, int(keys[c]) * MAX_RULES_SAMPLED + r)
@@ -377,7 +379,7 @@ def sample_cases(ctx: RuleContext, X: FloatArray, rules: Sequence[Sequence[Rule]
     return result
 
 
-def _rerank(ctx: RuleContext, x: FloatArray, cand: list[tuple[float, int, Any]], target: RuleTarget,
+def _rerank(ctx: RuleContext, x: FloatArray, cand: list[tuple[float, int, Any]], target: Target,
             rng: np.random.Generator) -> list[tuple[float, int, Any]]:
     """Candidates ``(energy, rule, Drawn)``: valid plausible ones first, by their share of
     ``robust_check`` fresh noisy copies keeping the target (ties: energy, then rule)."""
@@ -407,7 +409,7 @@ def _sample(ctx: RuleContext, x0: FloatArray, x: FloatArray, score: float, valid
     return CounterfactualSample(x.copy(), changes, describe_decision(ctx.model, dec), valid, score, rule, viol)
 
 
-def rule_hit_rate(ctx: RuleContext, x: FloatArray, rule: Rule, target: RuleTarget, n: int = 200,
+def rule_hit_rate(ctx: RuleContext, x: FloatArray, rule: Rule, target: Target, n: int = 200,
                   seed: int = 0) -> float:
     """Share of cases drawn from the rule's box (training values, marginally) that reach the target.
 

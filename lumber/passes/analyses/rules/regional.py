@@ -23,7 +23,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest, InputDataError, Schema
+from lumber.ir import Forest, InputDataError, Schema, Target
 
 from ..leaf_boxes import tree_boxes
 from .actionable import action_space
@@ -32,7 +32,7 @@ from .core import Outcome, Query, case_share, make_query, plausible_alternatives
 from .local import rule_info
 from .recourse import sample_cases
 from .results import EMPTY_REGION, FOUND, CounterfactualRule, CounterfactualSample, Interval, RuleSet
-from .targets import RuleTarget, class_labels, describe_decision, is_classifier, resolve_target
+from .targets import class_labels, describe_decision, is_classifier, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -135,7 +135,7 @@ def regional_rules(ctx: RuleContext, regions: Sequence[Region], target: Any = No
     return RuleSet(results, rule_info(ctx))
 
 
-def _widen(ctx: RuleContext, target: RuleTarget, q: Query, out: Outcome,
+def _widen(ctx: RuleContext, target: Target, q: Query, out: Outcome,
            more: Iterator[Outcome]) -> tuple[Outcome, float | None]:
     """Keep the search's first rule set unless a later feature set serves more of the region's cases
     with a plausible counterfactual point (:func:`core.case_share`); stops at a set serving all.
@@ -160,9 +160,9 @@ def _widen(ctx: RuleContext, target: RuleTarget, q: Query, out: Outcome,
     return out, best
 
 
-def _no_target(ctx: RuleContext) -> RuleTarget:
+def _no_target(ctx: RuleContext) -> Target:
     """Placeholder for an empty region with no target given (there is no decision to move away from)."""
-    return RuleTarget(classes=(), labels=class_labels(ctx.model)) if is_classifier(ctx.model) else RuleTarget(
+    return Target(classes=(), labels=class_labels(ctx.model)) if is_classifier(ctx.model) else Target(
         interval=(np.nan, np.nan))
 
 

@@ -20,9 +20,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Feature
+from lumber.ir import Feature, Target
 
-from .targets import RuleTarget
 from .text import condition, spans_domain, value_text
 
 FloatArray = npt.NDArray[np.float64]
@@ -216,7 +215,7 @@ class CounterfactualRule:
 
     status: str
     message: str
-    target: RuleTarget
+    target: Target
     features: tuple[str, ...]
     """S: the features the rules move (the minimal divergent explanation)."""
     cdp: float

@@ -22,12 +22,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from lumber.ir import Target
+
 from .boxes import candidate_boxes, in_boxes, weighted_share
 from .context import RuleContext
 from .core import Query, _allowed, _rules_on, box_crp, query_weights, set_values, subset_cdp
 from .recourse import POLISH_DRAWS, POLISH_SIGMA, _job, best_random_points, noisy_keep, polish
 from .results import Interval, Rule
-from .targets import RuleTarget
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -81,7 +82,7 @@ class RobustPoint:
     feature_sets: int
 
 
-def feature_sets(ctx: RuleContext, q: Query, target: RuleTarget, max_size: int | None) -> list[IntArray]:
+def feature_sets(ctx: RuleContext, q: Query, target: Target, max_size: int | None) -> list[IntArray]:
     """Subsets of the query's candidates (smallest first, at most ``max_subsets``), the
     ``SET_BUDGET // training rows`` of highest CDP when there are more: each costs a rule construction,
     whose time grows with the training rows."""
@@ -98,7 +99,7 @@ def feature_sets(ctx: RuleContext, q: Query, target: RuleTarget, max_size: int |
     return [sets[k] for k in keep.tolist()]
 
 
-def admissible_boxes(ctx: RuleContext, q: Query, target: RuleTarget, S: IntArray,
+def admissible_boxes(ctx: RuleContext, q: Query, target: Target, S: IntArray,
                      exclude: FloatArray) -> list[Rule]:
     """The merged rules over S and every candidate box over S reaching ``pi_c`` on its own (allowed by the
     action space, not holding the case's own values)."""
@@ -134,7 +135,7 @@ def described(ctx: RuleContext, q: Query, rule: Rule) -> Rule:
     return replace(rule, plausibility=plaus, support=support)
 
 
-def most_robust_point(ctx: RuleContext, x: FloatArray, q: Query, target: RuleTarget, key: int,
+def most_robust_point(ctx: RuleContext, x: FloatArray, q: Query, target: Target, key: int,
                       exclude: FloatArray) -> RobustPoint | None:
     """The most robust plausible point reaching the target inside any admissible box of the case (None:
     no box holds one). ``exclude`` is the case as the rule forest reads it."""

@@ -10,7 +10,6 @@ one hypothesis found in test_cf_optimality (a LightGBM zero-as-missing split: x 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from lumber.ir import CategoryRule, Feature, FeatureKind, Forest, PostTransform, Schema, Task
 from lumber.passes.analyses.counterfactual import CounterfactualOptions, solve_counterfactual
