@@ -86,7 +86,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         with trusting_pickles(bool(getattr(args, "trust_pickle", False))), warnings.catch_warnings():
             warnings.simplefilter("default")
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _WarningPrinter()
             _check_outputs(args)
             return int(args._run(args) or 0)
     except LumberError as exc:
@@ -125,13 +125,20 @@ def _complete(parser: argparse.ArgumentParser) -> None:
 _PLAIN_SHOW = warnings.showwarning
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: TextIO | None = None, line: str | None = None) -> None:
-    """lumber's own warnings as one ``warning: ...`` line on stderr; others as Python prints them."""
-    if category.__module__.startswith("lumber."):
-        print(f"warning: {message}", file=sys.stderr)
-    else:
-        _PLAIN_SHOW(message, category, filename, lineno, file, line)
+class _WarningPrinter:
+    """lumber's own warnings as one ``warning: ...`` line on stderr, each text once per command (the same
+    file read as cases and as training rows is one file); others as Python prints them."""
+
+    def __init__(self) -> None:
+        self.said: set[str] = set()
+
+    def __call__(self, message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: TextIO | None = None, line: str | None = None) -> None:
+        if not category.__module__.startswith("lumber."):
+            _PLAIN_SHOW(message, category, filename, lineno, file, line)
+        elif str(message) not in self.said:
+            self.said.add(str(message))
+            print(f"warning: {message}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover
