@@ -1,4 +1,4 @@
-"""Oblivious decision tables in the inference benchmark (issue 5).
+"""Oblivious decision tables in the inference benchmark.
 
 Its pieces live in ``bench/inference.py`` (this script imports it; never the reverse):
 
@@ -9,14 +9,14 @@ Its pieces live in ``bench/inference.py`` (this script imports it; never the rev
 * model cases: CatBoost 500 trees of depth 6 and 8 (CatBoost's own evaluator is the
   library peer) and a shallow LightGBM model (500 trees x 8 leaves, depth 3).
 
-Run alone it benchmarks the models issue 5 sets targets on and writes
+Run alone it benchmarks the models with speed targets and writes
 ``bench/results/oblivious.{json,md}`` with the target table (best lumber form =
 the faster of lumber C and lumber oblivious C on 1-thread CPU time):
 
     .venv/bin/python bench/oblivious.py            # LightGBM 500 x 63, shallow LightGBM, CatBoost d6/d8
     .venv/bin/python bench/oblivious.py --quick    # small models
 
-``--recompose`` (issue 18) measures exact re-composition instead, on LightGBM 500 x 63
+``--recompose`` measures exact re-composition instead, on LightGBM 500 x 63
 (max depth 8) on Adult and credit with their native categorical splits and on the
 200k x 50 synthetic data: for each strategy and max depth the trees, the cover lower bound, table bytes,
 build seconds, max |diff| against LightGBM and ns/row/tree on 1 thread (CPU time),
@@ -30,7 +30,7 @@ tables (test AUC loss, decision agreement, |margin change|). Writes
     .venv/bin/python bench/oblivious.py --recompose --models lightgbm-synthetic --forms grow:10:r9 \
         --reps 3 --stem oblivious-recompose-restarts  # grow with restarts=9 (opt-in), ~5 min
 
-``--tolerance`` (issue 18, item 4) measures the quality-bounded translation on the same models:
+``--tolerance`` measures the quality-bounded translation on the same models:
 one formula-5 fit per model (``lumber/passes/transforms/oblivious_fit.py``, training rows only), its
 prefixes (``lumber.compiler.tolerance.tree_sizes``) each built as a cascade library (tables, and the exact forest for rows near the
 decision, in one .so; tables alone for the regressor) beside lumber's forest C: trees, table bytes,
@@ -44,7 +44,7 @@ bootstrap bound (``within``). Writes
     .venv/bin/python bench/oblivious.py --tolerance --quick    # 100 x 15 models, ~4 min
     .venv/bin/python bench/oblivious.py --tolerance --quick --models lightgbm-credit [--fit-to-budget]
 
-``--real`` (issue 31) is the real-row protocol: LightGBM 500 x 63, XGBoost 500 x depth 8 and CatBoost 500 x
+``--real`` is the real-row protocol: LightGBM 500 x 63, XGBoost 500 x depth 8 and CatBoost 500 x
 depth 6 on the bundled credit and adult rows (test rows tiled to 100k), lumber's exact tables (default options)
 and forest C beside pylignum (compiled and interpreter), lleaves, oneDAL and the source library, all in this
 process on one thread: ns/row and ns/row/tree (CPU and wall), exact or max |diff|, build seconds, load before
@@ -77,7 +77,7 @@ import _outputs  # noqa: E402
 import inference as inf  # noqa: E402
 
 TARGETS = {"lleaves": 1.5, "treelite+tl2cgen": 3.0, "lightgbm predict": 5.0, "catboost predict": 1.0}
-"""Speed-up of the best lumber form over each peer that issue 5 asks for (1 thread, 100k rows)."""
+"""Speed-up of the best lumber form over each peer with a target (1 thread, 100k rows)."""
 
 
 # -- the target table -----------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ def markdown(res: dict[str, Any], summ: dict[str, Any]) -> str:
     lines = ["# Oblivious tables: re-composition and the table evaluator", "",
              "Best lumber form = the faster of `lumber C` (forest tables) and `lumber oblivious C` (oblivious "
              "decision tables) on 1-thread process CPU time for the batch; speed-up = peer CPU time / best "
-             "lumber CPU time (targets from issue 5). The machine is shared (load average "
+             "lumber CPU time (targets per peer). The machine is shared (load average "
              f"{res['machine']['loadavg_start'][0]:.1f} -> {res['machine']['loadavg_end'][0]:.1f} on "
              f"{res['machine']['cpus']} CPUs), hence CPU time.", ""]
     lines += ["| model | best form | lumber C cpu s | oblivious C cpu s | peer | peer cpu s | speed-up | target | met |",
@@ -154,7 +154,7 @@ def markdown(res: dict[str, Any], summ: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# -- exact re-composition of production-size models (issue 18) ------------------------------------------
+# -- exact re-composition of production-size models ------------------------------------------
 
 RECOMPOSE_FORMS = (("pack", 8), ("grow", 8), ("grow", 10), ("grow", "auto"))
 MARCH_NATIVE = True
@@ -388,7 +388,7 @@ def recompose_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# -- quality-bounded translation: the formula-5 fit behind the exact forest (issue 18, item 4) ---------
+# -- quality-bounded translation: the formula-5 fit behind the exact forest ---------
 
 TOLERANCE = 0.0005
 """Test AUC loss (relative RMSE rise for the regressor) the tolerance forms are built for."""
@@ -529,7 +529,7 @@ def tolerance_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# -- the real-row protocol (issue 31) --------------------------------------------------------------
+# -- the real-row protocol --------------------------------------------------------------
 
 REAL_DATASETS = ("credit", "adult")
 REAL_LIBRARIES = ("lightgbm", "xgboost", "catboost")
@@ -719,7 +719,7 @@ def real_run(quick: bool, reps: int, names: list[str] | None = None) -> dict[str
 
 def real_markdown(res: dict[str, Any]) -> str:
     mach = res["machine"]
-    lines = ["# Exact oblivious tables on real rows (issue 31)", "",
+    lines = ["# Exact oblivious tables on real rows", "",
              f"Mode {res['mode']}; the test rows of each bundled data set tiled to {mach['rows']:,}; every peer in one "
              f"process on 1 thread; process CPU time and wall time, median of {mach['reps']} interleaved runs. "
              f"Load average {mach['loadavg_start'][0]:.2f} at start and {mach['loadavg_end'][0]:.2f} at end on "
@@ -756,15 +756,15 @@ def main(argv: list[str] | None = None) -> int:
                          "catboost-d4; with --tolerance or --recompose: lightgbm-adult lightgbm-credit "
                          "lightgbm-synthetic)")
     ap.add_argument("--out", type=Path, default=inf.RESULTS)
-    ap.add_argument("--recompose", action="store_true", help="exact re-composition of LightGBM 500 x 63 (issue 18)")
+    ap.add_argument("--recompose", action="store_true", help="exact re-composition of LightGBM 500 x 63")
     ap.add_argument("--refit", action="store_true", help="with --recompose: prune-refit and its tables too")
     ap.add_argument("--forms", nargs="+", metavar="STRATEGY:DEPTH",
                     help="with --recompose: the exact forms to build, STRATEGY:DEPTH[:nobins][:rN] "
                          "(default: pack:8 grow:8 pack:10 grow:10)")
     ap.add_argument("--tolerance", action="store_true",
-                    help="quality-bounded translation (formula 5) and its cascade on LightGBM 500 x 63 (issue 18)")
+                    help="quality-bounded translation (formula 5) and its cascade on LightGBM 500 x 63")
     ap.add_argument("--real", action="store_true",
-                    help="the real-row protocol (issue 31): LightGBM, XGBoost and CatBoost models on credit and adult "
+                    help="the real-row protocol: LightGBM, XGBoost and CatBoost models on credit and adult "
                          "rows, lumber's tables and forest C beside pylignum, lleaves, oneDAL and the source library")
     ap.add_argument("--fit-to-budget", action="store_true",
                     help="with --tolerance: no early stop (PrefixStop); the fit runs to its formula-5 stop or "
