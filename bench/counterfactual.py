@@ -48,6 +48,7 @@ with --quick; ``--dry-run`` prints the files and stops).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -339,7 +340,8 @@ def population_model(name: str, kind: str, seed: int = 0) -> dict[str, Any]:
     data = lumber.datasets.load(name)
     Xtr, Xte, ytr, yte = data.split(test_size=0.2, seed=seed)
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"pop-{kind}-{name}-{seed}.joblib"
+    columns = hashlib.sha256("\0".join(map(str, Xtr.columns)).encode()).hexdigest()[:8]  # the data set's columns
+    path = CACHE / f"pop-{kind}-{name}-{seed}-{columns}.joblib"
     if path.exists():
         model = joblib.load(path)
     else:
