@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Polynomial, Task
+from lumber.ir import Forest, Polynomial, Task
 
 from ..base import Analysis, PassContext
 
@@ -74,8 +74,9 @@ class AttributionResult:
         return "\n".join(lines)
 
 
-def output_names(poly: Polynomial) -> tuple[str, ...]:
-    s = poly.schema
+def output_names(model: Polynomial | Forest) -> tuple[str, ...]:
+    """Each output's name for reports: its class (the positive class of a binary model), else ``output<k>``."""
+    s = model.schema
     if s.task == Task.MULTICLASS:
         return tuple(str(c) for c in s.classes) if s.classes is not None else tuple(map(str, range(s.n_outputs)))
     if s.task == Task.BINARY and s.n_outputs == 1:

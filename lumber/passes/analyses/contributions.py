@@ -42,6 +42,8 @@ import numpy.typing as npt
 from lumber.ir import Forest, InputDataError, Task
 from lumber.ir.interp import _membership_keys, forest_apply, go_left, trees_per_output
 
+from .attribution import output_names
+
 BLOCK_ENTRIES = 1 << 21
 """Pair-matrix entries (leaves x rows x references) computed at once."""
 
@@ -315,19 +317,10 @@ def contributions(forest: Forest, rows: Any, reference: Any | None = None) -> Co
         base = base / counts
     values = phi[0] if K == 1 else phi.transpose(1, 2, 0)
     return Contributions(
-        feature_names=tuple(forest.schema.feature_names), output_names=_outputs(forest),
+        feature_names=tuple(forest.schema.feature_names), output_names=output_names(forest),
         values=values, base_value=float(base[0]) if K == 1 else base, margin=margin[:, 0] if K == 1 else margin,
         method="interventional" if R is not None else "path-dependent",
         n_reference=0 if R is None else int(R.shape[0]))
-
-
-def _outputs(forest: Forest) -> tuple[str, ...]:
-    s = forest.schema
-    if s.task == Task.MULTICLASS:
-        return tuple(str(c) for c in s.classes) if s.classes is not None else tuple(map(str, range(s.n_outputs)))
-    if s.task == Task.BINARY and s.n_outputs == 1:
-        return (str(s.classes[1]) if s.classes is not None else "1",)
-    return tuple(f"output{k}" for k in range(s.n_outputs)) if s.n_outputs > 1 else ("output",)
 
 
 __all__ = ["Contributions", "contributions"]
