@@ -728,6 +728,7 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
         seed = int(order[ptr])
         S = [int(c) for c in P[seed, :dg[seed]]]
         touched = take(S)
+        every = [touched]  # every monomial the tree touches; ``touched``: those it does not hold yet
         n_plain = int((grp[S] < 0).sum())
         while True:
             room = max_depth - n_plain - int(bitlen[gcount].sum())
@@ -735,11 +736,14 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
             cc = cond_cost()
             free = np.flatnonzero(bitlen[gcount[group_ids] + 1] == bitlen[gcount[group_ids]])
             short = dg[touched] - hits[touched]
-            ok = (short > 0) & (short <= room + free.shape[0])
+            held = short == 0  # held monomials stay held: the tree only grows
+            if held.any():
+                touched, short = touched[~held], short[~held]
+            ok = short <= room + free.shape[0]
             cand, miss = touched[ok], short[ok]
             add = miss
             if free.size:  # missing codes of groups that have room for one more code cost nothing
-                codes = code_of[cand][:, free]
+                codes = code_of[cand[:, None], free[None, :]]
                 add = miss - (~in_s[codes]).sum(axis=1)
             fit = add <= room
             cand, miss, add = cand[fit], miss[fit], add[fit]
@@ -755,7 +759,8 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
                     break
                 S.extend(extra)
                 n_plain += int((grp[extra] < 0).sum())
-                touched = np.concatenate([touched, take(extra)])
+                every.append(take(extra))
+                touched = np.concatenate([touched, every[-1]])
                 continue
             per_level = cc + np.where(cc == 0, 1e-3, 0.0)  # a free condition scores 1000x
             best: list[int] = []
@@ -786,7 +791,9 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
                 best = [int(c) for c in P[cand[j]] if not in_s[c]]
             S.extend(best)
             n_plain += int((grp[best] < 0).sum())
-            touched = np.concatenate([touched, take(best)])
+            every.append(take(best))
+            touched = np.concatenate([touched, every[-1]])
+        touched = np.concatenate(every)
         alive[touched[hits[touched] == dg[touched]]] = False
         alive[seed] = False
         hits[touched] = 0
@@ -830,6 +837,7 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
     member[nc] = True
     gcount = np.zeros((max(int(gids.shape[0]), 1), T), dtype=np.int64)  # group x tree: codes held
     levels = np.zeros(T, dtype=np.int64)
+    levels8 = np.zeros(T, dtype=np.int8)  # ``levels`` for the int8 sums of the moves' scores
     cost = np.ones((nc + 1, T), dtype=np.int8)  # condition x tree: levels it would add (0: held, or a free code)
     cost[nc] = 0
     step = np.ones_like(gcount)  # group x tree: levels one more code of the group adds
@@ -853,6 +861,7 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
         np.add.at(gcount[:, t], g_came[g_came >= 0], 1)
         n_plain[t] += int((g_came < 0).sum()) - int((g_gone < 0).sum())
         levels[t] = n_plain[t] + int(bitlen[gcount[:, t]].sum())
+        levels8[t] = levels[t]
         old_step = step[:, t].copy()
         step[:, t] = bitlen[gcount[:, t] + 1] - bitlen[gcount[:, t]]
         moved = np.flatnonzero(step[:, t] != old_step)
@@ -902,7 +911,8 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
                 cs = P[q, :dg[q]]
                 if any(member[cs, u].all() for u in before):  # an earlier move already covers it
                     continue
-                grown = levels + cost[cs].sum(axis=0)  # a canonical monomial holds one code per group at most
+                grown = np.add.reduce(cost[cs], axis=0, dtype=np.int8)  # one code per group at most (canonical)
+                grown += levels8
                 fit = np.flatnonzero(alive & (grown <= max_depth))
                 if fit.size == 0:
                     stay.extend(cs.tolist())
