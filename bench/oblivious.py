@@ -636,7 +636,8 @@ def real_peers(case: dict[str, Any], quick: bool) -> dict[str, dict[str, Any]]:
         st = pred.report["tables"]
         return ((lambda X: pred.predict_raw(X, threads=1)),
                 {"trees": st["trees_out"], "isa": getattr(pred._runtime, "isa", "numpy"),
-                 "table_bytes": st["table_bytes"], "method": st["method"]})
+                 "table_bytes": st["table_bytes"], "method": st["method"], "max_depth": st["max_depth"],
+                 "depth_choice": {str(k): v for k, v in st.get("recompose", {}).get("depth_choice", {}).items()}})
 
     add("lumber tables", "raw", tables)
     add("lumber forest C", "raw", lambda: ((lambda X, p=lumber.compile(src, target="c"): p.predict_raw(X, threads=1)), {}))
@@ -732,7 +733,8 @@ def real_markdown(res: dict[str, Any]) -> str:
     for name, e in res["models"].items():
         lb, la = e["loadavg_before"][0], e["loadavg_after"][0]
         lines += [f"## {name}", "", f"{e['notes']}; margins up to {e['margin_scale']:.3g}; load {lb:.2f} -> {la:.2f}.", "",
-                  "| peer | trees | ns/row (CPU) | ns/row (wall) | ns/row/tree | exact | diff | rel | space | build s |",
+                  "| peer | trees | ns/row (CPU) | ns/row (wall) | ns/row/tree | exact | diff | rel | space | "
+                  "build s wall (CPU) |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for k, p in e["peers"].items():
             if p["status"] != "ok":
@@ -743,7 +745,7 @@ def real_markdown(res: dict[str, Any]) -> str:
                          f"{p['ns_row_source_tree']:.2f}{own} | {'yes' if p['exact'] else 'no'} | "
                          f"{p['max_abs_diff']:.3g} | "
                          f"{p['max_abs_diff'] / e['margin_scale'] if p['space'] == 'raw' else float('nan'):.2g} | "
-                         f"{p['space']} | {p['build_wall_s']:.1f} |")
+                         f"{p['space']} | {p['build_wall_s']:.1f} ({p['build_cpu_s']:.1f}) |")
         lines.append("")
     return "\n".join(lines)
 

@@ -625,3 +625,22 @@ def test_auto_depth_keeps_the_tables_within_the_budget(adult_split: tuple) -> No
     ens, stats = recompose(poly, max_depth="auto", cost=none)
     assert stats["max_depth_cap"] == 8
     assert_same_polynomial(poly, ens)
+
+
+def test_table_costs_are_the_measured_data(tmp_path: Any) -> None:
+    """The depth choice reads the measured costs with their provenance; depths between measured ones are
+    interpolated, shallower ones cost as the shallowest, deeper ones add the last step per level."""
+    import json
+
+    from lumber.passes.transforms.recompose_oblivious import COST_FILE, TABLE_NS, measured_table_ns
+
+    doc = json.loads(COST_FILE.read_text(encoding="utf-8"))
+    assert doc["command"].startswith("python bench/oblivious.py --table-cost") and doc["ns_by_depth"]
+    assert TABLE_NS == measured_table_ns() and len(TABLE_NS) == 25
+    f = tmp_path / "cost.json"
+    f.write_text(json.dumps({"ns_by_depth": {"8": 0.5, "10": 1.0, "12": 2.0}}))
+    ns = measured_table_ns(f)
+    assert ns[3] == ns[8] == 0.5 and ns[9] == 0.75 and ns[11] == 1.5 and ns[12] == 2.0 and ns[14] == 3.0
+    f.write_text(json.dumps({"ns_by_depth": {}}))
+    with pytest.raises(CompileError, match="holds no table costs"):
+        measured_table_ns(f)

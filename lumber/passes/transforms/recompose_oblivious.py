@@ -34,12 +34,12 @@ needs about a quarter fewer trees than ``pack`` (``bench/oblivious.py --recompos
 (:func:`polish_sets`) then trims every tree to the monomials only it covers and removes (or shrinks)
 the trees whose monomials fit into the others.
 
-Depth (``max-depth=auto``, the default, with ``grow``): deeper tables hold more
-monomials each, so a cover needs fewer of them, but each costs more per row once
-its index outgrows a byte. :func:`choose_depth` prices an unpolished ``grow`` cover
-at 8, 10, 12, ... levels by the table runtime's measured cost per table and depth
-(:class:`CostModel`) and keeps the cheapest (depth 10 on the LightGBM 500 x 63
-credit and synthetic models); a runtime measured on other rows passes its own costs.
+Depth (``max-depth=auto``, the default, with ``grow``): deeper tables hold more monomials each, so a cover
+needs fewer of them, but each costs more per row once its index outgrows a byte. :func:`choose_depth`
+prices unpolished ``grow`` covers by the measured cost of one table per row at its depth
+(:data:`COST_FILE`, with the command that measured it) from depth 10 deeper while cheaper, then shallower,
+gives up a cover as soon as it costs more than the cheapest, and keeps the cheapest whose tables fit
+``table-mb``; a runtime measured on other rows passes its own costs (:class:`CostModel`).
 
 Covering non-maximal monomials needs no search: a monomial one condition
 short of an already placed monomial goes to that monomial's tree (one
