@@ -484,12 +484,12 @@ def choose_depth(poly: Polynomial, cost: CostModel | None = None, bins: bool = T
         spent = 0.0
         try:
             for g in sorted(set(group.tolist())):
-                limit = (cost, best[0] - spent) if best is not None else None
+                limit = (cost, best[0], spent) if best is not None else None
                 sets[g] = grow_sets(ids[group == g], deg[group == g], poly.n_conditions, d, groups, polish=0,
                                     give_up=limit)
                 spent += cost.cover([_levels(s, groups) for s in sets[g]])
         except OverBudget as over:
-            tried[d] = {"trees": float(sum(len(v) for v in sets.values()) + over.trees), "cost": spent + over.cost,
+            tried[d] = {"trees": float(sum(len(v) for v in sets.values()) + over.trees), "cost": over.cost,
                         "given_up": 1.0}
             return False
         levels = [_levels(s, groups) for ss in sets.values() for s in ss]
@@ -705,7 +705,7 @@ def _incompatible(P: npt.NDArray[np.int64], dg: npt.NDArray[np.int64], nc: int,
 
 def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditions: int,
               max_depth: int, groups: npt.NDArray[np.int64] | None = None,
-              polish: int = POLISH_ROUNDS, give_up: tuple[CostModel, float] | None = None) -> list[list[int]]:
+              polish: int = POLISH_ROUNDS, give_up: tuple[CostModel, float, float] | None = None) -> list[list[int]]:
     """Condition sets covering every maximal monomial, built one tree at a time (strategy ``grow``).
 
     A tree starts from one of the maximal monomials that need a tree each (:func:`_incompatible`), then
@@ -718,11 +718,12 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
     With ``groups`` (:func:`category_groups`) a category code costs the levels its group grows by,
     often none (the third code of a group rides on the two levels of the first two).
     Then up to ``polish`` rounds of :func:`polish_sets` remove the trees the others can absorb.
-    ``give_up`` ``(cost, limit)``: raise :class:`OverBudget` as soon as the trees so far cost more than
-    ``limit`` by ``cost.table`` (:func:`choose_depth` drops a depth that cannot win without finishing it).
+    ``give_up`` ``(cost, limit, spent)``: raise :class:`OverBudget` as soon as ``spent`` plus the trees so
+    far by ``cost.table`` exceed ``limit`` (:func:`choose_depth` drops a depth that cannot win without
+    finishing it).
     """
     nc = n_conditions
-    spent = 0.0
+    spent = give_up[2] if give_up is not None else 0.0
     grp = np.full(nc + 1, -1, dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
     top = np.flatnonzero(maximal_monomials(ids, deg))
     P, dg = ids[top], deg[top]
