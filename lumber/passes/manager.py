@@ -42,7 +42,7 @@ def check_pipeline(passes: Sequence[Pass], ir_type: type) -> type:
         takes = type(p).takes
         if not issubclass(current, takes):
             fix = _converters(current, takes)
-            hint = (f"add '{fix[0]}' before it" if fix else
+            hint = (f"add {' or '.join(repr(f) for f in fix)} before it" if fix else
                     f"no registered pass turns {article(current.__name__)} into {article(takes.__name__)}")
             raise CompileError(
                 f"pass '{p.name}' (position {i + 1}) takes {article(takes.__name__)} "

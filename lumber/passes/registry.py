@@ -21,6 +21,9 @@ PASSES: dict[str, str] = {
     "oblivious": "lumber.passes.transforms.recompose_oblivious:RecomposeOblivious",
     "quantize": "lumber.passes.transforms.quantize:Quantize",
     "fit-oblivious": "lumber.passes.transforms.oblivious_fit:FitOblivious",
+    "cascade": "lumber.passes.transforms.cascade:MakeCascade",
+    "to-forest": "lumber.passes.transforms.convert:ToForest",
+    "as-tables": "lumber.passes.transforms.convert:AsTables",
 }
 
 
