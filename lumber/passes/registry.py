@@ -24,6 +24,10 @@ PASSES: dict[str, str] = {
     "cascade": "lumber.passes.transforms.cascade:MakeCascade",
     "to-forest": "lumber.passes.transforms.convert:ToForest",
     "as-tables": "lumber.passes.transforms.convert:AsTables",
+    "equivalence": "lumber.passes.analyses.equivalence:Equivalence",
+    "counterfactual": "lumber.passes.analyses.explainers:Counterfactuals",
+    "sensitive-tests": "lumber.passes.analyses.explainers:SensitiveTests",
+    "contributions": "lumber.passes.analyses.explainers:RowContributions",
 }
 
 

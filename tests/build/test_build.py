@@ -50,7 +50,7 @@ def test_compiled_artifacts_reproduce_the_pipelines_result(built) -> None:  # ty
     """The pipeline prunes: the targets are compiled from the pruned polynomial (as its exact oblivious
     tables), check against it (fingerprint and margins), and are not the unpruned model."""
     from lumber.compiler.api.compile import load_compiled
-    from lumber.compiler.api.equivalence import model_scale
+    from lumber.passes.analyses.equivalence import model_scale
 
     proj, _ = built
     model = lumber.load(proj / "model.txt")
