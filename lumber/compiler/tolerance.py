@@ -45,11 +45,15 @@ import numpy.typing as npt
 from lumber.ir import CompileError, Forest, InputDataError, ObliviousEnsemble, Task
 from lumber.ir.interp import prepare_input
 
-from lumber.passes.transforms.oblivious_fit import FitOptions
+from lumber.passes.transforms.oblivious_fit import FitOptions, fit_oblivious
 
 from lumber.ir.cascade import Band, Cascade, inside_band
 from lumber.passes.transforms.cascade import cascade_margins, check_agreement, decision_band
 from lumber.runtime.predictors import Predictor
+from lumber.backends.base import fingerprint
+from lumber.backends.table_c import TableRuntime
+from lumber.passes.quality import make_metric
+from lumber.passes.transforms.quantize import quantize_ensemble
 from .speed import REPEATS, compile_fastest
 from .targets import get_target
 from .targets.c import FastestOptions
@@ -183,9 +187,6 @@ def score_prefix(ens: ObliviousEnsemble, X: npt.NDArray[np.float64], ev: npt.NDA
                  exact_raw: Any, *, classifier: bool, ge: bool, need: float, tol: float) -> PrefixForm:
     """Score ``ens`` on validation rows ``X`` (source margins ``ev``): its band (classifiers), the resulting
     margins, validation loss and its bootstrap bound, agreement and whether it is within the tolerance."""
-    from lumber.backends.table_c import TableRuntime
-    from lumber.passes.transforms.quantize import quantize_ensemble
-
     q = quantize_ensemble(ens)
     rt = TableRuntime(q)
     av = rt.predict_raw(np.ascontiguousarray(X, dtype=rt.dtype))[:, 0]
@@ -277,10 +278,6 @@ def compile_within(forest: Forest, options: FastestOptions, *, tolerance: float,
                    path: str | Path | None = None, threads: int = 1, metric: str = "auto",
                    fit: Any = None, agreement: float = 1.0) -> Predictor:
     """The fastest of the exact forms and the tolerance forms whose validation loss is at most ``tolerance``."""
-    from lumber.backends.base import fingerprint
-    from lumber.passes.quality import make_metric
-    from lumber.passes.transforms.oblivious_fit import fit_oblivious
-
     try:
         tol = float(tolerance)
     except (TypeError, ValueError):

@@ -109,16 +109,7 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
     x0 = x0[0]
     cons = constraints
     if cons is not None:
-        unknown = [r.feature for r in cons.rules if r.feature not in schema.feature_names]
-        if unknown:
-            raise InputDataError(f"constraints name unknown features: {', '.join(unknown)}",
-                                 f"features: {', '.join(schema.feature_names[:12])}")
-        if cons.norm is not None:
-            norm = cons.norm
-        if cons.scale is not None:
-            scale = cons.scale
-        if cons.target is not None:
-            target = cons.target
+        norm, scale, target = cons.check_features(schema.feature_names).settings(norm, scale, target)
     ref = Reference.of(forest, reference)
     R = None if ref is None else ref.rows
     forests = [forest] + ([isolation[0]] if isolation is not None else [])
