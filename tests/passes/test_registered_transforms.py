@@ -106,3 +106,30 @@ def test_a_cascade_compiles_to_one_c_library(binary: tuple[Forest, np.ndarray, n
     assert again.library.metadata["cascade"]["exact_trees"] == forest.n_trees
     with pytest.raises(CompileError, match="compiles to target 'c'"):
         lumber.compile(c, "onnx")
+
+
+@pytest.mark.usefixtures("c_compiler")
+def test_lumber_compile_emits_a_cascade_pipeline_as_a_c_library(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import pandas as pd
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    from lumber.compiler.cli import main
+
+    X, y = make_classification(900, 4, random_state=3)
+    cols = [f"f{i}" for i in range(4)]
+    frame = pd.DataFrame(X, columns=cols).assign(label=y)
+    frame[:500].to_csv(tmp_path / "train.csv", index=False)
+    frame[500:].to_csv(tmp_path / "valid.csv", index=False)
+    forest = lumber.load(GradientBoostingClassifier(n_estimators=8, max_depth=2, random_state=0).fit(X[:500], y[:500]))
+    forest.save(tmp_path / "m.lumber")
+    args = [str(tmp_path / "m.lumber"), "--passes", "cascade{depth=3,max-trees=6}", "--train",
+            str(tmp_path / "train.csv"), "--valid", str(tmp_path / "valid.csv"), "--label", "label"]
+    assert main(["compile", *args]) != 0
+    assert "a pipeline ending in 'cascade' compiles to a C library" in capsys.readouterr().err
+    assert main(["compile", *args, "--emit", "c", "-o", str(tmp_path / "c.so")]) == 0
+    assert "cascade: 6 fitted tables before 8 trees" in capsys.readouterr().out
+    pred = lumber.load_compiled(tmp_path / "c.so", forest)
+    c = lumber.run(forest, "cascade{depth=3,max-trees=6}", data={"train": (frame[cols][:500], y[:500]),
+                                                                  "valid": (frame[cols][500:], y[500:])})
+    assert np.array_equal(pred.predict_raw(X).reshape(-1), c.evaluate(X))

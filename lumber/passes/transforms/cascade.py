@@ -118,7 +118,7 @@ class MakeCascade(FitOptions, Transform[Forest, Cascade]):
         quality: dict[str, Any] = {"validation_rows": int(Xv.shape[0]), "exact_share": share,
                                    "max_abs_margin_change": float(diff.max(initial=0.0)),
                                    "mean_abs_margin_change": float(diff.mean()) if diff.size else 0.0}
-        text = f"{ir.n_trees:,} trees -> {ens.n_trees:,} fitted tables"
+        text = f"{ir.n_trees:,} trees -> {ens.n_trees - 1:,} fitted tables"
         if band is not None:
             quality["agreement"] = float(np.mean(schema.class_index(got) == schema.class_index(exact)))
             text += (f" before the exact forest for {100 * share:.1f}% of {Xv.shape[0]:,} validation rows (band "
