@@ -144,7 +144,7 @@ def test_a_failed_build_leaves_the_previous_output(project: Path, monkeypatch: p
     def boom(*a: object, **k: object) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("lumber.backends.report.write_report", boom)
+    monkeypatch.setattr("lumber.compiler.build.driver.write_report", boom)
     with pytest.raises(RuntimeError, match="disk full"):
         build(toml)
     assert {p.name: p.read_bytes() for p in (project / "build").iterdir()} == before
