@@ -246,13 +246,10 @@ COMMANDS = ROOT / "compiler" / "cli"
 each TAB), so a command loads the work it runs inside ``run``; ``cli/__init__.py`` imports nothing heavy at
 its top, so Ctrl-C is caught from the first moment."""
 PENDING = {
-    "lumber/backends/c/bitsets.py": 1, "lumber/backends/c/emit.py": 2, "lumber/backends/c/manifest.py": 1,
-    "lumber/backends/table.py": 2, "lumber/backends/table_c/__init__.py": 4, "lumber/compiler/api/batch.py": 4,
-    "lumber/compiler/api/counterfactual.py": 1, "lumber/compiler/frontends/catboost.py": 2,
-    "lumber/compiler/speed.py": 3, "lumber/compiler/tables.py": 8, "lumber/compiler/targets/table.py": 1,
-    "lumber/datasets/__init__.py": 1, "lumber/passes/analyses/counterfactual/leafcuts.py": 1,
-    "lumber/passes/analyses/counterfactual/result.py": 1, "lumber/passes/analyses/counterfactual/targets.py": 1,
-    "lumber/runtime/predictors.py": 4,
+    "lumber/backends/c/emit.py": 2, "lumber/backends/table_c/__init__.py": 4, "lumber/compiler/api/batch.py": 4,
+    "lumber/compiler/api/counterfactual.py": 1, "lumber/compiler/speed.py": 3, "lumber/compiler/tables.py": 8,
+    "lumber/compiler/targets/table.py": 1, "lumber/datasets/__init__.py": 1,
+    "lumber/passes/analyses/counterfactual/result.py": 1, "lumber/runtime/predictors.py": 4,
 }
 """Function-level imports of lumber modules still to move to the top of these modules (at most this many):
 nothing needs them there (the circle checks above count them as edges and find no circle)."""
