@@ -21,7 +21,9 @@ A model stores ``Age <= 20.500000000000004`` and a solver returns
   step, ``v`` the first float past a split: ``5036.500000000001``), the shortest
   decimal of the same cell at most ``PAST`` (1e-4) of the change farther
   (``5037``): the same prediction, a cost higher by at most 0.01%;
-- a category code as its label wherever one is known.
+- a category code as its label wherever one is known, and a value with words
+  (``Feature.words``: credit's flag ``PAY_0_Pay_delay>=1 = 1`` is "payment
+  delayed 1+ month") as its words.
 
 JSON output keeps the exact numbers beside these texts. Every explainer and
 report prints through this one helper.
@@ -151,6 +153,9 @@ class Display:
         """``v`` for people (see the module docstring); ``x0``: the case's original value when ``v`` is a
         changed value (None: ``v`` is a case's own value, printed exactly)."""
         v = float(v)
+        word = self.schema.features[i].word(v)
+        if word is not None:
+            return word
         lab = self.label(i, v)
         if lab is not None:
             return str(lab)

@@ -147,6 +147,7 @@ def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: C
         forest = forest.replace(schema=refine_schema(forest.schema, features))
     cons = resolve_constraints(constraints, forest.schema)
     if cons is not None:
+        forest = forest.replace(schema=cons.named(forest.schema))  # class names and value words, for people
         if cons.norm is not None:
             norm = cons.norm
         if cons.scale is not None:
