@@ -7,6 +7,7 @@ stay pure functions of the document.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from .blocks import (
@@ -44,7 +45,11 @@ GLOSSARY = {
     "trace": "the number of tests on the case's path through the trees",
     "witness": "the changed case that shows how near the decision boundary is",
     "CDP": "the share of sampled changes to a set of features that reach the decision sought",
-    "π": "the share of sampled changes (CDP) a set of features must reach to be proposed",
+    "CRP": "the share of sampled points inside a rule's conditions that reach the decision sought",
+    "π": "the share of sampled changes (CDP) a set of features must reach to be proposed; π_c: the share of "
+         "sampled points inside a rule's conditions that must reach the decision sought for the rule to be kept",
+    "MILP": "a mixed-integer linear program: the exact optimisation that finds, and proves, the smallest "
+            "change or distance",
     "ν(k)": "a feature's average signed contribution over many rows (global attribution): it ranks features "
             "for the model as a whole, never for one case",
     "isolation score": "how typical a point looks among the training rows (an isolation forest); 0 or "
@@ -52,6 +57,24 @@ GLOSSARY = {
     "support": "the share of training rows a rule's conditions hold for",
 }
 """Every technical term the report may print, in plain words (shown where the page uses it)."""
+
+STATUS_WORDS = {"no_rule": "no rule found", "no_solution": "no counterfactual found",
+                "already_target": "already decided so",
+                "time_limit": "time limit reached", "unverified": "not verified"}
+"""Status codes of the explainers, as the page prints them."""
+
+
+def plain_words(text: str) -> str:
+    """An explainer's message for people: status codes in words, ``pi_c=0.9`` as ``π_c 0.9``."""
+    text = re.sub(r"(?<![\w])pi_c=", "π_c ", text)
+    text = re.sub(r"(?<![\w])pi=", "π ", text)
+    return re.sub(r"(?<![\w])(" + "|".join(STATUS_WORDS) + r")(?![\w])", lambda m: STATUS_WORDS[m.group(1)], text)
+
+
+def _summary(message: str) -> str:
+    """A check's message without its per-case details (each case's section gives those)."""
+    head, sep, _ = message.partition("; case ")
+    return plain_words(head) + ("; each case's section says why" if sep else "")
 
 
 def layout(doc: dict[str, Any]) -> list[Block]:
@@ -103,7 +126,7 @@ def _status(doc: dict[str, Any]) -> list[Block]:
     undecided = [c for c in checks if c.get("passed") is None]
     if failed:
         out.append(Para(f"{len(failed)} check(s) FAILED: " + "; ".join(
-            f"{c.get('name')} ({'gates --check' if c.get('gate') else 'not gating'}): {c.get('message', '')}"
+            f"{c.get('name')} ({'gates --check' if c.get('gate') else 'not gating'}): {_summary(c.get('message', ''))}"
             for c in failed) + ".", "warn"))
     elif checks:
         out.append(Para(f"All {len(checks) - len(undecided)} checks passed"
@@ -123,7 +146,7 @@ def model_section(doc: dict[str, Any]) -> list[Block]:
     facts = [
         ("file", m.get("file")), ("sha256", str(m.get("sha256", ""))[:16]),
         ("library", " ".join(x for x in (m.get("library"), m.get("model_type")) if x) or "—"),
-        ("task", m.get("task")), ("classes", ", ".join(map(str, classes)) if classes else "—"),
+        ("task", m.get("task")), ("classes", _classes(classes, m.get("class_names"))),
         ("outputs", m.get("outputs")), ("output transform", m.get("post_transform")),
         ("input type", m.get("input_dtype")), ("trees", count(sh.get("trees"))), ("nodes", count(sh.get("nodes"))),
         ("leaves", count(sh.get("leaves"))), ("max depth", sh.get("max_depth")),
@@ -140,6 +163,14 @@ def model_section(doc: dict[str, Any]) -> list[Block]:
                      [(f["name"], f["kind"], _categories(f), count(f["splits"])) for f in feats], "features"))
     out.extend(_compile_blocks(doc.get("compile", {})))
     return out
+
+
+def _classes(classes: list[Any] | None, names: list[str] | None) -> str:
+    """The model's classes, each with its name when the report names them (``0: paid, 1: default``)."""
+    if names:
+        labels = classes or list(range(len(names)))
+        return ", ".join(f"{num(lab)}: {n}" for lab, n in zip(labels, names))
+    return ", ".join(map(str, classes)) if classes else "—"
 
 
 def _categories(f: dict[str, Any]) -> str:
@@ -384,7 +415,8 @@ def _counterfactual(cf: dict[str, Any], names: dict[str, str] | None = None) -> 
     if st == "error" or cf.get("changes") is None:
         return out + [Para(f"Counterfactual failed: {cf.get('message')}", "warn")]
     if st in ("infeasible", "no_solution"):
-        return out + [Para(f"{st}: {cf.get('message') or 'no counterfactual under the constraints'}", "warn")]
+        return out + [Para(plain_words(f"{st}: {cf.get('message') or 'no counterfactual under the constraints'}"),
+                           "warn")]
     changes = cf.get("changes", [])
     if not changes:
         return out + [Para(f"No change needed: the case is already decided {_class(cf.get('prediction'), names)}.")]
@@ -414,7 +446,7 @@ def _local_rule(r: dict[str, Any], names: dict[str, str] | None = None) -> list[
     if st == "already_target":
         return out + [Para(r.get("message") or "already at the target")]
     if st != "found":
-        return out + [Para(f"{st}: {r.get('message')}", "warn")]
+        return out + [Para(plain_words(f"{st}: {r.get('message')}"), "warn")]
     tgt = r.get("target") or {}
     concl = _target_text(tgt, names)
     s_text = ", ".join(r.get("features", []))
@@ -486,7 +518,7 @@ def regional_section(doc: dict[str, Any]) -> list[Block]:
                 + (f"; {g['cases_in_region']} of the cases" if g.get("cases_in_region") is not None else "") + ".")
         out.append(Para(info))
         if g.get("status") != "found":
-            out.append(Para(f"{g.get('status')}: {g.get('message')}", "warn"))
+            out.append(Para(plain_words(f"{g.get('status')}: {g.get('message')}"), "warn"))
             continue
         concl = _target_text(g.get("target") or {}, names)
         for x in g.get("rules", []):
@@ -510,7 +542,7 @@ def checks_section(doc: dict[str, Any]) -> list[Block]:
     checks = doc.get("checks") or []
     if not checks:
         return [Para("No checks recorded.")]
-    rows = [(c["name"], verdict(c.get("passed")), "yes" if c.get("gate") else "no", c.get("message", ""))
+    rows = [(c["name"], verdict(c.get("passed")), "yes" if c.get("gate") else "no", plain_words(c.get("message", "")))
             for c in checks]
     failed = [c["name"] for c in checks if c.get("passed") is False]
     lead = Para(f"FAILED: {', '.join(failed)}." if failed else "Every check passed.", "warn" if failed else "")

@@ -68,6 +68,7 @@ def model_card(st: State) -> dict[str, Any]:
         "fingerprint": st.ir_fingerprint if st.ir is f else _fp(f),
         "library": s.source.get("library", ""), "model_type": s.source.get("model_type", ""),
         "task": s.task.name.lower(), "classes": list(s.classes) if s.classes is not None else None,
+        **({"class_names": list(s.class_names)} if s.class_names is not None else {}),
         "outputs": s.n_outputs, "post_transform": s.post_transform.name.lower(), "input_dtype": s.input_dtype,
         "shape": {k: summ[k] for k in ("trees", "nodes", "leaves", "max_depth", "mean_leaf_depth", "features",
                                        "features_used", "categorical_splits", "memory_bytes")},
