@@ -68,6 +68,25 @@ def number_text(v: float) -> str:
     return repr(float(v))
 
 
+SMALLEST = 1e-4
+"""Below this magnitude :func:`readable` keeps one significant digit."""
+
+
+def readable(v: float, digits: int = 4) -> str:
+    """A float for reading (a distance, a cost, a contribution; never a value to act on): ``digits``
+    significant digits in plain decimal notation (never ``1e-08``), thousands grouped from 10,000 up,
+    trailing zeros dropped; magnitudes below ``SMALLEST`` keep one significant digit (``0.00000006``)."""
+    if v == 0 or not math.isfinite(v):
+        return number_text(v) if v != 0 else "0"
+    if abs(v) < SMALLEST:
+        return f"{v:.{-math.floor(math.log10(abs(v)))}f}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    text = f"{round(v, decimals):,.{decimals}f}" if abs(v) >= 1e4 else f"{round(v, decimals):.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
 def _rounded(v: float, p: int) -> list[float]:
     """``v`` rounded to ``p`` significant digits: nearest, and one unit of the last digit below and above."""
     if v == 0 or not math.isfinite(v):
@@ -236,4 +255,4 @@ def digits(v: float) -> int:
     return max(1, len(mant))
 
 
-__all__ = ["Display", "digits", "number_text", "shortest_in"]
+__all__ = ["Display", "digits", "number_text", "readable", "shortest_in"]
