@@ -175,6 +175,16 @@ class Target:
             return self.names[index]
         return f"class {plain(self.labels[index]) if self.labels is not None else index}"
 
+    def decision_text(self, label: Any) -> str:
+        """A predicted class label as people read it: its name when the classes are named, else the label."""
+        if self.names is not None and self.labels is not None and label is not None:
+            for i, lab in enumerate(self.labels):
+                if _same_label(plain(label), lab):
+                    return self.names[i]
+        v = plain(label)
+        return format(v, ".6g") if isinstance(v, float) and not v.is_integer() else str(
+            int(v) if isinstance(v, float) else v)
+
     def _rule(self) -> str:
         assert self.cutoff is not None
         c = self.cutoff
