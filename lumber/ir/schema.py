@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -224,7 +224,7 @@ class Schema:
         return f"class {label.item() if isinstance(label, np.generic) else label}"
 
     def named(self, class_names: Sequence[str] | None = None,
-              words: "dict[str, Sequence[tuple[float, str]]] | None" = None) -> "Schema":
+              words: "Mapping[str, Sequence[tuple[float, str]]] | None" = None) -> "Schema":
         """This schema with class names and value words (``{feature: ((value, text), ...)}``) for people;
         words given here replace a feature's own for the same value."""
         feats = self.features
