@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .diagnostics import InputDataError, SourceSpan
-from .decision import Target
+from .decision import Target, class_index, class_labels
+from .schema import Schema
 
 
 class Direction(enum.IntEnum):
@@ -235,7 +236,28 @@ class Constraints:
     plausibility: Plausibility | None = None
     target: Target | None = None
     onehot: tuple[OneHotGroup, ...] = ()
+    class_names: tuple[tuple[Any, str], ...] = ()
+    """``class 0 means paid, 1 means default``: ``(class label, name)`` pairs; decisions print by the names
+    (display only, :meth:`named`)."""
+    words: tuple[tuple[str, float, str], ...] = ()
+    """``1 means "payment delayed 1+ month"``: ``(feature, value, words)``; the value prints as the words
+    (display only, :meth:`named`)."""
     source: str | None = field(default=None, compare=False)
+
+    def named(self, schema: Schema) -> Schema:
+        """``schema`` with this file's class names and value words (unchanged without any). A class the file
+        does not name keeps ``class LABEL``."""
+        if not self.class_names and not self.words:
+            return schema
+        names = None
+        if self.class_names:
+            labels = class_labels(schema)
+            given = {class_index(labels, lab): str(name) for lab, name in self.class_names}
+            names = [given.get(i, schema.class_text(i)) for i in range(len(labels))]
+        words: dict[str, list[tuple[float, str]]] = {}
+        for feat, v, text in self.words:
+            words.setdefault(feat, []).append((float(v), str(text)))
+        return schema.named(names, words)
 
     def rule(self, feature: str) -> FeatureRule:
         for r in self.rules:
@@ -316,6 +338,10 @@ class Constraints:
         d["relations"] = [clean(asdict(r)) for r in self.relations]
         d["implications"] = [clean(asdict(i)) for i in self.implications]
         d["onehot"] = [clean(asdict(g)) for g in self.onehot]
+        if self.class_names:
+            d["class_names"] = [[clean(lab), name] for lab, name in self.class_names]
+        if self.words:
+            d["words"] = [list(w) for w in self.words]
         return d
 
     @staticmethod

@@ -103,6 +103,8 @@ class Target:
     below: bool | None = None
     classes: tuple[int, ...] | None = None
     labels: tuple[Any, ...] | None = None
+    names: tuple[str, ...] | None = None
+    """What the classes mean to people (``Schema.class_names``), when the schema names them."""
 
     # -- the user's forms -----------------------------------------------------------------
 
@@ -167,17 +169,33 @@ class Target:
         if self.classes is None:
             return self._stated()
         assert self.labels is not None
-        names = [str(self.labels[c]) for c in self.classes]
+        names = [self.class_text(c) for c in self.classes]
         if not names:
             return "no target"
-        text = f"class {names[0]}" if len(names) == 1 else f"a class in {{{', '.join(names)}}}"
+        text = names[0] if len(names) == 1 else f"a class in {{{', '.join(names)}}}"
         return text + (f" ({self._rule()})" if self.cutoff is not None else "")
+
+    def class_text(self, index: int) -> str:
+        """Class ``index`` as people read it: its name, else ``class LABEL``."""
+        if self.names is not None:
+            return self.names[index]
+        return f"class {plain(self.labels[index]) if self.labels is not None else index}"
+
+    def decision_text(self, label: Any) -> str:
+        """A predicted class label as people read it: its name when the classes are named, else the label."""
+        if self.names is not None and self.labels is not None and label is not None:
+            for i, lab in enumerate(self.labels):
+                if _same_label(plain(label), lab):
+                    return self.names[i]
+        v = plain(label)
+        return format(v, ".6g") if isinstance(v, float) and not v.is_integer() else str(
+            int(v) if isinstance(v, float) else v)
 
     def _rule(self) -> str:
         assert self.cutoff is not None
         c = self.cutoff
-        score = "P(class {})" if c.on == "probability" else "margin of class {}"
-        pos = self.labels[1] if self.labels is not None and len(self.labels) == 2 else 1
+        score = "P({})" if c.on == "probability" else "margin of {}"
+        pos = self.class_text(1) if self.labels is not None and len(self.labels) == 2 else "class 1"
         sought = self.classes is not None and self.classes == (1,)
         op = (">=" if c.inclusive else ">") if sought else ("<" if c.inclusive else "<=")
         return f"{score.format(pos)} {op} {c.value:g}"
@@ -321,7 +339,7 @@ def resolve_target(model: "Model | Schema", target: Any, current: float | None =
     else:
         idx = (class_index(labels, target),)
     return Target(label=labels[idx[0]] if len(idx) == 1 else tuple(labels[i] for i in idx),
-                  cutoff=cutoff, classes=idx, labels=labels)
+                  cutoff=cutoff, classes=idx, labels=labels, names=s.class_names)
 
 
 __all__ = ["Target", "check_cutoff", "with_cutoff", "class_index", "class_indices", "class_labels", "decisions", "is_classifier",

@@ -292,6 +292,7 @@ def _load_constraints(cfg: BuildConfig, inp: Inputs, path: Path, err: _Errors) -
     try:
         inp.constraints_text = path.read_text(encoding="utf-8")
         inp.constraints = parse_constraints(path, schema=inp.forest.schema)
+        inp.forest = inp.forest.replace(schema=inp.constraints.named(inp.forest.schema))  # names, for people
     except UnicodeDecodeError:
         err.add(f"constraint file '{path.name}' is not UTF-8 text", "constraints", "path")
     except LumberError as exc:

@@ -146,6 +146,7 @@ def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: C
         forest = forest.replace(schema=refine_schema(forest.schema, features))
     cons = resolve_constraints(constraints, forest.schema)
     if cons is not None:
+        forest = forest.replace(schema=cons.named(forest.schema))  # class names and value words, for people
         norm, scale, target = cons.settings(norm, scale, target)
     forest = with_decision_rule(forest, target)
     warn_positional(model, forest, reference, "reference")
