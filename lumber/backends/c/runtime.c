@@ -76,10 +76,11 @@ typedef LUMBER_WALK_T lumber_wv;   /* what the walk reads: threshold codes */
 #define L_DEC0 (2 * L_F)           /* first decision column */
 /* The node table's address in a register (wn_): position-independent code would recompute it per step. */
 #if defined(__GNUC__) || defined(__clang__)
-#define L_WN_DECL const lumber_wnode *wn_ = L_WNODES; __asm__("" : "+r"(wn_));
+#define L_WN_DECL_OF(table) const lumber_wnode *wn_ = (table); __asm__("" : "+r"(wn_));
 #else
-#define L_WN_DECL const lumber_wnode *wn_ = L_WNODES;
+#define L_WN_DECL_OF(table) const lumber_wnode *wn_ = (table);
 #endif
+#define L_WN_DECL L_WN_DECL_OF(L_WNODES)
 /* One step on codes: right iff code > the node's threshold code (never NaN); the code is read
  * d bytes after x. On x86-64 with GNU C the step is written out, because compilers turn the
  * compare into setb + zero extension + add instead of one add-with-carry, and load threshold and
@@ -571,7 +572,74 @@ int32_t LUMBER_FN(predict_rows)(const void *rows, int32_t rows_double, int64_t n
     return lumber_blocks(rows, rows_double != 0, n, out, threads, options & (L_OPT_TRANSFORM | L_OPT_CHECK));
 }
 
-#if LUMBER_WALK_CODE
+#if LUMBER_ROW_WALK
+/* Single rows (binned models): the row's codes, then every special node's direction for it into
+ * a column of its own (L_ROW_WNODES reads column 2 * n_features + q for the q-th special node of
+ * the model, so a row needs no per-tree decision pass), then L_ROW_G trees walked together on the
+ * node table, branch-free; each group of trees takes its precomputed steps (L_ROW_GROUP: steps,
+ * plus bit 16 when a tree of the group may need more), and leaf values are added in tree order. */
+#define L_ROW_G 16
+#define L_RDECL(j) int64_t n##j = L_TREES[t + j].root;
+#define L_RSTEP(j) L_WSTEP(n##j, wx);
+#define L_RNOTLEAF(j) wn_[n##j].f.child != n##j ||
+#if !LUMBER_HAS_VECTOR && LUMBER_N_OUTPUTS == 1
+#define L_RADD(j) s0 += L_LEAF_VALUE[n##j];
+#else
+#define L_RADD(j) { const int32_t leaf_ = (int32_t)n##j; lumber_add(L_TREES + t + j, &leaf_, 1, acc); }
+#endif
+
+static void lumber_row_decide(const LUMBER_IN_T *row, lumber_wv *wx)
+{
+#if LUMBER_HAS_SPECIAL
+    lumber_wv *dec = wx + 2 * L_F;
+#if LUMBER_HAS_FASTCAT
+    uint8_t codes[LUMBER_N_FEATURES];
+    lumber_codes(row, 1, codes);
+#endif
+    for (int32_t q = 0; q < LUMBER_N_SPECIAL; ++q) {
+        const int32_t s = L_SPECIAL_SLOTS[q];
+#if LUMBER_HAS_FASTCAT
+        if (L_FLAGS[s] & L_FLAG_FASTCAT) {
+            dec[q] = (lumber_wv)((L_CATMASK[s] >> codes[L_SPECIAL_FEAT[q]]) & 1u);
+            continue;
+        }
+#endif
+        dec[q] = (lumber_wv)!lumber_go_left_special(s, q, row[L_SPECIAL_FEAT[q]]);
+    }
+#else
+    (void)row; (void)wx;
+#endif
+}
+
+void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
+{
+    LUMBER_ACC_T acc[L_K];
+    lumber_wv wx[LUMBER_ROW_WALK_STRIDE];
+    L_WN_DECL_OF(L_ROW_WNODES)
+    lumber_bin(row, 1, wx);
+    lumber_row_decide(row, wx);
+    for (int k = 0; k < L_K; ++k) acc[k] = L_BASE[k];
+    LUMBER_ACC_T s0 = acc[0];
+    int32_t t = 0;
+    for (; t + L_ROW_G <= LUMBER_N_TREES; t += L_ROW_G) {
+        const int32_t g = L_ROW_GROUP[t / L_ROW_G];
+        L_REP16(L_RDECL)
+        for (int s = g & 0xffff; s > 0; --s) { L_REP16(L_RSTEP) }
+        if (g >> 16) while (L_REP16(L_RNOTLEAF) 0) { L_REP16(L_RSTEP) }
+        L_REP16(L_RADD)
+    }
+    for (; t < LUMBER_N_TREES; ++t) {
+        L_RDECL(0)
+        while (wn_[n0].f.child != n0) { L_RSTEP(0) }
+        L_RADD(0)
+    }
+    (void)s0;
+#if !LUMBER_HAS_VECTOR && LUMBER_N_OUTPUTS == 1
+    acc[0] = s0;
+#endif
+    lumber_finish(acc, out);
+}
+#elif LUMBER_WALK_CODE
 /* Code walks: the row goes through the generated functions, as a block of one row. */
 void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
 {

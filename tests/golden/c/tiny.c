@@ -35,6 +35,9 @@
 #define LUMBER_WALK_BYTES 1
 #define LUMBER_WALK_CODE 0
 #define LUMBER_N_CODE_BLOCKS 0
+#define LUMBER_N_SPECIAL 3
+#define LUMBER_ROW_WALK 1
+#define LUMBER_ROW_WALK_STRIDE 7
 #define LUMBER_FN(name) lumber_##name
 
 /* Public interface of a lumber-compiled tree ensemble (generated; do not edit).
@@ -174,5 +177,13 @@ static const int32_t L_BIN_HALF[2] = {
 };
 static const LUMBER_IN_T L_BIN_VAL[4] = {
   0x1p-1, 0x1p+0, INFINITY, INFINITY
+};
+static const int32_t L_ROW_GROUP[1] = {
+  0
+};
+static const lumber_wnode L_ROW_WNODES[13] = {
+  {{0, 4, 1}}, {{0, 2, 3}}, {{0, 5, 5}}, {{255, 0, 3}}, {{255, 0, 4}}, {{255, 0, 5}},
+  {{255, 0, 6}}, {{1, 2, 8}}, {{0, 6, 10}}, {{255, 0, 9}}, {{255, 0, 10}}, {{255, 0, 11}},
+  {{255, 0, 12}}
 };
 
