@@ -27,9 +27,12 @@ int32_t @PREFIX@_predict_rows(const void *rows, int32_t rows_double, int64_t n, 
                              int32_t options);
 /* Raw margins of one row: the low-latency entry point. */
 void @PREFIX@_predict_row(const @IN_T@ *row, double *out);
-/* One row with the options of predict_rows (1 post-transform, 2 check refused values): predict_row
-   plus the check, for callers that validate nothing themselves. Returns 0, or 2 (a refused value). */
-int32_t @PREFIX@_predict_one(const @IN_T@ *row, double *out, int32_t options);
+/* One row with the options of predict_rows (1 post-transform, 2 check refused values) plus 4: the row
+   is doubles (a float model rounds them; else the row is @IN_T@): predict_row plus the check, for
+   callers that validate nothing themselves. Returns 0, or 2 (a refused value). */
+int32_t @PREFIX@_predict_one(const void *row, double *out, int32_t options);
+/* The options predict_one understands (bits). */
+int32_t @PREFIX@_one_options(void);
 /* Leaf reached in every tree, as a node id local to its tree: n x n_trees int32 (returns 0). */
 int32_t @PREFIX@_apply(const @IN_T@ *rows, int64_t n, int32_t *out);
 

@@ -127,9 +127,9 @@ class CLibrary:
         # than the rest of the call. The row goes in as the bytes of x.tobytes() (ctypes passes a
         # bytes object's own buffer, 8-byte aligned in CPython), the margins come back in a ctypes
         # array that numpy wraps without copying.
-        self._row_out = ctypes.c_double * self.n_outputs
+        self.row_out = ctypes.c_double * self.n_outputs
         self._row_shape = (self.n_features,)
-        self._row_call = ctypes.CFUNCTYPE(None, ctypes.c_char_p, self._row_out)(
+        self._row_call = ctypes.CFUNCTYPE(None, ctypes.c_char_p, self.row_out)(
             ctypes.cast(fn["predict_row"], ctypes.c_void_p).value)
         probe = bytes(8 * self.n_features)
         self._row_bytes_ok = (ctypes.cast(probe, ctypes.c_void_p).value or 1) % 8 == 0
@@ -144,11 +144,18 @@ class CLibrary:
             pass
         self.reads_rows = "predict_rows" in fn
         """Whether :meth:`predict_rows` takes float64 rows for any model and checks refused values in C."""
-        self._one_call: Any = None
+        self.one_call: Any = None
+        """``one_call(row, out, options) -> status``: ``predict_one`` through ctypes (when ``reads_one``), ``row`` a
+        bytes object of the row's values, ``out`` a ``row_out()`` array (see the C header for the options)."""
         if self._row_bytes_ok and hasattr(self._lib, f"{prefix}_predict_one"):  # forest libraries
-            self._one_call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, self._row_out, ctypes.c_int32)(
+            self.one_call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, self.row_out, ctypes.c_int32)(
                 ctypes.cast(getattr(self._lib, f"{prefix}_predict_one"), ctypes.c_void_p).value)
-        self.reads_one = self._one_call is not None
+        self.reads_one = self.one_call is not None
+        options = getattr(self._lib, f"{prefix}_one_options", None) if self.reads_one else None
+        if options is not None:
+            options.restype, options.argtypes = ctypes.c_int32, []
+        self.one_options = int(options()) if options is not None else (3 if self.reads_one else 0)
+        """Bits of ``one_call``'s options it understands: 1 post-transform, 2 check, 4 the row is float64."""
         """Whether :meth:`predict_one` (one row, refused values checked in C) is available."""
         self._fn = fn
 
@@ -218,7 +225,7 @@ class CLibrary:
         if type(x) is not np.ndarray or x.dtype != self.dtype or x.shape != self._row_shape:
             raise ValueError(f"expected a {self.dtype} vector of {self.n_features} values")
         if self._row_bytes_ok:
-            out = self._row_out()
+            out = self.row_out()
             self._row_call(x.tobytes(), out)
             return np.frombuffer(out)
         row = np.ascontiguousarray(x)
@@ -231,8 +238,8 @@ class CLibrary:
         ``reads_one``); with ``check``, a value the model refuses raises InputDataError (checked in C)."""
         if type(x) is not np.ndarray or x.dtype != self.dtype or x.shape != self._row_shape:
             raise ValueError(f"expected a {self.dtype} vector of {self.n_features} values")
-        out = self._row_out()
-        if self._one_call(x.tobytes(), out, 2 if check else 0):
+        out = self.row_out()
+        if self.one_call(x.tobytes(), out, 2 if check else 0):
             raise InputDataError("the row holds a value the model refuses (NaN, or an infinity after rounding to "
                                  f"{self.dtype})")
         return np.frombuffer(out)

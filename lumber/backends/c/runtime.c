@@ -726,10 +726,22 @@ void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
 }
 #endif
 
-/* One row with predict_rows' options (2: check the values the model refuses; 1: the post-transform):
- * the single-row walk, with no per-call setup. Returns 0, or L_REFUSED. */
-int32_t LUMBER_FN(predict_one)(const LUMBER_IN_T *row, double *out, int32_t options)
+#define L_OPT_DOUBLE 4 /* predict_one: the row is doubles */
+
+/* One row with predict_rows' options (2: check the values the model refuses; 1: the post-transform;
+ * 4: the row is doubles, which a float model rounds as predict_rows does): the single-row walk, with
+ * no per-call setup. Returns 0, or L_REFUSED. */
+int32_t LUMBER_FN(predict_one)(const void *given, double *out, int32_t options)
 {
+    const LUMBER_IN_T *row = (const LUMBER_IN_T *)given;
+#if LUMBER_IN_FLOAT
+    float rounded[LUMBER_N_FEATURES];
+    if (options & L_OPT_DOUBLE) {
+        const double *d = (const double *)given;
+        for (int j = 0; j < LUMBER_N_FEATURES; ++j) rounded[j] = (float)d[j];
+        row = rounded;
+    }
+#endif
     const int status = (options & L_OPT_CHECK) && lumber_refused(row, L_F) ? L_REFUSED : 0;
     LUMBER_FN(predict_row)(row, out);
     if (options & L_OPT_TRANSFORM) lumber_transform(out);
@@ -753,6 +765,7 @@ int32_t LUMBER_FN(apply)(const LUMBER_IN_T *rows, int64_t n, int32_t *out)
     return 0;
 }
 
+int32_t LUMBER_FN(one_options)(void) { return L_OPT_TRANSFORM | L_OPT_CHECK | L_OPT_DOUBLE; }
 int32_t LUMBER_FN(n_features)(void) { return LUMBER_N_FEATURES; }
 int32_t LUMBER_FN(n_outputs)(void) { return LUMBER_N_OUTPUTS; }
 int32_t LUMBER_FN(n_trees)(void) { return LUMBER_N_TREES; }
