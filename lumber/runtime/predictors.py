@@ -507,13 +507,6 @@ class TablePredictor(Predictor):
         return np.asarray(self._numpy.predict_raw(X)).reshape(-1, self.schema.n_outputs)
 
     def predict_raw(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
-        if type(X) is np.ndarray and X.shape == self._one_shape:
-            options = self._one_dtypes.get(X.dtype)
-            if options is not None:
-                out = self._one_out()
-                if not self._one_call(X.tobytes(), out, options):
-                    return np.frombuffer(out) if self._one_k == 1 else np.frombuffer(out).reshape(1, -1)
-                # a refused value: the general path raises the detailed error
         m = self._margins(X, threads)
         return m[:, 0] if self.schema.n_outputs == 1 else m
 
