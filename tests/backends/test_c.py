@@ -165,16 +165,18 @@ def test_random_forests_of_many_trees_match_reference(tmp_path_factory: pytest.T
 
 
 @needs_cc
-def test_single_rows_without_the_row_tables_match_reference(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Models whose special nodes do not fit the single-row columns walk single rows tree by tree (the
-    special trees node by node): the hand-built cases with categorical or zero-as-missing nodes."""
+def test_special_nodes_without_shared_decisions_match_reference(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Models whose distinct special tests do not fit the shared decision columns decide tree by tree in a
+    batch and walk single rows tree by tree (special trees node by node): the hand-built cases with
+    categorical or zero-as-missing nodes."""
     from lumber.backends.c import emit
 
-    monkeypatch.setattr(emit, "ROW_WALK_MAX_COLUMNS", 0)
+    monkeypatch.setattr(emit, "SHARED_DECISIONS_MAX_COLUMNS", 0)
     cases = [(f"r_{name}", mk()) for name, mk in sorted(CASES.items())]
     cases = [(p, f) for p, f in cases if _binnable(f) and (f.is_categorical.any() or f.missing_zero.any())]
     sources = [emit_source(f, CEmitOptions(prefix=p, walk="binned")).text() for p, f in cases]
-    assert all("#define LUMBER_ROW_WALK 0" in src for src in sources)
+    assert all("#define LUMBER_ROW_WALK 0" in src and "#define LUMBER_GLOBAL_DEC 0" in src for src in sources)
     build_shared(sources, tmp_path / "r.so", BuildOptions(warnings_as_errors=True, extra_flags=("-O1",)))
     assert len(cases) >= 2
     for p, f in cases:

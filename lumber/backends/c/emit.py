@@ -8,6 +8,7 @@ same Forest gives the same bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -22,8 +23,8 @@ from lumber.ir.diagnostics import error
 from lumber.ir.forest import ZERO_THRESHOLD
 
 from ..base import Artifact, EmitOptions, fingerprint
-from .layout import (FLAG_CATEGORICAL, FLAG_MISSING_LEFT, FLAG_MISSING_ZERO, MODE_CODE, MODE_CONVERGE, MODE_SPECIAL,
-                     BinTables, Layout, bin_tables, layout)
+from .layout import (FLAG_CATEGORICAL, FLAG_FAST_CAT, FLAG_MISSING_LEFT, FLAG_MISSING_ZERO, MODE_CODE,
+                     MODE_CONVERGE, MODE_SPECIAL, BinTables, Layout, bin_tables, layout)
 
 ABI_VERSION = 1
 UNROLL_MAX_NODES = 2048
@@ -178,9 +179,16 @@ def emit_source(forest: Forest, options: CEmitOptions | None = None, *, fp: str 
     if bins is None and options.walk in ("binned", "code") and not (unroll and T > 0):
         raise CompileError(f"walk={options.walk!r} needs at most 65534 distinct thresholds per feature and "
                            f"{2**16 - 1} walk columns", "use walk='values' or 'auto'")
-    n_special = int(lay.special_slots.size)
-    row_stride = 2 * forest.n_features + n_special
-    row_walk = bins is not None and T > 0 and row_stride <= ROW_WALK_MAX_COLUMNS
+    dec_q: npt.NDArray[np.int64] | None = None
+    if bins is not None and has_special:
+        dcol, dec_q = shared_decisions(lay)
+        if 2 * forest.n_features + dec_q.size <= SHARED_DECISIONS_MAX_COLUMNS:
+            column = bins.column.copy()
+            column[lay.special_slots] = 2 * forest.n_features + dcol
+            bins = dataclasses.replace(bins, column=column, row_stride=2 * forest.n_features + int(dec_q.size))
+        else:
+            dec_q = None
+    row_walk = bins is not None and T > 0 and (dec_q is not None or not has_special)
     meta = {
         "generator": "lumber",
         "abi_version": ABI_VERSION,
@@ -226,9 +234,9 @@ def emit_source(forest: Forest, options: CEmitOptions | None = None, *, fp: str 
         "LUMBER_WALK_BYTES": str(bins.bits // 8 if bins is not None else 8 // (1 + single)),
         "LUMBER_WALK_CODE": str(int(code_walk)),
         "LUMBER_N_CODE_BLOCKS": str(-(-T // CODE_BLOCK_TREES) if code_walk else 0),
-        "LUMBER_N_SPECIAL": str(n_special),
+        "LUMBER_GLOBAL_DEC": str(int(dec_q is not None)),
+        "LUMBER_N_DEC": str(0 if dec_q is None else dec_q.size),
         "LUMBER_ROW_WALK": str(int(row_walk)),
-        "LUMBER_ROW_WALK_STRIDE": str(row_stride),
     }
     meta["walk"] = ("code" if code_walk else f"binned{bins.bits}") if bins is not None else "values"
     header = (_template("api.h").replace("@PREFIX@", options.prefix).replace("@IN_T@", in_t)
@@ -247,8 +255,11 @@ def emit_source(forest: Forest, options: CEmitOptions | None = None, *, fp: str 
                                                                                       default=str)))
     if bins is not None:
         parts.append(_bin_arrays(bins, lay.child, single))
-    if row_walk and bins is not None:
-        parts.append(_row_arrays(lay, bins, forest.n_features))
+    if dec_q is not None:
+        parts.append(_array("int32_t", "L_DEC_SLOT", [str(v) for v in lay.special_slots[dec_q].tolist()], per_line=16))
+        parts.append(_array("int32_t", "L_DEC_Q", [str(v) for v in dec_q.tolist()], per_line=16))
+    if row_walk:
+        parts.append(_row_groups(lay))
     code_defs: list[str] = []
     if unroll and T > 0:
         names = [f"lumber_tree_{t}" for t in range(T)]
@@ -374,41 +385,53 @@ def auto_block(bins: BinTables | None) -> int:
 
 ROW_GROUP_TREES = 16
 """Trees a single row walks together (``L_ROW_G`` in the runtime)."""
-ROW_WALK_MAX_COLUMNS = 16384
-"""Single rows walk codes when 2 * n_features + special nodes fit this many columns (on the stack)."""
+SHARED_DECISIONS_MAX_COLUMNS = 4096
+"""Binned walks of models with special nodes share their decisions (:func:`shared_decisions`) when
+2 * n_features + the distinct tests fit this many code columns; else each tree decides its own."""
 
 
-def _wnodes(name: str, child: npt.NDArray[np.int64], column: npt.NDArray[np.int64], code: npt.NDArray[np.int64],
-            bits: int) -> str:
-    # slot order as L_NODES, with the same padding leaf at the end
-    childs = child.tolist() + [child.shape[0]]
-    nodes = [f"{{{{{k}, {col}, {c}}}}}" for c, col, k in zip(childs, column.tolist() + [0],
-                                                             code.tolist() + [2**bits - 1])]
-    return _array("lumber_wnode", name, nodes, per_line=6)
+def shared_decisions(lay: Layout) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The distinct tests of the special nodes: per special node (in ``special_slots`` order) the index of
+    its test, and per test the index of one special node that makes it. Small category sets are one test
+    per feature and direction mask; zero-as-missing thresholds one per feature, missing rule and
+    threshold; every other categorical node is a test of its own."""
+    keys: dict[tuple[object, ...], int] = {}
+    dcol = np.zeros(lay.special_slots.size, dtype=np.int64)
+    reps: list[int] = []
+    for q, slot in enumerate(lay.special_slots.tolist()):
+        fl = int(lay.flags[slot])
+        if fl & FLAG_FAST_CAT and lay.catmask is not None:
+            key: tuple[object, ...] = ("mask", int(lay.feature[slot]), int(lay.catmask[slot]))
+        elif not fl & FLAG_CATEGORICAL:
+            key = ("zero", int(lay.feature[slot]), fl & (FLAG_MISSING_LEFT | FLAG_MISSING_ZERO),
+                   float(lay.threshold[slot]))
+        else:
+            key = ("slot", slot)
+        d = keys.setdefault(key, len(reps))
+        if d == len(reps):
+            reps.append(q)
+        dcol[q] = d
+    return dcol, np.asarray(reps, dtype=np.int64)
 
 
-def _row_arrays(lay: Layout, bins: BinTables, n_features: int) -> str:
-    """Single-row tables: per group of ROW_GROUP_TREES trees its steps (bit 16: a lopsided tree of the group
-    may need more), and the node table whose special nodes read column 2 * n_features + q (the q-th special
-    node of the model) instead of their tree's decision column."""
+def _row_groups(lay: Layout) -> str:
+    """Single rows: per group of ROW_GROUP_TREES trees its steps, plus bit 16 when a lopsided tree of the
+    group may need more."""
     T = lay.root.shape[0]
     conv = (lay.mode & 3) == MODE_CONVERGE
     groups = []
     for g in range(T // ROW_GROUP_TREES):
         sl = slice(g * ROW_GROUP_TREES, (g + 1) * ROW_GROUP_TREES)
         groups.append(str(int(lay.steps[sl].max()) | (int(conv[sl].any()) << 16)))
-    out = [_array("int32_t", "L_ROW_GROUP", groups, per_line=16)]
-    if lay.special_slots.size:
-        column = bins.column.copy()
-        column[lay.special_slots] = 2 * n_features + np.arange(lay.special_slots.size)
-        out.append(_wnodes("L_ROW_WNODES", lay.child, column, bins.code, bins.bits))
-    else:
-        out.append("#define L_ROW_WNODES L_WNODES\n")
-    return "".join(out)
+    return _array("int32_t", "L_ROW_GROUP", groups, per_line=16)
 
 
 def _bin_arrays(bins: BinTables, child: npt.NDArray[np.int64], single: bool) -> str:
-    out = [_wnodes("L_WNODES", child, bins.column, bins.code, bins.bits)]
+    # slot order as L_NODES, with the same padding leaf at the end
+    childs = child.tolist() + [child.shape[0]]
+    nodes = [f"{{{{{k}, {col}, {c}}}}}" for c, col, k in zip(childs, bins.column.tolist() + [0],
+                                                             bins.code.tolist() + [2**bins.bits - 1])]
+    out = [_array("lumber_wnode", "L_WNODES", nodes, per_line=6)]
     out.append(_array("int32_t", "L_BIN_OFF", [str(v) for v in bins.offset.tolist()], per_line=16))
     out.append(_array("int32_t", "L_BIN_SIZE", [str(v) for v in bins.size.tolist()], per_line=16))
     out.append(_array("int32_t", "L_BIN_HALF", [str(v) for v in bins.half.tolist()], per_line=16))

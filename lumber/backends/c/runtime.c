@@ -20,7 +20,10 @@
  * Codes take 1 or 2 bytes, so a block's rows stay in L1 cache while the trees are walked.
  * Each feature has two code columns: NaN is 0 in the first (every test sends it left) and
  * the threshold count in the second (every test sends it right); a node reads the column of
- * its missing direction, so the walk has no NaN test (L_WNODES).
+ * its missing direction, so the walk has no NaN test (L_WNODES). With LUMBER_GLOBAL_DEC the
+ * decision columns are shared: one per distinct special test of the model (L_DEC_SLOT), filled
+ * once per block as it starts, so special trees need no pass of their own.
+ * Single rows (LUMBER_ROW_WALK) take the binned walk on their codes, sixteen trees at a time.
  * Code walks (LUMBER_WALK_CODE, binned): trees are if/else code comparing the rows' codes with
  * their threshold ranks as constants, CODE_BLOCK_TREES trees per function (L_CODE_FN); a block of
  * rows goes through one function's trees, row by row, before the next. The tables stay for apply.
@@ -76,11 +79,10 @@ typedef LUMBER_WALK_T lumber_wv;   /* what the walk reads: threshold codes */
 #define L_DEC0 (2 * L_F)           /* first decision column */
 /* The node table's address in a register (wn_): position-independent code would recompute it per step. */
 #if defined(__GNUC__) || defined(__clang__)
-#define L_WN_DECL_OF(table) const lumber_wnode *wn_ = (table); __asm__("" : "+r"(wn_));
+#define L_WN_DECL const lumber_wnode *wn_ = L_WNODES; __asm__("" : "+r"(wn_));
 #else
-#define L_WN_DECL_OF(table) const lumber_wnode *wn_ = (table);
+#define L_WN_DECL const lumber_wnode *wn_ = L_WNODES;
 #endif
-#define L_WN_DECL L_WN_DECL_OF(L_WNODES)
 /* One step on codes: right iff code > the node's threshold code (never NaN); the code is read
  * d bytes after x. On x86-64 with GNU C the step is written out, because compilers turn the
  * compare into setb + zero extension + add instead of one add-with-carry, and load threshold and
@@ -338,6 +340,31 @@ static void lumber_bin(const LUMBER_IN_T *X, int m, lumber_wv *W)
 }
 #endif
 
+#if LUMBER_GLOBAL_DEC
+/* Shared decisions (binned walks): the directions of rows X[0..m) at every distinct special test of the
+ * model (L_DEC_SLOT: one special node per test, L_DEC_Q its index among the special nodes), into column
+ * 2 * n_features + d of W. Special nodes with the same test (a small category set's direction mask on
+ * one feature, or a zero-as-missing threshold) read one column, and a block decides each test once. */
+static void lumber_decide_all(const LUMBER_IN_T *X, int m, const uint8_t *codes, lumber_wv *W)
+{
+    for (int32_t d = 0; d < LUMBER_N_DEC; ++d) {
+        const int32_t s = L_DEC_SLOT[d], q = L_DEC_Q[d];
+        const int64_t f = L_SPECIAL_FEAT[q];
+        lumber_wv *col = W + L_DEC0 + d;
+#if LUMBER_HAS_FASTCAT
+        if (L_FLAGS[s] & L_FLAG_FASTCAT) {
+            const uint32_t mask = L_CATMASK[s];
+            for (int i = 0; i < m; ++i) col[i * L_WXS] = (lumber_wv)((mask >> codes[i * L_F + f]) & 1u);
+            continue;
+        }
+#else
+        (void)codes;
+#endif
+        for (int i = 0; i < m; ++i) col[i * L_WXS] = (lumber_wv)!lumber_go_left_special(s, q, X[i * L_F + f]);
+    }
+}
+#endif
+
 /* Start a block: codes (binned walks), or the NaN scan and, with special nodes, the row copy
  * the decisions are added to. */
 static void lumber_begin(lumber_scratch *w, const LUMBER_IN_T *X, int m)
@@ -357,12 +384,20 @@ static void lumber_begin(lumber_scratch *w, const LUMBER_IN_T *X, int m)
 #if LUMBER_HAS_FASTCAT
     lumber_codes(X, m, w->codes);
 #endif
+#if LUMBER_GLOBAL_DEC
+#if LUMBER_HAS_FASTCAT
+    lumber_decide_all(X, m, w->codes, w->ext);
+#else
+    lumber_decide_all(X, m, NULL, w->ext);
+#endif
+#endif
 }
 
-/* Directions of tree t's special nodes for the block's rows, into their decision columns. */
+/* Directions of tree t's special nodes for the block's rows, into their decision columns (shared
+ * decisions are made once per block instead, as the block starts). */
 static void lumber_decide(lumber_scratch *w, const LUMBER_IN_T *X, int32_t t, int m)
 {
-#if LUMBER_HAS_SPECIAL
+#if LUMBER_HAS_SPECIAL && !LUMBER_GLOBAL_DEC
     for (int32_t q = L_SPECIAL_OFF[t]; q < L_SPECIAL_OFF[t + 1]; ++q) {
         const int32_t s = L_SPECIAL_SLOTS[q];
         lumber_wv *col = w->ext + L_DEC0 + (q - L_SPECIAL_OFF[t]);
@@ -573,11 +608,10 @@ int32_t LUMBER_FN(predict_rows)(const void *rows, int32_t rows_double, int64_t n
 }
 
 #if LUMBER_ROW_WALK
-/* Single rows (binned models): the row's codes, then every special node's direction for it into
- * a column of its own (L_ROW_WNODES reads column 2 * n_features + q for the q-th special node of
- * the model, so a row needs no per-tree decision pass), then L_ROW_G trees walked together on the
- * node table, branch-free; each group of trees takes its precomputed steps (L_ROW_GROUP: steps,
- * plus bit 16 when a tree of the group may need more), and leaf values are added in tree order. */
+/* Single rows (binned models): the row's codes and its shared decisions (LUMBER_GLOBAL_DEC), then
+ * L_ROW_G trees walked together on the node table, branch-free; each group of trees takes its
+ * precomputed steps (L_ROW_GROUP: steps, plus bit 16 when a tree of the group may need more), and
+ * leaf values are added in tree order. */
 #define L_ROW_G 16
 #define L_RDECL(j) int64_t n##j = L_TREES[t + j].root;
 #define L_RSTEP(j) L_WSTEP(n##j, wx);
@@ -588,36 +622,21 @@ int32_t LUMBER_FN(predict_rows)(const void *rows, int32_t rows_double, int64_t n
 #define L_RADD(j) { const int32_t leaf_ = (int32_t)n##j; lumber_add(L_TREES + t + j, &leaf_, 1, acc); }
 #endif
 
-static void lumber_row_decide(const LUMBER_IN_T *row, lumber_wv *wx)
-{
-#if LUMBER_HAS_SPECIAL
-    lumber_wv *dec = wx + 2 * L_F;
-#if LUMBER_HAS_FASTCAT
-    uint8_t codes[LUMBER_N_FEATURES];
-    lumber_codes(row, 1, codes);
-#endif
-    for (int32_t q = 0; q < LUMBER_N_SPECIAL; ++q) {
-        const int32_t s = L_SPECIAL_SLOTS[q];
-#if LUMBER_HAS_FASTCAT
-        if (L_FLAGS[s] & L_FLAG_FASTCAT) {
-            dec[q] = (lumber_wv)((L_CATMASK[s] >> codes[L_SPECIAL_FEAT[q]]) & 1u);
-            continue;
-        }
-#endif
-        dec[q] = (lumber_wv)!lumber_go_left_special(s, q, row[L_SPECIAL_FEAT[q]]);
-    }
-#else
-    (void)row; (void)wx;
-#endif
-}
-
 void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
 {
     LUMBER_ACC_T acc[L_K];
-    lumber_wv wx[LUMBER_ROW_WALK_STRIDE];
-    L_WN_DECL_OF(L_ROW_WNODES)
+    lumber_wv wx[LUMBER_WALK_STRIDE];
+    L_WN_DECL
     lumber_bin(row, 1, wx);
-    lumber_row_decide(row, wx);
+#if LUMBER_GLOBAL_DEC
+#if LUMBER_HAS_FASTCAT
+    uint8_t codes[LUMBER_N_FEATURES];
+    lumber_codes(row, 1, codes);
+    lumber_decide_all(row, 1, codes, wx);
+#else
+    lumber_decide_all(row, 1, NULL, wx);
+#endif
+#endif
     for (int k = 0; k < L_K; ++k) acc[k] = L_BASE[k];
     LUMBER_ACC_T s0 = acc[0];
     int32_t t = 0;
