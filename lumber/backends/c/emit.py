@@ -252,7 +252,8 @@ def emit_source(forest: Forest, options: CEmitOptions | None = None, *, fp: str 
         header, "\n", _template("prelude.h"), "\n",
     ]
     parts.append(_tables(forest, lay, mode, single, acc_single, K, T, fp, json.dumps(meta, sort_keys=True,
-                                                                                      default=str)))
+                                                                                      default=str),
+                         per_tree_decisions=dec_q is None))
     if bins is not None:
         parts.append(_bin_arrays(bins, lay.child, single))
     if dec_q is not None:
@@ -440,7 +441,7 @@ def _bin_arrays(bins: BinTables, child: npt.NDArray[np.int64], single: bool) -> 
 
 
 def _tables(forest: Forest, lay: Layout, mode: npt.NDArray[np.int64], single: bool, acc_single: bool,
-            K: int, T: int, fp: str, meta_json: str) -> str:
+            K: int, T: int, fp: str, meta_json: str, *, per_tree_decisions: bool) -> str:
     schema = forest.schema
     thr = c_reals(lay.walk_threshold, single)
     feats = lay.walk_feature.tolist()
@@ -484,7 +485,9 @@ def _tables(forest: Forest, lay: Layout, mode: npt.NDArray[np.int64], single: bo
             out.append(_array("uint32_t", "L_CAT_LIST", [f"{v}u" for v in c.codes.tolist()], per_line=8))
     if lay.special_slots.size:
         out.append(_array("int32_t", "L_SPECIAL_OFF", [str(v) for v in lay.special_offset.tolist()], per_line=16))
-        out.append(_array("int32_t", "L_SPECIAL_SLOTS", [str(v) for v in lay.special_slots.tolist()], per_line=16))
+        if per_tree_decisions:  # lumber_decide's list (shared decisions name their nodes in L_DEC_SLOT)
+            out.append(_array("int32_t", "L_SPECIAL_SLOTS", [str(v) for v in lay.special_slots.tolist()],
+                              per_line=16))
         sp = lay.special_slots
         out.append(_array("int32_t", "L_SPECIAL_FEAT", [str(v) for v in lay.feature[sp].tolist()], per_line=16))
         out.append(_array("LUMBER_IN_T", "L_SPECIAL_THR", c_reals(np.nan_to_num(lay.threshold[sp]), single)))

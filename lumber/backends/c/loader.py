@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,6 +58,43 @@ def _open_private(library: bytes, label: str) -> ctypes.CDLL:
         raise LibraryLoadError(f"{label}: cannot load as a shared library ({exc})") from None
     finally:
         os.unlink(private)
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
+                ("doc", ctypes.c_char_p)]
+
+
+class _PyBuffer(ctypes.Structure):  # CPython's Py_buffer (stable ABI since 3.11)
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+
+_METH_FASTCALL = 0x0080
+_PY_API = ("PyObject_GetBuffer", "PyBuffer_Release", "PyLong_FromLong", "PyLong_AsLong", "PyEval_SaveThread",
+           "PyEval_RestoreThread", "PyErr_Clear")
+
+
+def _python_door(lib: ctypes.CDLL, prefix: str) -> Any:
+    """The library's ``py_one`` as a builtin function (None when it has none, or this Python's buffer
+    layout differs from the one it was written for). The method definition lives as long as the builtin."""
+    init = getattr(lib, f"{prefix}_py_init", None)
+    one = getattr(lib, f"{prefix}_py_one", None)
+    if init is None or one is None or sys.implementation.name != "cpython" or sys.version_info < (3, 11):
+        return None
+    api = (ctypes.c_void_p * len(_PY_API))(*(ctypes.cast(getattr(ctypes.pythonapi, n), ctypes.c_void_p).value
+                                             for n in _PY_API))
+    init.argtypes, init.restype = [ctypes.c_void_p], ctypes.c_int32
+    if init(api) != ctypes.sizeof(_PyBuffer):
+        return None
+    new = ctypes.pythonapi.PyCFunction_NewEx
+    new.argtypes, new.restype = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p], ctypes.py_object
+    definition = _MethodDef(f"{prefix}_py_one".encode(), ctypes.cast(one, ctypes.c_void_p).value, _METH_FASTCALL,
+                            None)
+    door = new(ctypes.byref(definition), definition, None)  # self: the definition, kept alive by the builtin
+    return door
 
 
 def read_library(path: str | Path) -> bytes:
@@ -127,9 +165,9 @@ class CLibrary:
         # than the rest of the call. The row goes in as the bytes of x.tobytes() (ctypes passes a
         # bytes object's own buffer, 8-byte aligned in CPython), the margins come back in a ctypes
         # array that numpy wraps without copying.
-        self.row_out = ctypes.c_double * self.n_outputs
+        self._row_out = ctypes.c_double * self.n_outputs
         self._row_shape = (self.n_features,)
-        self._row_call = ctypes.CFUNCTYPE(None, ctypes.c_char_p, self.row_out)(
+        self._row_call = ctypes.CFUNCTYPE(None, ctypes.c_char_p, self._row_out)(
             ctypes.cast(fn["predict_row"], ctypes.c_void_p).value)
         probe = bytes(8 * self.n_features)
         self._row_bytes_ok = (ctypes.cast(probe, ctypes.c_void_p).value or 1) % 8 == 0
@@ -144,18 +182,16 @@ class CLibrary:
             pass
         self.reads_rows = "predict_rows" in fn
         """Whether :meth:`predict_rows` takes float64 rows for any model and checks refused values in C."""
-        self.one_call: Any = None
-        """``one_call(row, out, options) -> status``: ``predict_one`` through ctypes (when ``reads_one``), ``row`` a
-        bytes object of the row's values, ``out`` a ``row_out()`` array (see the C header for the options)."""
+        self._one_call: Any = None
         if self._row_bytes_ok and hasattr(self._lib, f"{prefix}_predict_one"):  # forest libraries
-            self.one_call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, self.row_out, ctypes.c_int32)(
+            self._one_call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, self._row_out, ctypes.c_int32)(
                 ctypes.cast(getattr(self._lib, f"{prefix}_predict_one"), ctypes.c_void_p).value)
-        self.reads_one = self.one_call is not None
-        options = getattr(self._lib, f"{prefix}_one_options", None) if self.reads_one else None
-        if options is not None:
-            options.restype, options.argtypes = ctypes.c_int32, []
-        self.one_options = int(options()) if options is not None else (3 if self.reads_one else 0)
-        """Bits of ``one_call``'s options it understands: 1 post-transform, 2 check, 4 the row is float64."""
+        self.reads_one = self._one_call is not None
+        self.py_one = _python_door(self._lib, prefix) if self.reads_one else None
+        """``py_one(X, out, options) -> int``: a CPython builtin calling ``predict_one`` on a (1, n_features)
+        float64/float32 array X into a float64 array ``out`` of n_outputs values, without ctypes' per-call
+        conversions; returns 0, 2 (a refused value), or -1 (not such arrays: nothing computed). None when
+        the library has no such door."""
         """Whether :meth:`predict_one` (one row, refused values checked in C) is available."""
         self._fn = fn
 
@@ -225,7 +261,7 @@ class CLibrary:
         if type(x) is not np.ndarray or x.dtype != self.dtype or x.shape != self._row_shape:
             raise ValueError(f"expected a {self.dtype} vector of {self.n_features} values")
         if self._row_bytes_ok:
-            out = self.row_out()
+            out = self._row_out()
             self._row_call(x.tobytes(), out)
             return np.frombuffer(out)
         row = np.ascontiguousarray(x)
@@ -238,8 +274,8 @@ class CLibrary:
         ``reads_one``); with ``check``, a value the model refuses raises InputDataError (checked in C)."""
         if type(x) is not np.ndarray or x.dtype != self.dtype or x.shape != self._row_shape:
             raise ValueError(f"expected a {self.dtype} vector of {self.n_features} values")
-        out = self.row_out()
-        if self.one_call(x.tobytes(), out, 2 if check else 0):
+        out = self._row_out()
+        if self._one_call(x.tobytes(), out, 2 if check else 0):
             raise InputDataError("the row holds a value the model refuses (NaN, or an infinity after rounding to "
                                  f"{self.dtype})")
         return np.frombuffer(out)

@@ -745,22 +745,10 @@ void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
 }
 #endif
 
-#define L_OPT_DOUBLE 4 /* predict_one: the row is doubles */
-
-/* One row with predict_rows' options (2: check the values the model refuses; 1: the post-transform;
- * 4: the row is doubles, which a float model rounds as predict_rows does): the single-row walk, with
- * no per-call setup. Returns 0, or L_REFUSED. */
-int32_t LUMBER_FN(predict_one)(const void *given, double *out, int32_t options)
+/* One row with predict_rows' options (2: check the values the model refuses; 1: the post-transform):
+ * the single-row walk, with no per-call setup. Returns 0, or L_REFUSED. */
+int32_t LUMBER_FN(predict_one)(const LUMBER_IN_T *row, double *out, int32_t options)
 {
-    const LUMBER_IN_T *row = (const LUMBER_IN_T *)given;
-#if LUMBER_IN_FLOAT
-    float rounded[LUMBER_N_FEATURES];
-    if (options & L_OPT_DOUBLE) {
-        const double *d = (const double *)given;
-        for (int j = 0; j < LUMBER_N_FEATURES; ++j) rounded[j] = (float)d[j];
-        row = rounded;
-    }
-#endif
     const int status = (options & L_OPT_CHECK) && lumber_refused(row, L_F) ? L_REFUSED : 0;
     LUMBER_FN(predict_row)(row, out);
     if (options & L_OPT_TRANSFORM) lumber_transform(out);
@@ -784,7 +772,84 @@ int32_t LUMBER_FN(apply)(const LUMBER_IN_T *rows, int64_t n, int32_t *out)
     return 0;
 }
 
-int32_t LUMBER_FN(one_options)(void) { return L_OPT_TRANSFORM | L_OPT_CHECK | L_OPT_DOUBLE; }
+/* A CPython door to predict_one, for a Python process that loads this library: py_one(X, out, options)
+ * as a METH_FASTCALL builtin, with no per-call argument conversion. The library does not link against
+ * Python: py_init receives the addresses of the few CPython functions it calls (stable ABI; the
+ * Py_buffer layout below is that of CPython 3.11 and later), and the caller makes the builtin from
+ * py_one's address. X: a (1, n_features) float64 or float32 array (any strides; a float model rounds
+ * doubles as predict_rows does), out: a writable C-contiguous float64 array of n_outputs values,
+ * options: predict_one's bits 1 and 2. Returns the int 0, 2 (a refused value), or -1 when X or out is
+ * not such an array (nothing computed; the caller takes its general path). The GIL is released while
+ * the row is walked. */
+typedef struct {
+    void *buf; void *obj; intptr_t len, itemsize; int readonly, ndim; char *format;
+    intptr_t *shape, *strides, *suboffsets; void *internal;
+} lumber_pybuffer;
+typedef int (*lumber_py_getbuffer_fn)(void *, lumber_pybuffer *, int);
+typedef void (*lumber_py_release_fn)(lumber_pybuffer *);
+typedef void *(*lumber_py_long_fn)(long);
+typedef long (*lumber_py_as_long_fn)(void *);
+typedef void *(*lumber_py_save_fn)(void);
+typedef void (*lumber_py_restore_fn)(void *);
+typedef void (*lumber_py_clear_fn)(void);
+static struct {
+    lumber_py_getbuffer_fn getbuffer; lumber_py_release_fn release; lumber_py_long_fn from_long;
+    lumber_py_as_long_fn as_long; lumber_py_save_fn save; lumber_py_restore_fn restore; lumber_py_clear_fn clear;
+} L_PY;
+
+/* api: PyObject_GetBuffer, PyBuffer_Release, PyLong_FromLong, PyLong_AsLong, PyEval_SaveThread,
+ * PyEval_RestoreThread, PyErr_Clear. Returns sizeof(Py_buffer) as this library sees it, for the caller to compare. */
+int32_t LUMBER_FN(py_init)(void *const *api)
+{
+    L_PY.getbuffer = (lumber_py_getbuffer_fn)api[0];
+    L_PY.release = (lumber_py_release_fn)api[1];
+    L_PY.from_long = (lumber_py_long_fn)api[2];
+    L_PY.as_long = (lumber_py_as_long_fn)api[3];
+    L_PY.save = (lumber_py_save_fn)api[4];
+    L_PY.restore = (lumber_py_restore_fn)api[5];
+    L_PY.clear = (lumber_py_clear_fn)api[6];
+    return (int32_t)sizeof(lumber_pybuffer);
+}
+
+#define L_PYBUF_WRITABLE 0x0001
+#define L_PYBUF_FORMAT 0x0004
+#define L_PYBUF_STRIDES 0x0018
+
+void *LUMBER_FN(py_one)(void *self, void *const *args, intptr_t nargs)
+{
+    lumber_pybuffer x, o;
+    (void)self;
+    if (nargs != 3 || L_PY.getbuffer == NULL) return L_PY.from_long(-1);
+    if (L_PY.getbuffer(args[0], &x, L_PYBUF_STRIDES | L_PYBUF_FORMAT) != 0) {
+        L_PY.clear();
+        return L_PY.from_long(-1);
+    }
+    if (L_PY.getbuffer(args[1], &o, L_PYBUF_WRITABLE | L_PYBUF_FORMAT) != 0) {
+        L_PY.clear();
+        L_PY.release(&x);
+        return L_PY.from_long(-1);
+    }
+    const long options = L_PY.as_long(args[2]) & (L_OPT_TRANSFORM | L_OPT_CHECK);
+    long status = -1;
+    const int dbl = x.format != NULL && x.format[0] == 'd' && x.format[1] == 0 && x.itemsize == 8;
+    const int flt = x.format != NULL && x.format[0] == 'f' && x.format[1] == 0 && x.itemsize == 4;
+    if ((dbl || flt) && x.ndim == 2 && x.shape[0] == 1 && x.shape[1] == LUMBER_N_FEATURES
+        && o.format != NULL && o.format[0] == 'd' && o.format[1] == 0 && o.itemsize == 8
+        && o.len == 8 * LUMBER_N_OUTPUTS && !o.readonly) {
+        LUMBER_IN_T row[LUMBER_N_FEATURES];
+        const char *p = (const char *)x.buf;
+        const intptr_t step = x.strides[1];
+        void *ts = L_PY.save();
+        for (int j = 0; j < LUMBER_N_FEATURES; ++j, p += step)
+            row[j] = dbl ? (LUMBER_IN_T)*(const double *)p : (LUMBER_IN_T)*(const float *)p;
+        status = LUMBER_FN(predict_one)(row, (double *)o.buf, (int32_t)options);
+        L_PY.restore(ts);
+    }
+    L_PY.release(&x);
+    L_PY.release(&o);
+    return L_PY.from_long(status);
+}
+
 int32_t LUMBER_FN(n_features)(void) { return LUMBER_N_FEATURES; }
 int32_t LUMBER_FN(n_outputs)(void) { return LUMBER_N_OUTPUTS; }
 int32_t LUMBER_FN(n_trees)(void) { return LUMBER_N_TREES; }
