@@ -259,8 +259,12 @@ def emit_source(forest: Forest, options: CEmitOptions | None = None, *, fp: str 
     if dec_q is not None:
         parts.append(_array("int32_t", "L_DEC_SLOT", [str(v) for v in lay.special_slots[dec_q].tolist()], per_line=16))
         parts.append(_array("int32_t", "L_DEC_Q", [str(v) for v in dec_q.tolist()], per_line=16))
-    if row_walk:
+    if row_walk and bins is not None:
         parts.append(_row_groups(lay))
+        roots = [f"{{{{{k}, {col}, {c}}}}}" for c, col, k in zip(lay.child[lay.root].tolist(),
+                                                                 bins.column[lay.root].tolist(),
+                                                                 bins.code[lay.root].tolist())]
+        parts.append(_array("lumber_wnode", "L_WROOT", roots, per_line=6))
     code_defs: list[str] = []
     if unroll and T > 0:
         names = [f"lumber_tree_{t}" for t in range(T)]

@@ -223,6 +223,21 @@ static inline int32_t lumber_walk_one(int32_t root, const LUMBER_IN_T *x)
         REP(STORE) \
     }
 
+#if LUMBER_BINNED
+/* Binned groups take the root's step from registers: every row of a tree starts at its root, so its
+ * column, threshold code and first child are loaded once per tree (a root that is a leaf tests the
+ * largest code, which no row exceeds, and stays put). */
+#define L_BDECL(j) int64_t n##j = child0 + (xb[(j) * L_WXS + col0] > thr0);
+#define L_WALK_BINNED(STORE, END) \
+    for (; i < (END); i += L_GROUP) { \
+        const lumber_wv *xb = W + (int64_t)i * L_WXS; \
+        L_REP10(L_BDECL) \
+        for (int s = 1; s < steps; ++s) { L_REP10(L_PLAIN) } \
+        if (converge) while (L_REP10(L_NOTLEAF) 0) { L_REP10(L_PLAIN) } \
+        L_REP10(STORE) \
+    }
+#endif
+
 /* Leaf slot of rows W[0..m) (stride L_WXS) in one tree; with acc, the tree's leaf values are added
  * to acc (column tr->output, stride L_K) instead, as the walk ends (binned walks, scalar trees). */
 static void lumber_walk_block(const lumber_tree *tr, const lumber_wv *W, int m, int has_nan, int32_t *leaf,
@@ -240,16 +255,18 @@ static void lumber_walk_block(const lumber_tree *tr, const lumber_wv *W, int m, 
      * and what it stores lands in padding that nothing reads. Rows walked one at a time instead
      * cost several times a grouped row (a 128-row block, 8 rows alone: 20% more CPU). */
     L_WN_DECL
+    const int64_t col0 = wn_[root].f.col, child0 = wn_[root].f.child;
+    const lumber_wv thr0 = (lumber_wv)wn_[root].f.thr;
     (void)has_nan;
 #if LUMBER_HAS_SCALAR
     if (acc != NULL) {
         LUMBER_ACC_T *a = acc + tr->output;
-        L_WALK_GROUPS_TO(L_GROUP, L_REP10, L_PLAIN, L_WXS, L_ADD, m)
+        L_WALK_BINNED(L_ADD, m)
         return;
     }
 #endif
     (void)acc;
-    L_WALK_GROUPS_TO(L_GROUP, L_REP10, L_PLAIN, L_WXS, L_STORE, m)
+    L_WALK_BINNED(L_STORE, m)
 #else
     (void)acc;
     if (!has_nan) {
@@ -609,11 +626,13 @@ int32_t LUMBER_FN(predict_rows)(const void *rows, int32_t rows_double, int64_t n
 
 #if LUMBER_ROW_WALK
 /* Single rows (binned models): the row's codes and its shared decisions (LUMBER_GLOBAL_DEC), then
- * L_ROW_G trees walked together on the node table, branch-free; each group of trees takes its
- * precomputed steps (L_ROW_GROUP: steps, plus bit 16 when a tree of the group may need more), and
- * leaf values are added in tree order. */
+ * L_ROW_G trees walked together on the node table, branch-free, their first steps from the roots'
+ * copies in L_WROOT (one small table, instead of a root slot and its node per tree); each group of
+ * trees takes its precomputed steps (L_ROW_GROUP: steps, plus bit 16 when a tree of the group may
+ * need more), and leaf values are added in tree order. */
 #define L_ROW_G 16
-#define L_RDECL(j) int64_t n##j = L_TREES[t + j].root;
+#define L_RDECL(j) const lumber_wnode r##j = L_WROOT[t + j]; \
+    int64_t n##j = (int64_t)r##j.f.child + (wx[r##j.f.col] > r##j.f.thr);
 #define L_RSTEP(j) L_WSTEP(n##j, wx);
 #define L_RNOTLEAF(j) wn_[n##j].f.child != n##j ||
 #if !LUMBER_HAS_VECTOR && LUMBER_N_OUTPUTS == 1
@@ -643,7 +662,7 @@ void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
     for (; t + L_ROW_G <= LUMBER_N_TREES; t += L_ROW_G) {
         const int32_t g = L_ROW_GROUP[t / L_ROW_G];
         L_REP16(L_RDECL)
-        for (int s = g & 0xffff; s > 0; --s) { L_REP16(L_RSTEP) }
+        for (int s = (g & 0xffff) - 1; s > 0; --s) { L_REP16(L_RSTEP) }
         if (g >> 16) while (L_REP16(L_RNOTLEAF) 0) { L_REP16(L_RSTEP) }
         L_REP16(L_RADD)
     }

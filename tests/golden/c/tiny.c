@@ -188,4 +188,7 @@ static const int32_t L_DEC_Q[3] = {
 static const int32_t L_ROW_GROUP[1] = {
   0
 };
+static const lumber_wnode L_WROOT[2] = {
+  {{0, 4, 1}}, {{1, 2, 8}}
+};
 
