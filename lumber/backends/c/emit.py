@@ -276,7 +276,7 @@ def emit_source(forest: Forest, options: CEmitOptions | None = None, *, fp: str 
         thr = c_reals(lay.threshold, single)
         code_defs = [_code_tree(lay, t, thr, names[t]) + "\n" for t in range(T)]
     if code_walk and bins is not None:
-        code_defs = _code_walk(forest, lay, bins, parts, has_special)
+        code_defs = _code_walk(forest, lay, bins, parts, has_special and dec_q is None)
     parts.append("\n")
     parts.append(_template("runtime.c"))
     parts.extend(code_defs)
@@ -289,12 +289,13 @@ def emit_source(forest: Forest, options: CEmitOptions | None = None, *, fp: str 
     )
 
 
-def _code_walk(forest: Forest, lay: Layout, bins: BinTables, parts: list[str], has_special: bool) -> list[str]:
+def _code_walk(forest: Forest, lay: Layout, bins: BinTables, parts: list[str], call_special: bool) -> list[str]:
     """``walk="code"``: trees as if/else code on the rows' threshold codes (:class:`BinTables`), the
     codes compared with integer constants, CODE_BLOCK_TREES trees per function. A function walks the
     coded rows W[0..m) through its trees in order, row by row, and adds each leaf's value to the row's
     sums (kept in registers across the trees); a node whose children are both leaves adds without a
-    branch. Special nodes call the reference's test on the row's value. Declarations go to ``parts``
+    branch. Special nodes read their shared decision column (0 left, 1 right), or with ``call_special``
+    call the reference's test on the row's value. Declarations go to ``parts``
     (before the runtime); the definitions are returned (they follow it)."""
     T = forest.n_trees
     tout = forest.tree_output.tolist()
@@ -303,11 +304,11 @@ def _code_walk(forest: Forest, lay: Layout, bins: BinTables, parts: list[str], h
     code = bins.code.tolist()
     feat = lay.feature.tolist()
     flags = lay.flags.tolist()
-    special = {int(v): q for q, v in enumerate(lay.special_slots.tolist())}
+    special = {int(v): q for q, v in enumerate(lay.special_slots.tolist())} if call_special else {}
     n_blocks = -(-T // CODE_BLOCK_TREES)
     names = [f"lumber_code_{b}" for b in range(n_blocks)]
     sig = "(const LUMBER_WALK_T *W, const LUMBER_IN_T *X, int m, LUMBER_ACC_T *acc)"
-    if has_special:
+    if call_special:
         parts.append("static inline int lumber_go_left_special(int32_t s, int32_t q, LUMBER_IN_T v);\n")
     parts.extend(f"static void {nm}{sig};\n" for nm in names)
     parts.append(f"static void (*const L_CODE_FN[{n_blocks}]){sig} = {{\n  " + ",\n  ".join(names) + "\n};\n")
