@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, Direction, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
+from lumber.ir import Constraints, Direction, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Scale, Task
 from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
 from lumber.ir.decision import resolve_target
@@ -33,6 +33,7 @@ from lumber.ir.decision import resolve_target
 from . import actionability
 from .deadline import Clock, Deadline
 from .heuristic import Candidates, improve, warm_start
+from .fastpath import leaf_bound_proves
 from lumber.ir.constraints import parse_weights
 
 from ..change_cost import ChangeCost
@@ -125,7 +126,12 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
     cat = categorical_features(forests)
     names = schema.feature_names
     down, up = _weights(weights, cons, names)
-    scales = feature_scales(scale, R, names, cat, _used(forests))
+    used = _used(forests)
+    if ref is not None and (scale is None or isinstance(scale, (str, Scale))):  # once per batch
+        scales = ref.memo(forest, ("scales", str(scale), cat.tobytes(), used.tobytes()),
+                          lambda: feature_scales(scale, R, names, cat, used))
+    else:
+        scales = feature_scales(scale, R, names, cat, used)
     cost = CaseCost(ChangeCost(Norm.parse(norm), down, up, scales, cat), x0)
     if cons is not None:
         lo, hi = cons.bounds(names, x0)
@@ -318,6 +324,10 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
     x_h = warm_start(q, meets, reference, nogoods=nogoods, deadline=deadline.share(0.5),
                      starts=starts) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
+    if x_h is not None and c_h is not None and c_h > 0:
+        done = _proven_without_solver(q, x_h, c_h, verify, opts)
+        if done is not None:
+            return done
     search = strategy(q.options)
     res = _base(q, INFEASIBLE, verify)
     solve_secs = 0.0
@@ -385,6 +395,23 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
         res.message = "the model does not give the target at the solver's point, even with the largest margin"
     elif res.status == OPTIMAL and res.found:
         res.message = ""
+    return res
+
+
+def _proven_without_solver(q: Query, x: FloatArray, cost: float, verify: Verifier, opts: SolverOptions
+                           ) -> CounterfactualResult | None:
+    """The warm start's point as the proven optimum, when the per-tree bound (:func:`fastpath.leaf_bound_proves`)
+    shows that nothing within the MIP gap below its cost reaches the target; None otherwise (or when the
+    model's own ``predict`` does not confirm the point)."""
+    below = cost * (1.0 - float(opts.mip_rel_gap))
+    if not leaf_bound_proves(q, below):
+        return None
+    res = _finish(q, _base(q, OPTIMAL, verify), x, verify)
+    if not (res.verified and not res.violations):
+        return None
+    res.objective = q.cost.to_objective(res.cost)
+    res.bound = below
+    res.gap = (res.cost - below) / res.cost  # (attempts stays 0: no MILP was built)
     return res
 
 
