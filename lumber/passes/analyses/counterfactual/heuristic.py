@@ -466,11 +466,9 @@ was the best of the pool every time, and 8 rows only cost their refinement (0.3-
 
 
 def target_rows(q: Query, reference: Reference) -> BoolArray:
-    """Which reference rows the model puts in ``q``'s target (once per worker and target; the rows must have
-    been evaluated: ``reference.decisions``)."""
-    decided = reference.decisions
-    assert decided is not None
-    return reference.memo(q.forest, ("target", q.spec.key), lambda: np.asarray(q.spec.satisfied(decided), bool))
+    """Which reference rows the model puts in ``q``'s target (once per batch and target)."""
+    return reference.memo(q.forest, ("target", q.spec.key),
+                          lambda: np.asarray(q.spec.satisfied(reference.decisions(q.forest)), dtype=bool))
 
 
 def warm_start(q: Query, meets: Callable[[FloatArray], BoolArray], reference: Reference | FloatArray | None,
@@ -537,7 +535,7 @@ def _reference_rows(cands: Candidates, reference: Reference | FloatArray | None,
     if given is None or not len(given) or n_refine <= 0:
         return rows
     R, rep = cands.repair(np.asarray(given, dtype=np.float64))
-    known = isinstance(reference, Reference) and reference.decisions is not None
+    known = isinstance(reference, Reference) and reference.batch
     first = (target_rows(q, reference) if known else np.zeros(R.shape[0], dtype=bool))[rep]  # type: ignore[arg-type]
     R = R[rep]
     if R.shape[0]:

@@ -24,19 +24,21 @@ FloatArray = npt.NDArray[np.float64]
 T = TypeVar("T")
 
 DECIDE_FROM = 32
-"""Batches of at least this many cases evaluate the model on the reference rows once (0.3 s of CPU for
-24,000 rows of a 100-tree LightGBM model): each warm start then tries the rows already at the target first,
-in a short first block, instead of a block of 1,024 rows through the model (on credit LightGBM 100 x 31,
-0.113 s of CPU per query instead of 0.128 s, the same answers)."""
+"""Batches of at least this many cases evaluate the model on the reference rows once, when a warm start
+first repairs reference rows (0.3 s of CPU for 24,000 rows of a 100-tree LightGBM model): each such warm
+start then tries the rows already at the target first, in a short first block, instead of a block of 1,024
+rows through the model (on credit LightGBM 100 x 31, 0.113 s of CPU per query instead of 0.128 s, the
+same answers)."""
 
 
 @dataclass
 class Reference:
-    """Reference rows of one model: ``rows`` (prepared, float64) and ``decisions`` (the model's on each)."""
+    """Reference rows of one model: ``rows`` (prepared, float64), and whether a batch shares them."""
 
     rows: FloatArray
-    decisions: npt.NDArray[Any] | None = None
-    """The model's decision on each row (None: not evaluated; a single query does not pay for it)."""
+    batch: bool = False
+    """Evaluate the model on every row once, when a query first needs the rows' decisions (a single query
+    does not pay for it)."""
     _encoded: dict[int, tuple[Forest, Forest]] = field(default_factory=dict, repr=False)
     _memo: dict[Hashable, tuple[Any, Any]] = field(default_factory=dict, repr=False)
     _keys: dict[int, tuple[Forest, str]] = field(default_factory=dict, repr=False)
@@ -44,12 +46,15 @@ class Reference:
     @classmethod
     def of(cls, forest: Forest, reference: Any, decide: bool = False) -> "Reference | None":
         """``reference`` prepared for ``forest`` (a :class:`Reference` is returned as it is; None stays None);
-        ``decide``: evaluate the model on every row once (worth it for a batch: :data:`DECIDE_FROM`)."""
+        ``decide``: the rows serve a batch (:attr:`batch`, worth it from :data:`DECIDE_FROM` cases)."""
         if reference is None or isinstance(reference, Reference):
             return reference
-        rows = forest.prepare_input(reference)
-        decisions = np.asarray(forest.schema.decide(forest.evaluate(rows))) if decide and len(rows) else None
-        return cls(rows, decisions)
+        return cls(forest.prepare_input(reference), decide)
+
+    def decisions(self, forest: Forest) -> npt.NDArray[Any]:
+        """``forest``'s decision on every row, evaluated once."""
+        return self.memo(forest, "decisions", lambda: np.asarray(forest.schema.decide(forest.evaluate(self.rows)))
+                         if len(self.rows) else np.zeros(0))
 
     def encoded(self, isolation: Forest) -> Forest:
         """``isolation`` as the MILP encodes it, collapsed once per forest."""

@@ -276,7 +276,7 @@ def _better(a: CounterfactualResult, b: CounterfactualResult) -> bool:
 
 
 def _base(q: Query, status: str, verify: Verifier, message: str = "") -> CounterfactualResult:
-    orig = verify(q.x0[None, :])
+    orig = q.memo("original", lambda: verify(q.x0[None, :]))
     return CounterfactualResult(status=status, schema=q.forest.schema, x0=q.x0.copy(), x=None,
                                 target=q.spec.describe(), norm=q.cost.norm.name.lower(),
                                 original_prediction=_first(orig), message=message)
@@ -324,7 +324,7 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
     x_h = warm_start(q, meets, reference, nogoods=nogoods, deadline=deadline.share(0.5),
                      starts=starts) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
-    if x_h is not None and c_h is not None and c_h > 0:
+    if q.options.fast_path and x_h is not None and c_h is not None and c_h > 0:
         done = _proven_without_solver(q, x_h, c_h, verify, opts)
         if done is not None:
             return done
