@@ -33,7 +33,7 @@ from lumber.ir.decision import resolve_target
 from . import actionability
 from .deadline import Clock, Deadline
 from .heuristic import Candidates, improve, warm_start
-from .fastpath import leaf_bound_proves
+from .fastpath import SPLIT_DEPTH, FastPathRecord, LeafBoxes, plain_boxes, split_bound_proves
 from lumber.ir.constraints import parse_weights
 
 from ..change_cost import ChangeCost
@@ -404,7 +404,16 @@ def _proven_without_solver(q: Query, x: FloatArray, cost: float, verify: Verifie
     shows that nothing within the MIP gap below its cost reaches the target; None otherwise (or when the
     model's own ``predict`` does not confirm the point)."""
     below = cost * (1.0 - float(opts.mip_rel_gap))
-    if not leaf_bound_proves(q, below):
+    changed = np.flatnonzero(~((x == q.x0) | (np.isnan(x) & np.isnan(q.x0))))
+    boxes, record = None, FastPathRecord()
+    if q.reference is not None and plain_boxes(q.forest):  # a batch: built once, and the record of its proofs
+        boxes = q.reference.memo(q.forest, "leaf boxes", lambda: LeafBoxes.of(q.forest))
+        record = q.reference.memo(q.forest, ("fast path", q.spec.key, q.cost.norm), FastPathRecord)
+    others = [i for i in range(q.x0.shape[0]) if i not in set(changed.tolist())]  # (changed ones first)
+    proven = split_bound_proves(q, below, [int(i) for i in changed] + others, boxes=boxes,
+                                depth=SPLIT_DEPTH if record.splits_pay() else 0)
+    record.add(proven)
+    if not proven:
         return None
     res = _finish(q, _base(q, OPTIMAL, verify), x, verify)
     if not (res.verified and not res.violations):

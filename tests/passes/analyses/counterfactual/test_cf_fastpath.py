@@ -1,8 +1,9 @@
 """The fast path: a warm start proven optimal by the per-tree bound, and the batch path that checks every case
 and point with the source model once per chunk.
 
-- :func:`leaf_bound_proves` is sound: whenever it proves a cost, brute force over the cells finds no point of
-  the target at or below it (hypothesis, random forests of every kind the strategies draw);
+- :func:`leaf_bound_proves` and :func:`split_bound_proves` are sound: whenever they prove a cost, brute force
+  over the cells finds no point of the target at or below it (hypothesis, random forests of every kind the
+  strategies draw);
 - on a population the fast path answers some queries without a MILP, each equal to the MILP's optimum;
 - a batch gives every case the answer a single query gives it, each point verified by the source model.
 """
@@ -19,7 +20,7 @@ import lumber
 from cf_brute import brute_force, task_is_class
 from lumber.ir import Constraints, Forest, Task
 from lumber.passes.analyses.counterfactual import CounterfactualOptions, make_query, solve_counterfactual
-from lumber.passes.analyses.counterfactual.fastpath import leaf_bound_proves
+from lumber.passes.analyses.counterfactual.fastpath import leaf_bound_proves, split_bound_proves
 from strategies import forests
 from test_cf_optimality import EXAMPLES, NORMS, cat_codes, draw_case
 
@@ -41,9 +42,14 @@ def test_leaf_bound_is_sound(norm: str, forest: Forest, data: st.DataObject) -> 
     exact, _ = brute_force(forest, x0, lambda X: forest.predict(X) == target, norm, wd, wu,
                            codes=cat_codes(forest, x0))
     q = make_query(forest, x0, target, options=CounterfactualOptions(norm=norm, weights=(wd, wu)))[0]
+    features = list(range(n))
     for cost in data.draw(st.lists(st.floats(0.0, 6.0), min_size=1, max_size=4)) + [exact * (1 - 1e-6)]:
-        if np.isfinite(cost) and leaf_bound_proves(q, cost):
+        if not np.isfinite(cost):
+            continue
+        if leaf_bound_proves(q, cost):
             assert exact > cost, (exact, cost)  # nothing at or below a proven cost reaches the target
+        if split_bound_proves(q, cost, features, depth=2):
+            assert exact > cost, ("split", exact, cost)
 
 
 def _population() -> tuple[RandomForestClassifier, np.ndarray, np.ndarray]:
