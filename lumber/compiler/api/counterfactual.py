@@ -9,7 +9,8 @@ reference rows once for the whole batch
 solves each case (:func:`lumber.passes.analyses.counterfactual.solve_counterfactual`)
 with one :class:`CounterfactualOptions`. Every returned point is verified with
 the source model's own ``predict`` (:class:`~lumber.compiler.explain.SourcePredictor`,
-boosters included) when a model object is given, else with the lowered Forest;
+boosters included) when a model object is given, else with the lowered Forest
+(in a batch: once per chunk for all its cases and points, :meth:`_Job.many`);
 batches run in parallel with joblib, one solver thread per worker. Every case
 gets an answer: a verified point (proven optimal, or at the time limit with a
 proven bound and gap), or a proven ``infeasible`` that names the constraint
@@ -151,17 +152,17 @@ class _Job:
             return [self.one(x, iso) for x, iso in zip(X, isolations)]
         fast = default_verifier(self.forest)
         results = [self.one(x, iso, fast) for x, iso in zip(X, isolations)]
-        answers = [(i, a) for i, r in enumerate(results) for a in (r, *r.alternatives) if a.x is not None]
-        before = np.asarray(self.verifier(X), dtype=object).reshape(-1)
-        after = (np.asarray(self.verifier(np.stack([a.x for _, a in answers])), dtype=object).reshape(-1)
-                 if answers else np.zeros(0, dtype=object))
+        answers = [(i, a, a.x) for i, r in enumerate(results) for a in (r, *r.alternatives) if a.x is not None]
+        before: npt.NDArray[Any] = np.asarray(self.verifier(X)).astype(object).reshape(-1)
+        after: npt.NDArray[Any] = (np.asarray(self.verifier(np.stack([x for _, _, x in answers]))).astype(object)
+                                   .reshape(-1) if answers else np.zeros(0, dtype=object))
         again = {i for i, r in enumerate(results)
                  if any(not _same(before[i], a.original_prediction) for a in (r, *r.alternatives))}
-        again |= {i for (i, a), p in zip(answers, after) if not _same(p, a.prediction)}
+        again |= {i for (i, a, _), p in zip(answers, after) if not _same(p, a.prediction)}
         for i, r in enumerate(results):
             for a in (r, *r.alternatives):
                 a.original_prediction = _plain_label(before[i])
-        for (_, a), p in zip(answers, after):
+        for (_, a, _), p in zip(answers, after):
             a.prediction = _plain_label(p)
         for i in sorted(again):
             results[i] = self.one(X[i], isolations[i])

@@ -133,7 +133,7 @@ def leaf_bound_proves(q: Query, cost: float, lo: FloatArray | None = None, hi: F
     if np.any(qlo > qhi):
         return True  # some feature has no value within the cost: no point is that cheap
     ok, d = bound.full(qlo, qhi)
-    return bound.proves(ok.all(axis=1), bound.combine(d))
+    return bound.proves(np.all(ok, axis=1), bound.combine(d))
 
 
 class _Bound:
@@ -235,7 +235,7 @@ def _split(bound: _Bound, lo: FloatArray, hi: FloatArray, features: list[int], d
         return True
     q = bound.q
     OK, D = bound.full(lo, hi)
-    if bound.proves(OK.all(axis=1), bound.combine(D)):
+    if bound.proves(np.all(OK, axis=1), bound.combine(D)):
         return True
     if depth <= 0:
         return False

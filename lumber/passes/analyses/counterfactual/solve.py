@@ -12,8 +12,9 @@ is built; at the deadline the best verified point so far comes back as
 ``time_limit`` with its proven bound and gap, or ``no_solution`` if there is none.
 
 One query runs: the bound (a plausible query's relaxation: the isolation forest
-without the explained model), the warm start, the MILP, and the search
-strategy of ``options.strategy`` (:class:`Whole` or :class:`Cases`).
+without the explained model), the warm start, the fast path (the warm start
+proven optimal by the per-tree bound of ``fastpath``: no MILP), else the MILP
+with the search strategy of ``options.strategy`` (:class:`Whole` or :class:`Cases`).
 """
 
 from __future__ import annotations
@@ -325,9 +326,9 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
                      starts=starts) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
     if q.options.fast_path and x_h is not None and c_h is not None and c_h > 0:
-        done = _proven_without_solver(q, x_h, c_h, verify, opts)
-        if done is not None:
-            return done
+        proven = _proven_without_solver(q, x_h, c_h, verify, opts)
+        if proven is not None:
+            return proven
     search = strategy(q.options)
     res = _base(q, INFEASIBLE, verify)
     solve_secs = 0.0

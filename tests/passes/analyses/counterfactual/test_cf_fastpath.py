@@ -19,7 +19,7 @@ from sklearn.ensemble import RandomForestClassifier
 import lumber
 from cf_brute import brute_force, task_is_class
 from lumber.ir import Constraints, Forest, Task
-from lumber.passes.analyses.counterfactual import CounterfactualOptions, make_query, solve_counterfactual
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, make_query
 from lumber.passes.analyses.counterfactual.fastpath import leaf_bound_proves, split_bound_proves
 from strategies import forests
 from test_cf_optimality import EXAMPLES, NORMS, cat_codes, draw_case
