@@ -325,7 +325,7 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
     x_h = warm_start(q, meets, reference, nogoods=nogoods, deadline=deadline.share(0.5),
                      starts=starts) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
-    if q.options.fast_path and x_h is not None and c_h is not None and c_h > 0:
+    if q.options.fast_path and x_h is not None and c_h is not None and c_h > 0 and not deadline.expired():
         proven = _proven_without_solver(q, x_h, c_h, verify, opts)
         if proven is not None:
             return proven
