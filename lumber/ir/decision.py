@@ -156,7 +156,12 @@ class Target:
             return np.asarray((v >= lo) & (v <= hi), dtype=bool)
         assert self.classes is not None and self.labels is not None, "resolve the target first"
         wanted = [self.labels[c] for c in self.classes]
-        return np.array([any(_same_label(v, lab) for lab in wanted) for v in p.tolist()], dtype=bool)
+        try:  # each distinct output decided once (a batch holds few labels)
+            values, inverse = np.unique(p, return_inverse=True)
+        except TypeError:  # outputs of mixed types: one at a time
+            values, inverse = p, np.arange(p.shape[0])
+        hit = np.array([any(_same_label(v, lab) for lab in wanted) for v in values.tolist()], dtype=bool)
+        return hit[inverse.reshape(-1)] if hit.size else np.zeros(p.shape[0], dtype=bool)
 
     @property
     def key(self) -> tuple[Any, ...]:
