@@ -326,6 +326,6 @@ def test_cli_optimize_speed(lgb_model: tuple[Any, Path, np.ndarray], tmp_path: P
     assert main(["compile", str(path), "--emit", "c", "--optimize", "speed", "--sample", str(rows), "-o", str(so)]) == 0
     text = capsys.readouterr()
     assert "<- chosen" in text.out and "forest" in text.out and "oblivious" in text.out
-    assert f"timing rows: {rows}" in text.out and "timed on 50 rows" in text.out
+    assert f"timed on 50 rows of {rows} (--sample)" in text.out
     np.testing.assert_allclose(load_compiled(so, bst).predict_raw(X), bst.predict(X, raw_score=True), rtol=1e-12,
                                atol=1e-12)

@@ -67,9 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "keep the faster and print both")
     g.add_argument("--max-depth", metavar="N",
                    help="deepest table when re-composing a forest into oblivious trees "
-                        "(default: auto, 8 or the polynomial's largest degree)")
+                        "(default: auto: with grow, the depth whose cover costs least by the measured table costs)")
     g.add_argument("--strategy", choices=STRATEGIES,
-                   help="how re-composition covers the polynomial with trees (default: pack)")
+                   help="how re-composition covers the polynomial with trees (default: grow)")
     g.add_argument("--sample", metavar="CSV",
                    help="your rows to time on: with --optimize speed the forms (default: the --train rows), "
                         "with --emit c the C walk (binned or code)")
@@ -218,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
         raise CompileError("--agreement applies with --tolerance (the lossy forms' decision agreement)")
     elif args.optimize is not None:
         pred = compile_fastest(ir, sample=sample, path=output, options=options)
+        if "timed_on" in pred.report:  # the report names the file the rows came from
+            pred.report["timed_on"]["source"] = f"{timing_rows} ({'--sample' if args.sample else '--train'})"
     else:
         pred = compile_model(ir, target=emit, path=output, sample=sample, options=options)
     took = f"in {time.perf_counter() - t0:.2f} s"
@@ -234,7 +236,6 @@ def run(args: argparse.Namespace) -> int:
 
             print(describe_tolerance(pred.report))
         elif "forms" in pred.report:
-            print(f"  timing rows: {timing_rows}")
             print(describe_choice(pred.report))
     else:
         extra = f", header {output.with_suffix('.h')}" if emit == "c-source" else ""
