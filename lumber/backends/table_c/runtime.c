@@ -801,6 +801,58 @@ static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_index512_c
     }
 }
 
+/* Whether tree t's index is a byte: every term's shift below 8 and at most 255 in all. */
+static inline int lt_low_only(const lt_terms_of *q)
+{
+    for (int j = 0; j < q->n; ++j)
+        if ((q->shift ? q->shift[j] : j) >= 8) return 0;
+    return lt_low_sum(q) <= 255;
+}
+
+/* AVX-512 step 2 for a tree whose index is a byte (lt_low_only), nch (1-16) chunks of 64 rows from row
+ * i0: per term one compare and one masked byte add per chunk, up to 1024 rows' indices in registers
+ * across the terms. Out as lt_index512_chunks: codes to out8 (codes given), the index to out8, or
+ * 16-bit indices to idx. */
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_lo512_chunks(
+    const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int i0, const int nch, const uint8_t *codes,
+    int cells, uint16_t *idx, uint8_t *out8)
+{
+    __m512i lo[16];
+    for (int c = 0; c < nch; ++c) lo[c] = _mm512_setzero_si512();
+    for (int j = 0; j < q->n; ++j) {
+        const LT_BIN_T *bc = bins + (int64_t)q->col[j] * stride + i0;
+        const __m512i k = _mm512_set1_epi8((char)q->kb[j]);
+        const __m512i w = _mm512_set1_epi8((char)(1 << (q->shift ? q->shift[j] : j)));
+        for (int c = 0; c < nch; ++c)
+            lo[c] = _mm512_mask_add_epi8(lo[c], _mm512_cmpgt_epu8_mask(_mm512_loadu_si512((const void *)(bc + 64 * c)), k),
+                                         lo[c], w);
+    }
+    if (codes) {
+        for (int c = 0; c < nch; ++c)
+            _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_codes512(codes, cells, lo[c], _mm512_setzero_si512()));
+    } else if (out8) {
+        for (int c = 0; c < nch; ++c) _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lo[c]);
+    } else {
+        for (int c = 0; c < nch; ++c) {
+            _mm512_storeu_si512((void *)(idx + i0 + 64 * c), _mm512_cvtepu8_epi16(_mm512_castsi512_si256(lo[c])));
+            _mm512_storeu_si512((void *)(idx + i0 + 64 * c + 32), _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(lo[c], 1)));
+        }
+    }
+}
+
+/* lt_lo512_chunks over rows [0, lanes) (a multiple of 64): 16 chunks at a time, then 8, 4, 2, 1. */
+LT_TARGET_AVX512 static void lt_lo512(const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int lanes,
+                                      const uint8_t *codes, int cells, uint16_t *idx, uint8_t *out8)
+{
+    int i = 0;
+    for (; i + 1024 <= lanes; i += 1024) lt_lo512_chunks(q, bins, stride, i, 16, codes, cells, idx, out8);
+    const int r = (lanes - i) >> 6;
+    if (r & 8) { lt_lo512_chunks(q, bins, stride, i, 8, codes, cells, idx, out8); i += 512; }
+    if (r & 4) { lt_lo512_chunks(q, bins, stride, i, 4, codes, cells, idx, out8); i += 256; }
+    if (r & 2) { lt_lo512_chunks(q, bins, stride, i, 2, codes, cells, idx, out8); i += 128; }
+    if (r & 1) lt_lo512_chunks(q, bins, stride, i, 1, codes, cells, idx, out8);
+}
+
 /* Whether the AVX-512 path looks tree t's cell codes up in registers: a dictionary, byte bins, at most
  * 1024 cells and no carry out of the index's low byte. */
 static inline int lt_byte_codes(const lt_model *M, int32_t t, const lt_terms_of *q)
@@ -808,12 +860,12 @@ static inline int lt_byte_codes(const lt_model *M, int32_t t, const lt_terms_of 
     return sizeof(LT_BIN_T) == 1 && LT_DICT(M, t) && M->depth[t] <= 10 && lt_low_sum(q) <= 255;
 }
 
-/* Whether the AVX-512 path reads tree t's table (no dictionary) from registers by its byte index: at
- * most 32 cells (a CatBoost tree of depth <= 5, a small table), byte bins. */
+/* Whether the AVX-512 path reads tree t's table (no dictionary) by its byte index: at most 256 cells (a
+ * CatBoost tree of depth <= 8, a small table; from registers up to 32), byte bins. */
 static inline int lt_byte_direct(const lt_model *M, int32_t t)
 {
     return sizeof(LT_BIN_T) == 1 && !LT_DICT(M, t) && M->tree_output[t] >= 0
-           && M->value_offset[t + 1] - M->value_offset[t] <= 32;
+           && M->value_offset[t + 1] - M->value_offset[t] <= 256;
 }
 
 /* AVX-512 step 2 for a tree with byte codes: the rows' codes of rows [0, lanes) into out8. */
@@ -822,6 +874,10 @@ LT_TARGET_AVX512 static void lt_codes_avx512(const lt_model *M, int32_t t, const
 {
     const uint8_t *codes = LT_DICT(M, t) ? M->cell_code + M->value_offset[t] : NULL;  /* NULL: the index */
     const int cells = (int)(M->value_offset[t + 1] - M->value_offset[t]);
+    if (lt_low_only(q)) {
+        lt_lo512(q, bins, stride, lanes, codes, cells, NULL, out8);
+        return;
+    }
     int i = 0;
     for (; i + 256 <= lanes; i += 256) lt_index512_chunks(q, bins, stride, i, 4, codes, cells, NULL, out8);
     switch ((lanes - i) >> 6) {
@@ -837,7 +893,9 @@ LT_TARGET_AVX512 static void lt_index_avx512(const lt_terms_of *qp, const LT_BIN
                                              uint16_t *idx)
 {
     const lt_terms_of q = *qp;
-    if (sizeof(LT_BIN_T) == 1 && lt_low_sum(&q) <= 255) {
+    if (sizeof(LT_BIN_T) == 1 && lt_low_only(&q)) {
+        lt_lo512(&q, bins, stride, lanes, NULL, 0, idx, NULL);
+    } else if (sizeof(LT_BIN_T) == 1 && lt_low_sum(&q) <= 255) {
         int i = 0;
         for (; i + 256 <= lanes; i += 256) lt_index512_chunks(&q, bins, stride, i, 4, NULL, 0, idx, NULL);
         switch ((lanes - i) >> 6) {
