@@ -405,7 +405,9 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None, to_bu
     it as cascades built into one .so each), timed interleaved on test rows; quality on test rows."""
     import lumber
     from lumber.backends.base import fingerprint
-    from lumber.compiler.cascade import CascadeSpec, build_cascade, cascade_margins, decision_band, inside_band
+    from lumber.compiler.targets.cascade import build_cascade
+    from lumber.ir.cascade import Cascade, inside_band
+    from lumber.passes.transforms.cascade import cascade_margins, decision_band
     from lumber.compiler.tolerance import PrefixStop, loss_bound, tree_sizes
     from lumber.passes.quality import auc, make_metric
     from lumber.passes.transforms.oblivious_fit import FitOptions, fit_oblivious
@@ -459,9 +461,8 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None, to_bu
             av = ens.evaluate(Xva)
             band = decision_band(av, ev, agreement=AGREEMENT) if classifier else None
             vgot, vshare = cascade_margins(av, pc.predict_raw, Xva, band) if band is not None else (av, 0.0)
-            spec = CascadeSpec(band=band, fast_trees=ens.n_trees, exact_trees=forest.n_trees,
-                               quality={**quality(vgot, ev, yva), "loss_bound": loss_bound(vmetric, ev, vgot)})
-            lib = build_cascade(forest, q, spec, fp=fp)
+            spec = Cascade(forest, q, band, {**quality(vgot, ev, yva), "loss_bound": loss_bound(vmetric, ev, vgot)})
+            lib = build_cascade(spec, fp=fp)
             build = fit_s + time.perf_counter() - t1
             got = lib.predict_raw(Xte)
             share = float(np.mean(inside_band(ens.evaluate(Xte), band))) if band is not None else 0.0

@@ -91,9 +91,11 @@ def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path
     forms = {"forest": get_target("c"), "oblivious": get_target("table-c")}
     t0 = time.perf_counter()
     c_options = options.forest_options()
-    candidates["forest"] = forms["forest"].compile(forest, c_options, threads=threads, fingerprint=fp)
+    candidates["forest"] = forms["forest"].compile(forest, c_options, threads=threads, fingerprint=fp,
+                                                   sample=X)  # its walk chosen on the same rows
     report["forms"]["forest"] = {"compile_seconds": time.perf_counter() - t0,
-                                 "walk": cast(CPredictor, candidates["forest"]).library.metadata.get("walk", "values")}
+                                 "walk": cast(CPredictor, candidates["forest"]).library.metadata.get("walk", "values"),
+                                 "walk_choice": candidates["forest"].report.get("walk")}
     if options.walk == "auto" and report["forms"]["forest"]["walk"] != "values":
         # the binned walk pays a coding step per row: on few, shallow trees the value walk can be faster
         t0 = time.perf_counter()

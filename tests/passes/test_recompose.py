@@ -15,7 +15,7 @@ from strategies import boundary_rows, forests
 
 import lumber
 from lumber.backends.table import TableEvaluator
-from lumber.compiler.api.equivalence import model_scale
+from lumber.passes.analyses.equivalence import model_scale
 from lumber.ir import CompileError, ConditionKind, Forest, ObliviousEnsemble, Polynomial, Task, default_features
 from lumber.ir.polynomial import from_terms
 from lumber.passes.analyses.equivalence import polynomial_difference

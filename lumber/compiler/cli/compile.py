@@ -150,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
     from lumber.compiler.speed import describe_choice
     from lumber.compiler.targets import get_target
     from lumber.ir import CompileError, ObliviousEnsemble
+    from lumber.ir.cascade import Cascade
 
     emit = args.emit or (IR_FILE if args.passes else "c")
     output = Path(args.output) if args.output else Path(Path(args.model).stem + suffixes()[emit])
@@ -161,6 +162,13 @@ def run(args: argparse.Namespace) -> int:
         ir = run_pipeline(ir, args.passes, data=_data(args, ir), time_passes=args.time_passes)
     elif args.time_passes and emit not in TABLE_TARGETS:
         raise CompileError("--time-passes needs --passes (or --emit table)")
+    if isinstance(ir, Cascade):  # tables and forest link into one C library; a cascade has no .lumber form
+        if emit != "c" or args.optimize is not None or args.tolerance is not None:
+            raise CompileError("a pipeline ending in 'cascade' compiles to a C library", "use --emit c")
+        pred = compile_model(ir, target="c", path=output, options=target_options(args, "c", output.stem))
+        print(f"wrote {output} (C shared library, cascade: {ir.tables.n_trees - 1} fitted tables before "
+              f"{ir.forest.n_trees} trees, fingerprint {pred.fingerprint[:16]}) in {time.perf_counter() - t0:.2f} s")
+        return 0
     if emit == IR_FILE:
         ir.save(output)
         print(f"wrote {output} ({type(ir).__name__} IR)")
