@@ -482,9 +482,18 @@ class TablePredictor(Predictor):
 
             self._numpy = TableEvaluator(ens)
         self.engine = "c" if self._runtime is not None else "numpy"
+        self._one_row = self.schema.allow_nan and self.schema.allow_inf
+        self._n_features = self.schema.n_features
 
     def _margins(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
         if self._runtime is not None:
+            if (self._one_row and type(X) is np.ndarray and X.ndim == 2 and X.shape[0] == 1
+                    and X.shape[1] == self._n_features and X.dtype.kind == "f"):
+                # one float row that needs no value check: the runtime's one-row kernel directly
+                if X.dtype != self._runtime.dtype or not X.flags.c_contiguous:
+                    with np.errstate(over="ignore"):  # float32 models round as as_rows does
+                        X = np.ascontiguousarray(X, dtype=self._runtime.dtype)
+                return self._runtime.predict_one(X)  # type: ignore[no-any-return]
             rows = as_rows(self.schema, X, self._runtime.dtype)
             return self._runtime.predict_raw(rows, threads or self.threads)  # type: ignore[no-any-return]
         return np.asarray(self._numpy.predict_raw(X)).reshape(-1, self.schema.n_outputs)

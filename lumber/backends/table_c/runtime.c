@@ -98,6 +98,8 @@ typedef struct {
     const int64_t *dict_offset;     /* NULL, or per tree: its distinct cell values dict_value[dict_offset[t]..[t+1]) */
     const double *dict_value;       /* (none: the tree reads value[]) ... */
     const uint8_t *cell_code;       /* ... and cell i of tree t holds dict_value[dict_offset[t] + cell_code[value_offset[t] + i]] */
+    const int64_t *row_off;         /* NULL, or the one-row kernel's layout: per group of 64 trees its slots */
+    const uint8_t *row_vec;         /* row_off[g]..[g + 1], each 4 x 64 bytes: the trees' term column, bin, low and high weight */
 } lt_model;
 #define LT_DICT(M, t) ((M)->dict_offset != NULL && (M)->dict_offset[(t) + 1] > (M)->dict_offset[t])
 
@@ -1302,6 +1304,30 @@ LT_TARGET_AVX512 static void lt_row_index_avx512(const lt_model *M, int32_t t0, 
 }
 #endif
 
+#ifdef LT_X86
+/* AVX-512: the indices of the (up to) 64 trees of group g of the one-row layout (row_off, row_vec) for
+ * one row whose byte bins are in bins (padded to 128): per slot one byte permute picks every
+ * tree's column's bin, one compare with the trees' bins, and two masked byte adds of their weights to
+ * the indices' low and high bytes. */
+LT_TARGET_AVX512 static void lt_row_group_avx512(const lt_model *M, int64_t g, const uint8_t *bins, uint32_t *idx)
+{
+    const __m512i b0 = _mm512_loadu_si512((const void *)bins), b1 = _mm512_loadu_si512((const void *)(bins + 64));
+    __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+    const uint8_t *v = M->row_vec + M->row_off[g] * 256;
+    for (int64_t j = M->row_off[g]; j < M->row_off[g + 1]; ++j, v += 256) {
+        const __m512i got = _mm512_permutex2var_epi8(b0, _mm512_loadu_si512((const void *)v), b1);
+        const __mmask64 gt = _mm512_cmpgt_epu8_mask(got, _mm512_loadu_si512((const void *)(v + 64)));
+        lo = _mm512_mask_add_epi8(lo, gt, lo, _mm512_loadu_si512((const void *)(v + 128)));
+        hi = _mm512_mask_add_epi8(hi, gt, hi, _mm512_loadu_si512((const void *)(v + 192)));
+    }
+    for (int q = 0; q < 4; ++q) {
+        const __m512i l = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(lo, q));
+        const __m512i h = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(hi, q));
+        _mm512_storeu_si512((void *)(idx + 16 * q), _mm512_or_si512(l, _mm512_slli_epi32(h, 8)));
+    }
+}
+#endif
+
 /* One row, no vector lanes and no threads: the low-latency path (same sums in the same order). */
 static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *leaf, int transform, int path)
 {
@@ -1343,7 +1369,9 @@ static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *lea
     for (int32_t t0 = 0; t0 < M->n_trees; t0 += 256) {
         const int32_t nt = M->n_trees - t0 < 256 ? M->n_trees - t0 : 256;
 #ifdef LT_X86
-        if (vec) lt_row_index_avx512(M, t0, nt, bins128, idx);
+        if (vec && M->row_off)
+            for (int32_t u = 0; u < nt; u += 64) lt_row_group_avx512(M, (t0 + u) / 64, bins128, idx + u);
+        else if (vec) lt_row_index_avx512(M, t0, nt, bins128, idx);
         else
 #endif
         for (int32_t u = 0; u < nt; ++u) {
