@@ -4,7 +4,7 @@ a compiled artifact out.
 The drivers only resolve: the target by name from :mod:`lumber.compiler.targets`, the model as IR, and
 the options, which are the target's own dataclass (``lumber.COptions``, ``lumber.OnnxOptions``, ...; another
 target's options are a CompileError, never dropped). The target emits, builds and wraps the artifact in a
-predictor (:mod:`lumber.compiler.predictors`). :func:`compile_fastest` times the exact forms of a forest
+predictor (:mod:`lumber.runtime.predictors`). :func:`compile_fastest` times the exact forms of a forest
 (:mod:`lumber.compiler.speed`); :func:`compile_within` adds lossy forms under a loss tolerance
 (:mod:`lumber.compiler.tolerance`). Artifacts record the fingerprint of the model they were built from;
 :func:`load_compiled` refuses one that does not match.
@@ -17,14 +17,16 @@ from typing import Any, Mapping
 
 from lumber.backends.base import fingerprint
 from lumber.ir import CompileError, Forest, ModelLike, ObliviousEnsemble
+from lumber.ir.cascade import Cascade
 from lumber.passes.transforms.oblivious_fit import FitOptions
 
 from .. import speed
 from .. import tolerance as lossy
-from ..predictors import Predictor
+from lumber.runtime.predictors import Predictor
 from ..targets import get_target, known_targets, load_artifact
 from ..targets.base import model_ir, project
 from ..targets.c import FastestOptions
+from ..targets.cascade import build_cascade
 
 TARGETS = known_targets()
 
@@ -33,9 +35,10 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
             sample: Any = None, options: Any = None) -> Predictor:
     """Compile ``model`` (anything :func:`lumber.load` accepts, or an IR object) for ``target``.
 
-    Every IR compiles (:mod:`lumber.compiler.deploy`): a Polynomial (pruned or not, object or
+    Every IR compiles (:mod:`lumber.passes.deploy`): a Polynomial (pruned or not, object or
     ``.lumber`` file) as its exact oblivious tables, an ObliviousEnsemble for ``onnx``/``numpy``/
-    ``c-source`` as its exact Forest, and for ``c`` as the ``table-c`` library.
+    ``c-source`` as its exact Forest, and for ``c`` as the ``table-c`` library. A Cascade (the ``cascade``
+    pass) compiles for ``c`` only, tables and forest in one library.
 
     Parameters
     ----------
@@ -56,6 +59,11 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
     """
     tgt = get_target(target)
     opts = tgt.options(options)
+    if isinstance(model, Cascade):
+        if tgt.name != "c":
+            raise CompileError(f"a Cascade compiles to target 'c' (one library: tables, then the forest), not "
+                               f"{target!r}", "lumber.compile(cascade, 'c')")
+        return build_cascade(model, opts, path=path, threads=threads)
     src = model_ir(model)
     ir = tgt.lower(src)
     impl = tgt.for_ir(ir)

@@ -67,9 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "keep the faster and print both")
     g.add_argument("--max-depth", metavar="N",
                    help="deepest table when re-composing a forest into oblivious trees "
-                        "(default: auto, 8 or the polynomial's largest degree)")
+                        "(default: auto: with grow, the depth whose cover costs least by the measured table costs)")
     g.add_argument("--strategy", choices=STRATEGIES,
-                   help="how re-composition covers the polynomial with trees (default: pack)")
+                   help="how re-composition covers the polynomial with trees (default: grow)")
     g.add_argument("--sample", metavar="CSV",
                    help="your rows to time on: with --optimize speed the forms (default: the --train rows), "
                         "with --emit c the C walk (binned or code)")
@@ -82,7 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _data(args: argparse.Namespace, forest: Any) -> dict[str, Any] | None:
-    from lumber.compiler.data import read_rows
+    from lumber.runtime.data import read_rows
 
     out: dict[str, Any] = {}
     for key, path in (("train", args.train), ("valid", args.valid)):
@@ -145,22 +145,30 @@ def target_options(args: argparse.Namespace, emit: str, name: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.api.compile import compile as compile_model
     from lumber.compiler.api.compile import compile_fastest, compile_within
-    from lumber.compiler.deploy import deployable
+    from lumber.passes.deploy import deployable
     from lumber.compiler.frontends import load_any
     from lumber.compiler.speed import describe_choice
     from lumber.compiler.targets import get_target
     from lumber.ir import CompileError, ObliviousEnsemble
+    from lumber.ir.cascade import Cascade
 
     emit = args.emit or (IR_FILE if args.passes else "c")
     output = Path(args.output) if args.output else Path(Path(args.model).stem + suffixes()[emit])
     t0 = time.perf_counter()
     ir: Any = load_any(args.model)  # a .lumber file keeps its IR: a pruned Polynomial compiles as itself
     if args.passes:
-        from lumber.compiler.pipeline import run as run_pipeline
+        from lumber.compiler.api.pipeline import run as run_pipeline
 
         ir = run_pipeline(ir, args.passes, data=_data(args, ir), time_passes=args.time_passes)
     elif args.time_passes and emit not in TABLE_TARGETS:
         raise CompileError("--time-passes needs --passes (or --emit table)")
+    if isinstance(ir, Cascade):  # tables and forest link into one C library; a cascade has no .lumber form
+        if emit != "c" or args.optimize is not None or args.tolerance is not None:
+            raise CompileError("a pipeline ending in 'cascade' compiles to a C library", "use --emit c")
+        pred = compile_model(ir, target="c", path=output, options=target_options(args, "c", output.stem))
+        print(f"wrote {output} (C shared library, cascade: {ir.tables.n_trees - 1} fitted tables before "
+              f"{ir.forest.n_trees} trees, fingerprint {pred.fingerprint[:16]}) in {time.perf_counter() - t0:.2f} s")
+        return 0
     if emit == IR_FILE:
         ir.save(output)
         print(f"wrote {output} ({type(ir).__name__} IR)")
@@ -181,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     # --optimize speed times the forms on the user's rows: --sample, else the --train rows
     timing_rows = args.sample or (args.train if args.optimize is not None and args.tolerance is None else None)
     if timing_rows:
-        from lumber.compiler.data import read_rows
+        from lumber.runtime.data import read_rows
 
         _, sample = read_rows(timing_rows, ir)
     options = target_options(args, "fastest" if args.optimize is not None else emit, output.stem)
@@ -192,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
             raise CompileError("--tolerance needs --train (rows the lossy form is fitted on) and --valid (rows its "
                                "loss is checked on)", "pass --train CSV --valid CSV --label COLUMN")
         if args.label is None:
-            from lumber.compiler.data import read_frame
+            from lumber.runtime.data import read_frame
             from lumber.ir.binding import label_notes
 
             raise CompileError("--tolerance needs --label: the loss is measured against the label column",
@@ -210,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
         raise CompileError("--agreement applies with --tolerance (the lossy forms' decision agreement)")
     elif args.optimize is not None:
         pred = compile_fastest(ir, sample=sample, path=output, options=options)
+        if "timed_on" in pred.report:  # the report names the file the rows came from
+            pred.report["timed_on"]["source"] = f"{timing_rows} ({'--sample' if args.sample else '--train'})"
     else:
         pred = compile_model(ir, target=emit, path=output, sample=sample, options=options)
     took = f"in {time.perf_counter() - t0:.2f} s"
@@ -226,7 +236,6 @@ def run(args: argparse.Namespace) -> int:
 
             print(describe_tolerance(pred.report))
         elif "forms" in pred.report:
-            print(f"  timing rows: {timing_rows}")
             print(describe_choice(pred.report))
     else:
         extra = f", header {output.with_suffix('.h')}" if emit == "c-source" else ""

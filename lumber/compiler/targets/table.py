@@ -18,7 +18,7 @@ from lumber.backends.base import fingerprint as ir_fingerprint
 from lumber.backends.table_c import TableCEmitOptions, emit_table_source, isa_code
 from lumber.ir import CompileError, Forest, ObliviousEnsemble
 
-from ..predictors import CPredictor, Predictor, TablePredictor
+from lumber.runtime.predictors import CPredictor, Predictor, TablePredictor
 from ..tables import to_tables
 from .base import Target
 from .library import CompilerOptions, build_library, load_library
@@ -31,8 +31,8 @@ class RecomposeOptions:
     """How a forest becomes oblivious tables."""
 
     max_depth: int | str = "auto"
-    """Deepest table when re-composing (``auto``: 8, or the polynomial's largest degree)."""
-    strategy: str = "pack"
+    """Deepest table when re-composing (``auto``: the cheapest cover's depth by the measured table costs)."""
+    strategy: str = "grow"
     """Re-composition strategy (``oblivious`` pass option ``strategy``)."""
     exact: bool = True
     """Refuse a model its library sums in float32 (tables sum in float64)."""
