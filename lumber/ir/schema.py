@@ -8,6 +8,7 @@ model read and what does it return", never "how is it computed".
 from __future__ import annotations
 
 import enum
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
@@ -293,13 +294,9 @@ class Schema:
         if pt == PostTransform.IDENTITY:
             return m
         if pt == PostTransform.SIGMOID:
-            z = -self.sigmoid_alpha * m
-            if type(z) is float and z < 709.0:  # exp(z) is finite: no overflow to silence
-                e = np.exp(z)
-            else:
-                with np.errstate(over="ignore"):
-                    e = np.exp(z)
-            return 1.0 / (1.0 + e)
+            finite = type(m) is float and -self.sigmoid_alpha * m < 709.0  # exp is finite: nothing to silence
+            with nullcontext() if finite else np.errstate(over="ignore"):
+                return 1.0 / (1.0 + np.exp(-self.sigmoid_alpha * m))
         if pt == PostTransform.SOFTMAX:
             z = m - m.max(axis=-1, keepdims=True)
             e = np.exp(z)
