@@ -289,7 +289,7 @@ class Schema:
         """Apply the post-transform to raw margins (same shape in, same shape out; one margin of a
         single-output link may be a Python float, giving a numpy float64 equal bit for bit to the
         array's element)."""
-        m = margin if type(margin) is float else np.asarray(margin, dtype=np.float64)
+        m: Any = margin if type(margin) is float else np.asarray(margin, dtype=np.float64)
         pt = self.post_transform
         if pt == PostTransform.IDENTITY:
             return m

@@ -326,7 +326,7 @@ class CPredictor(Predictor):
         self._binder = RowBinder(self.schema)
         # predict_raw's door for a (1, n_features) float64/float32 array: the library's CPython builtin
         # (refused values checked in C); anything it does not take goes the general way
-        self._py_one = library.py_one if self._one_row else None
+        self._py_one: Any = library.py_one if self._one_row else None
         self._one_shape = (1, self._n_features) if self._py_one is not None else None
         self._one_options = 2 if self._check_rows else 0
         self._one_k = self.schema.n_outputs

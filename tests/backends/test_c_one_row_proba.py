@@ -20,6 +20,8 @@ import lumber
 from lumber.ir import Cutoff, InputDataError, PostTransform, Schema, Task
 from lumber.ir.schema import default_features
 
+pytestmark = needs_cc
+
 
 def _margins() -> np.ndarray:
     rng = np.random.default_rng(7)
