@@ -272,6 +272,21 @@ class Constraints:
     def immutable_features(self) -> list[str]:
         return [r.feature for r in self.rules if r.immutable]
 
+    def check_features(self, names: Sequence[str]) -> "Constraints":
+        """Self, when every rule names one of ``names``; else an InputDataError with the nearest name."""
+        unknown = [r.feature for r in self.rules if r.feature not in names]
+        if unknown:
+            near = difflib.get_close_matches(unknown[0], names, n=1)
+            raise InputDataError(f"constraints name unknown features: {', '.join(unknown)}",
+                                 f"did you mean '{near[0]}'?" if near else f"features: {', '.join(names[:12])}")
+        return self
+
+    def settings(self, norm: Any, scale: Any, target: Any) -> tuple[Any, Any, Any]:
+        """``(norm, scale, target)``: this file's own where it states them, else the caller's (the one rule
+        every explainer follows: the constraints win over keywords and options)."""
+        return (self.norm if self.norm is not None else norm, self.scale if self.scale is not None else scale,
+                self.target if self.target is not None else target)
+
     def bounds(self, names: Sequence[str], x0: npt.NDArray[np.float64]
                ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """Per-feature interval for the new values of case ``x0`` (:meth:`MoveLimits.interval`)."""

@@ -18,7 +18,7 @@ with :meth:`Target.satisfied`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -26,22 +26,28 @@ import numpy.typing as npt
 from .diagnostics import InputDataError, UnsupportedModelError
 from .schema import Cutoff, Schema, Task
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .forest import Forest
-
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def _schema(model: "Forest | Schema") -> Schema:
+class Model(Protocol):
+    """What the decision helpers read of a model (a :class:`~lumber.ir.Forest`): its schema and margins."""
+
+    @property
+    def schema(self) -> Schema: ...
+
+    def evaluate(self, X: Any) -> FloatArray: ...
+
+
+def _schema(model: "Model | Schema") -> Schema:
     return model if isinstance(model, Schema) else model.schema
 
 
-def is_classifier(model: "Forest | Schema") -> bool:
+def is_classifier(model: "Model | Schema") -> bool:
     return _schema(model).task in (Task.BINARY, Task.MULTICLASS)
 
 
-def class_labels(model: "Forest | Schema") -> tuple[Any, ...]:
+def class_labels(model: "Model | Schema") -> tuple[Any, ...]:
     """The class labels in output order (class indices when the model records none)."""
     s = _schema(model)
     k = 2 if s.task == Task.BINARY else s.n_outputs
@@ -60,7 +66,7 @@ def margin_decisions(schema: Schema, margins: FloatArray) -> FloatArray:
     return np.asarray(schema.transform(margins), dtype=np.float64).reshape(-1)
 
 
-def decisions(forest: "Forest", X: Any) -> FloatArray:
+def decisions(forest: Model, X: Any) -> FloatArray:
     """Decision per row of ``X`` (see :func:`margin_decisions`)."""
     return margin_decisions(forest.schema, forest.evaluate(X))
 
@@ -150,7 +156,12 @@ class Target:
             return np.asarray((v >= lo) & (v <= hi), dtype=bool)
         assert self.classes is not None and self.labels is not None, "resolve the target first"
         wanted = [self.labels[c] for c in self.classes]
-        return np.array([any(_same_label(v, lab) for lab in wanted) for v in p.tolist()], dtype=bool)
+        try:  # each distinct output decided once (a batch holds few labels)
+            values, inverse = np.unique(p, return_inverse=True)
+        except TypeError:  # outputs of mixed types: one at a time
+            values, inverse = p, np.arange(p.shape[0])
+        hit = np.array([any(_same_label(v, lab) for lab in wanted) for v in values.tolist()], dtype=bool)
+        return hit[inverse.reshape(-1)] if hit.size else np.zeros(p.shape[0], dtype=bool)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -284,7 +295,7 @@ def check_cutoff(schema: Schema, cutoff: Cutoff, label: Any = None) -> None:
                              f"`probability of class {label} <= 1 - ...`")
 
 
-def resolve_target(model: "Forest | Schema", target: Any, current: float | None = None, *,
+def resolve_target(model: "Model | Schema", target: Any, current: float | None = None, *,
                    explainer: str = "explanations") -> Target:
     """The target sought, resolved for a model: a label, labels, ``(lo, hi)``, a :class:`Target` or None.
 

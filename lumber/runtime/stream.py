@@ -38,6 +38,7 @@ import pandas as pd
 from lumber.ir import Cutoff, InputDataError, Task, ValidationError, atomic_open
 from lumber.ir.binding import TYPE_CODES, _error, _looks_like_data, bind, check_unique, suggest
 from lumber.ir.decision import with_cutoff
+from lumber.ir.interp import prepare_input
 
 
 PARQUET_MAGIC, GZIP_MAGIC = b"PAR1", b"\x1f\x8b"
@@ -354,8 +355,6 @@ def _csv_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamO
 
 def _parse(block: bytes, label: str, start: int, schema: Any, columns: Sequence[str],
            idx: list[int], id_at: int | None = None) -> tuple[npt.NDArray[np.float64], list[str] | None]:
-    from lumber.ir.interp import prepare_input
-
     try:
         frame = pd.read_csv(io.BytesIO(block), header=None, names=[str(i) for i in range(len(columns))],
                             usecols=sorted(set(idx) | ({id_at} if id_at is not None else set())),
@@ -381,8 +380,6 @@ def _parse(block: bytes, label: str, start: int, schema: Any, columns: Sequence[
 
 def _parquet_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamOptions
                     ) -> Iterator[tuple[npt.NDArray[np.float64], list[str] | None, int]]:
-    from lumber.ir.interp import prepare_input
-
     pq = _pyarrow(f"{label}: Parquet input")
     with ExitStack() as stack:
         src: Any = fh

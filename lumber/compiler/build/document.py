@@ -17,11 +17,12 @@ import numpy as np
 from lumber import __version__
 from lumber.runtime.data import case_ids
 from lumber.ir import FeatureKind, Forest, Target
-from lumber.ir.domains import DomainKind
+from lumber.ir.domains import DomainKind, domains_for
 from lumber.passes.analyses.reasons import REASONS_SCHEMA
+from lumber.backends.base import fingerprint
 
 from .compile_steps import State
-from .explain_steps import decision_forest
+from .explain_steps import _target, decision_forest
 
 DOCUMENT_VERSION = 1
 TIMING_KEYS = ("seconds", "solve_seconds", "total_seconds", "build_seconds", "reference_seconds")
@@ -81,14 +82,10 @@ def _train_domains(st: State) -> Any:
     train = st.inp.table("train")
     if train is None:
         return None
-    from lumber.ir.domains import domains_for
-
     return domains_for(st.inp.forest, st.inp.constraints, train.X)
 
 
 def _fp(f: Forest) -> str:
-    from lumber.backends.base import fingerprint
-
     return fingerprint(f)
 
 
@@ -238,8 +235,6 @@ def _offered(st: State, cf: dict[str, Any], material: dict[str, float]) -> dict[
 
 
 def _target_text(st: State) -> Any:
-    from .explain_steps import _target
-
     t = _target(st)
     if isinstance(t, Target):
         t = t.interval if t.interval is not None else t.label

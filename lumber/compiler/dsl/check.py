@@ -26,9 +26,10 @@ from lumber.ir.constraints import NORM_WORDS, SCALE_NAMES
 
 from . import ast as A
 from .labels import as_float, is_number, lookup_code, param_value, plain, short_list, shown
-from .names import DELTA, ORIG, VALUE, Resolver
+from .names import DELTA, ORIG, Resolver, VALUE, quote_name
 from .parse import ConstraintError, parse_file
 from .plausibility import PLAUSIBILITY
+from .printer import expr
 
 SETTINGS: dict[str, tuple[Callable[[str], Norm | Scale], tuple[str, ...]]] = {
     "norm": (Norm.parse, NORM_WORDS), "scale": (Scale.parse, tuple(SCALE_NAMES))}
@@ -591,8 +592,6 @@ class _Checker:
             return Bound(lin[1])
         if terms == {(feat, ORIG): 1.0}:
             return Bound(lin[1], relative=True)
-        from .printer import expr
-
         orig = self.resolver.spell(feat, ORIG)
         self.err(f"a bound on '{feat}' must be a number or {orig} plus or minus a number", e.span,
                  f"to relate it to other values, write a linear relation on its own line: "
@@ -912,8 +911,6 @@ def _declared(statements: Sequence[A.Statement]) -> set[str]:
 
 
 def _qn(feat: str) -> str:
-    from .names import quote_name
-
     return quote_name(feat)
 
 
