@@ -6,8 +6,8 @@ margins; their decisions can differ only where the table margin ``a`` is close t
 (times :data:`BAND_SAFETY`), and every row with ``lo <= a <= hi`` is recomputed by the exact forest
 (:class:`lumber.ir.cascade.Cascade`). So on the validation rows the cascade decides exactly as the source
 does, and most rows never touch the forest. An ``agreement`` below 1 leaves the few disagreements
-farthest from the decision outside the band (the widest one alone set the band for every row: 57% of
-Adult's rows). ``lumber.compile_within`` searches prefixes of one fit with the same band
+farthest from the decision outside the band (the widest one alone would set the band for every row: 57%
+of Adult's rows). ``lumber.compile_within`` searches prefixes of one fit with the same band
 (:mod:`lumber.compiler.tolerance`).
 """
 
