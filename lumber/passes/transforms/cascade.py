@@ -13,7 +13,7 @@ of Adult's rows). ``lumber.compile_within`` searches prefixes of one fit with th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -105,8 +105,7 @@ class MakeCascade(FitOptions, Transform[Forest, Cascade]):
         if schema.n_outputs != 1 or schema.task not in (Task.BINARY, Task.REGRESSION):
             raise CompileError(f"a cascade covers binary classifiers and regressors; this model is "
                                f"{schema.task.name.lower()} with {schema.n_outputs} outputs")
-        fit = fit_oblivious(ir, ir.prepare_input(data.X_train),
-                            FitOptions(**{f.name: getattr(self, f.name) for f in fields(FitOptions)}))
+        fit = fit_oblivious(ir, ir.prepare_input(data.X_train), self.options_as(FitOptions))
         ens = quantize_ensemble(fit.ensemble(None if self.trees == "auto" else self.trees))
         Xv = ir.prepare_input(data.X_valid)
         exact = np.asarray(ir.evaluate(Xv)).reshape(-1)
