@@ -51,6 +51,9 @@ class CounterfactualOptions:
     (when there are at most :attr:`max_cases` combinations below the warm start's cost; else over the one
     flag the plausible relaxation flips); ``"whole"``: one MILP."""
     max_cases: int = 64
+    box_search: float = 1.0
+    """Share of the time left that the best-first box search (``bestfirst.py``) may use before the MILP,
+    on the queries it takes (no isolation forest, relations or implications); 0: the MILP only."""
     """More combinations than this below the warm start's cost: ``"cases"`` splits on one flag only."""
     warm_start: bool = True
     """Start from a heuristic point (reference rows repaired to the constraints, a greedy walk), which also
@@ -93,6 +96,8 @@ class CounterfactualOptions:
                 raise InputDataError(f"{name} must be a whole number of at least 1, got {v!r}")
         if not (isinstance(self.mip_gap, numbers.Real) and 0 <= self.mip_gap < 1):
             raise InputDataError(f"mip_gap must lie in [0, 1), got {self.mip_gap!r}")
+        if not (isinstance(self.box_search, numbers.Real) and 0 <= self.box_search <= 1):
+            raise InputDataError(f"box_search must lie in [0, 1], got {self.box_search!r}")
         if not (isinstance(self.relaxation_share, numbers.Real) and 0 < self.relaxation_share < 1):
             raise InputDataError(f"relaxation_share must lie in (0, 1), got {self.relaxation_share!r}")
         if self.window is not None and (not isinstance(self.window, numbers.Integral) or self.window < 1):

@@ -30,7 +30,7 @@ from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
 from lumber.ir.decision import resolve_target
 
-from . import actionability
+from . import actionability, bestfirst
 from .deadline import Clock, Deadline
 from .heuristic import Candidates, improve, warm_start
 from lumber.ir.constraints import parse_weights
@@ -319,6 +319,15 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
                      starts=starts) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
     search = strategy(q.options)
+    found = bestfirst.answer(q, x_h, c_h, deadline.share(q.options.box_search), opts.mip_rel_gap) \
+        if q.options.box_search > 0 and not nogoods else None
+    if found is not None:
+        done = _searched(q, found, verify)
+        if done is not None:
+            return done
+        if found.x is not None and (c_h is None or q.cost.from_objective(found.objective) < c_h):
+            x_h, c_h = found.x, q.cost.from_objective(found.objective)
+        lb_rel = max(lb_rel, q.cost.from_objective(found.bound) if math.isfinite(found.bound) else 0.0)
     res = _base(q, INFEASIBLE, verify)
     solve_secs = 0.0
     for attempt, eps in enumerate(MARGINS):
@@ -385,6 +394,20 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
         res.message = "the model does not give the target at the solver's point, even with the largest margin"
     elif res.status == OPTIMAL and res.found:
         res.message = ""
+    return res
+
+
+def _searched(q: Query, found: bestfirst.SearchOutcome, verify: Verifier) -> CounterfactualResult | None:
+    """The box search's proven answer as the query's result; None when it proved nothing (or the model's
+    own ``predict`` does not confirm its point)."""
+    if found.status == INFEASIBLE:
+        return _base(q, INFEASIBLE, verify, f"no point reaches {q.spec.describe()} under the constraints")
+    if found.status != OPTIMAL or found.x is None:
+        return None
+    res = _finish(q, _base(q, OPTIMAL, verify), found.x, verify)
+    if not (res.verified and not res.violations):
+        return None
+    res.objective, res.bound, res.gap = found.objective, res.cost, 0.0
     return res
 
 
