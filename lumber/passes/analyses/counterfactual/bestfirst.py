@@ -213,6 +213,8 @@ class BoxSearch:
         self.cat_x0bit = np.array([int(np.flatnonzero(d.codes == d.x0_code)[0]) if (d.codes == d.x0_code).any()
                                    else 64 for d in cat], dtype=np.uint64)
         for p, d in enumerate(cat):
+            if d.index not in ch.cat_nodes:
+                continue  # no split reads it
             nodes = ch.cat_nodes[d.index]
             left = ch.cat_left[d.index]
             w = (np.uint64(1) << np.arange(d.codes.shape[0], dtype=np.uint64))
@@ -222,7 +224,7 @@ class BoxSearch:
         self.node_j, self.node_pos, self.node_bits = node_j, node_pos, node_bits
         self.node_cat = np.zeros(n_nodes, dtype=bool)
         for d in cat:
-            self.node_cat[ch.cat_nodes[d.index]] = True
+            self.node_cat[ch.cat_nodes.get(d.index, np.zeros(0, dtype=np.int64))] = True
         # leaves in depth-first order: each subtree's leaves are contiguous
         left, right = f.left, f.right
         order: list[int] = []
