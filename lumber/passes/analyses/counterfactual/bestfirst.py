@@ -98,16 +98,28 @@ class _Rows:
 
 @dataclass
 class _Box:
-    """Cells ``blo..bhi`` per numeric feature, code bits ``bm`` per categorical one, the leaves some
-    point of the box may still use (``alive``), and per leaf the cheapest cost (objective units) and
-    fewest changes of a point of the box in it (``lc``, ``chg``; meaningful where alive)."""
+    """Cells ``blo..bhi`` per numeric feature and code bits ``bm`` per categorical one; the leaves some
+    point of the box may still use (``idx``, sorted, so each tree's leaves are contiguous) and per such
+    leaf the cheapest cost (objective units) and fewest changes of a point of the box in it (``lc``,
+    ``chg``) and the number of features on which it misses the box's cheapest point (``miss``)."""
 
     blo: IntArray
     bhi: IntArray
     bm: npt.NDArray[np.uint64]
-    alive: BoolArray
+    idx: IntArray
     lc: FloatArray
     chg: IntArray
+    miss: IntArray
+
+    def keep(self, sel: BoolArray) -> None:
+        self.idx, self.lc, self.chg, self.miss = self.idx[sel], self.lc[sel], self.chg[sel], self.miss[sel]
+
+
+def first(q: Query, nogoods: Sequence[FloatArray] = ()) -> bool:
+    """Does ``q`` go to the search before the MILP (``CounterfactualOptions.box_search``)?"""
+    mode = q.options.box_search
+    limited = q.constraints is not None and q.constraints.max_changes is not None
+    return (mode == "first" or (mode == "auto" and limited)) and supported(q, nogoods)
 
 
 def supported(q: Query, nogoods: Sequence[FloatArray] = ()) -> bool:
@@ -322,13 +334,34 @@ class BoxSearch:
         P = np.stack(parts, axis=1) if parts else np.zeros((idx.shape[0], 0))
         return np.asarray(self._combine(P, self.fixed_obj, axis=1), dtype=np.float64), chg
 
+    def _star(self, blo: IntArray, bhi: IntArray, bm: npt.NDArray[np.uint64]) -> tuple[IntArray, list[int]]:
+        """The cheapest point's cells (numeric) and code bits (categorical) within a box."""
+        bits = []
+        for p in range(len(self.cat)):
+            x0bit = int(self.cat_x0bit[p])
+            m = int(bm[p])
+            bits.append(x0bit if x0bit < 64 and (m >> x0bit) & 1 else (m & -m).bit_length() - 1)
+        return np.clip(self.c0, blo, bhi), bits
+
+    def _misses(self, p: int, is_cat: bool, idx: IntArray, star: int) -> IntArray:
+        """1 where leaf ``idx`` misses the cheapest point's cell / code ``star`` on feature ``p``."""
+        if is_cat:
+            return 1 - ((self.LM[idx, p] >> np.uint64(star)) & np.uint64(1)).astype(np.int64)
+        return ((self.LLO[idx, p] > star) | (self.LHI[idx, p] < star)).astype(np.int64)
+
     def _root(self) -> _Box:
-        L = self.leaves.shape[0]
         blo, bhi, bm = np.zeros(len(self.num), dtype=np.int64), self.ncell - 1, self.full.copy()
         idx = np.flatnonzero(self.alive0)
-        lc, chg = np.full(L, np.inf), np.zeros(L, dtype=np.int64)
-        lc[idx], chg[idx] = self._leaf_costs(blo, bhi, bm, idx)
-        return _Box(blo, bhi, bm, self.alive0 & (chg <= self.max_changes), lc, chg)
+        lc, chg = self._leaf_costs(blo, bhi, bm, idx)
+        c, bits = self._star(blo, bhi, bm)
+        miss = np.zeros(idx.shape[0], dtype=np.int64)
+        for p in range(len(self.num)):
+            miss += self._misses(p, False, idx, int(c[p]))
+        for p in range(len(self.cat)):
+            miss += self._misses(p, True, idx, bits[p])
+        box = _Box(blo, bhi, bm, idx, lc, chg, miss)
+        box.keep(chg <= self.max_changes)
+        return box
 
     def _cheapest(self, box: _Box) -> tuple[IntArray, FloatArray, float, int]:
         """``x*``'s cells, point, objective-unit cost and number of changes."""
@@ -356,11 +389,12 @@ class BoxSearch:
             return np.maximum(parts.max(axis=axis, initial=0.0), const)
         return parts.sum(axis=axis) + const
 
-    def _bound(self, box: _Box, idx: IntArray) -> float:
+    def _bound(self, box: _Box) -> float:
         """The box's lower bound in objective units (inf: no point of it meets the target)."""
+        idx = box.idx
         if idx.size == 0:
             return math.inf
-        lc, tree = box.lc[idx], self.ltree[idx]
+        lc, tree = box.lc, self.ltree[idx]
         bound = float(lc.min())
         for r in range(self.R.shape[0]):
             bound = max(bound, self._row_bound(self.R[r, idx], self.Rlo[r], lc, tree))
@@ -371,13 +405,14 @@ class BoxSearch:
     def _row_bound(self, v: FloatArray, lo: float, lc: FloatArray, tree: IntArray) -> float:
         """Smallest ``C`` at which the per-tree maxima of ``v`` over leaves of cost ``<= C`` reach ``lo``
         (``tree`` is sorted: the leaves come tree by tree)."""
-        starts = np.flatnonzero(np.r_[True, tree[1:] != tree[:-1]])
+        new = np.empty(tree.shape[0], dtype=bool)
+        new[0] = True
+        np.not_equal(tree[1:], tree[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
         if float(np.maximum.reduceat(v, starts).sum()) < lo - ROW_TOLERANCE:
             return math.inf  # even the best alive leaf of every tree falls short
         o = np.lexsort((lc, tree))
-        t, c, w = tree[o], lc[o], v[o]
-        new = np.zeros(t.shape[0], dtype=bool)
-        new[starts] = True
+        c, w = lc[o], v[o]
         gid = np.cumsum(new) - 1
         span = float(np.abs(w).max()) * 4.0 + 1.0
         run = np.maximum.accumulate(w + gid * span) - gid * span
@@ -408,7 +443,7 @@ class BoxSearch:
         root = self._root()
         heap: list[tuple[float, int, _Box]] = []
         counter = 0
-        lb = self._bound(root, np.flatnonzero(root.alive))
+        lb = self._bound(root)
         if lb < math.inf:
             heap.append((lb, counter, root))
         nodes = 0
@@ -425,21 +460,20 @@ class BoxSearch:
             if changes > self.max_changes or closed(obj):
                 continue
             if np.isfinite(best):  # leaves no cheaper point can use are dead in this box and below it
-                box.alive &= box.lc < best - rel_gap * abs(best) - 1e-12
-            idx = np.flatnonzero(box.alive)
-            mine = idx[self._holds(idx, c, box, x)]
+                box.keep(box.lc < best - rel_gap * abs(best) - 1e-12)
+            on = box.miss == 0
+            mine = box.idx[on]
             scores = self.R[:, mine].sum(axis=1)
             if np.all(scores >= self.Rlo - ROW_TOLERANCE) and bool(forest_meets(q.forest, q.spec, x[None, :])[0]):
                 cost_obj = float(q.cost.to_objective(float(q.cost.total(x[None, :])[0])))
                 if cost_obj < best:
                     best, best_x = cost_obj, x
                 continue
-            if mine.shape[0] == idx.shape[0]:
+            if mine.shape[0] == box.idx.shape[0]:
                 continue  # one alive leaf per tree: every point of the box routes like x*, which misses
-            split = self._split(box, idx, mine, scores)
+            split = self._split(box, mine, scores)
             for child in self._children(box, split):
-                cidx = np.flatnonzero(child.alive)
-                clb = self._bound(child, cidx)
+                clb = self._bound(child)
                 if clb < math.inf and not closed(clb):
                     counter += 1
                     heapq.heappush(heap, (max(clb, lb), counter, child))
@@ -447,83 +481,85 @@ class BoxSearch:
             return SearchOutcome(INFEASIBLE, None, math.inf, math.inf, nodes)
         return SearchOutcome(OPTIMAL, best_x, best, best, nodes)
 
-    def _holds(self, idx: IntArray, c: IntArray, box: _Box, x: FloatArray) -> BoolArray:
-        """Which alive leaves hold ``x*`` (cells ``c``)."""
-        ok = np.ones(idx.shape[0], dtype=bool)
-        if self.num:
-            ok &= ((self.LLO[idx] <= c) & (self.LHI[idx] >= c)).all(axis=1)
-        for p, d in enumerate(self.cat):
-            code = np.flatnonzero(d.codes == int(np.trunc(x[d.index])))
-            bit = np.uint64(1) << np.uint64(code[0])
-            ok &= (self.LM[idx, p] & bit) != 0
-        return ok
-
-    def _split(self, box: _Box, idx: IntArray, mine: IntArray, scores: FloatArray) -> int:
+    def _split(self, box: _Box, mine: IntArray, scores: FloatArray) -> int:
         """The node to split ``box`` at: on the most violated target row, the tree whose alive leaves
         promise the most above ``x*``'s leaf; in it, the first node on ``x*``'s path with alive leaves on
         both sides."""
         r = int(np.argmin(scores - self.Rlo)) if scores.size else 0
         v = self.R[r] if self.R.size else np.zeros(self.leaves.shape[0])
+        idx = box.idx
         tree = self.ltree[idx]
-        starts = np.flatnonzero(np.r_[True, tree[1:] != tree[:-1]])
+        new = np.empty(tree.shape[0], dtype=bool)
+        new[0] = True
+        np.not_equal(tree[1:], tree[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
         best = np.full(self.T, -np.inf)
         best[tree[starts]] = np.maximum.reduceat(v[idx], starts)
         count = np.zeros(self.T, dtype=np.int64)
-        count[tree[starts]] = np.diff(np.r_[starts, tree.shape[0]])
+        count[tree[starts]] = np.diff(np.append(starts, tree.shape[0]))
         mt = self.ltree[mine]
         slack = np.where(count[mt] > 1, best[mt] - v[mine], -np.inf)
         t = int(mt[int(np.argmax(slack))])
         f = self.forest
         n = int(f.roots[t])
-        alive = box.alive
         while True:
             lch, rch = int(f.left[n]), int(f.right[n])
-            la = alive[self.first[lch]:self.last[lch]].any()
-            ra = alive[self.first[rch]:self.last[rch]].any()
-            if la and ra:
+            a, b, e = np.searchsorted(idx, (self.first[lch], self.first[rch], self.last[rch]))
+            if b > a and e > b:
                 return n
-            n = lch if la else rch
+            n = lch if b > a else rch
 
     def _children(self, box: _Box, n: int) -> list[_Box]:
-        """The two boxes of ``box`` on either side of node ``n``'s split, their leaf costs updated."""
+        """The two boxes of ``box`` on either side of node ``n``'s split, their leaf parts updated."""
         p = int(self.node_pos[n])
-        out = []
+        idx = box.idx
         if self.node_cat[n]:
             bits = self.node_bits[n]
+            out = []
             for m in (box.bm[p] & bits, box.bm[p] & ~bits):
                 bm = box.bm.copy()
                 bm[p] = m
-                alive = box.alive & ((self.LM[:, p] & m) != 0)
-                out.append(self._update(box, alive, box.blo, box.bhi, bm, p, True))
+                out.append(self._update(box, (self.LM[idx, p] & m) != 0, box.blo, box.bhi, bm, p, True))
             return out
         j = int(self.node_j[n])
         hi = box.bhi.copy()
         hi[p] = min(hi[p], j)
         lo = box.blo.copy()
         lo[p] = max(lo[p], j + 1)
-        la = box.alive & (self.LLO[:, p] <= hi[p])
-        ra = box.alive & (self.LHI[:, p] >= lo[p])
-        return [self._update(box, la, box.blo, hi, box.bm, p, False),
-                self._update(box, ra, lo, box.bhi, box.bm, p, False)]
+        return [self._update(box, self.LLO[idx, p] <= hi[p], box.blo, hi, box.bm, p, False),
+                self._update(box, self.LHI[idx, p] >= lo[p], lo, box.bhi, box.bm, p, False)]
 
-    def _update(self, box: _Box, alive: BoolArray, blo: IntArray, bhi: IntArray, bm: npt.NDArray[np.uint64],
+    def _update(self, box: _Box, sel: BoolArray, blo: IntArray, bhi: IntArray, bm: npt.NDArray[np.uint64],
                 p: int, is_cat: bool) -> _Box:
-        """A child box: feature ``p``'s part of each alive leaf's cost and changes recomputed."""
-        idx = np.flatnonzero(alive)
-        lc, chg = box.lc.copy(), box.chg.copy()
+        """A child box: its leaves ``box.idx[sel]``, feature ``p``'s part of their costs, changes and
+        misses recomputed."""
+        idx = box.idx[sel]
+        lc, chg, miss = box.lc[sel], box.chg[sel], box.miss[sel]
         if self.norm == Norm.LINF:
-            lc[idx], chg[idx] = self._leaf_costs(blo, bhi, bm, idx)
+            lc, chg = self._leaf_costs(blo, bhi, bm, idx)
         elif is_cat:
             c_old, h_old = self._cat_part(p, idx, box.bm[p])
             c_new, h_new = self._cat_part(p, idx, bm[p])
-            lc[idx] += c_new - c_old
-            chg[idx] += h_new - h_old
+            lc = lc + (c_new - c_old)
+            chg = chg + (h_new - h_old)
         else:
             c_old, h_old = self._num_part(p, idx, int(box.blo[p]), int(box.bhi[p]))
             c_new, h_new = self._num_part(p, idx, int(blo[p]), int(bhi[p]))
-            lc[idx] += c_new - c_old
-            chg[idx] += h_new - h_old
-        return _Box(blo, bhi, bm, alive & (chg <= self.max_changes), lc, chg)
+            lc = lc + (c_new - c_old)
+            chg = chg + (h_new - h_old)
+        old = self._star_of(p, is_cat, box.blo, box.bhi, box.bm)
+        new = self._star_of(p, is_cat, blo, bhi, bm)
+        if new != old:
+            miss = miss + (self._misses(p, is_cat, idx, new) - self._misses(p, is_cat, idx, old))
+        child = _Box(blo, bhi, bm, idx, lc, chg, miss)
+        child.keep(chg <= self.max_changes)
+        return child
+
+    def _star_of(self, p: int, is_cat: bool, blo: IntArray, bhi: IntArray, bm: npt.NDArray[np.uint64]) -> int:
+        if is_cat:
+            x0bit, m = int(self.cat_x0bit[p]), int(bm[p])
+            return x0bit if x0bit < 64 and (m >> x0bit) & 1 else (m & -m).bit_length() - 1
+        return int(min(max(self.c0[p], blo[p]), bhi[p]))
 
 
 def answer(q: Query, incumbent: FloatArray | None, cost: float | None, deadline: Deadline,

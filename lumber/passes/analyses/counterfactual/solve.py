@@ -319,8 +319,7 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
                      starts=starts) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
     search = strategy(q.options)
-    found = bestfirst.answer(q, x_h, c_h, deadline.share(q.options.box_search), opts.mip_rel_gap) \
-        if q.options.box_search > 0 and not nogoods else None
+    found = bestfirst.answer(q, x_h, c_h, deadline, opts.mip_rel_gap) if bestfirst.first(q, nogoods) else None
     if found is not None:
         done = _searched(q, found, verify)
         if done is not None:

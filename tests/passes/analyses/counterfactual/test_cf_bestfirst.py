@@ -8,7 +8,6 @@ finds; stopped early, its bound must lie below the optimum and its point must be
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -170,8 +169,9 @@ def forest() -> Forest:
 ])
 def test_the_driver_answers_as_the_milp_does(forest: Forest, cons: Constraints | None) -> None:
     searched = solve_counterfactual(forest, X0, target=1, constraints=cons,
-                                    options=CounterfactualOptions(box_search=1.0, warm_start=False))
-    milp = solve_counterfactual(forest, X0, target=1, constraints=cons, options=CounterfactualOptions(box_search=0))
+                                    options=CounterfactualOptions(box_search="first", warm_start=False))
+    milp = solve_counterfactual(forest, X0, target=1, constraints=cons,
+                                options=CounterfactualOptions(box_search="off"))
     assert searched.status == milp.status
     if milp.status == "infeasible":
         assert searched.x is None
@@ -181,7 +181,13 @@ def test_the_driver_answers_as_the_milp_does(forest: Forest, cons: Constraints |
     assert searched.cost == pytest.approx(milp.cost, rel=1e-9)
 
 
-def test_box_search_share_is_checked() -> None:
+def test_box_search_mode_is_checked_and_auto_takes_change_limits(forest: Forest) -> None:
     with pytest.raises(InputDataError, match="box_search"):
-        CounterfactualOptions(box_search=1.5)
-    assert math.isfinite(CounterfactualOptions(box_search=0).time_limit)
+        CounterfactualOptions(box_search="sometimes")
+    auto = CounterfactualOptions()
+    assert auto.box_search == "auto"
+    limited = make_query(forest, X0, 1, Constraints(max_changes=2), options=auto)[0]
+    free = make_query(forest, X0, 1, None, options=auto)[0]
+    assert bestfirst.first(limited) and not bestfirst.first(free)
+    assert bestfirst.first(make_query(forest, X0, 1, None, options=CounterfactualOptions(box_search="first"))[0])
+    assert not bestfirst.first(limited, nogoods=[np.zeros(3)])
