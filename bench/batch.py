@@ -1,7 +1,7 @@
 """Benchmark: batch counterfactual explanation, rows per second, locally versus on a local Dask cluster.
 
 Protocol: a LightGBM model (``--trees`` x ``--leaves``) on the bundled Adult data (75/25 split,
-seed 0); the first ``--rows`` test rows are explained with ``lumber.compiler.batch`` (one MILP
+seed 0); the first ``--rows`` test rows are explained with ``lumber.compiler.api.batch`` (one MILP
 per row, HiGHS, one solver thread per row, standardized L1 cost, training rows as reference).
 Three ways, interleaved ``--rounds`` times in one process, the median reported:
 
@@ -86,7 +86,7 @@ def main() -> None:
 
     from distributed import Client, LocalCluster
 
-    from lumber.compiler.batch import make_task, run_task
+    from lumber.compiler.api.batch import make_task, run_task
 
     forest, X, R = setup(args.trees, args.leaves, args.rows)
     task = make_task(forest, "counterfactual", reference=R, scale="std", time_limit=args.time_limit)

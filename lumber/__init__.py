@@ -13,14 +13,14 @@ __version__ = "0.1.0"
 
 _API: dict[str, str] = {
     "load": "lumber.compiler.frontends:load",
-    "run": "lumber.compiler.pipeline:run",
+    "run": "lumber.compiler.api.pipeline:run",
     "equivalent": "lumber.compiler.api.equivalence:equivalent",
     "compile": "lumber.compiler.api.compile:compile",
     "compile_fastest": "lumber.compiler.api.compile:compile_fastest",
     "compile_within": "lumber.compiler.api.compile:compile_within",
     "load_compiled": "lumber.compiler.api.compile:load_compiled",
-    "predict_file": "lumber.compiler.stream:predict_file",
-    "StreamOptions": "lumber.compiler.stream:StreamOptions",
+    "predict_file": "lumber.runtime.stream:predict_file",
+    "StreamOptions": "lumber.runtime.stream:StreamOptions",
     "COptions": "lumber.compiler.targets.c:COptions",
     "CSourceOptions": "lumber.compiler.targets.c:CSourceOptions",
     "FastestOptions": "lumber.compiler.targets.c:FastestOptions",

@@ -25,8 +25,8 @@ import pandas as pd
 
 from lumber.compiler.api.compile import compile as compile_model
 from lumber.compiler.api.compile import load_compiled
-from lumber.compiler.predictors import Predictor
-from lumber.compiler.stream import prediction_frame
+from lumber.runtime.predictors import Predictor
+from lumber.runtime.stream import prediction_frame
 from lumber.compiler.targets import get_target
 from lumber.ir import CompileError, InputDataError
 

@@ -1,9 +1,10 @@
-"""The layering rule, checked on the source: ir <- passes, backends <- compiler.
+"""The layering rule, checked on the source: ir <- passes, backends <- runtime <- compiler.
 
 ``lumber.ir`` imports nothing else from lumber; ``lumber.passes`` and
 ``lumber.backends`` import only ``lumber.ir`` (and themselves);
-``lumber.datasets`` only ``lumber.ir``. Only ``lumber.compiler`` may import
-everything.
+``lumber.datasets`` only ``lumber.ir``; ``lumber.runtime`` (predictors, streaming,
+data files, progress) only ``lumber.ir``, ``lumber.backends`` and ``lumber.datasets``.
+Only ``lumber.compiler`` may import everything.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ ALLOWED = {
     "passes": {"ir", "passes"},
     "backends": {"ir", "backends"},
     "datasets": {"ir", "datasets"},
+    "runtime": {"ir", "backends", "datasets", "runtime"},
 }
 
 

@@ -1,5 +1,6 @@
-"""The driver layer: frontends, the constraint language, the pipeline and the CLI.
+"""The driver layer: frontends, the constraint language (``dsl``) and the drivers.
 
-``compiler`` may import every other subpackage; nothing imports ``compiler``
-except the public API in ``lumber/__init__.py``.
+The drivers are the public API (``api``), the CLI (``cli``), ``lumber build`` (``build``) and the
+compile drivers (``targets``, ``speed``, ``tables``, ``walks``, ``tolerance``). ``compiler`` may import
+every other subpackage; nothing imports ``compiler`` except the public API in ``lumber/__init__.py``.
 """

@@ -36,7 +36,7 @@ from lumber.backends.c.manifest import sign_library
 from lumber.backends.table_c import TableCEmitOptions, emit_table_source
 from lumber.ir import CompileError, Forest, ObliviousEnsemble, PostTransform, Task, atomic_write_bytes
 
-from .predictors import CPredictor
+from lumber.runtime.predictors import CPredictor
 
 BAND_SAFETY = 1.25
 """The band is this much wider than the widest disagreement seen on validation rows."""

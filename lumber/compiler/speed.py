@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from lumber.ir import Forest, LumberError
 
-from .predictors import CPredictor, Predictor
+from lumber.runtime.predictors import CPredictor, Predictor
 from .targets import get_target
 from .targets.c import FastestOptions
 

@@ -39,7 +39,7 @@ def to_tables(model: Any, *, max_depth: int | str = "auto", strategy: str = "pac
     Tables sum in float64: a model whose library sums leaves in float32 (XGBoost) is refused
     unless ``exact=False``, which accepts the float64 sum of the same leaves.
     """
-    from lumber.compiler.pipeline import run as run_pipeline
+    from lumber.compiler.api.pipeline import run as run_pipeline
     from lumber.ir.oblivious import forest_to_oblivious
     from lumber.passes.base import PassContext
     from lumber.passes.transforms.quantize import quantize_ensemble

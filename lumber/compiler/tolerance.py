@@ -48,7 +48,7 @@ from lumber.ir.interp import prepare_input
 from lumber.passes.transforms.oblivious_fit import FitOptions
 
 from .cascade import Band, CascadeSpec, build_cascade, cascade_margins, decision_band, inside_band
-from .predictors import Predictor
+from lumber.runtime.predictors import Predictor
 from .speed import REPEATS, compile_fastest
 from .targets import get_target
 from .targets.c import FastestOptions

@@ -27,7 +27,7 @@ from lumber.backends.c.layout import bin_tables, layout
 from lumber.ir import CompileError, Forest
 from lumber.ir.interp import prepare_input
 
-from .predictors import CPredictor
+from lumber.runtime.predictors import CPredictor
 
 SAMPLE_MIN_ROWS = 4096
 """A shorter sample is tiled to this many rows (a walk's per-call costs would otherwise dominate)."""

@@ -18,7 +18,7 @@ from strategies import forests
 import lumber
 from lumber.backends.c import BuildOptions, CLibrary, CEmitOptions, build_shared, emit_source, find_compiler
 from lumber.backends.c.layout import round_down_f32
-from lumber.compiler.predictors import as_rows
+from lumber.runtime.predictors import as_rows
 from lumber.ir import CompileError, Forest, ModelFormatError, OutputError
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "c"

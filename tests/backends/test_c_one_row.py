@@ -17,7 +17,7 @@ import pytest
 from c_tools import needs_cc
 
 import lumber
-from lumber.compiler.predictors import CPredictor
+from lumber.runtime.predictors import CPredictor
 from lumber.ir import InputDataError
 from lumber.ir.binding import ColumnsIgnoredWarning
 

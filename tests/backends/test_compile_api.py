@@ -23,7 +23,7 @@ def multiclass() -> Forest:
 
 @pytest.fixture(scope="module")
 def c_pred(multiclass: Forest, tmp_path_factory: pytest.TempPathFactory,
-           c_compiler: str) -> lumber.compiler.predictors.CPredictor:
+           c_compiler: str) -> lumber.runtime.predictors.CPredictor:
     return lumber.compile(multiclass, target="c", path=tmp_path_factory.mktemp("api") / "mc.so")
 
 
@@ -37,7 +37,7 @@ def test_predictor_answers_like_the_forest(target: str, multiclass: Forest, c_pr
     assert pred.target == target and len(pred.fingerprint) == 64
 
 
-def test_c_predictor_extras(c_pred: lumber.compiler.predictors.CPredictor, multiclass: Forest) -> None:
+def test_c_predictor_extras(c_pred: lumber.runtime.predictors.CPredictor, multiclass: Forest) -> None:
     X = corpus(multiclass)
     np.testing.assert_array_equal(c_pred.predict_row(X[3]), multiclass.evaluate(X[3:4])[0])
     # the direct path (float64 arrays) and the converting one (views, lists, float32) agree
@@ -62,7 +62,7 @@ def test_c_predictor_extras(c_pred: lumber.compiler.predictors.CPredictor, multi
     np.testing.assert_array_equal(c_pred.predict_raw(frame), multiclass.evaluate(X))
 
 
-def test_bad_rows_are_input_errors(c_pred: lumber.compiler.predictors.CPredictor) -> None:
+def test_bad_rows_are_input_errors(c_pred: lumber.runtime.predictors.CPredictor) -> None:
     with pytest.raises(InputDataError, match="data has 3 columns but the model reads 2 features"):
         c_pred.predict_raw(np.zeros((4, 3)))
     with pytest.raises(InputDataError, match="non-numeric"):
@@ -76,7 +76,7 @@ def test_unknown_target() -> None:
 
 
 @needs_cc
-def test_saved_library_reloads_and_detects_staleness(c_pred: lumber.compiler.predictors.CPredictor,
+def test_saved_library_reloads_and_detects_staleness(c_pred: lumber.runtime.predictors.CPredictor,
                                                      multiclass: Forest, tmp_path: Path) -> None:
     path = c_pred.save(tmp_path / "copy.so")
     again = load_compiled(path, multiclass)
@@ -273,7 +273,7 @@ def test_rows_check_and_threaded_conversion_match_elementwise() -> None:
 
     from cases import numeric_nan
 
-    from lumber.compiler.predictors import PARALLEL_CONVERT_ROWS, _values_accepted, as_rows
+    from lumber.runtime.predictors import PARALLEL_CONVERT_ROWS, _values_accepted, as_rows
 
     schema = numeric_nan().schema
     rng = np.random.default_rng(0)

@@ -28,7 +28,7 @@ from zoo import ZOO_NAMES, get
 
 import lumber
 from lumber.backends.onnx import OnnxOptions, check, emit_onnx
-from lumber.compiler.predictors import OnnxPredictor, as_rows
+from lumber.runtime.predictors import OnnxPredictor, as_rows
 from lumber.ir import CompileError, Forest, FeatureKind
 
 import lightgbm as lgb

@@ -13,7 +13,7 @@ from cases import CASES, ONNX_REFUSED, corpus
 from strategies import forests
 
 from lumber.backends.onnx import OnnxOptions, check, emit_onnx
-from lumber.compiler.predictors import OnnxPredictor, as_rows
+from lumber.runtime.predictors import OnnxPredictor, as_rows
 from lumber.ir import CategoryRule, CompileError, Forest
 
 import onnx

@@ -17,7 +17,7 @@ import pytest
 from c_tools import needs_cc
 
 import lumber
-from lumber.compiler import predictors
+from lumber.runtime import predictors
 
 TARGETS = ["c", "table-c", "table", "onnx", "numpy", "c-source"]
 

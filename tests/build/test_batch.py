@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lumber.compiler.batch import BatchError, Task, explain_batch, make_task, read_output, run_task
+from lumber.compiler.api.batch import BatchError, Task, explain_batch, make_task, read_output, run_task
 
 N = 6
 
@@ -95,7 +95,7 @@ def test_dask_back_to_back_batches_of_one_task(data: dict[str, Any]) -> None:
 
 def test_unreachable_scheduler(data: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("distributed")
-    monkeypatch.setattr("lumber.compiler.batch.CONNECT_TIMEOUT", 0.5)
+    monkeypatch.setattr("lumber.compiler.api.batch.CONNECT_TIMEOUT", 0.5)
     with pytest.raises(BatchError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         explain_batch(data["model"], data["X"], "counterfactual", scheduler="tcp://127.0.0.1:9", progress=False)
 

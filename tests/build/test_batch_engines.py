@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import lumber
-from lumber.compiler.batch import explain_batch, read_output
+from lumber.compiler.api.batch import explain_batch, read_output
 
 N = 4
 

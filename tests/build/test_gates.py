@@ -73,7 +73,7 @@ def test_pruning_beyond_tolerance(project: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_inexact_artifact(project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from lumber.compiler import predictors as api
+    from lumber.runtime import predictors as api
 
     light(project / "lumber.toml")
     real = api.NumpyPredictor.predict_raw
@@ -92,7 +92,7 @@ def test_inexact_artifact(project: Path, capsys: pytest.CaptureFixture[str], mon
 
 
 def test_exactness_gate_can_be_switched_off(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lumber.compiler import predictors as api
+    from lumber.runtime import predictors as api
 
     light(project / "lumber.toml")
     set_key(project / "lumber.toml", "check", "exact = false")

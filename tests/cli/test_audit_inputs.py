@@ -65,7 +65,7 @@ def test_a_time_limit_must_be_seconds_above_zero(age_hours: Path, limit: object)
 def test_exported_csvs_print_whole_numbers_as_integers(tmp_path: Path) -> None:
     """The tour's cases.csv read "62.0,0.0,0.0,13.0,38.0,...": whole-number columns now print as integers,
     and the files read back to the same model input."""
-    from lumber.compiler.data import read_rows
+    from lumber.runtime.data import read_rows
 
     assert main(["datasets", "export", "adult", str(tmp_path), "--trees", "3", "--leaves", "4", "--cases", "5"]) == 0
     head, first = (tmp_path / "cases.csv").read_text().splitlines()[:2]

@@ -14,7 +14,7 @@ import pytest
 
 from builders import categorical, make_forest
 from lumber.compiler.cli import main
-from lumber.compiler.progress import Progress, enabled
+from lumber.runtime.progress import Progress, enabled
 from lumber.ir import PostTransform, Task
 
 
@@ -41,7 +41,7 @@ def test_bar_draws_on_a_terminal_only() -> None:
 def test_log_lines_when_not_a_terminal() -> None:
     """Off a terminal: a line per LOG_EVERY seconds with rows done, rows/s and time left, and a last line;
     a run shorter than that logs nothing."""
-    from lumber.compiler.progress import LOG_EVERY
+    from lumber.runtime.progress import LOG_EVERY
 
     now = [0.0]
     pipe = io.StringIO()

@@ -17,7 +17,7 @@ import pytest
 
 import lumber
 from lumber.compiler.cli import main
-from lumber.compiler.stream import StreamOptions, predict_file
+from lumber.runtime.stream import StreamOptions, predict_file
 from lumber.ir import InputDataError
 
 

@@ -272,7 +272,7 @@ def test_raw_booster_is_verified_by_counterfactuals(library: str) -> None:
 
 
 def test_batch_tasks_check_on_the_source_model() -> None:
-    from lumber.compiler.batch import make_task
+    from lumber.compiler.api.batch import make_task
 
     X, _ = _data()
     booster = _lightgbm_booster()

@@ -35,7 +35,7 @@ CHUNK_ALIGN = 1024
 
 
 def worker_pool() -> ThreadPoolExecutor:
-    """The process's threads for row chunks (C calls, and input conversion in compiler.predictors)."""
+    """The process's threads for row chunks (C calls, and input conversion in lumber.runtime.predictors)."""
     global _POOL
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="lumber-c")

@@ -9,7 +9,7 @@ pruned polynomial from ``lumber.run``.
 from __future__ import annotations
 
 from lumber.compiler.explain import warn_positional
-from lumber.compiler.pipeline import as_ir
+from lumber.compiler.api.pipeline import as_ir
 from lumber.ir import ArrayLike, CompileError, Forest, ModelLike, Polynomial
 from lumber.passes.analyses.attribution import AttributionResult
 from lumber.passes.analyses.attribution import attribution as _attribution

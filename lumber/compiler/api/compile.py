@@ -4,7 +4,7 @@ a compiled artifact out.
 The drivers only resolve: the target by name from :mod:`lumber.compiler.targets`, the model as IR, and
 the options, which are the target's own dataclass (``lumber.COptions``, ``lumber.OnnxOptions``, ...; another
 target's options are a CompileError, never dropped). The target emits, builds and wraps the artifact in a
-predictor (:mod:`lumber.compiler.predictors`). :func:`compile_fastest` times the exact forms of a forest
+predictor (:mod:`lumber.runtime.predictors`). :func:`compile_fastest` times the exact forms of a forest
 (:mod:`lumber.compiler.speed`); :func:`compile_within` adds lossy forms under a loss tolerance
 (:mod:`lumber.compiler.tolerance`). Artifacts record the fingerprint of the model they were built from;
 :func:`load_compiled` refuses one that does not match.
@@ -21,7 +21,7 @@ from lumber.passes.transforms.oblivious_fit import FitOptions
 
 from .. import speed
 from .. import tolerance as lossy
-from ..predictors import Predictor
+from lumber.runtime.predictors import Predictor
 from ..targets import get_target, known_targets, load_artifact
 from ..targets.base import model_ir, project
 from ..targets.c import FastestOptions
@@ -33,7 +33,7 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
             sample: Any = None, options: Any = None) -> Predictor:
     """Compile ``model`` (anything :func:`lumber.load` accepts, or an IR object) for ``target``.
 
-    Every IR compiles (:mod:`lumber.compiler.deploy`): a Polynomial (pruned or not, object or
+    Every IR compiles (:mod:`lumber.passes.deploy`): a Polynomial (pruned or not, object or
     ``.lumber`` file) as its exact oblivious tables, an ObliviousEnsemble for ``onnx``/``numpy``/
     ``c-source`` as its exact Forest, and for ``c`` as the ``table-c`` library.
 

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from lumber.compiler.dsl import refine_schema
 from lumber.compiler.explain import warn_positional
-from lumber.compiler.pipeline import as_ir
+from lumber.compiler.api.pipeline import as_ir
 from lumber.ir import ArrayLike, CompileError, Feature, Forest, ModelLike
 from lumber.passes.analyses.contributions import Contributions
 from lumber.passes.analyses.contributions import contributions as _contributions

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from lumber.compiler.pipeline import as_ir
+from lumber.compiler.api.pipeline import as_ir
 from lumber.ir import CompileError, Forest, ModelLike, Polynomial
 from lumber.passes.analyses.equivalence import EquivalenceResult, counterexample_row, polynomial_difference
 from lumber.passes.transforms.polynomial import DEFAULT_MAX_MONOMIALS, forest_to_polynomial

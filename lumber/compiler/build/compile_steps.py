@@ -21,7 +21,7 @@ import numpy as np
 
 from lumber.ir import LumberError
 
-from ..deploy import deployable
+from lumber.passes.deploy import deployable
 
 from ..targets import get_target
 from .cache import Entry, StepCache, digest

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from lumber import __version__
-from lumber.compiler.data import case_ids
+from lumber.runtime.data import case_ids
 from lumber.ir import FeatureKind, Forest, Target
 from lumber.ir.domains import DomainKind
 from lumber.passes.analyses.reasons import REASONS_SCHEMA

@@ -123,8 +123,8 @@ def attribution(st: State) -> None:
 
 def per_case(st: State) -> None:
     """Sensitive tests, counterfactuals and local rules of every case (each a cached step)."""
-    from lumber.compiler.batch import Task as BatchTask
-    from lumber.compiler.batch import run_task
+    from lumber.compiler.api.batch import Task as BatchTask
+    from lumber.compiler.api.batch import run_task
 
     inp, cfg = st.inp, st.inp.config
     cases = inp.table("cases")

@@ -249,7 +249,7 @@ def _load_model(cfg: BuildConfig, err: _Errors) -> Forest:
 
 
 def _read_table(cfg: BuildConfig, role: str, path: Path, forest: Forest, err: _Errors) -> Table | None:
-    from lumber.compiler.data import read_frame
+    from lumber.runtime.data import read_frame
 
     section, name = ROLE_KEYS[role]
     try:
@@ -325,7 +325,7 @@ def _check_pipeline(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
 
 
 def _holds(final: type, accepts: tuple[type, ...]) -> bool:
-    """Whether a target compiles the pipeline's result (lumber.compiler.deploy: a Polynomial as exact
+    """Whether a target compiles the pipeline's result (lumber.passes.deploy: a Polynomial as exact
     oblivious tables, oblivious tables as their exact Forest where a target holds forests only)."""
     deployed = ObliviousEnsemble if issubclass(final, (Polynomial, ObliviousEnsemble)) else final
     return issubclass(deployed, accepts) or (deployed is ObliviousEnsemble and Forest in accepts)

@@ -49,8 +49,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lumber.compiler.batch import make_task, run_task
-    from lumber.compiler.data import case_ids, read_rows
+    from lumber.compiler.api.batch import make_task, run_task
+    from lumber.runtime.data import case_ids, read_rows
     from lumber.compiler.frontends import load
     from lumber.ir.decision import with_cutoff
 
@@ -119,7 +119,7 @@ def _scheduler(args: argparse.Namespace) -> Iterator[object]:
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        from lumber.compiler.batch import BatchError
+        from lumber.compiler.api.batch import BatchError
 
         raise BatchError("--spark needs pyspark", "pip install 'lumber[spark]'") from None
     if args.spark.startswith("local"):  # local workers run this Python, which has lumber

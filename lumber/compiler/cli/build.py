@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_build_file(args.build_file)
     if args.no_header:
         cfg = replace(cfg, data=replace(cfg.data, header=False))
-    from lumber.compiler.progress import enabled
+    from lumber.runtime.progress import enabled
 
     result = build_config(cfg, output=args.output, force=args.force, log=log, progress=enabled(args.quiet))
     if not args.quiet:

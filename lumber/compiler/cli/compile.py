@@ -82,7 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _data(args: argparse.Namespace, forest: Any) -> dict[str, Any] | None:
-    from lumber.compiler.data import read_rows
+    from lumber.runtime.data import read_rows
 
     out: dict[str, Any] = {}
     for key, path in (("train", args.train), ("valid", args.valid)):
@@ -145,7 +145,7 @@ def target_options(args: argparse.Namespace, emit: str, name: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.api.compile import compile as compile_model
     from lumber.compiler.api.compile import compile_fastest, compile_within
-    from lumber.compiler.deploy import deployable
+    from lumber.passes.deploy import deployable
     from lumber.compiler.frontends import load_any
     from lumber.compiler.speed import describe_choice
     from lumber.compiler.targets import get_target
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     ir: Any = load_any(args.model)  # a .lumber file keeps its IR: a pruned Polynomial compiles as itself
     if args.passes:
-        from lumber.compiler.pipeline import run as run_pipeline
+        from lumber.compiler.api.pipeline import run as run_pipeline
 
         ir = run_pipeline(ir, args.passes, data=_data(args, ir), time_passes=args.time_passes)
     elif args.time_passes and emit not in TABLE_TARGETS:
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     # --optimize speed times the forms on the user's rows: --sample, else the --train rows
     timing_rows = args.sample or (args.train if args.optimize is not None and args.tolerance is None else None)
     if timing_rows:
-        from lumber.compiler.data import read_rows
+        from lumber.runtime.data import read_rows
 
         _, sample = read_rows(timing_rows, ir)
     options = target_options(args, "fastest" if args.optimize is not None else emit, output.stem)
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             raise CompileError("--tolerance needs --train (rows the lossy form is fitted on) and --valid (rows its "
                                "loss is checked on)", "pass --train CSV --valid CSV --label COLUMN")
         if args.label is None:
-            from lumber.compiler.data import read_frame
+            from lumber.runtime.data import read_frame
             from lumber.ir.binding import label_notes
 
             raise CompileError("--tolerance needs --label: the loss is measured against the label column",

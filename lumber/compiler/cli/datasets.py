@@ -64,7 +64,7 @@ def export(name: str, out: Path, *, trees: int = 100, leaves: int = 31, train_ro
     import numpy as np
 
     from lumber import datasets
-    from lumber.compiler.data import csv_text
+    from lumber.runtime.data import csv_text
     from lumber.ir import OutputError, atomic_write_text
     from lumber.ir.atomic import prepare_output_dir
 

@@ -19,7 +19,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from lumber.compiler.cli.explainers import parse_target
-from lumber.compiler.data import case_ids, read_frame
+from lumber.runtime.data import case_ids, read_frame
 from lumber.compiler.explain import ExplanationRequest
 from lumber.compiler.explain.request import with_decision_rule
 from lumber.compiler.explain.source import source_predictor
@@ -87,7 +87,7 @@ class ExplainContext:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lumber.compiler.data import read_rows
+    from lumber.runtime.data import read_rows
     from lumber.compiler.explain import explanation_request
     from lumber.ir import atomic_write_text
 

@@ -55,7 +55,7 @@ def _follow_model(forest: Any, data: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lumber.compiler.data import read_frame
+    from lumber.runtime.data import read_frame
     from lumber.compiler.dsl.starter import starter_text
     from lumber.compiler.frontends import load
     from lumber.ir import InputDataError, OutputError, atomic_write_text
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         forest = _follow_model(forest, args.data)
     domains = None
     if frame is not None:
-        from lumber.compiler.data import read_rows
+        from lumber.runtime.data import read_rows
         from lumber.ir.domains import domains_for
 
         _, rows = read_rows(args.data, forest)  # columns bound by name and values checked, as every command does

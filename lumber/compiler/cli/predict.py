@@ -4,7 +4,7 @@ A model file is evaluated by the IR's reference evaluator (a ``.lumber`` file by
 evaluator of the IR it holds: Forest, pruned Polynomial or ObliviousEnsemble); a compiled
 artifact (``.so``, ``.table``, lumber's ``.onnx``) by itself, with the schema it records.
 DATA is CSV (optionally gzipped) or Parquet, or ``-`` for standard input; it is read,
-predicted and written ``--chunk-rows`` rows at a time (:func:`lumber.compiler.stream.predict_file`),
+predicted and written ``--chunk-rows`` rows at a time (:func:`lumber.runtime.stream.predict_file`),
 so memory does not grow with the row count.
 """
 
@@ -23,7 +23,7 @@ FORMATS = ("csv", "jsonl", "parquet")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from lumber.compiler.stream import StreamOptions
+    from lumber.runtime.stream import StreamOptions
 
     p.add_argument("model", help=_options.MODEL_HELP + " or an "
                                  "artifact from lumber compile (.so, .table, .onnx)")
@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lumber.compiler.cli._artifacts import model_or_artifact
-    from lumber.compiler.stream import StreamOptions, output_format, predict_file
+    from lumber.runtime.stream import StreamOptions, output_format, predict_file
 
     options = StreamOptions(chunk_rows=args.chunk_rows, threads=args.threads, header=not args.no_header,
                             raw=args.raw, output_format=args.format, progress=False if args.quiet else None,

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputDataError("lumber report needs MODEL and CASES (or --render REPORT_JSON)",
                              "e.g. lumber report model.txt cases.csv --train train.csv -o report")
     from lumber.compiler.build import BuildFileError, build_config, config_from_dict
-    from lumber.compiler.progress import enabled
+    from lumber.runtime.progress import enabled
 
     cwd = Path.cwd()
     doc: dict[str, Any] = {
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _say_cases(args: argparse.Namespace) -> None:
     """How many cases the report explains and how to change it (on stderr, so stdout stays the file list)."""
-    from lumber.compiler.data import read_frame
+    from lumber.runtime.data import read_frame
     from lumber.ir import LumberError
 
     if args.quiet:
@@ -189,7 +189,7 @@ def demo_report(workdir: Path, model_path: Path, X_train: Any, y_train: Any, X_t
     import numpy as np
 
     from lumber.compiler.build import build
-    from lumber.compiler.data import csv_text
+    from lumber.runtime.data import csv_text
 
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(len(X_train), size=min(train_rows, len(X_train)), replace=False))

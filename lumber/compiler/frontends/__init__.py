@@ -140,7 +140,7 @@ def load_file(path: Path, *, trust_pickle: bool | None = None, **options: Any) -
 
         ir = load_ir(path)
         if not isinstance(ir, Forest):  # a Polynomial or ObliviousEnsemble: its exactly equal Forest
-            from ..deploy import as_forest
+            from lumber.passes.deploy import as_forest
 
             return as_forest(ir)
         return ir
@@ -156,7 +156,7 @@ def load_file(path: Path, *, trust_pickle: bool | None = None, **options: Any) -
 def load_any(model: Any, **options: Any) -> Any:
     """A model object or file as IR: ``.lumber`` files give the IR they hold (any kind: Forest,
     Polynomial, ObliviousEnsemble), IR objects are returned as they are, everything else goes
-    through :func:`load` (a Forest); :mod:`lumber.compiler.deploy` makes any of them deployable."""
+    through :func:`load` (a Forest); :mod:`lumber.passes.deploy` makes any of them deployable."""
     from lumber.ir import ObliviousEnsemble, Polynomial
 
     from . import untrusted

@@ -19,7 +19,7 @@ from typing import Any
 from lumber.backends.base import fingerprint
 from lumber.ir import CompileError, ModelFormatError
 
-from ..predictors import Predictor
+from lumber.runtime.predictors import Predictor
 from .base import Target, model_ir
 
 TARGETS: dict[str, str] = {

@@ -3,7 +3,7 @@
 A target joins a backend (which only emits, see :mod:`lumber.backends.base`) to
 the predictor that runs its artifact: ``compile`` takes an IR and the target's
 own options, emits, builds or writes what the backend produced and returns a
-:class:`~lumber.compiler.predictors.Predictor`; ``load`` turns a saved artifact
+:class:`~lumber.runtime.predictors.Predictor`; ``load`` turns a saved artifact
 back into one. ``lumber.compile``, ``lumber compile`` and ``lumber build`` all
 reach targets through :mod:`lumber.compiler.targets`, never by name tests.
 """
@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 from lumber.ir import CompileError, Forest, ObliviousEnsemble
 
-from ..deploy import deployable
+from lumber.passes.deploy import deployable
 from ..frontends import load_any
-from ..predictors import Predictor
+from lumber.runtime.predictors import Predictor
 
 
 def model_ir(model: Any) -> Forest | ObliviousEnsemble:

@@ -19,7 +19,7 @@ from lumber.backends.base import fingerprint as ir_fingerprint
 from lumber.backends.c import BuildOptions, CEmitOptions, CLibrary, emit_source
 from lumber.ir import Forest, ModelFormatError, ObliviousEnsemble
 
-from ..predictors import CPredictor, CSourcePredictor, Predictor
+from lumber.runtime.predictors import CPredictor, CSourcePredictor, Predictor
 from ..walks import compile_timed_walk
 from .base import Target, project
 from .library import CompilerOptions, build_library, is_shared_library, load_library

@@ -15,7 +15,7 @@ from lumber.backends.base import Artifact
 from lumber.backends.c import BuildOptions, CLibrary, build_shared
 from lumber.ir import atomic_write_bytes
 
-from ..predictors import CPredictor, open_library
+from lumber.runtime.predictors import CPredictor, open_library
 
 ELF, PE = b"\x7fELF", b"MZ"
 MACH_O = (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
@@ -56,7 +56,7 @@ def build_library(art: Artifact, build: BuildOptions, *, prefix: str, path: str 
 
 def load_library(path: Path, *, threads: int = 1, prefix: str = "lumber") -> CPredictor:
     """A predictor on a library either target wrote, verified before it is loaded (see :class:`CLibrary`)
-    and rebuilt from its source where it cannot load (:func:`~lumber.compiler.predictors.open_library`)."""
+    and rebuilt from its source where it cannot load (:func:`~lumber.runtime.predictors.open_library`)."""
     lib = open_library(str(path), prefix)
     return CPredictor(lib, lib.data, threads=threads)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lumber.ir import Forest, ModelFormatError
 
-from ..predictors import NumpyPredictor, Predictor
+from lumber.runtime.predictors import NumpyPredictor, Predictor
 from .base import Target
 
 ZIP = b"PK\x03\x04"

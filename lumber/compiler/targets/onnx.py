@@ -9,7 +9,7 @@ from pathlib import Path
 from lumber.backends.onnx import OnnxOptions
 from lumber.ir import Forest, ModelFormatError, Schema
 
-from ..predictors import OnnxPredictor, Predictor
+from lumber.runtime.predictors import OnnxPredictor, Predictor
 from .base import Target
 
 

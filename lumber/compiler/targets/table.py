@@ -18,7 +18,7 @@ from lumber.backends.base import fingerprint as ir_fingerprint
 from lumber.backends.table_c import TableCEmitOptions, emit_table_source, isa_code
 from lumber.ir import CompileError, Forest, ObliviousEnsemble
 
-from ..predictors import CPredictor, Predictor, TablePredictor
+from lumber.runtime.predictors import CPredictor, Predictor, TablePredictor
 from ..tables import to_tables
 from .base import Target
 from .library import CompilerOptions, build_library, load_library

@@ -16,7 +16,7 @@ import numpy as np
 
 from lumber.compiler.api.counterfactual import counterfactual
 from lumber.compiler.cli.explainers import parse_target
-from lumber.compiler.progress import Progress, enabled
+from lumber.runtime.progress import Progress, enabled
 from lumber.ir import InputDataError
 from lumber.passes.analyses.counterfactual import CounterfactualOptions, CounterfactualResult
 

@@ -44,7 +44,7 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
         raise InputDataError("--rules needs training rows", "add --train TRAIN.csv (the rows the model was fitted on)")
     target = parse_target(args.target, ctx.forest.schema.task)
     explainer = RuleExplainer(ctx.request, ctx.train_X, options=rule_options(args))
-    from lumber.compiler.progress import Progress, enabled
+    from lumber.runtime.progress import Progress, enabled
 
     rows = [int(r) for r in ctx.rows]
     with Progress(len(rows), 0, enabled(args.quiet) and len(rows) > 1, "rules") as bar:

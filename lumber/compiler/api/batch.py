@@ -16,7 +16,7 @@ The header pins the model, analysis and options: resuming into a file written
 for something else is refused, as is a row whose data changed.
 
 ```python
-res = lumber.compiler.batch.explain_batch(model, X, "counterfactual", output="cf.jsonl",
+res = lumber.compiler.api.batch.explain_batch(model, X, "counterfactual", output="cf.jsonl",
                                           reference=X_train, target=1)           # joblib, all cores
 res = explain_batch(model, X, "counterfactual", scheduler="tcp://10.0.0.5:8786")  # a Dask cluster
 res = explain_batch(model, X, "counterfactual", scheduler=client)                 # a dask.distributed.Client
@@ -44,7 +44,7 @@ import numpy.typing as npt
 
 from lumber.compiler.api.rules import RuleExplainer
 from lumber.compiler.explain import ExplanationRequest, explanation_request
-from lumber.compiler.progress import Progress
+from lumber.runtime.progress import Progress
 from lumber.ir import Constraints, Forest, InputDataError, LumberError
 
 FORMAT_VERSION = 1

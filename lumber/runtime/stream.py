@@ -61,7 +61,7 @@ class StreamOptions:
     output_format: str | None = None
     """csv, jsonl or parquet; None: from the output's suffix, else csv."""
     progress: bool | None = None
-    """Rows scored, on stderr; None: when stderr is a terminal (as :class:`lumber.compiler.progress.Progress`)."""
+    """Rows scored, on stderr; None: when stderr is a terminal (as :class:`lumber.runtime.progress.Progress`)."""
     cutoff: Cutoff | None = None
     """A binary classifier's decision rule (``--threshold``); None: the model's own."""
     id_column: str | None = None
