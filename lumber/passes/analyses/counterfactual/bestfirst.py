@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -125,11 +125,7 @@ def first(q: Query, nogoods: Sequence[FloatArray] = ()) -> bool:
 def supported(q: Query, nogoods: Sequence[FloatArray] = ()) -> bool:
     """Can the search answer ``q`` (see the module docstring)?"""
     c = q.constraints
-    if q.isolation is not None or nogoods:
-        return False
-    if c is not None and (c.relations or c.implications):
-        return False
-    return True
+    return q.isolation is None and not nogoods and not (c is not None and (c.relations or c.implications))
 
 
 class BoxSearch:
@@ -228,9 +224,9 @@ class BoxSearch:
             if d.index not in ch.cat_nodes:
                 continue  # no split reads it
             nodes = ch.cat_nodes[d.index]
-            left = ch.cat_left[d.index]
+            goes_left = ch.cat_left[d.index]
             w = (np.uint64(1) << np.arange(d.codes.shape[0], dtype=np.uint64))
-            bits = (left.astype(np.uint64) * w[None, :]).sum(axis=1, dtype=np.uint64)
+            bits = (goes_left.astype(np.uint64) * w[None, :]).sum(axis=1, dtype=np.uint64)
             node_bits[nodes] = bits
             node_pos[nodes] = p
         self.node_j, self.node_pos, self.node_bits = node_j, node_pos, node_bits
@@ -238,7 +234,7 @@ class BoxSearch:
         for d in cat:
             self.node_cat[ch.cat_nodes.get(d.index, np.zeros(0, dtype=np.int64))] = True
         # leaves in depth-first order: each subtree's leaves are contiguous
-        left, right = f.left, f.right
+        left, right = f.left.astype(np.int64), f.right.astype(np.int64)
         order: list[int] = []
         first = np.zeros(n_nodes, dtype=np.int64)
         last = np.zeros(n_nodes, dtype=np.int64)
@@ -363,8 +359,8 @@ class BoxSearch:
         box.keep(chg <= self.max_changes)
         return box
 
-    def _cheapest(self, box: _Box) -> tuple[IntArray, FloatArray, float, int]:
-        """``x*``'s cells, point, objective-unit cost and number of changes."""
+    def _cheapest(self, box: _Box) -> tuple[FloatArray, float, int]:
+        """The box's cheapest point ``x*``, its objective-unit cost and number of changes."""
         c = np.clip(self.c0, box.blo, box.bhi)
         k = self.off + c
         x = self.x_base.copy()
@@ -382,7 +378,7 @@ class BoxSearch:
                     low = int(box.bm[p]) & -int(box.bm[p])
                     x[d.index] = float(d.codes[low.bit_length() - 1])
         cc = np.concatenate(parts) if parts else np.zeros(0)
-        return c, x, float(self._combine(cc, self.fixed_obj)), changes
+        return x, float(self._combine(cc, self.fixed_obj)), changes
 
     def _combine(self, parts: FloatArray, const: float, axis: int = -1) -> float | FloatArray:
         if self.norm == Norm.LINF:
@@ -456,7 +452,7 @@ class BoxSearch:
                                      min(lb, best), nodes)
             heapq.heappop(heap)
             nodes += 1
-            c, x, obj, changes = self._cheapest(box)
+            x, obj, changes = self._cheapest(box)
             if changes > self.max_changes or closed(obj):
                 continue
             if np.isfinite(best):  # leaves no cheaper point can use are dead in this box and below it

@@ -19,31 +19,42 @@ strategy of ``options.strategy`` (:class:`Whole` or :class:`Cases`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence, TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Constraints, Direction, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
+from lumber.ir.constraints import parse_weights
+from lumber.ir.decision import resolve_target
 from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
-from lumber.ir.decision import resolve_target
-
-from . import actionability, bestfirst
-from .deadline import Clock, Deadline
-from .heuristic import Candidates, improve, warm_start
-from lumber.ir.constraints import parse_weights
 
 from ..change_cost import ChangeCost
+from . import actionability, bestfirst
+from .deadline import Clock, Deadline
+from .domain import CategoricalDomain, Domain, NumericDomain
+from .heuristic import Candidates, improve, warm_start
 from .objective import CaseCost, feature_scales
 from .options import CounterfactualOptions
 from .problem import Problem, Query, build, change_pattern
 from .reference import Reference
 from .result import CounterfactualResult
-from .domain import CategoricalDomain, Domain, NumericDomain
-from .solver import (HIGHS_DEFAULTS, INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, Case, SolveOutcome,
-                     SolverOptions, solve, solve_enumerated)
+from .solver import (
+    HIGHS_DEFAULTS,
+    INFEASIBLE,
+    NO_SOLUTION,
+    OPTIMAL,
+    TIME_LIMIT,
+    UNVERIFIED,
+    Case,
+    SolveOutcome,
+    SolverOptions,
+    solve,
+    solve_enumerated,
+)
 from .targets import forest_meets, target_specs
 
 FloatArray = npt.NDArray[np.float64]
@@ -321,9 +332,9 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
     search = strategy(q.options)
     found = bestfirst.answer(q, x_h, c_h, deadline, opts.mip_rel_gap) if bestfirst.first(q, nogoods) else None
     if found is not None:
-        done = _searched(q, found, verify)
-        if done is not None:
-            return done
+        proven = _searched(q, found, verify)
+        if proven is not None:
+            return proven
         if found.x is not None and (c_h is None or q.cost.from_objective(found.objective) < c_h):
             x_h, c_h = found.x, q.cost.from_objective(found.objective)
         lb_rel = max(lb_rel, q.cost.from_objective(found.bound) if math.isfinite(found.bound) else 0.0)

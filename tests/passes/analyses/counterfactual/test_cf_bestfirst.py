@@ -12,17 +12,16 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from builders import categorical, make_forest
 from cf_brute import brute_force, task_is_class
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import THRESHOLDS, forests
+
 from lumber.ir import Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, PostTransform, Task
-from lumber.passes.analyses.counterfactual import CounterfactualOptions, solve_counterfactual
-from lumber.passes.analyses.counterfactual import bestfirst
+from lumber.passes.analyses.counterfactual import CounterfactualOptions, bestfirst, solve_counterfactual
 from lumber.passes.analyses.counterfactual.deadline import Deadline
 from lumber.passes.analyses.counterfactual.solve import make_query
-from strategies import THRESHOLDS, forests
 
 NORMS = ["l0", "l1", "l2", "linf"]
 EXAMPLES = int(os.environ.get("CF_EXAMPLES", "20"))
