@@ -12,7 +12,9 @@ is built; at the deadline the best verified point so far comes back as
 ``time_limit`` with its proven bound and gap, or ``no_solution`` if there is none.
 
 One query runs: the bound (a plausible query's relaxation: the isolation forest
-without the explained model), the warm start, the MILP, and the search
+without the explained model), the warm start, the best-first box search where
+``options.box_search`` asks for it (``bestfirst.py``: a proven answer ends the
+query; otherwise its best point and bound carry over), the MILP, and the search
 strategy of ``options.strategy`` (:class:`Whole` or :class:`Cases`).
 """
 
