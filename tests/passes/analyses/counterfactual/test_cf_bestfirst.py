@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from strategies import THRESHOLDS, forests
 
 from lumber.ir import Constraints, Direction, FeatureKind, FeatureRule, Forest, InputDataError, PostTransform, Task
+from lumber.ir.domains import DomainKind, Domains, FeatureDomain
 from lumber.passes.analyses.counterfactual import CounterfactualOptions, bestfirst, solve_counterfactual
 from lumber.passes.analyses.counterfactual.deadline import Deadline
 from lumber.passes.analyses.counterfactual.solve import make_query
@@ -190,3 +191,35 @@ def test_box_search_mode_is_checked_and_auto_takes_change_limits(forest: Forest)
     assert bestfirst.first(limited) and not bestfirst.first(free)
     assert bestfirst.first(make_query(forest, X0, 1, None, options=CounterfactualOptions(box_search="first"))[0])
     assert not bestfirst.first(limited, nogoods=[np.zeros(3)])
+
+
+@pytest.mark.parametrize("norm", NORMS)
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(forest=forests(max_trees=4, max_depth=3, max_features=3, categorical=False, multiclass=False,
+                      missing_zero=False, input_dtype="float64"),
+       data=st.data())
+def test_on_domain_grids_the_driver_gives_the_exhaustive_optimum(norm: str, forest: Forest,
+                                                                 data: st.DataObject) -> None:
+    n = forest.n_features
+    kinds = data.draw(st.lists(st.sampled_from([("continuous", 0.0), ("integer", 0.0), ("continuous", 0.5),
+                                                ("integer", 3.0)]), min_size=n, max_size=n))
+    doms = Domains(tuple(FeatureDomain(f.name, DomainKind(kind), step=step)
+                         for f, (kind, step) in zip(forest.schema.features, kinds)))
+    steps = {i: doms[i].resolution for i in range(n) if doms[i].resolution > 0}
+    x0 = np.array([float(data.draw(st.integers(-3, 8))) if i in steps else data.draw(st.floats(-3, 8, width=32))
+                   for i in range(n)])
+    if forest.schema.task != Task.BINARY:
+        return
+    target = 1 - int(forest.predict(x0[None, :])[0])
+    k = data.draw(st.sampled_from([1, 2]))
+    res = solve_counterfactual(forest, x0, target=target, constraints=Constraints(max_changes=k),
+                               options=CounterfactualOptions(norm=norm, domains=doms, box_search="first"))
+    ones = np.ones(n)
+    exact, _ = brute_force(forest, x0, lambda X: forest.predict(X) == target, norm, ones, ones, steps=steps,
+                           extra_ok=lambda X: (X != x0[None, :]).sum(axis=1) <= k)
+    if not np.isfinite(exact):
+        assert res.status == "infeasible" and res.x is None
+        return
+    assert res.optimal and res.verified and not res.violations, (res.status, res.message)
+    assert doms.problems(x0, res.x) == []
+    assert res.cost == pytest.approx(exact, rel=1e-9, abs=1e-12)
