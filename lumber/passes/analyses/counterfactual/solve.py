@@ -21,42 +21,31 @@ strategy of ``options.strategy`` (:class:`Whole` or :class:`Cases`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeGuard
+from typing import Any, Callable, Sequence, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Constraints, Direction, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
-from lumber.ir.constraints import parse_weights
-from lumber.ir.decision import resolve_target
 from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
+from lumber.ir.decision import resolve_target
 
-from ..change_cost import ChangeCost
 from . import actionability, bestfirst
 from .deadline import Clock, Deadline
-from .domain import CategoricalDomain, Domain, NumericDomain
 from .heuristic import Candidates, improve, warm_start
+from lumber.ir.constraints import parse_weights
+
+from ..change_cost import ChangeCost
 from .objective import CaseCost, feature_scales
 from .options import CounterfactualOptions
 from .problem import Problem, Query, build, change_pattern
 from .reference import Reference
 from .result import CounterfactualResult
-from .solver import (
-    HIGHS_DEFAULTS,
-    INFEASIBLE,
-    NO_SOLUTION,
-    OPTIMAL,
-    TIME_LIMIT,
-    UNVERIFIED,
-    Case,
-    SolveOutcome,
-    SolverOptions,
-    solve,
-    solve_enumerated,
-)
+from .domain import CategoricalDomain, Domain, NumericDomain
+from .solver import (HIGHS_DEFAULTS, INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT, UNVERIFIED, Case, SolveOutcome,
+                     SolverOptions, solve, solve_enumerated)
 from .targets import forest_meets, target_specs
 
 FloatArray = npt.NDArray[np.float64]
@@ -309,6 +298,20 @@ def _finish(q: Query, res: CounterfactualResult, x: FloatArray, verify: Verifier
     return res
 
 
+def _searched(q: Query, found: bestfirst.SearchOutcome, verify: Verifier) -> CounterfactualResult | None:
+    """The box search's proven answer as the query's result; None when it proved nothing (or the model's
+    own ``predict`` does not confirm its point)."""
+    if found.status == INFEASIBLE:
+        return _base(q, INFEASIBLE, verify, f"no point reaches {q.spec.describe()} under the constraints")
+    if found.status != OPTIMAL or found.x is None:
+        return None
+    res = _finish(q, _base(q, OPTIMAL, verify), found.x, verify)
+    if not (res.verified and not res.violations):
+        return None
+    res.objective, res.bound, res.gap = found.objective, res.cost, 0.0
+    return res
+
+
 def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Reference | None,
                  deadline: Deadline, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
     meets: Callable[[FloatArray], npt.NDArray[np.bool_]] = lambda X: forest_meets(q.forest, q.spec, X)
@@ -406,20 +409,6 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
         res.message = "the model does not give the target at the solver's point, even with the largest margin"
     elif res.status == OPTIMAL and res.found:
         res.message = ""
-    return res
-
-
-def _searched(q: Query, found: bestfirst.SearchOutcome, verify: Verifier) -> CounterfactualResult | None:
-    """The box search's proven answer as the query's result; None when it proved nothing (or the model's
-    own ``predict`` does not confirm its point)."""
-    if found.status == INFEASIBLE:
-        return _base(q, INFEASIBLE, verify, f"no point reaches {q.spec.describe()} under the constraints")
-    if found.status != OPTIMAL or found.x is None:
-        return None
-    res = _finish(q, _base(q, OPTIMAL, verify), found.x, verify)
-    if not (res.verified and not res.violations):
-        return None
-    res.objective, res.bound, res.gap = found.objective, res.cost, 0.0
     return res
 
 
