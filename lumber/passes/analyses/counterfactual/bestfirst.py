@@ -35,6 +35,7 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +52,8 @@ from .trees import ForestEncoding, classify, reachable
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+Index = npt.NDArray[np.integer[Any]]
+"""Leaf positions (int32 in the boxes) and per-leaf change and miss counts (int16: the open boxes stay small)."""
 
 OPTIMAL = "optimal"
 INFEASIBLE = "infeasible"
@@ -62,6 +65,10 @@ ROW_TOLERANCE = 1e-9
 ties and float sums are settled by ``Forest.evaluate`` on the box's cheapest point."""
 
 CHECK_EVERY = 64
+
+MAX_OPEN = 50_000
+"""Open boxes at most (about 4 kB each on a forest of 100 x depth 5): past it the search stops with its
+bound, and the MILP gets the time left."""
 """Boxes expanded between two looks at the deadline."""
 
 
@@ -106,10 +113,10 @@ class _Box:
     blo: IntArray
     bhi: IntArray
     bm: npt.NDArray[np.uint64]
-    idx: IntArray
+    idx: Index
     lc: FloatArray
-    chg: IntArray
-    miss: IntArray
+    chg: Index
+    miss: Index
 
     def keep(self, sel: BoolArray) -> None:
         self.idx, self.lc, self.chg, self.miss = self.idx[sel], self.lc[sel], self.chg[sel], self.miss[sel]
@@ -212,7 +219,7 @@ class BoxSearch:
             c0s.append(int(np.argmin(cc)) if not (val == x0).any() else int(np.flatnonzero(val == x0)[0]))
         self.CC = np.concatenate(cells_cost) if cells_cost else np.zeros(0)
         self.CV = np.concatenate(cells_val) if cells_val else np.zeros(0)
-        self.CH = np.concatenate(cells_chg).astype(np.int64) if cells_chg else np.zeros(0, dtype=np.int64)
+        self.CH = np.concatenate(cells_chg).astype(np.int16) if cells_chg else np.zeros(0, dtype=np.int16)
         self.off = np.array(offs, dtype=np.int64)
         self.c0 = np.array(c0s, dtype=np.int64)
         self.ncell = np.array(ncell, dtype=np.int64)
@@ -300,25 +307,25 @@ class BoxSearch:
 
     # -- one box ---------------------------------------------------------------------------------
 
-    def _num_part(self, p: int, idx: IntArray, lo: int, hi: int) -> tuple[FloatArray, IntArray]:
+    def _num_part(self, p: int, idx: Index, lo: int, hi: int) -> tuple[FloatArray, Index]:
         """Cost and change of numeric feature ``p`` for leaves ``idx`` within cells ``lo..hi``."""
         a = np.maximum(self.LLO[idx, p], lo)
         b = np.minimum(self.LHI[idx, p], hi)
         k = self.off[p] + np.clip(self.c0[p], a, b)
         return self.CC[k], self.CH[k]
 
-    def _cat_part(self, p: int, idx: IntArray, bm: np.uint64) -> tuple[FloatArray, IntArray]:
+    def _cat_part(self, p: int, idx: Index, bm: np.uint64) -> tuple[FloatArray, Index]:
         bit = self.cat_x0bit[p]
         if bit >= 64:
-            return np.full(idx.shape[0], self.cat_cost[p]), np.ones(idx.shape[0], dtype=np.int64)
+            return np.full(idx.shape[0], self.cat_cost[p]), np.ones(idx.shape[0], dtype=np.int16)
         keep = ((self.LM[idx, p] & bm) >> bit) & np.uint64(1)
-        change = (1 - keep.astype(np.int64))
+        change = (1 - keep.astype(np.int16))
         return change * self.cat_cost[p], change
 
-    def _leaf_costs(self, blo: IntArray, bhi: IntArray, bm: npt.NDArray[np.uint64], idx: IntArray
-                    ) -> tuple[FloatArray, IntArray]:
+    def _leaf_costs(self, blo: IntArray, bhi: IntArray, bm: npt.NDArray[np.uint64], idx: Index
+                    ) -> tuple[FloatArray, Index]:
         """Every part of the leaves' costs and changes, from scratch."""
-        parts, chg = [], np.full(idx.shape[0], self.fixed_changes, dtype=np.int64)
+        parts, chg = [], np.full(idx.shape[0], self.fixed_changes, dtype=np.int16)
         for p in range(len(self.num)):
             c, h = self._num_part(p, idx, int(blo[p]), int(bhi[p]))
             parts.append(c)
@@ -339,18 +346,18 @@ class BoxSearch:
             bits.append(x0bit if x0bit < 64 and (m >> x0bit) & 1 else (m & -m).bit_length() - 1)
         return np.clip(self.c0, blo, bhi), bits
 
-    def _misses(self, p: int, is_cat: bool, idx: IntArray, star: int) -> IntArray:
+    def _misses(self, p: int, is_cat: bool, idx: Index, star: int) -> Index:
         """1 where leaf ``idx`` misses the cheapest point's cell / code ``star`` on feature ``p``."""
         if is_cat:
-            return 1 - ((self.LM[idx, p] >> np.uint64(star)) & np.uint64(1)).astype(np.int64)
-        return ((self.LLO[idx, p] > star) | (self.LHI[idx, p] < star)).astype(np.int64)
+            return 1 - ((self.LM[idx, p] >> np.uint64(star)) & np.uint64(1)).astype(np.int16)
+        return ((self.LLO[idx, p] > star) | (self.LHI[idx, p] < star)).astype(np.int16)
 
     def _root(self) -> _Box:
         blo, bhi, bm = np.zeros(len(self.num), dtype=np.int64), self.ncell - 1, self.full.copy()
-        idx = np.flatnonzero(self.alive0)
+        idx = np.flatnonzero(self.alive0).astype(np.int32)
         lc, chg = self._leaf_costs(blo, bhi, bm, idx)
         c, bits = self._star(blo, bhi, bm)
-        miss = np.zeros(idx.shape[0], dtype=np.int64)
+        miss = np.zeros(idx.shape[0], dtype=np.int16)
         for p in range(len(self.num)):
             miss += self._misses(p, False, idx, int(c[p]))
         for p in range(len(self.cat)):
@@ -447,7 +454,8 @@ class BoxSearch:
             lb, _, box = heap[0]
             if closed(lb):
                 break
-            if (nodes % CHECK_EVERY == 0 and deadline.expired()) or (max_nodes is not None and nodes >= max_nodes):
+            if ((nodes % CHECK_EVERY == 0 and deadline.expired()) or len(heap) > MAX_OPEN
+                    or (max_nodes is not None and nodes >= max_nodes)):
                 return SearchOutcome(TIME_LIMIT if best_x is not None else NO_SOLUTION, best_x, best,
                                      min(lb, best), nodes)
             heapq.heappop(heap)
