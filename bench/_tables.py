@@ -198,7 +198,8 @@ def real_rows(name: str, command: str) -> list[Claim]:
             tables, forest = get(peers, "lumber tables"), get(peers, "lumber forest C")
             t = float(get(tables, "ns_row"))
             exact = "bit-exact" if tables.get("exact") else f"max diff {float(get(tables, 'max_abs_diff')):.1e}"
-            parts = [f"lumber tables {num(t)} ns/row ({num(float(get(tables, 'trees')), 4)} tables, {exact}); "
+            build = f", build {num(float(tables['build_cpu_s']))} s CPU" if "build_cpu_s" in tables else ""
+            parts = [f"lumber tables {num(t)} ns/row ({num(float(get(tables, 'trees')), 4)} tables{build}, {exact}); "
                      f"lumber forest C {num(float(get(forest, 'ns_row')))} ns/row ({num(t / float(forest['ns_row']))}x)"]
             for k, v in peers.items():
                 if k.startswith("lumber"):
@@ -210,6 +211,15 @@ def real_rows(name: str, command: str) -> list[Claim]:
         out.append(Claim(f"{model}: {get(m, 'notes')}", command, result,
                          "tables <= 1/2 the fastest bit-exact peer and <= 2/3 forest C"))
     return out
+
+
+def table_cost_result() -> str:
+    d = load("oblivious-table-cost.json")
+    m = get(d, "machine")
+    by = ", ".join(f"d{k} {num(float(v))}" for k, v in get(d, "ns_by_depth").items())
+    return (f"ns per row of one more table by depth: {by} (C table runtime, 1 thread, real rows of "
+            f"{', '.join(get(d, 'models'))}; load average {float(m['loadavg_start'][0]):.2f} -> "
+            f"{float(m['loadavg_end'][0]):.2f})")
 
 
 def stream_result() -> str:
@@ -399,6 +409,8 @@ def claims() -> list[tuple[str, list[Claim]]]:
         ]),
         ("Oblivious tables", [
             *real_rows("oblivious-real.json", "bench/oblivious.py --real"),
+            Claim("the cost of one table per row by its depth (the re-composition's depth choice)",
+                  "bench/oblivious.py --table-cost --save-costs", table_cost_result),
             *forms_rows("oblivious-recompose.json", "bench/oblivious.py --recompose --forms grow:10 --reps 3",
                         "exact re-composition"),
             *forms_rows("oblivious-recompose-restarts.json",

@@ -164,6 +164,8 @@ for both: the table runtime's default, ``lumber.COptions(march_native=True)`` fo
 
 
 RECOMPOSE_MODELS = ("adult", "credit", "synthetic")
+COSTS_FILE = Path(__file__).resolve().parent.parent / "lumber" / "passes" / "transforms" / "table_cost.json"
+"""Where ``--table-cost --save-costs`` writes the measured costs (read by the re-composition's depth choice)."""
 
 
 def recompose_models(quick: bool, names: list[str] | None = None) -> list[dict[str, Any]]:
@@ -403,7 +405,9 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None, to_bu
     it as cascades built into one .so each), timed interleaved on test rows; quality on test rows."""
     import lumber
     from lumber.backends.base import fingerprint
-    from lumber.compiler.cascade import CascadeSpec, build_cascade, cascade_margins, decision_band, inside_band
+    from lumber.compiler.targets.cascade import build_cascade
+    from lumber.ir.cascade import Cascade, inside_band
+    from lumber.passes.transforms.cascade import cascade_margins, decision_band
     from lumber.compiler.tolerance import PrefixStop, loss_bound, tree_sizes
     from lumber.passes.quality import auc, make_metric
     from lumber.passes.transforms.oblivious_fit import FitOptions, fit_oblivious
@@ -457,9 +461,8 @@ def tolerance_run(quick: bool, reps: int, models: list[str] | None = None, to_bu
             av = ens.evaluate(Xva)
             band = decision_band(av, ev, agreement=AGREEMENT) if classifier else None
             vgot, vshare = cascade_margins(av, pc.predict_raw, Xva, band) if band is not None else (av, 0.0)
-            spec = CascadeSpec(band=band, fast_trees=ens.n_trees, exact_trees=forest.n_trees,
-                               quality={**quality(vgot, ev, yva), "loss_bound": loss_bound(vmetric, ev, vgot)})
-            lib = build_cascade(forest, q, spec, fp=fp)
+            spec = Cascade(forest, q, band, {**quality(vgot, ev, yva), "loss_bound": loss_bound(vmetric, ev, vgot)})
+            lib = build_cascade(spec, fp=fp)
             build = fit_s + time.perf_counter() - t1
             got = lib.predict_raw(Xte)
             share = float(np.mean(inside_band(ens.evaluate(Xte), band))) if band is not None else 0.0
@@ -634,7 +637,8 @@ def real_peers(case: dict[str, Any], quick: bool) -> dict[str, dict[str, Any]]:
         st = pred.report["tables"]
         return ((lambda X: pred.predict_raw(X, threads=1)),
                 {"trees": st["trees_out"], "isa": getattr(pred._runtime, "isa", "numpy"),
-                 "table_bytes": st["table_bytes"], "method": st["method"]})
+                 "table_bytes": st["table_bytes"], "method": st["method"], "max_depth": st["max_depth"],
+                 "depth_choice": {str(k): v for k, v in st.get("recompose", {}).get("depth_choice", {}).items()}})
 
     add("lumber tables", "raw", tables)
     add("lumber forest C", "raw", lambda: ((lambda X, p=lumber.compile(src, target="c"): p.predict_raw(X, threads=1)), {}))
@@ -730,7 +734,8 @@ def real_markdown(res: dict[str, Any]) -> str:
     for name, e in res["models"].items():
         lb, la = e["loadavg_before"][0], e["loadavg_after"][0]
         lines += [f"## {name}", "", f"{e['notes']}; margins up to {e['margin_scale']:.3g}; load {lb:.2f} -> {la:.2f}.", "",
-                  "| peer | trees | ns/row (CPU) | ns/row (wall) | ns/row/tree | exact | diff | rel | space | build s |",
+                  "| peer | trees | ns/row (CPU) | ns/row (wall) | ns/row/tree | exact | diff | rel | space | "
+                  "build s wall (CPU) |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for k, p in e["peers"].items():
             if p["status"] != "ok":
@@ -741,8 +746,123 @@ def real_markdown(res: dict[str, Any]) -> str:
                          f"{p['ns_row_source_tree']:.2f}{own} | {'yes' if p['exact'] else 'no'} | "
                          f"{p['max_abs_diff']:.3g} | "
                          f"{p['max_abs_diff'] / e['margin_scale'] if p['space'] == 'raw' else float('nan'):.2g} | "
-                         f"{p['space']} | {p['build_wall_s']:.1f} |")
+                         f"{p['space']} | {p['build_wall_s']:.1f} ({p['build_cpu_s']:.1f}) |")
         lines.append("")
+    return "\n".join(lines)
+
+
+# -- the cost of one table by its depth ------------------------------------------------------------------
+
+COST_DEPTHS = (8, 10, 12, 14)
+"""Max depths of the unpolished ``grow`` covers whose tables ``--table-cost`` times, depth by depth."""
+COST_MIN_TREES = 64
+"""Fewest tables of one depth in a cover for that depth to be timed."""
+
+
+def table_cost_run(quick: bool, reps: int, names: list[str] | None = None) -> dict[str, Any]:
+    """CPU nanoseconds per row of one table by its depth, in the table runtime on real rows: the LightGBM
+    500 x 63 credit and adult models (``--real``'s), unpolished ``grow`` covers at :data:`COST_DEPTHS`; for
+    every depth with at least :data:`COST_MIN_TREES` tables in a cover, those tables alone and half of them
+    (``ObliviousEnsemble.select_trees``), quantized, timed interleaved on the test rows tiled to 100k
+    (quick: 20k; median of ``reps``); the marginal cost is the difference over the tables it adds (what
+    one more table costs, without the per-row binarization both share)."""
+    import lumber
+    from lumber.backends.table_c import TableRuntime
+    from lumber.passes.transforms.polynomial import expand_forest
+    from lumber.passes.transforms.quantize import quantize_ensemble
+    from lumber.passes.transforms.recompose_oblivious import recompose
+
+    load0 = os.getloadavg()
+    n_rows = 20_000 if quick else 100_000
+    res: dict[str, Any] = {"mode": "quick" if quick else "full", "models": {}}
+    names = names or [f"lightgbm-{d}" for d in REAL_DATASETS]
+    for case in real_models(quick, names):
+        if case["library"] != "lightgbm":
+            raise SystemExit(f"--table-cost: {case['name']} is not a LightGBM model (lightgbm-credit, lightgbm-adult)")
+        Xte = case["test"]
+        X = np.ascontiguousarray(np.tile(Xte, (-(-n_rows // len(Xte)), 1))[:n_rows])
+        poly, _ = expand_forest(lumber.load(case["model"]))
+        entry: dict[str, Any] = {"notes": case["notes"], "covers": {}, "loadavg_before": os.getloadavg()}
+        runners: dict[tuple[int, int, str], Any] = {}
+        for cap in COST_DEPTHS:
+            c0 = time.process_time()
+            ens, st = recompose(poly, max_depth=cap, strategy="grow", polish=0)
+            entry["covers"][str(cap)] = {"trees": ens.n_trees, "trees_by_depth": st["trees_by_depth"],
+                                         "build_cpu_s": time.process_time() - c0}
+            for d, count in st["trees_by_depth"].items():
+                if count < COST_MIN_TREES:
+                    continue
+                idx = np.flatnonzero(ens.depth == d)
+                for part, sel in (("all", idx), ("half", idx[: idx.shape[0] // 2])):
+                    rt = TableRuntime(quantize_ensemble(ens.select_trees(sel)))
+                    runners[(cap, int(d), part)] = (rt, int(sel.shape[0]))
+                    entry.setdefault("isa", rt.isa)
+        times: dict[tuple[int, int, str], list[float]] = {k: [] for k in runners}
+        for _ in range(reps):  # interleaved
+            for k, (rt, _n) in runners.items():
+                times[k].append(_cpu(rt.predict_raw, X))
+        rows = []
+        for (cap, d, part), (_rt, n) in runners.items():
+            if part != "all":
+                continue
+            t_all, t_half = float(np.median(times[(cap, d, "all")])), float(np.median(times[(cap, d, "half")]))
+            n_half = runners[(cap, d, "half")][1]
+            rows.append({"cover_depth": cap, "depth": d, "tables": n, "cpu_s": t_all, "half_cpu_s": t_half,
+                         "ns_row_table": 1e9 * t_all / n_rows / n,
+                         "marginal_ns_row_table": 1e9 * (t_all - t_half) / n_rows / max(n - n_half, 1)})
+        entry["tables"] = rows
+        entry["loadavg_after"] = os.getloadavg()
+        res["models"][case["name"]] = entry
+        print(f"[table-cost] {case['name']}: " + ", ".join(
+            f"d{r['depth']} (cover {r['cover_depth']}) {r['marginal_ns_row_table']:.2f}" for r in rows), flush=True)
+    res["ns_by_depth"] = cost_by_depth(res)
+    res["machine"] = {"cpus": os.cpu_count(), "loadavg_start": load0, "loadavg_end": os.getloadavg(), "rows": n_rows,
+                      "reps": reps, "python": sys.version.split()[0]}
+    return res
+
+
+def cost_by_depth(res: dict[str, Any]) -> dict[str, float]:
+    """Per depth: the median marginal cost over every model and cover that timed it (ns per row and table)."""
+    per: dict[int, list[float]] = {}
+    for e in res["models"].values():
+        for r in e["tables"]:
+            per.setdefault(r["depth"], []).append(r["marginal_ns_row_table"])
+    return {str(d): float(np.median(v)) for d, v in sorted(per.items())}
+
+
+def save_costs(res: dict[str, Any], path: Path, command: str) -> None:
+    """The measured costs as the re-composition's data (``lumber/passes/transforms/table_cost.json``)."""
+    import json
+    from datetime import datetime, timezone
+
+    from lumber.ir import atomic_write_text
+
+    isas = sorted({e.get("isa", "?") for e in res["models"].values()})
+    doc = {"what": "CPU nanoseconds per row of one more table in the C table runtime, by the table's depth "
+                   "(marginal: the time of a cover's tables of one depth minus that of half of them, over the "
+                   "tables added), on real rows, one thread",
+           "command": command, "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+           "models": sorted(res["models"]), "rows": res["machine"]["rows"], "reps": res["machine"]["reps"],
+           "isa": ",".join(isas), "loadavg": [res["machine"]["loadavg_start"][0], res["machine"]["loadavg_end"][0]],
+           "ns_by_depth": res["ns_by_depth"]}
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+
+
+def table_cost_markdown(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    lines = ["# Oblivious tables: the cost of one table by its depth", "",
+             "CPU time per row of one more table in the C table runtime (one thread, process CPU time, median of "
+             f"{m['reps']}), on {m['rows']:,} test rows (tiled) of each model; load average "
+             f"{m['loadavg_start'][0]:.1f} -> {m['loadavg_end'][0]:.1f} on {m['cpus']} CPUs. A cover's tables of "
+             "one depth and half of them are timed; marginal = the difference over the tables it adds.", "",
+             "| model | cover max depth | depth | tables | ns/row/table (all) | marginal ns/row/table |",
+             "|---|---|---|---|---|---|"]
+    for name, e in res["models"].items():
+        for r in e["tables"]:
+            lines.append(f"| {name} | {r['cover_depth']} | {r['depth']} | {r['tables']:,} | "
+                         f"{r['ns_row_table']:.2f} | {r['marginal_ns_row_table']:.2f} |")
+    lines += ["", "Cost by depth (median marginal): " + ", ".join(
+        f"d{d} {v:.2f} ns" for d, v in res["ns_by_depth"].items()), ""]
     return "\n".join(lines)
 
 
@@ -766,6 +886,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real", action="store_true",
                     help="the real-row protocol: LightGBM, XGBoost and CatBoost models on credit and adult "
                          "rows, lumber's tables and forest C beside pylignum, lleaves, oneDAL and the source library")
+    ap.add_argument("--table-cost", action="store_true",
+                    help="the cost of one table per row by its depth on real rows (the re-composition's depth "
+                         "choice); with --save-costs also written to lumber/passes/transforms/table_cost.json")
+    ap.add_argument("--save-costs", action="store_true",
+                    help="with --table-cost: write the measured costs where the re-composition reads them")
     ap.add_argument("--fit-to-budget", action="store_true",
                     help="with --tolerance: no early stop (PrefixStop); the fit runs to its formula-5 stop or "
                          "time budget, as before (writes oblivious-tolerance-budget{,-quick}.*)")
@@ -776,10 +901,22 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     forms = parse_forms(args.forms)
     kind = ("oblivious-tolerance" + ("-budget" if args.fit_to_budget else "") if args.tolerance
-            else "oblivious-recompose" if args.recompose else "oblivious-real" if args.real else "oblivious")
+            else "oblivious-recompose" if args.recompose else "oblivious-real" if args.real
+            else "oblivious-table-cost" if args.table_cost else "oblivious")
     stem = args.stem or _outputs.stem(kind, args.quick)
     if _outputs.dry_run(args, args.out / f"{stem}.json", args.out / f"{stem}.md",
-                        *([] if args.recompose or args.tolerance or args.real else [args.out / f"inference-{stem}.md"])):
+                        *([] if args.recompose or args.tolerance or args.real or args.table_cost
+                          else [args.out / f"inference-{stem}.md"])):
+        return 0
+    if args.table_cost:
+        res = table_cost_run(args.quick, args.reps or 5, args.models)
+        md = table_cost_markdown(res)
+        inf.write_results(args.out, stem, res, md)
+        if args.save_costs:
+            cmd = "python bench/oblivious.py --table-cost" + (" --quick" if args.quick else "") + (
+                f" --reps {args.reps}" if args.reps else "") + (f" --models {' '.join(args.models)}" if args.models else "")
+            save_costs(res, COSTS_FILE, cmd)
+        print(md)
         return 0
     if args.real:
         res = real_run(args.quick, args.reps or 3, args.models)

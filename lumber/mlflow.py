@@ -29,6 +29,8 @@ from lumber.runtime.predictors import Predictor
 from lumber.runtime.stream import prediction_frame
 from lumber.compiler.targets import get_target
 from lumber.ir import CompileError, InputDataError
+from lumber import __version__
+from lumber.compiler.cli._artifacts import compiled_artifact
 
 try:
     import mlflow.pyfunc
@@ -42,8 +44,6 @@ ARTIFACT_STEM = "model"
 
 
 def _version() -> str:
-    from lumber import __version__
-
     return __version__
 
 
@@ -52,8 +52,6 @@ def _predictor(model_or_artifact: Any, target: str, options: Any) -> Predictor:
     if isinstance(model_or_artifact, Predictor):
         return model_or_artifact
     if isinstance(model_or_artifact, (str, Path)) and Path(model_or_artifact).is_file():
-        from lumber.compiler.cli._artifacts import compiled_artifact
-
         art = compiled_artifact(model_or_artifact)
         if art is not None:
             return art  # type: ignore[no-any-return]

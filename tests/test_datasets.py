@@ -141,3 +141,24 @@ def test_labelled_keeps_rows_and_codes_in_order() -> None:
         for f in lab.features:
             if f.kind == FeatureKind.CATEGORICAL and f.categories is not None:
                 assert list(lab.X[f.name].cat.categories) == list(f.categories)
+
+
+@pytest.mark.parametrize("name", datasets.NAMES)
+def test_example_files_name_the_classes_and_flags_as_the_data_set(name: str) -> None:
+    """A data set's class names and value words (``Dataset.class_names``, ``Feature.words``) are the ones its
+    example constraint file states; credit's PAY flags stay binary features with words, never categories."""
+    from lumber.compiler.dsl import parse_constraints
+    from lumber.ir import Schema, Task
+
+    ds = datasets.load(name)
+    schema = Schema(ds.labelled().features, Task.BINARY, 1, (0.0,))  # the example files name categories
+    c = parse_constraints(datasets.example_constraints(name), schema)
+    named = c.named(schema)
+    assert named.class_names == ds.class_names
+    assert {f.name: f.words for f in named.features if f.words} == {f.name: f.words for f in ds.features if f.words}
+    if name == "credit":
+        assert ds.class_names == ("paid", "default")
+        flag = next(f for f in ds.features if f.name == "PAY_0_Pay_delay>=1")
+        assert flag.kind == FeatureKind.BINARY and flag.word(1.0) == "September payment delayed 1+ month"
+        assert c.rule("PAY_0_Pay_delay>=1").direction.name == "DECREASE"
+        assert [f.words for f in ds.labelled().features] == [f.words for f in ds.features]

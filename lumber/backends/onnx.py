@@ -44,6 +44,8 @@ import numpy.typing as npt
 from lumber.ir import CategoryRule, CompileError, Diagnostic, Forest, IRLocation, PostTransform
 from lumber.ir.diagnostics import error
 from lumber.ir.forest import ZERO_THRESHOLD
+from lumber import __version__
+from lumber.ir.interp import trees_per_output
 
 from .base import Artifact, EmitOptions, fingerprint
 from .c.layout import round_down_f32
@@ -361,8 +363,6 @@ def emit_onnx(forest: Forest, options: OnnxOptions | None = None) -> Artifact:
     nonzero_base = any(b != 0 for b in base)
     counts = None
     if schema.average:
-        from lumber.ir.interp import trees_per_output
-
         counts = np.maximum(trees_per_output(forest), 1.0)
     fp = options.source_fingerprint or fingerprint(forest)
     if options.opset == 5:
@@ -408,8 +408,6 @@ def emit_onnx(forest: Forest, options: OnnxOptions | None = None) -> Artifact:
          helper.make_tensor_value_info("output", out_elem, out_shape)],
         initializer=g.inits,
     )
-    from lumber import __version__
-
     model = helper.make_model(
         graph, producer_name="lumber", producer_version=__version__,
         opset_imports=[helper.make_opsetid("", options.onnx_opset), helper.make_opsetid(ML_DOMAIN, options.opset)],

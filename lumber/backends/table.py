@@ -25,9 +25,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import CompileError, Diagnostic, IRLocation, ModelFormatError, ObliviousEnsemble, Schema
+from lumber.ir import (
+    CompileError, Diagnostic, IRLocation, ModelFormatError, ObliviousEnsemble, Schema, atomic_write_bytes,
+)
 from lumber.ir.diagnostics import error
 from lumber.ir.interp import category_codes, prepare_input
+from lumber import __version__
 
 from .base import EmitOptions, fingerprint
 
@@ -103,8 +106,6 @@ def encode_table(ens: ObliviousEnsemble, *, source_fingerprint: str | None = Non
     diags = check(ens)
     if diags:
         raise CompileError(diags)
-    from lumber import __version__
-
     fp = source_fingerprint or fingerprint(ens)
     meta = {"format": "lumber-table", "fingerprint": fp, "generator": f"lumber {__version__}",
             "schema": ens.schema.to_dict(), "statistics": ens.statistics()}
@@ -256,8 +257,6 @@ def _bin_levels(arrays: dict[str, npt.NDArray[Any]], lc: npt.NDArray[Any],
 
 def write_table(ens: ObliviousEnsemble, path: str | Path, *, source_fingerprint: str | None = None) -> Path:
     """Write the table file atomically."""
-    from lumber.ir import atomic_write_bytes
-
     atomic_write_bytes(path, encode_table(ens, source_fingerprint=source_fingerprint))
     return Path(path)
 

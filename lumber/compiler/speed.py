@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from dataclasses import replace
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -53,7 +54,8 @@ def sample_rows(forest: Forest, n: int = SAMPLE_ROWS, seed: int = 0) -> npt.NDAr
     return X
 
 
-def _cpu_seconds(pred: Predictor, X: npt.NDArray[np.float64]) -> float:
+def cpu_seconds(pred: Predictor, X: npt.NDArray[np.float64]) -> float:
+    """Process CPU seconds of one ``pred.predict_raw(X)``: the clock :func:`compile_fastest` times the forms by."""
     t0 = time.process_time()
     pred.predict_raw(X)
     return time.process_time() - t0
@@ -61,7 +63,8 @@ def _cpu_seconds(pred: Predictor, X: npt.NDArray[np.float64]) -> float:
 
 def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path | None = None,
                     threads: int = 1, sample: Any = None, sample_source: str = "the sample passed",
-                    built: dict[str, Predictor] | None = None, skip_tables: str | None = None) -> Predictor:
+                    built: dict[str, Predictor] | None = None, skip_tables: str | None = None,
+                    timer: Callable[[Predictor, npt.NDArray[np.float64]], float] = cpu_seconds) -> Predictor:
     """The faster of ``forest``'s ``c`` and ``table-c`` libraries on ``sample``, the caller's own rows
     (required: a CompileError says so without them); ``options`` hold both libraries' options.
 
@@ -69,7 +72,7 @@ def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path
     sample's rows, where they came from (``sample_source``), how many rows each timing ran (the sample
     tiled to :data:`TIMED_ROWS`), the clock and the threads. ``built`` (when given) receives every form
     built, by name (the tolerance search reuses the forest library); ``skip_tables`` (a reason) leaves
-    the oblivious form out, reported as not tried.
+    the oblivious form out, reported as not tried; ``timer`` times one form on the rows (:func:`cpu_seconds`).
     """
     from lumber.backends.base import fingerprint
     from lumber.ir import CompileError
@@ -88,9 +91,11 @@ def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path
     forms = {"forest": get_target("c"), "oblivious": get_target("table-c")}
     t0 = time.perf_counter()
     c_options = options.forest_options()
-    candidates["forest"] = forms["forest"].compile(forest, c_options, threads=threads, fingerprint=fp)
+    candidates["forest"] = forms["forest"].compile(forest, c_options, threads=threads, fingerprint=fp,
+                                                   sample=X)  # its walk chosen on the same rows
     report["forms"]["forest"] = {"compile_seconds": time.perf_counter() - t0,
-                                 "walk": cast(CPredictor, candidates["forest"]).library.metadata.get("walk", "values")}
+                                 "walk": cast(CPredictor, candidates["forest"]).library.metadata.get("walk", "values"),
+                                 "walk_choice": candidates["forest"].report.get("walk")}
     if options.walk == "auto" and report["forms"]["forest"]["walk"] != "values":
         # the binned walk pays a coding step per row: on few, shallow trees the value walk can be faster
         t0 = time.perf_counter()
@@ -130,7 +135,7 @@ def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path
                           "statistic": "median of interleaved runs", "threads": threads}
     for _ in range(REPEATS):  # interleaved
         for k, p in candidates.items():
-            times[k].append(_cpu_seconds(p, Xt))
+            times[k].append(timer(p, Xt))
     for k, ts in times.items():
         report["forms"][k]["cpu_seconds"] = float(np.median(ts))
         report["forms"][k]["ns_per_row"] = float(np.median(ts)) / max(Xt.shape[0], 1) * 1e9
@@ -168,4 +173,4 @@ def describe_choice(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["REPEATS", "SAMPLE_ROWS", "TIMED_ROWS", "compile_fastest", "describe_choice", "sample_rows"]
+__all__ = ["REPEATS", "SAMPLE_ROWS", "TIMED_ROWS", "compile_fastest", "cpu_seconds", "describe_choice", "sample_rows"]

@@ -19,7 +19,7 @@ MAX_MONOMIALS = 20_000_000
 deep for tables fails fast with the polynomial pass's message."""
 
 
-def table_passes(max_depth: int | str = "auto", strategy: str = "pack") -> list[Pass]:
+def table_passes(max_depth: int | str = "auto", strategy: str = "grow") -> list[Pass]:
     """The re-composition pipeline: expand to a polynomial, cover it with oblivious trees, quantize."""
     from lumber.passes.transforms.quantize import Quantize
     from lumber.passes.transforms.recompose_oblivious import RecomposeOblivious
@@ -30,7 +30,7 @@ def table_passes(max_depth: int | str = "auto", strategy: str = "pack") -> list[
             Quantize()]
 
 
-def to_tables(model: Any, *, max_depth: int | str = "auto", strategy: str = "pack", time_passes: bool = False,
+def to_tables(model: Any, *, max_depth: int | str = "auto", strategy: str = "grow", time_passes: bool = False,
               stats: dict[str, Any] | None = None, exact: bool = True) -> ObliviousEnsemble:
     """A quantized ObliviousEnsemble computing exactly what ``model`` computes.
 

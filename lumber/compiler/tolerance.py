@@ -5,7 +5,7 @@ picks among exact forms). With one, the exact forms are measured beside
 *tolerance forms*: prefixes of a formula-5 fit
 (:mod:`lumber.passes.transforms.oblivious_fit`, fitted on the training rows
 only), each behind the exact forest for rows near the decision
-(:mod:`lumber.compiler.cascade`). Every form is scored on the validation rows,
+(:mod:`lumber.passes.transforms.cascade`). Every form is scored on the validation rows,
 which the fit never read:
 
 * loss: AUC drop for binary classifiers (``metric="accuracy"``: accuracy drop),
@@ -45,13 +45,19 @@ import numpy.typing as npt
 from lumber.ir import CompileError, Forest, InputDataError, ObliviousEnsemble, Task
 from lumber.ir.interp import prepare_input
 
-from lumber.passes.transforms.oblivious_fit import FitOptions
+from lumber.passes.transforms.oblivious_fit import FitOptions, fit_oblivious
 
-from .cascade import Band, CascadeSpec, build_cascade, cascade_margins, decision_band, inside_band
+from lumber.ir.cascade import Band, Cascade, inside_band
+from lumber.passes.transforms.cascade import cascade_margins, check_agreement, decision_band
 from lumber.runtime.predictors import Predictor
+from lumber.backends.base import fingerprint
+from lumber.backends.table_c import TableRuntime
+from lumber.passes.quality import make_metric
+from lumber.passes.transforms.quantize import quantize_ensemble
 from .speed import REPEATS, compile_fastest
 from .targets import get_target
 from .targets.c import FastestOptions
+from .targets.cascade import build_cascade
 
 EXACT_TABLES_MAX_LEAVES = 8_000
 """The exact oblivious form is tried only up to this many source leaves: beyond, re-composition takes
@@ -146,18 +152,6 @@ def loss_bound(metric: Any, ref: npt.NDArray[np.float64], got: npt.NDArray[np.fl
     return float(np.quantile(losses, level))
 
 
-def check_agreement(agreement: Any) -> float:
-    """``agreement`` as a share of validation rows in (0, 1], or a CompileError naming it."""
-    try:
-        a = float(agreement)
-    except (TypeError, ValueError):
-        raise CompileError(f"agreement must be a number, got {agreement!r}") from None
-    if not 0.0 < a <= 1.0:
-        raise CompileError(f"agreement must be a share of rows in (0, 1], got {agreement!r}",
-                           "e.g. 0.999: at least 99.9% of validation rows decide as the source")
-    return a
-
-
 @dataclass
 class PrefixForm:
     """A prefix of the fit scored as a tolerance form on the validation rows (the cascade for a classifier)."""
@@ -193,9 +187,6 @@ def score_prefix(ens: ObliviousEnsemble, X: npt.NDArray[np.float64], ev: npt.NDA
                  exact_raw: Any, *, classifier: bool, ge: bool, need: float, tol: float) -> PrefixForm:
     """Score ``ens`` on validation rows ``X`` (source margins ``ev``): its band (classifiers), the resulting
     margins, validation loss and its bootstrap bound, agreement and whether it is within the tolerance."""
-    from lumber.backends.table_c import TableRuntime
-    from lumber.passes.transforms.quantize import quantize_ensemble
-
     q = quantize_ensemble(ens)
     rt = TableRuntime(q)
     av = rt.predict_raw(np.ascontiguousarray(X, dtype=rt.dtype))[:, 0]
@@ -287,10 +278,6 @@ def compile_within(forest: Forest, options: FastestOptions, *, tolerance: float,
                    path: str | Path | None = None, threads: int = 1, metric: str = "auto",
                    fit: Any = None, agreement: float = 1.0) -> Predictor:
     """The fastest of the exact forms and the tolerance forms whose validation loss is at most ``tolerance``."""
-    from lumber.backends.base import fingerprint
-    from lumber.passes.quality import make_metric
-    from lumber.passes.transforms.oblivious_fit import fit_oblivious
-
     try:
         tol = float(tolerance)
     except (TypeError, ValueError):
@@ -343,7 +330,7 @@ def compile_within(forest: Forest, options: FastestOptions, *, tolerance: float,
                                             "exact_share": 1.0,
                                             "max_abs_margin_change": 0.0, "mean_abs_margin_change": 0.0,
                                             "within": True, "build_seconds": exact_seconds}
-    built: dict[str, tuple[Any, CascadeSpec]] = {}
+    built: dict[str, Cascade] = {}
     sizes = sorted(set(tree_sizes(fr.best_trees)) | {c["trees"] for c in stopper.log})
     for T in sizes:
         pf = score_prefix(fr.ensemble(T), valid.X, ev, qm, exact_raw, classifier=classifier, ge=ge, need=need,
@@ -361,8 +348,7 @@ def compile_within(forest: Forest, options: FastestOptions, *, tolerance: float,
         quality = {k: report["forms"][name][k] for k in ("loss", "loss_bound", "agreement", "exact_share", "max_abs_margin_change",
                                                            "mean_abs_margin_change")}
         quality.update(metric=qm.name, tolerance=tol, validation_rows=int(valid.X.shape[0]))
-        built[name] = (pf.q, CascadeSpec(band=band, fast_trees=ens.n_trees, exact_trees=forest.n_trees,
-                                         quality=quality))
+        built[name] = Cascade(forest, pf.q, band, quality)
         runners[name] = pf.run
     for k, sec in timed(runners, valid.X).items():
         report["forms"][k]["cpu_seconds"] = sec
@@ -378,11 +364,8 @@ def compile_within(forest: Forest, options: FastestOptions, *, tolerance: float,
         exact_report = pred.report
         pred.report = {**exact_report, "tolerance": report}
         return pred
-    q, spec = built[chosen]
-    c_opts = options.forest_options()
     t0 = time.perf_counter()
-    pred = build_cascade(forest, q, spec, fp=fp, path=path, prefix=c_opts.prefix, build=c_opts.build(),
-                         threads=threads)
+    pred = build_cascade(built[chosen], options.forest_options(), fp=fp, path=path, threads=threads)
     report["forms"][chosen]["build_seconds"] = fit_seconds + time.perf_counter() - t0
     got = np.asarray(pred.predict_raw(valid.X)).reshape(-1)
     if classifier and float(np.mean(schema.class_index(got) == schema.class_index(ev))) < need:

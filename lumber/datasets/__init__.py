@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gzip
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any, Mapping
@@ -48,6 +48,9 @@ class Dataset:
     features: tuple[Feature, ...]
     target: str
     labels: Mapping[str, Mapping[float, str]] = field(default_factory=dict)
+    class_names: tuple[str, str] | None = None
+    """What ``y = 0`` and ``y = 1`` mean (credit: ``("paid", "default")``): pass them on with
+    ``Schema.named`` or a constraint file's ``class 0 means paid, 1 means default``."""
 
     @property
     def feature_names(self) -> list[str]:
@@ -76,8 +79,8 @@ class Dataset:
                 feats.append(f)
                 continue
             X[f.name] = pd.Categorical(X[f.name].map(names), categories=list(names.values()))
-            feats.append(Feature(f.name, FeatureKind.CATEGORICAL, tuple(names.values())))
-        return Dataset(self.name, X, self.y, tuple(feats), self.target, self.labels)
+            feats.append(Feature(f.name, FeatureKind.CATEGORICAL, tuple(names.values()), f.words))
+        return Dataset(self.name, X, self.y, tuple(feats), self.target, self.labels, self.class_names)
 
 
 ADULT_LABELS: dict[str, dict[float, str]] = {
@@ -107,9 +110,31 @@ adult's 30,527 Sex = 0 rows and 41,292 NativeCountry = 0 rows are UCI Adult's ma
 counts among its 45,222 complete rows; compas's 5,278 rows are ProPublica's two-year set (6,172 rows)
 restricted to its 3,175 African-American and 2,103 Caucasian defendants, and its 4,247 Sex = 0 and
 3,440 ChargeDegree = 1 rows exceed that set's 1,175 women and 2,202 misdemeanours. Credit's PAY_*
-flags have no labels beyond their names (1: a payment delay of at least one month). The compas codes
+flags stay 0/1 flags with words (``WORDS``). The compas codes
 also match the encoding of MACE's compas loader (Karimi et al., the source of OCEAN's preprocessing:
 African-American 1 / Caucasian 2, Male 1 / Female 2, charge M 1 / F 2), shifted to 0/1 in this file."""
+
+
+CLASS_NAMES: dict[str, tuple[str, str]] = {
+    "adult": ("income at most 50K", "income above 50K"),
+    "compas": ("no recidivism", "recidivism"),
+    "credit": ("paid", "default"),
+}
+"""What each data set's target means (data/PROVENANCE.md): adult's 11,208 rows of class 1 are UCI Adult's
+">50K" rows among its 45,222 complete rows; credit's 6,636 rows of class 1 are UCI's "default payment next
+month = yes" rows; compas's class 1 is two-year recidivism. The example constraint files name them alike."""
+
+PAY_MONTHS = {"PAY_0": "September", "PAY_2": "August", "PAY_3": "July", "PAY_4": "June", "PAY_5": "May",
+              "PAY_6": "April"}
+"""UCI's repayment status columns: PAY_0 is September 2005, PAY_2 .. PAY_6 the months before it."""
+
+WORDS: dict[str, dict[str, tuple[tuple[float, str], ...]]] = {
+    "credit": {f"{k}_Pay_delay>=1": ((0.0, f"{m} payment not delayed 1+ month"),
+                                     (1.0, f"{m} payment delayed 1+ month")) for k, m in PAY_MONTHS.items()},
+}
+"""Words for engineered 0/1 flags (``Feature.words``): credit's ``PAY_0_Pay_delay>=1 = 1`` is a delay of at least
+one month in the September 2005 repayment. The flags stay binary features (their order and ``decrease`` rules
+hold); the words are for people. The example constraint files state the same words."""
 
 
 def _label_map(name: str, f: Feature) -> dict[float, str] | None:
@@ -227,7 +252,9 @@ def load(name: str) -> Dataset:
     constant = [c for c in X.columns if X[c].nunique(dropna=False) <= 1]
     kept = [f for f in table.features if f.name not in constant]
     labels = {f.name: m for f in kept if (m := _label_map(name, f)) is not None}
-    return Dataset(name, X.drop(columns=constant), y, tuple(_with_codes(f) for f in kept), table.target, labels)
+    words = WORDS.get(name, {})
+    feats = tuple(replace(_with_codes(f), words=words.get(f.name)) for f in kept)
+    return Dataset(name, X.drop(columns=constant), y, feats, table.target, labels, CLASS_NAMES[name])
 
 
 def provenance() -> str:

@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .diagnostics import InputDataError, SourceSpan
-from .decision import Target
+from .decision import Target, class_index, class_labels
+from .schema import Schema
 
 
 class Direction(enum.IntEnum):
@@ -235,7 +236,28 @@ class Constraints:
     plausibility: Plausibility | None = None
     target: Target | None = None
     onehot: tuple[OneHotGroup, ...] = ()
+    class_names: tuple[tuple[Any, str], ...] = ()
+    """``class 0 means paid, 1 means default``: ``(class label, name)`` pairs; decisions print by the names
+    (display only, :meth:`named`)."""
+    words: tuple[tuple[str, float, str], ...] = ()
+    """``1 means "payment delayed 1+ month"``: ``(feature, value, words)``; the value prints as the words
+    (display only, :meth:`named`)."""
     source: str | None = field(default=None, compare=False)
+
+    def named(self, schema: Schema) -> Schema:
+        """``schema`` with this file's class names and value words (unchanged without any). A class the file
+        does not name keeps ``class LABEL``."""
+        if not self.class_names and not self.words:
+            return schema
+        names = None
+        if self.class_names:
+            labels = class_labels(schema)
+            given = {class_index(labels, lab): str(name) for lab, name in self.class_names}
+            names = [given.get(i, schema.class_text(i)) for i in range(len(labels))]
+        words: dict[str, list[tuple[float, str]]] = {}
+        for feat, v, text in self.words:
+            words.setdefault(feat, []).append((float(v), str(text)))
+        return schema.named(names, words)
 
     def rule(self, feature: str) -> FeatureRule:
         for r in self.rules:
@@ -249,6 +271,21 @@ class Constraints:
 
     def immutable_features(self) -> list[str]:
         return [r.feature for r in self.rules if r.immutable]
+
+    def check_features(self, names: Sequence[str]) -> "Constraints":
+        """Self, when every rule names one of ``names``; else an InputDataError with the nearest name."""
+        unknown = [r.feature for r in self.rules if r.feature not in names]
+        if unknown:
+            near = difflib.get_close_matches(unknown[0], names, n=1)
+            raise InputDataError(f"constraints name unknown features: {', '.join(unknown)}",
+                                 f"did you mean '{near[0]}'?" if near else f"features: {', '.join(names[:12])}")
+        return self
+
+    def settings(self, norm: Any, scale: Any, target: Any) -> tuple[Any, Any, Any]:
+        """``(norm, scale, target)``: this file's own where it states them, else the caller's (the one rule
+        every explainer follows: the constraints win over keywords and options)."""
+        return (self.norm if self.norm is not None else norm, self.scale if self.scale is not None else scale,
+                self.target if self.target is not None else target)
 
     def bounds(self, names: Sequence[str], x0: npt.NDArray[np.float64]
                ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -301,6 +338,10 @@ class Constraints:
         d["relations"] = [clean(asdict(r)) for r in self.relations]
         d["implications"] = [clean(asdict(i)) for i in self.implications]
         d["onehot"] = [clean(asdict(g)) for g in self.onehot]
+        if self.class_names:
+            d["class_names"] = [[clean(lab), name] for lab, name in self.class_names]
+        if self.words:
+            d["words"] = [list(w) for w in self.words]
         return d
 
     @staticmethod

@@ -18,7 +18,7 @@ with :meth:`Target.satisfied`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -26,22 +26,28 @@ import numpy.typing as npt
 from .diagnostics import InputDataError, UnsupportedModelError
 from .schema import Cutoff, Schema, Task
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .forest import Forest
-
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def _schema(model: "Forest | Schema") -> Schema:
+class Model(Protocol):
+    """What the decision helpers read of a model (a :class:`~lumber.ir.Forest`): its schema and margins."""
+
+    @property
+    def schema(self) -> Schema: ...
+
+    def evaluate(self, X: Any) -> FloatArray: ...
+
+
+def _schema(model: "Model | Schema") -> Schema:
     return model if isinstance(model, Schema) else model.schema
 
 
-def is_classifier(model: "Forest | Schema") -> bool:
+def is_classifier(model: "Model | Schema") -> bool:
     return _schema(model).task in (Task.BINARY, Task.MULTICLASS)
 
 
-def class_labels(model: "Forest | Schema") -> tuple[Any, ...]:
+def class_labels(model: "Model | Schema") -> tuple[Any, ...]:
     """The class labels in output order (class indices when the model records none)."""
     s = _schema(model)
     k = 2 if s.task == Task.BINARY else s.n_outputs
@@ -60,7 +66,7 @@ def margin_decisions(schema: Schema, margins: FloatArray) -> FloatArray:
     return np.asarray(schema.transform(margins), dtype=np.float64).reshape(-1)
 
 
-def decisions(forest: "Forest", X: Any) -> FloatArray:
+def decisions(forest: Model, X: Any) -> FloatArray:
     """Decision per row of ``X`` (see :func:`margin_decisions`)."""
     return margin_decisions(forest.schema, forest.evaluate(X))
 
@@ -97,6 +103,8 @@ class Target:
     below: bool | None = None
     classes: tuple[int, ...] | None = None
     labels: tuple[Any, ...] | None = None
+    names: tuple[str, ...] | None = None
+    """What the classes mean to people (``Schema.class_names``), when the schema names them."""
 
     # -- the user's forms -----------------------------------------------------------------
 
@@ -148,7 +156,12 @@ class Target:
             return np.asarray((v >= lo) & (v <= hi), dtype=bool)
         assert self.classes is not None and self.labels is not None, "resolve the target first"
         wanted = [self.labels[c] for c in self.classes]
-        return np.array([any(_same_label(v, lab) for lab in wanted) for v in p.tolist()], dtype=bool)
+        try:  # each distinct output decided once (a batch holds few labels)
+            values, inverse = np.unique(p, return_inverse=True)
+        except TypeError:  # outputs of mixed types: one at a time
+            values, inverse = p, np.arange(p.shape[0])
+        hit = np.array([any(_same_label(v, lab) for lab in wanted) for v in values.tolist()], dtype=bool)
+        return hit[inverse.reshape(-1)] if hit.size else np.zeros(p.shape[0], dtype=bool)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -161,17 +174,33 @@ class Target:
         if self.classes is None:
             return self._stated()
         assert self.labels is not None
-        names = [str(self.labels[c]) for c in self.classes]
+        names = [self.class_text(c) for c in self.classes]
         if not names:
             return "no target"
-        text = f"class {names[0]}" if len(names) == 1 else f"a class in {{{', '.join(names)}}}"
+        text = names[0] if len(names) == 1 else f"a class in {{{', '.join(names)}}}"
         return text + (f" ({self._rule()})" if self.cutoff is not None else "")
+
+    def class_text(self, index: int) -> str:
+        """Class ``index`` as people read it: its name, else ``class LABEL``."""
+        if self.names is not None:
+            return self.names[index]
+        return f"class {plain(self.labels[index]) if self.labels is not None else index}"
+
+    def decision_text(self, label: Any) -> str:
+        """A predicted class label as people read it: its name when the classes are named, else the label."""
+        if self.names is not None and self.labels is not None and label is not None:
+            for i, lab in enumerate(self.labels):
+                if _same_label(plain(label), lab):
+                    return self.names[i]
+        v = plain(label)
+        return format(v, ".6g") if isinstance(v, float) and not v.is_integer() else str(
+            int(v) if isinstance(v, float) else v)
 
     def _rule(self) -> str:
         assert self.cutoff is not None
         c = self.cutoff
-        score = "P(class {})" if c.on == "probability" else "margin of class {}"
-        pos = self.labels[1] if self.labels is not None and len(self.labels) == 2 else 1
+        score = "P({})" if c.on == "probability" else "margin of {}"
+        pos = self.class_text(1) if self.labels is not None and len(self.labels) == 2 else "class 1"
         sought = self.classes is not None and self.classes == (1,)
         op = (">=" if c.inclusive else ">") if sought else ("<" if c.inclusive else "<=")
         return f"{score.format(pos)} {op} {c.value:g}"
@@ -265,7 +294,7 @@ def check_cutoff(schema: Schema, cutoff: Cutoff, label: Any = None) -> None:
                              f"`probability of class {label} <= 1 - ...`")
 
 
-def resolve_target(model: "Forest | Schema", target: Any, current: float | None = None, *,
+def resolve_target(model: "Model | Schema", target: Any, current: float | None = None, *,
                    explainer: str = "explanations") -> Target:
     """The target sought, resolved for a model: a label, labels, ``(lo, hi)``, a :class:`Target` or None.
 
@@ -315,7 +344,7 @@ def resolve_target(model: "Forest | Schema", target: Any, current: float | None 
     else:
         idx = (class_index(labels, target),)
     return Target(label=labels[idx[0]] if len(idx) == 1 else tuple(labels[i] for i in idx),
-                  cutoff=cutoff, classes=idx, labels=labels)
+                  cutoff=cutoff, classes=idx, labels=labels, names=s.class_names)
 
 
 __all__ = ["Target", "check_cutoff", "with_cutoff", "class_index", "class_indices", "class_labels", "decisions", "is_classifier",

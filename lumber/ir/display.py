@@ -21,7 +21,9 @@ A model stores ``Age <= 20.500000000000004`` and a solver returns
   step, ``v`` the first float past a split: ``5036.500000000001``), the shortest
   decimal of the same cell at most ``PAST`` (1e-4) of the change farther
   (``5037``): the same prediction, a cost higher by at most 0.01%;
-- a category code as its label wherever one is known.
+- a category code as its label wherever one is known, and a value with words
+  (``Feature.words``: credit's flag ``PAY_0_Pay_delay>=1 = 1`` is "payment
+  delayed 1+ month") as its words.
 
 JSON output keeps the exact numbers beside these texts. Every explainer and
 report prints through this one helper.
@@ -64,6 +66,25 @@ def number_text(v: float) -> str:
     if v == int(v) and abs(v) < 1e16:
         return str(int(v))
     return repr(float(v))
+
+
+SMALLEST = 1e-4
+"""Below this magnitude :func:`readable` keeps one significant digit."""
+
+
+def readable(v: float, digits: int = 4) -> str:
+    """A float for reading (a distance, a cost, a contribution; never a value to act on): ``digits``
+    significant digits in plain decimal notation (never ``1e-08``), thousands grouped from 10,000 up,
+    trailing zeros dropped; magnitudes below ``SMALLEST`` keep one significant digit (``0.00000006``)."""
+    if v == 0 or not math.isfinite(v):
+        return number_text(v) if v != 0 else "0"
+    if abs(v) < SMALLEST:
+        return f"{v:.{-math.floor(math.log10(abs(v)))}f}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    text = f"{round(v, decimals):,.{decimals}f}" if abs(v) >= 1e4 else f"{round(v, decimals):.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
 
 
 def _rounded(v: float, p: int) -> list[float]:
@@ -151,6 +172,9 @@ class Display:
         """``v`` for people (see the module docstring); ``x0``: the case's original value when ``v`` is a
         changed value (None: ``v`` is a case's own value, printed exactly)."""
         v = float(v)
+        word = self.schema.features[i].word(v)
+        if word is not None:
+            return word
         lab = self.label(i, v)
         if lab is not None:
             return str(lab)
@@ -231,4 +255,4 @@ def digits(v: float) -> int:
     return max(1, len(mant))
 
 
-__all__ = ["Display", "digits", "number_text", "shortest_in"]
+__all__ = ["Display", "digits", "number_text", "readable", "shortest_in"]

@@ -273,6 +273,33 @@ class ObliviousEnsemble:
     def replace(self, **changes: Any) -> "ObliviousEnsemble":
         return replace(self, **changes)
 
+    def select_trees(self, trees: Any) -> "ObliviousEnsemble":
+        """The ensemble of the trees ``trees`` (indices, in that order) with this one's schema, not quantized:
+        its margins are the base score plus those trees' sums (what it costs to evaluate a part of a cover,
+        e.g. its tables of one depth)."""
+        t = np.asarray(trees, dtype=np.int64).reshape(-1)
+        if t.size and (t.min() < 0 or t.max() >= self.n_trees):
+            raise ValidationError(f"tree index out of range 0..{self.n_trees - 1}")
+        lo, hi = self.level_offset[t], self.level_offset[t + 1]
+        lv = np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist())] + [np.zeros(0, np.int64)])
+        vlo, vhi = self.value_offset[t], self.value_offset[t + 1]
+        vals = np.concatenate([self.value[a:b] for a, b in zip(vlo.tolist(), vhi.tolist())] + [np.zeros(0)])
+        extra: dict[str, Any] = {}
+        for off_name, arr_name in (("level_set_offset", "level_set_code"), ("level_border_offset", "level_border")):
+            off, arr = getattr(self, off_name), getattr(self, arr_name)
+            if off is None or arr is None:
+                continue
+            parts = [arr[off[i]:off[i + 1]] for i in lv.tolist()]
+            new_off = np.zeros(lv.shape[0] + 1, dtype=np.int64)
+            np.cumsum([p.shape[0] for p in parts], out=new_off[1:])
+            extra[off_name] = new_off
+            extra[arr_name] = np.concatenate(parts + [np.zeros(0, dtype=arr.dtype)])
+        if self.level_code_bit is not None:
+            extra["level_code_bit"] = self.level_code_bit[lv]
+        return ObliviousEnsemble(schema=self.schema, depth=self.depth[t], level_feature=self.level_feature[lv],
+                                 level_threshold=self.level_threshold[lv], level_nan_true=self.level_nan_true[lv],
+                                 tree_output=self.tree_output[t], value=vals, **extra)
+
     def table(self, t: int) -> npt.NDArray[np.float64]:
         """Tree ``t``'s table as ``[2^depth, n_outputs]`` (zeros in columns a scalar tree does not feed)."""
         rows = 1 << int(self.depth[t])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -80,18 +80,33 @@ class Feature:
     kind: FeatureKind = FeatureKind.NUMERICAL
     categories: tuple[Any, ...] | None = None
     """For categorical/ordinal features: the label of code i is ``categories[i]``."""
+    words: tuple[tuple[float, str], ...] | None = None
+    """What values mean to people, ``((value, text), ...)``: credit's 0/1 flag ``PAY_0_Pay_delay>=1``
+    reads ``1`` as "payment delayed 1+ month". Display only: the kind (a binary flag keeps its order and
+    its ``decrease`` rule) and what the model reads are unchanged."""
+
+    def word(self, v: float) -> str | None:
+        """The words of value ``v`` (None: none given)."""
+        for value, text in self.words or ():
+            if value == v:
+                return text
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name, "kind": self.kind.name.lower()}
         if self.categories is not None:
             d["categories"] = [c if isinstance(c, (str, int, float, bool)) else str(c) for c in self.categories]
+        if self.words:
+            d["words"] = [[v, t] for v, t in self.words]
         return d
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> "Feature":
         cats = d.get("categories")
+        words = d.get("words")
         return Feature(str(d["name"]), FeatureKind[str(d.get("kind", "numerical")).upper()],
-                       tuple(cats) if cats is not None else None)
+                       tuple(cats) if cats is not None else None,
+                       tuple((float(v), str(t)) for v, t in words) if words else None)
 
 
 @dataclass(frozen=True)
@@ -121,9 +136,11 @@ class Cutoff:
         s = np.asarray(score, dtype=np.float64)
         return np.asarray(s >= self.value if self.inclusive else s > self.value, dtype=bool)
 
-    def describe(self, positive: Any = 1) -> str:
-        what = f"P(class {positive})" if self.on == "probability" else f"margin of class {positive}"
-        return f"class {positive} when {what} {'>=' if self.inclusive else '>'} {self.value:g}"
+    def describe(self, positive: Any = "class 1") -> str:
+        """``class 1 when P(class 1) > 0.3``; ``positive``: the positive class as people read it
+        (:meth:`Schema.class_text`, e.g. ``default``)."""
+        what = f"P({positive})" if self.on == "probability" else f"margin of {positive}"
+        return f"{positive} when {what} {'>=' if self.inclusive else '>'} {self.value:g}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"value": self.value, "on": self.on, "inclusive": self.inclusive}
@@ -171,6 +188,9 @@ class Schema:
     cutoff: Cutoff | None = None
     """A user's decision rule for a binary classifier (``predict`` and every explanation follow it);
     None: the library's own rule (``decision``)."""
+    class_names: tuple[str, ...] | None = None
+    """What each class means to people, in output order (credit: ``("paid", "default")``): decisions
+    print by these names; ``classes`` stay what ``predict`` returns. None: by their labels."""
     source: dict[str, str] = field(default_factory=dict)
     """Provenance: library, version, model content hash, objective."""
 
@@ -195,6 +215,36 @@ class Schema:
 
     def with_(self, **changes: Any) -> "Schema":
         return replace(self, **changes)
+
+    def class_text(self, index: int) -> str:
+        """Class ``index`` as people read it: its name when the schema has names, else ``class LABEL``."""
+        if self.class_names is not None and 0 <= index < len(self.class_names):
+            return self.class_names[index]
+        label = self.classes[index] if self.classes is not None and 0 <= index < len(self.classes) else index
+        return f"class {label.item() if isinstance(label, np.generic) else label}"
+
+    def named(self, class_names: Sequence[str] | None = None,
+              words: "Mapping[str, Sequence[tuple[float, str]]] | None" = None) -> "Schema":
+        """This schema with class names and value words (``{feature: ((value, text), ...)}``) for people;
+        words given here replace a feature's own for the same value."""
+        feats = self.features
+        if words:
+            unknown = sorted(set(words) - set(self.feature_names))
+            if unknown:
+                raise ValidationError(f"value words for unknown feature(s): {', '.join(unknown)}",
+                                      location=IRLocation(field="schema"))
+            out = []
+            for f in feats:
+                w = words.get(f.name)
+                if w:
+                    mine = {v: t for v, t in (f.words or ())} | {float(v): str(t) for v, t in w}
+                    f = replace(f, words=tuple(sorted(mine.items())))
+                out.append(f)
+            feats = tuple(out)
+        names = tuple(str(n) for n in class_names) if class_names is not None else self.class_names
+        s = replace(self, features=feats, class_names=names)
+        s.validate()
+        return s
 
     def validate(self) -> None:
         loc = IRLocation(field="schema")
@@ -223,6 +273,14 @@ class Schema:
             expected = 2 if self.task == Task.BINARY else self.n_outputs
             if len(self.classes) != expected:
                 raise ValidationError(f"schema.classes has {len(self.classes)} labels, expected {expected}", location=loc)
+        if self.class_names is not None:
+            expected = 2 if self.task == Task.BINARY else self.n_outputs
+            if self.task not in (Task.BINARY, Task.MULTICLASS):
+                raise ValidationError("class names need a classifier", location=loc)
+            if len(self.class_names) != expected:
+                raise ValidationError(f"{len(self.class_names)} class names for {expected} classes", location=loc)
+            if len(set(self.class_names)) != expected or not all(n.strip() for n in self.class_names):
+                raise ValidationError("class names must be distinct and not empty", location=loc)
 
     # -- transforms of raw margins --------------------------------------------------------
 
@@ -305,6 +363,7 @@ class Schema:
             "isolation_c": self.isolation_c,
             "isolation_offset": self.isolation_offset,
             **({"cutoff": self.cutoff.to_dict()} if self.cutoff is not None else {}),
+            **({"class_names": list(self.class_names)} if self.class_names is not None else {}),
             "source": dict(self.source),
         }
 
@@ -329,6 +388,7 @@ class Schema:
             isolation_c=float(d.get("isolation_c", 1.0)),
             isolation_offset=float(d.get("isolation_offset", 0.0)),
             cutoff=Cutoff.from_dict(d["cutoff"]) if d.get("cutoff") is not None else None,
+            class_names=tuple(str(n) for n in d["class_names"]) if d.get("class_names") is not None else None,
             source={str(k): str(v) for k, v in d.get("source", {}).items()},
         )
 

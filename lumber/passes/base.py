@@ -33,17 +33,25 @@ from lumber.ir import CompileError
 In = TypeVar("In")
 Out = TypeVar("Out")
 R = TypeVar("R")
+O = TypeVar("O")
 
 
 @dataclass(frozen=True)
 class PassData:
-    """Data some passes need: training rows (pruning statistics, attribution) and
-    validation rows (choosing the pruning threshold). Arrays or DataFrames."""
+    """Data some passes need: training rows (pruning statistics, attribution, the reference rows of the
+    explanations), validation rows (choosing the pruning threshold, a cascade's band), and what an
+    explanation pass explains: the ``cases`` (rows), the ``constraints`` and the decision ``target``.
+    Arrays or DataFrames."""
 
     X_train: Any = None
     y_train: Any = None
     X_valid: Any = None
     y_valid: Any = None
+    cases: Any = None
+    constraints: Any = None
+    """A :class:`lumber.ir.Constraints` (explanation passes), or None."""
+    target: Any = None
+    """The decision to reach (a class label, several, or ``(lo, hi)`` for a regressor), or None: any other."""
 
     @staticmethod
     def coerce(data: Any) -> "PassData | None":
@@ -52,12 +60,13 @@ class PassData:
         if data is None or isinstance(data, PassData):
             return data
         if isinstance(data, Mapping):
-            known = {"X_train", "y_train", "X_valid", "y_valid", "train", "valid", "validation"}
+            direct = ("X_train", "y_train", "X_valid", "y_valid", "cases", "constraints", "target")
+            known = set(direct) | {"train", "valid", "validation"}
             unknown = sorted(set(map(str, data)) - known)
             if unknown:
                 raise CompileError(f"unknown data key(s): {', '.join(unknown)}",
-                                   "accepted keys: X_train, y_train, X_valid, y_valid, train=(X, y), valid=(X, y)")
-            kw = {k: data[k] for k in ("X_train", "y_train", "X_valid", "y_valid") if k in data}
+                                   f"accepted keys: {', '.join(direct)}, train=(X, y), valid=(X, y)")
+            kw = {k: data[k] for k in direct if k in data}
             for key, (xk, yk) in (("train", ("X_train", "y_train")), ("valid", ("X_valid", "y_valid")),
                                   ("validation", ("X_valid", "y_valid"))):
                 if key in data:
@@ -112,16 +121,24 @@ class PassContext:
     timings: list[PassTiming] = field(default_factory=list)
     results: dict[str, Any] = field(default_factory=dict)
     """Latest result of each analysis that ran in the pipeline, by pass name."""
-    _cache: dict[Any, tuple[Any, Any]] = field(default_factory=dict, repr=False)
+    source: Any = None
+    """The IR the pipeline started from (``equivalence`` compares against it)."""
+    _cache: dict[Any, tuple[Any, Any, Any]] = field(default_factory=dict, repr=False)
 
     def analysis(self, analysis: "Analysis[Any, R]", ir: Any) -> R:
-        """The analysis' result on ``ir``, computed once per IR object."""
-        key = (analysis, id(ir))
+        """The analysis' result on ``ir``, computed once per IR object and equal analysis (one whose options
+        hold arrays or mappings is not hashable: then once per analysis object)."""
+        try:
+            key: Any = (analysis, id(ir))
+            hash(key)
+            by_value = True
+        except TypeError:
+            key, by_value = (id(analysis), id(ir)), False
         hit = self._cache.get(key)
-        if hit is not None and hit[0] is ir:
-            return hit[1]  # type: ignore[no-any-return]
+        if hit is not None and hit[0] is ir and (by_value or hit[1] is analysis):
+            return hit[2]  # type: ignore[no-any-return]
         result = analysis.compute(ir, self)
-        self._cache[key] = (ir, result)
+        self._cache[key] = (ir, analysis, result)
         return result
 
     def report(self, report: PassReport) -> None:
@@ -206,6 +223,12 @@ class Analysis(Pass, Generic[In, R]):
 
     @abstractmethod
     def compute(self, ir: In, ctx: PassContext) -> R: ...
+
+    def options_as(self, cls: type[O]) -> O:
+        """This pass's fields that ``cls`` declares, as a ``cls``: the options dataclass an analysis pass
+        extends (``CounterfactualOptions``, ``SensitiveOptions``), for the functions that take it."""
+        return cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                      if f.init})
 
     def apply(self, ir: Any, ctx: PassContext) -> Any:
         ctx.results[self.name] = ctx.analysis(self, ir)

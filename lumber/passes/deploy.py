@@ -12,6 +12,7 @@ only holds forests (ONNX, numpy, C source) as its exact Forest of complete trees
 from __future__ import annotations
 
 from lumber.ir import CompileError, Forest, ObliviousEnsemble, Polynomial
+from lumber.passes.transforms.recompose_oblivious import DEFAULT_MAX_DEPTH, recompose
 
 MAX_TABLE_DEPTH = 16
 """Deepest table a Polynomial is re-composed into when deployed (65,536 rows)."""
@@ -21,8 +22,6 @@ AnyIR = Forest | Polynomial | ObliviousEnsemble
 
 def tables_of(poly: Polynomial) -> ObliviousEnsemble:
     """The polynomial as oblivious tables, exactly (``oblivious`` with its defaults: strategy pack)."""
-    from lumber.passes.transforms.recompose_oblivious import DEFAULT_MAX_DEPTH, recompose
-
     if poly.max_degree > MAX_TABLE_DEPTH:
         raise CompileError(
             f"the polynomial has monomials of {poly.max_degree} conditions: as oblivious tables they need "

@@ -17,7 +17,7 @@ from lumber.ir import CompileError, LumberError, atomic_write_text
 from lumber.ir.atomic import prepare_output_dir
 from lumber.ir.serialize import save_ir
 
-from .base import Pass, PassContext, PassTiming, article, describe_ir
+from .base import Analysis, Pass, PassContext, PassData, PassTiming, article, describe_ir
 from .registry import get_all_passes
 
 
@@ -42,7 +42,7 @@ def check_pipeline(passes: Sequence[Pass], ir_type: type) -> type:
         takes = type(p).takes
         if not issubclass(current, takes):
             fix = _converters(current, takes)
-            hint = (f"add '{fix[0]}' before it" if fix else
+            hint = (f"add {' or '.join(repr(f) for f in fix)} before it" if fix else
                     f"no registered pass turns {article(current.__name__)} into {article(takes.__name__)}")
             raise CompileError(
                 f"pass '{p.name}' (position {i + 1}) takes {article(takes.__name__)} "
@@ -90,6 +90,8 @@ class DumpInstrument:
 def run_passes(passes: Sequence[Pass], ir: Any, ctx: PassContext) -> Any:
     """Check the chain, then run it; every pass is timed into ``ctx.timings``."""
     check_pipeline(passes, type(ir))
+    if ctx.source is None:
+        ctx.source = ir
     for p in passes:
         for inst in ctx.instruments:
             inst.before_pass(p, ir, ctx)
@@ -101,6 +103,15 @@ def run_passes(passes: Sequence[Pass], ir: Any, ctx: PassContext) -> Any:
             inst.after_pass(p, ir, out, ctx)
         ir = out
     return ir
+
+
+def run_analysis(analysis: Analysis[Any, Any], ir: Any, data: PassData | None = None, *,
+                 source: Any = None) -> Any:
+    """One analysis on ``ir`` with ``data`` (and ``source``, the IR ``equivalence`` compares with), outside a
+    pipeline: its result (what the public API's explainers return; in a pipeline the result goes to
+    ``ctx.results``). The IR type is checked first."""
+    check_pipeline([analysis], type(ir))
+    return PassContext(data=data, source=source).analysis(analysis, ir)
 
 
 def format_timings(ctx: PassContext) -> str:
@@ -118,4 +129,4 @@ def format_timings(ctx: PassContext) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["DumpInstrument", "VerifyInstrument", "check_pipeline", "format_timings", "run_passes"]
+__all__ = ["DumpInstrument", "VerifyInstrument", "check_pipeline", "format_timings", "run_analysis", "run_passes"]

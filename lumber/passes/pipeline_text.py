@@ -23,7 +23,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
-from lumber.ir import CompileError, Diagnostic, Severity, SourceSpan
+from lumber.ir import CompileError, Diagnostic, LumberError, Severity, SourceSpan
 
 from .base import Pass
 from .registry import get_pass, known_names
@@ -225,7 +225,7 @@ def _instantiate(cls: type[Pass], spec: PassSpec, text: str) -> Pass:
                          width=len(opt.value)) from None
     try:
         return cls(**kwargs)
-    except CompileError as exc:
+    except LumberError as exc:  # an options dataclass checks its values (InputDataError for explainers')
         raise _error(text, spec.column, f"pass '{spec.name}': {exc.diagnostics[0].message}",
                      *exc.diagnostics[0].notes, width=len(spec.name)) from None
 

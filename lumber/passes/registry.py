@@ -21,6 +21,13 @@ PASSES: dict[str, str] = {
     "oblivious": "lumber.passes.transforms.recompose_oblivious:RecomposeOblivious",
     "quantize": "lumber.passes.transforms.quantize:Quantize",
     "fit-oblivious": "lumber.passes.transforms.oblivious_fit:FitOblivious",
+    "cascade": "lumber.passes.transforms.cascade:MakeCascade",
+    "to-forest": "lumber.passes.transforms.convert:ToForest",
+    "as-tables": "lumber.passes.transforms.convert:AsTables",
+    "equivalence": "lumber.passes.analyses.equivalence:Equivalence",
+    "counterfactual": "lumber.passes.analyses.explainers:Counterfactuals",
+    "sensitive-tests": "lumber.passes.analyses.explainers:SensitiveTests",
+    "contributions": "lumber.passes.analyses.explainers:RowContributions",
 }
 
 

@@ -311,6 +311,12 @@ class CPredictor(Predictor):
         self._n_features = self.schema.n_features
         self._one_row = library.reads_one and library.dtype.kind == "f"
         self._binder = RowBinder(self.schema)
+        # predict_raw's door for a (1, n_features) float64/float32 array: the library's CPython builtin
+        # (refused values checked in C); anything it does not take goes the general way
+        self._py_one = library.py_one if self._one_row else None
+        self._one_shape = (1, self._n_features) if self._py_one is not None else None
+        self._one_options = 2 if self._check_rows else 0
+        self._one_k = self.schema.n_outputs
 
     @property
     def source(self) -> str | None:
@@ -355,6 +361,11 @@ class CPredictor(Predictor):
         return lib.predict_raw(rows, threads)  # type: ignore[no-any-return]
 
     def predict_raw(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
+        if type(X) is np.ndarray and X.shape == self._one_shape:
+            out = np.empty(self._one_k)
+            if self._py_one(X, out, self._one_options) == 0:
+                return out if self._one_k == 1 else out.reshape(1, -1)
+            # a refused value, or not a float64/float32 array: the general path (and its detailed error)
         m = self._margins(X, threads)
         return m[:, 0] if self.schema.n_outputs == 1 else m
 

@@ -35,9 +35,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from lumber.ir import Cutoff, InputDataError, Task, atomic_open
+from lumber.ir import Cutoff, InputDataError, Task, ValidationError, atomic_open
 from lumber.ir.binding import TYPE_CODES, _error, _looks_like_data, bind, check_unique, suggest
 from lumber.ir.decision import with_cutoff
+from lumber.ir.interp import prepare_input
 
 
 PARQUET_MAGIC, GZIP_MAGIC = b"PAR1", b"\x1f\x8b"
@@ -66,6 +67,9 @@ class StreamOptions:
     """A binary classifier's decision rule (``--threshold``); None: the model's own."""
     id_column: str | None = None
     """A column of the input naming each row (``--id``): written first in every output row."""
+    class_names: tuple[str, ...] | None = None
+    """What the classes mean to people, in output order (``--class-names``): a ``decision`` column names each
+    row's class; None: the schema's own names, if any."""
 
     def __post_init__(self) -> None:
         if int(self.chunk_rows) < 1:
@@ -121,6 +125,12 @@ def predict_file(model: Any, source: str | Path | IO[bytes], output: str | Path 
     model = _with_threads(model, options.threads)
     schema = model.schema
     rule = with_cutoff(schema, options.cutoff)
+    if options.class_names is not None:
+        try:
+            rule = rule.named(options.class_names)
+        except ValidationError as exc:
+            raise InputDataError(f"--class-names: {exc.diagnostics[0].message}",
+                                 "give one name per class, in output order: --class-names paid,default") from None
     with ExitStack() as stack:
         fh, label, size = stack.enter_context(_open_source(source))
         chunks = _parquet_chunks(fh, label, schema, options) if fh.peek(4)[:4] == PARQUET_MAGIC or \
@@ -345,8 +355,6 @@ def _csv_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamO
 
 def _parse(block: bytes, label: str, start: int, schema: Any, columns: Sequence[str],
            idx: list[int], id_at: int | None = None) -> tuple[npt.NDArray[np.float64], list[str] | None]:
-    from lumber.ir.interp import prepare_input
-
     try:
         frame = pd.read_csv(io.BytesIO(block), header=None, names=[str(i) for i in range(len(columns))],
                             usecols=sorted(set(idx) | ({id_at} if id_at is not None else set())),
@@ -372,8 +380,6 @@ def _parse(block: bytes, label: str, start: int, schema: Any, columns: Sequence[
 
 def _parquet_chunks(fh: io.BufferedReader, label: str, schema: Any, options: StreamOptions
                     ) -> Iterator[tuple[npt.NDArray[np.float64], list[str] | None, int]]:
-    from lumber.ir.interp import prepare_input
-
     pq = _pyarrow(f"{label}: Parquet input")
     with ExitStack() as stack:
         src: Any = fh
@@ -430,6 +436,8 @@ def prediction_frame(model: Any, X: Any, raw: bool = False, schema: Any = None) 
             for k, lab in enumerate(labels):
                 out[f"proba_{lab}"] = proba[:, k]
         out["prediction"] = schema.decide(margin)
+        if schema.class_names is not None:
+            out["decision"] = np.asarray(schema.class_names, dtype=object)[schema.class_index(margin)]
     return pd.DataFrame(out)
 
 

@@ -18,8 +18,8 @@ from strategies import forests
 import lumber
 from lumber.backends.c import BuildOptions, CLibrary, CEmitOptions, build_shared, emit_source, find_compiler
 from lumber.backends.c.layout import round_down_f32
-from lumber.runtime.predictors import as_rows
-from lumber.ir import CompileError, Forest, ModelFormatError, OutputError
+from lumber.ir import CompileError, Forest, InputDataError, ModelFormatError, OutputError
+from lumber.runtime.predictors import CPredictor, as_rows
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "c"
 
@@ -40,6 +40,18 @@ def assert_same(lib: CLibrary, forest: Forest, X: np.ndarray) -> None:
     np.testing.assert_array_equal(single, ref)
     if lib.reads_one:
         np.testing.assert_array_equal(np.array([lib.predict_one(r, check=True) for r in R]), ref)
+        # predict_raw's one-row door: rows of the library's dtype, and float64 rows a float32 model rounds in C
+        pred = CPredictor(lib, lib.data)
+        X64 = np.ascontiguousarray(X, dtype=np.float64)
+        for rows in (R, X64):
+            for i in range(len(rows)):
+                try:
+                    one = pred.predict_raw(rows[i:i + 1])
+                except InputDataError:  # a value the model refuses: the batch conversion refuses it too
+                    with pytest.raises(InputDataError):
+                        as_rows(forest.schema, X[i:i + 1], lib.dtype)
+                    continue
+                np.testing.assert_array_equal(one.reshape(-1), ref[i], err_msg=f"row {i}: {rows[i]}")
     want = forest.schema.transform(forest.evaluate(X)).reshape(len(X), -1)
     np.testing.assert_allclose(lib.predict_transformed(R), want, rtol=1e-14, atol=1e-300)
     # float64 rows as they are (a float32 model rounds them in C) and rows of the library's dtype
@@ -141,6 +153,34 @@ def test_random_forests_match_reference(tmp_path_factory: pytest.TempPathFactory
     """Hypothesis forests, ten per library (one compile per example): binned walks, value walks, unrolled,
     code walks; 40 forests, as many as the ONNX backend draws."""
     _random_forests(tmp_path_factory, fs, "-O1")
+
+
+@needs_cc
+@settings(max_examples=3)
+@given(st.lists(forests(max_trees=40, max_depth=5, max_features=5), min_size=6, max_size=6))
+def test_random_forests_of_many_trees_match_reference(tmp_path_factory: pytest.TempPathFactory,
+                                                      fs: list[Forest]) -> None:
+    """Up to 40 trees, so single rows walk whole groups of trees (16 at a time) as well as the rest."""
+    _random_forests(tmp_path_factory, fs, "-O1")
+
+
+@needs_cc
+def test_special_nodes_without_shared_decisions_match_reference(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Models whose distinct special tests do not fit the shared decision columns decide tree by tree in a
+    batch and walk single rows tree by tree (special trees node by node): the hand-built cases with
+    categorical or zero-as-missing nodes."""
+    from lumber.backends.c import emit
+
+    monkeypatch.setattr(emit, "SHARED_DECISIONS_MAX_COLUMNS", 0)
+    cases = [(f"r_{name}", mk()) for name, mk in sorted(CASES.items())]
+    cases = [(p, f) for p, f in cases if _binnable(f) and (f.is_categorical.any() or f.missing_zero.any())]
+    sources = [emit_source(f, CEmitOptions(prefix=p, walk="binned")).text() for p, f in cases]
+    assert all("#define LUMBER_ROW_WALK 0" in src and "#define LUMBER_GLOBAL_DEC 0" in src for src in sources)
+    build_shared(sources, tmp_path / "r.so", BuildOptions(warnings_as_errors=True, extra_flags=("-O1",)))
+    assert len(cases) >= 2
+    for p, f in cases:
+        assert_same(CLibrary(tmp_path / "r.so", prefix=p), f, corpus(f))
 
 
 @pytest.mark.slow

@@ -190,3 +190,26 @@ def test_library_predict_one_checks_in_c(models: dict[str, Any], tmp_path: Path)
         lib.predict_one(x, check=True)
     with pytest.raises(ValueError, match="vector of"):
         lib.predict_one(x[:3])
+
+
+def test_python_door_takes_only_one_float_row(models: dict[str, Any]) -> None:
+    """The library's CPython builtin computes a (1, n_features) float64 or float32 array of any strides into
+    a float64 array of n_outputs values, and refuses anything else untouched (-1), so predict_raw can fall
+    back to its general path."""
+    _, pred, rows = models["xgboost"]  # float32 compares: float64 rows are rounded in C
+    door = pred.library.py_one
+    assert door is not None
+    X = rows.to_numpy(dtype=np.float64)
+    want = pred.predict_raw(X[:4])
+    for x in (X[2:3], X[2:3].astype(np.float32), np.asfortranarray(X[2:4])[:1], X[2:3, ::-1][:, ::-1]):
+        out = np.empty(1)
+        assert door(x, out, 0) == 0
+        assert out[0] == want[2]
+    out = np.full(1, 7.0)
+    for bad in (X[:2], X[:1, :-1], X[:1].astype(np.float16), X[:1].astype(">f8"), rows.iloc[:1], [1.0]):
+        assert door(bad, out, 0) == -1
+    assert door(X[:1], np.empty(2), 0) == door(X[:1], np.empty(1, dtype=np.float32), 0) == -1
+    assert out[0] == 7.0
+    y = X[:1].copy()
+    y[0, 1] = np.inf  # XGBoost refuses nothing; the check reports what the schema refuses
+    assert door(y, out, 2) == (0 if pred.schema.allow_inf else 2)

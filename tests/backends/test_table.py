@@ -263,7 +263,9 @@ def test_optimize_speed_times_both_forms(lgb_model: tuple[Any, Path, np.ndarray]
     assert rep["timed_on"]["source"] == "the sample passed" and rep["timed_on"]["clock"] == "process CPU time"
     # the forest in its binned walk and its value walk, and the oblivious tables
     assert set(rep["forms"]) == {"forest", "forest-values", "oblivious"} and rep["chosen"] in rep["forms"]
-    assert rep["forms"]["forest"]["walk"] == "binned8" and rep["forms"]["forest-values"]["walk"] == "values"
+    assert rep["forms"]["forest"]["walk"] in ("binned8", "code") and rep["forms"]["forest-values"]["walk"] == "values"
+    # the forest's own walk chosen on the same rows
+    assert rep["forms"]["forest"]["walk_choice"]["timed_on"] == "100 sample rows, tiled to 4096"
     assert rep["forms"]["oblivious"]["agrees_with_forest"] and rep["forms"]["forest"]["cpu_seconds"] >= 0
     assert rep["forms"]["forest-values"]["cpu_seconds"] >= 0
     np.testing.assert_allclose(pred.predict_raw(X), bst.predict(X, raw_score=True), rtol=1e-12, atol=1e-12)
@@ -324,6 +326,6 @@ def test_cli_optimize_speed(lgb_model: tuple[Any, Path, np.ndarray], tmp_path: P
     assert main(["compile", str(path), "--emit", "c", "--optimize", "speed", "--sample", str(rows), "-o", str(so)]) == 0
     text = capsys.readouterr()
     assert "<- chosen" in text.out and "forest" in text.out and "oblivious" in text.out
-    assert f"timing rows: {rows}" in text.out and "timed on 50 rows" in text.out
+    assert f"timed on 50 rows of {rows} (--sample)" in text.out
     np.testing.assert_allclose(load_compiled(so, bst).predict_raw(X), bst.predict(X, raw_score=True), rtol=1e-12,
                                atol=1e-12)

@@ -11,7 +11,8 @@ from c_tools import needs_cc
 
 import lumber
 from lumber.compiler import tolerance as tolerance_mod
-from lumber.compiler.cascade import cascade_margins, decision_band, inside_band
+from lumber.ir.cascade import inside_band
+from lumber.passes.transforms.cascade import cascade_margins, decision_band
 from lumber.ir import CompileError, InputDataError
 from lumber.passes.transforms.oblivious_fit import FitOptions
 from tests.tolerance_helpers import forest_only
@@ -203,7 +204,7 @@ def test_decision_band_with_an_agreement_below_one_leaves_the_farthest_disagreem
 def test_decision_band_is_the_narrowest_keeping_the_agreement(seed: int, agreement: float, ge: bool) -> None:
     """Brute force over every split of the spare rows between the two sides: no band that keeps the
     agreement holds fewer rows; inside it the forest answers, so agreement >= the stated share."""
-    from lumber.compiler.cascade import BAND_SAFETY
+    from lumber.passes.transforms.cascade import BAND_SAFETY
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(20, 400))

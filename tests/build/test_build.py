@@ -50,7 +50,7 @@ def test_compiled_artifacts_reproduce_the_pipelines_result(built) -> None:  # ty
     """The pipeline prunes: the targets are compiled from the pruned polynomial (as its exact oblivious
     tables), check against it (fingerprint and margins), and are not the unpruned model."""
     from lumber.compiler.api.compile import load_compiled
-    from lumber.compiler.api.equivalence import model_scale
+    from lumber.passes.analyses.equivalence import model_scale
 
     proj, _ = built
     model = lumber.load(proj / "model.txt")
@@ -144,7 +144,7 @@ def test_a_failed_build_leaves_the_previous_output(project: Path, monkeypatch: p
     def boom(*a: object, **k: object) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("lumber.backends.report.write_report", boom)
+    monkeypatch.setattr("lumber.compiler.build.driver.write_report", boom)
     with pytest.raises(RuntimeError, match="disk full"):
         build(toml)
     assert {p.name: p.read_bytes() for p in (project / "build").iterdir()} == before

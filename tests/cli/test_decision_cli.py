@@ -51,7 +51,7 @@ def test_explain_reasons_with_ids(with_ids: Path, capsys: pytest.CaptureFixture[
     js = json.loads(out.read_text())
     assert js["ids"] == [f"A{i:03d}" for i in range(6)] and js["decision_rule"]["value"] == 0.3
     reasons = js["analyses"]["contributions"]["reasons"]
-    assert reasons["schema"] == "lumber.reasons/1" and reasons["per_case"] == 1
+    assert reasons["schema"] == "lumber.reasons/2" and reasons["per_case"] == 1
     booster = lgb.Booster(model_file=str(d / "model.txt"))
     p = booster.predict(pd.read_csv(d / "ids.csv").drop(columns=["application_id"]).iloc[:6])
     for case, pi in zip(reasons["cases"], p):

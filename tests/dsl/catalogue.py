@@ -47,6 +47,7 @@ GROUPS: list[tuple[str, list[str]]] = [
         "err_bad_param_value", "err_duplicate_param", "err_target_class_regression",
         "err_target_interval_classifier", "err_unknown_class", "err_unknown_class_index",
         "err_empty_target_interval", "err_target_equals", "err_threshold_score", "err_threshold_equals",
+        "err_words", "err_words_regression",
         "err_threshold_multiclass", "err_threshold_negative_class", "err_threshold_range"]),
     ("Value kinds, steps and one-hot groups", [
         "err_value_kinds", "err_onehot_categorical", "err_onehot_twice", "err_onehot_single"]),

@@ -190,7 +190,7 @@ def test_real_sklearn_model_with_bundled_example(tmp_path: Path, capsys: pytest.
     path = tmp_path / "adult_rf.skops"
     sio.dump(rf, path)
     assert main(["check", str(EXAMPLES / "adult.lum"), "--model", str(path)]) == 0
-    assert capsys.readouterr().out == "ok: 14 statements\n"
+    assert capsys.readouterr().out == "ok: 15 statements\n"
     start = tmp_path / "start.lum"
     assert main(["init-constraints", str(path), "-o", str(start)]) == 0
     assert main(["check", str(start), "--model", str(path)]) == 0

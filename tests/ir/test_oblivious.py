@@ -42,6 +42,23 @@ def test_forest_round_trip_is_exact(e: ObliviousEnsemble) -> None:
     np.testing.assert_array_equal(back.evaluate(X), e.evaluate(X))
 
 
+@given(ensembles(bins=True, max_trees=6))
+def test_select_trees_splits_the_sum(e: ObliviousEnsemble) -> None:
+    """Trees picked by index keep their levels, category sets, bin borders and tables: the leaves they
+    reach are the source's, and two complementary selections' tree sums add to the source's."""
+    X = rows(e.n_features)
+    base = np.asarray(e.schema.base_score)
+    odd, even = np.arange(1, e.n_trees, 2), np.arange(0, e.n_trees, 2)
+    a, b = e.select_trees(odd).validate(), e.select_trees(even).validate()
+    np.testing.assert_array_equal(a.apply(X), e.apply(X)[:, odd])
+    np.testing.assert_array_equal(b.apply(X), e.apply(X)[:, even])
+    if not e.schema.average:
+        np.testing.assert_allclose(a.evaluate(X) + b.evaluate(X) - base, e.evaluate(X), rtol=1e-6, atol=1e-6)
+    assert e.select_trees([]).n_trees == 0
+    with pytest.raises(ValidationError, match="tree index out of range"):
+        e.select_trees([e.n_trees])
+
+
 @given(ensembles(bins=True))
 def test_bin_levels_become_exact_forests(e: ObliviousEnsemble) -> None:
     """A tree with bin levels becomes a binary tree that searches each group's borders (NaN

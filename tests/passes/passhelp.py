@@ -5,14 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from lumber.ir import Forest, Polynomial
-
-
-def model_scale(forest: Forest) -> float:
-    """|base| + sum over trees of the largest |leaf|: a bound on every partial sum of the margin."""
-    leaf = forest.is_leaf
-    per_tree = np.zeros(forest.n_trees)
-    np.maximum.at(per_tree, forest.node_tree[leaf], np.abs(forest.value[leaf]).max(axis=1))
-    return float(np.abs(forest.schema.base_score).max() + per_tree.sum())
+from lumber.passes.analyses.equivalence import model_scale
 
 
 def assert_matches_forest(poly: Polynomial, forest: Forest, X: np.ndarray, rtol: float = 1e-12) -> None:

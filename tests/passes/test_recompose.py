@@ -15,7 +15,7 @@ from strategies import boundary_rows, forests
 
 import lumber
 from lumber.backends.table import TableEvaluator
-from lumber.compiler.api.equivalence import model_scale
+from lumber.passes.analyses.equivalence import model_scale
 from lumber.ir import CompileError, ConditionKind, Forest, ObliviousEnsemble, Polynomial, Task, default_features
 from lumber.ir.polynomial import from_terms
 from lumber.passes.analyses.equivalence import polynomial_difference
@@ -545,24 +545,33 @@ def test_restarts_choose_the_fewest_trees_from_several_covers(forest: Forest, sl
 
 @settings(max_examples=25, deadline=None)
 @given(forests(categorical=True, missing_zero=False, max_trees=5, max_depth=4, input_dtype="float64"),
-       st.sampled_from(["grow", "pack"]), st.sampled_from(["flat", "steep", "measured"]))
-def test_auto_depth_is_the_cheapest_cover_and_exact(forest: Forest, strategy: str, prices: str) -> None:
-    """``max-depth=auto`` (the default) prices an unpolished ``grow`` cover at each candidate depth by
-    the cost model, stops at the first that costs more than the cheapest so far, and builds the chosen
-    depth exactly (NaN, categories, every output), whatever the table costs say."""
+       st.sampled_from(["grow", "pack"]), st.sampled_from(["flat", "steep", "measured"]), st.sampled_from([2, 3, 5, 10]))
+def test_auto_depth_is_the_cheapest_cover_and_exact(forest: Forest, strategy: str, prices: str, first: int) -> None:
+    """``max-depth=auto`` (the default) prices unpolished ``grow`` covers by the cost model from the first
+    depth deeper, then shallower, while they get cheaper, gives up a cover once it costs more than the
+    cheapest, and builds the chosen depth exactly (NaN, categories, every output), whatever the table
+    costs say."""
     from lumber.passes.transforms.recompose_oblivious import CostModel, choose_depth
 
     poly = forest_to_polynomial(forest)
     table_ns = {"flat": (1.0,) * 17, "steep": tuple(2.0 ** d for d in range(17)),
                 "measured": CostModel().table_ns}[prices]
-    cost = CostModel(table_ns=table_ns, depths=(2, 3, 5))
+    cost = CostModel(table_ns=table_ns, depths=(2, 3, 5, 6), first=first)
     depth, tried, _ = choose_depth(poly, cost)
-    assert depth >= max(poly.max_degree, 1) and depth in tried
-    costs = [tried[d]["cost"] for d in sorted(tried)]
-    assert tried[depth]["cost"] == min(costs)
-    assert np.all(np.diff(costs[:-1]) <= 0)  # the search stops at the first rise
-    if prices == "flat" and poly.n_monomials:  # levels are free: the fewest trees
-        assert tried[depth]["trees"] == min(v["trees"] for v in tried.values())
+    assert depth >= max(poly.max_degree, 1) and (depth in tried or not poly.n_monomials)
+    full = {d: v for d, v in tried.items() if not v.get("given_up")}
+    if poly.n_monomials:
+        assert tried[depth]["cost"] == min(v["cost"] for v in full.values()) and not tried[depth].get("given_up")
+        # a cover given up cost more than the chosen one when it was dropped
+        assert all(v["cost"] > tried[depth]["cost"] for v in tried.values() if v.get("given_up"))
+        # the walk: from the first depth priced, deeper while cheaper, then shallower while cheaper
+        cands = sorted(d for d in (2, 3, 5, 6) if d >= max(poly.max_degree, 1)) or [poly.max_degree]
+        start = next((d for d in cands if d >= first), cands[-1])
+        assert start in tried
+        deeper = [d for d in cands if d > start]
+        assert [d for d in deeper if d in tried] == deeper[:len([d for d in deeper if d in tried])]
+        if prices == "flat":  # levels are free: the fewest trees
+            assert tried[depth]["trees"] == min(v["trees"] for v in full.values())
     ens, stats = recompose(poly, max_depth="auto", strategy=strategy, cost=cost)
     if strategy == "grow":
         assert stats["max_depth_cap"] == depth and stats["depth_choice"] == tried
@@ -587,9 +596,51 @@ def test_auto_depth_is_the_pass_default_and_reported(adult_split: tuple) -> None
     bst, cats = _adult_native_categories(adult_split, 20)
     err = io.StringIO()
     ens = lumber.run(bst, "polynomial,oblivious", time_passes=True, stream=err)
-    assert "strategy grow, max-depth " in err.getvalue() and "chosen among unpolished covers (8: " in err.getvalue()
+    assert "strategy grow, max-depth " in err.getvalue() and "chosen among unpolished covers (" in err.getvalue()
+    assert "10: " in err.getvalue()
     X = adult_split[4][:1000].copy()
     X[np.random.default_rng(2).random(X.shape) < 0.05] = np.nan
     X[:50, cats] = 99.0
     tol = 1e-12 * max(model_scale(lumber.load(bst)), 1.0)
     np.testing.assert_allclose(ens.evaluate(X), bst.predict(X, raw_score=True), rtol=0, atol=tol)
+
+
+def test_auto_depth_keeps_the_tables_within_the_budget(adult_split: tuple) -> None:
+    """A cover whose tables exceed ``budget_bytes`` is never chosen; when every one does, the shallowest
+    candidate is built (exactly) and the report says why."""
+    from lumber.passes.transforms.recompose_oblivious import CostModel, choose_depth
+
+    bst, _ = _adult_native_categories(adult_split, 20)
+    poly = forest_to_polynomial(lumber.load(bst))
+    free = CostModel(table_ns=(1.0,) * 17, depths=(8, 10, 12), first=8)  # levels free: the deepest wins
+    depth, tried, _ = choose_depth(poly, free)
+    assert 8 in tried and not any(v.get("over_budget") for v in tried.values())
+    tight = CostModel(table_ns=(1.0,) * 17, depths=(8, 10, 12), first=8,
+                      budget_bytes=int(tried[8]["table_bytes"]) if 8 in tried else 1)
+    depth, tried, _ = choose_depth(poly, tight)
+    assert depth == 8 and all(v.get("over_budget") for d, v in tried.items() if d > 8)
+    none = CostModel(depths=(8, 10, 12), budget_bytes=1)
+    depth, tried, pre = choose_depth(poly, none)
+    assert depth == 8 and pre == {} and all(v.get("over_budget") for v in tried.values())
+    ens, stats = recompose(poly, max_depth="auto", cost=none)
+    assert stats["max_depth_cap"] == 8
+    assert_same_polynomial(poly, ens)
+
+
+def test_table_costs_are_the_measured_data(tmp_path: Any) -> None:
+    """The depth choice reads the measured costs with their provenance; depths between measured ones are
+    interpolated, shallower ones cost as the shallowest, deeper ones add the last step per level."""
+    import json
+
+    from lumber.passes.transforms.recompose_oblivious import COST_FILE, TABLE_NS, measured_table_ns
+
+    doc = json.loads(COST_FILE.read_text(encoding="utf-8"))
+    assert doc["command"].startswith("python bench/oblivious.py --table-cost") and doc["ns_by_depth"]
+    assert TABLE_NS == measured_table_ns() and len(TABLE_NS) == 25
+    f = tmp_path / "cost.json"
+    f.write_text(json.dumps({"ns_by_depth": {"8": 0.5, "10": 1.0, "12": 2.0}}))
+    ns = measured_table_ns(f)
+    assert ns[3] == ns[8] == 0.5 and ns[9] == 0.75 and ns[11] == 1.5 and ns[12] == 2.0 and ns[14] == 3.0
+    f.write_text(json.dumps({"ns_by_depth": {}}))
+    with pytest.raises(CompileError, match="holds no table costs"):
+        measured_table_ns(f)

@@ -38,6 +38,8 @@ window.addEventListener("load", () => {
 SCIENTIFIC = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[eE][+-]?\d+\b")
 ALWAYS_EXPLAINED = ("formula (8)", "E[margin]", "MonoForest")
 """Paper and notation terms no page may print at all."""
+RAW = ("pi_c=", "pi=", "no_rule", "no_solution", "already_target", "e[margin]")
+"""Solver codes and ASCII notation the page prints in words (``no rule found``, ``π_c 0.9``)."""
 
 
 def read(html: str, tmp: Path, name: str) -> dict:
@@ -67,6 +69,8 @@ def check_page(facts: dict, doc: dict) -> None:
             assert term in facts["terms"], f"'{term}' is used but not explained"
     for term in ALWAYS_EXPLAINED:
         assert term not in body, term
+    for raw in RAW:
+        assert raw not in low, raw
     failed = [c for c in doc.get("checks", []) if c.get("passed") is False]
     head = " ".join(facts["header"])
     for c in failed:

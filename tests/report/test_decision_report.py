@@ -33,7 +33,7 @@ def test_cases_carry_ids_reasons_and_the_cutoff(decision_report: Path) -> None:
     proj = decision_report
     doc = json.loads((proj / "report" / "report.json").read_text())
     c = doc["cases"]
-    assert c["decision_rule"]["value"] == 0.3 and c["reasons_schema"] == "lumber.reasons/1"
+    assert c["decision_rule"]["value"] == 0.3 and c["reasons_schema"] == "lumber.reasons/2"
     booster = lgb.Booster(model_file=str(proj / "model.txt"))
     frame = pd.read_csv(proj / "ids.csv")
     p = booster.predict(frame.drop(columns=["application_id"]))

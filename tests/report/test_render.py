@@ -105,7 +105,7 @@ def test_statuses_are_stated() -> None:
     assert "Distance 3.5 to class 1 (milp)." in md and "Trace: 35 tests on the decision path; 2 of them are sensitive" in md
     assert "| optimal counterfactual | -0.02 | outlier |" in md
     assert "Coverage (share of rows in a region whose rule was found): cases 50.0%, validation 40.0%." in md
-    assert "no_rule: no rule reaches pi_c=0.9" in md
+    assert "no rule found: no rule reaches π_c 0.9" in md
     assert "| onnx | model.onnx | 4,051 | 1,204 | FAIL | 0.0000002 |" in md
     assert "```\nimmutable Sex\nAge: increase\n```" in md
 

@@ -30,6 +30,10 @@ void @PREFIX@_predict_row(const @IN_T@ *row, double *out);
 /* One row with the options of predict_rows (1 post-transform, 2 check refused values): predict_row
    plus the check, for callers that validate nothing themselves. Returns 0, or 2 (a refused value). */
 int32_t @PREFIX@_predict_one(const @IN_T@ *row, double *out, int32_t options);
+/* For a Python process that loads the library (see lumber/backends/c/loader.py): py_init takes the
+   addresses of the CPython functions py_one calls; py_one is a METH_FASTCALL builtin's body. */
+int32_t @PREFIX@_py_init(void *const *api);
+void *@PREFIX@_py_one(void *self, void *const *args, intptr_t nargs);
 /* Leaf reached in every tree, as a node id local to its tree: n x n_trees int32 (returns 0). */
 int32_t @PREFIX@_apply(const @IN_T@ *rows, int64_t n, int32_t *out);
 

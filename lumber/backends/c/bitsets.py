@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import CompileError
+from .build import BuildOptions, build_shared
 
 ABI = 2
 Bits = npt.NDArray[np.uint64]
@@ -96,8 +97,6 @@ class BitsetCounts:
 
 @lru_cache(maxsize=4)
 def _library(march_native: bool, cc: str | None) -> ctypes.CDLL:
-    from .build import BuildOptions, build_shared
-
     source = resources.files("lumber.backends.c").joinpath("bitsets.c").read_text(encoding="utf-8")
     tmp = tempfile.mkdtemp(prefix="lumber-bitsets-")
     atexit.register(shutil.rmtree, tmp, True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,6 +58,43 @@ def _open_private(library: bytes, label: str) -> ctypes.CDLL:
         raise LibraryLoadError(f"{label}: cannot load as a shared library ({exc})") from None
     finally:
         os.unlink(private)
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
+                ("doc", ctypes.c_char_p)]
+
+
+class _PyBuffer(ctypes.Structure):  # CPython's Py_buffer (stable ABI since 3.11)
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+
+_METH_FASTCALL = 0x0080
+_PY_API = ("PyObject_GetBuffer", "PyBuffer_Release", "PyLong_FromLong", "PyLong_AsLong", "PyEval_SaveThread",
+           "PyEval_RestoreThread", "PyErr_Clear")
+
+
+def _python_door(lib: ctypes.CDLL, prefix: str) -> Any:
+    """The library's ``py_one`` as a builtin function (None when it has none, or this Python's buffer
+    layout differs from the one it was written for). The method definition lives as long as the builtin."""
+    init = getattr(lib, f"{prefix}_py_init", None)
+    one = getattr(lib, f"{prefix}_py_one", None)
+    if init is None or one is None or sys.implementation.name != "cpython" or sys.version_info < (3, 11):
+        return None
+    api = (ctypes.c_void_p * len(_PY_API))(*(ctypes.cast(getattr(ctypes.pythonapi, n), ctypes.c_void_p).value
+                                             for n in _PY_API))
+    init.argtypes, init.restype = [ctypes.c_void_p], ctypes.c_int32
+    if init(api) != ctypes.sizeof(_PyBuffer):
+        return None
+    new = ctypes.pythonapi.PyCFunction_NewEx
+    new.argtypes, new.restype = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p], ctypes.py_object
+    definition = _MethodDef(f"{prefix}_py_one".encode(), ctypes.cast(one, ctypes.c_void_p).value, _METH_FASTCALL,
+                            None)
+    door = new(ctypes.byref(definition), definition, None)  # self: the definition, kept alive by the builtin
+    return door
 
 
 def read_library(path: str | Path) -> bytes:
@@ -149,6 +187,11 @@ class CLibrary:
             self._one_call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_char_p, self._row_out, ctypes.c_int32)(
                 ctypes.cast(getattr(self._lib, f"{prefix}_predict_one"), ctypes.c_void_p).value)
         self.reads_one = self._one_call is not None
+        self.py_one = _python_door(self._lib, prefix) if self.reads_one else None
+        """``py_one(X, out, options) -> int``: a CPython builtin calling ``predict_one`` on a (1, n_features)
+        float64/float32 array X into a float64 array ``out`` of n_outputs values, without ctypes' per-call
+        conversions; returns 0, 2 (a refused value), or -1 (not such arrays: nothing computed). None when
+        the library has no such door."""
         """Whether :meth:`predict_one` (one row, refused values checked in C) is available."""
         self._fn = fn
 

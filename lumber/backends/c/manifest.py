@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from lumber.ir import ModelFormatError
+from lumber import __version__
 
 MAGIC = b"LUMBSIG1"
 FOOTER = struct.Struct("<Q32s8s")
@@ -90,8 +91,6 @@ def host_format() -> bytes:
 def sign_library(library: bytes, *, models: Mapping[str, Mapping[str, Any]] | None = None,
                  sources: Sequence[str] = ()) -> bytes:
     """``library`` with its sources, manifest and footer appended (see the module docstring)."""
-    from lumber import __version__
-
     blobs = [zlib.compress(s.encode("ascii"), 6) for s in sources]
     manifest = {
         "format": "lumber-library", "format_version": FORMAT_VERSION,

@@ -20,7 +20,10 @@
  * Codes take 1 or 2 bytes, so a block's rows stay in L1 cache while the trees are walked.
  * Each feature has two code columns: NaN is 0 in the first (every test sends it left) and
  * the threshold count in the second (every test sends it right); a node reads the column of
- * its missing direction, so the walk has no NaN test (L_WNODES).
+ * its missing direction, so the walk has no NaN test (L_WNODES). With LUMBER_GLOBAL_DEC the
+ * decision columns are shared: one per distinct special test of the model (L_DEC_SLOT), filled
+ * once per block as it starts, so special trees need no pass of their own.
+ * Single rows (LUMBER_ROW_WALK) take the binned walk on their codes, sixteen trees at a time.
  * Code walks (LUMBER_WALK_CODE, binned): trees are if/else code comparing the rows' codes with
  * their threshold ranks as constants, CODE_BLOCK_TREES trees per function (L_CODE_FN); a block of
  * rows goes through one function's trees, row by row, before the next. The tables stay for apply.
@@ -220,6 +223,21 @@ static inline int32_t lumber_walk_one(int32_t root, const LUMBER_IN_T *x)
         REP(STORE) \
     }
 
+#if LUMBER_BINNED
+/* Binned groups take the root's step from registers: every row of a tree starts at its root, so its
+ * column, threshold code and first child are loaded once per tree (a root that is a leaf tests the
+ * largest code, which no row exceeds, and stays put). */
+#define L_BDECL(j) int64_t n##j = child0 + (xb[(j) * L_WXS + col0] > thr0);
+#define L_WALK_BINNED(STORE, END) \
+    for (; i < (END); i += L_GROUP) { \
+        const lumber_wv *xb = W + (int64_t)i * L_WXS; \
+        L_REP10(L_BDECL) \
+        for (int s = 1; s < steps; ++s) { L_REP10(L_PLAIN) } \
+        if (converge) while (L_REP10(L_NOTLEAF) 0) { L_REP10(L_PLAIN) } \
+        L_REP10(STORE) \
+    }
+#endif
+
 /* Leaf slot of rows W[0..m) (stride L_WXS) in one tree; with acc, the tree's leaf values are added
  * to acc (column tr->output, stride L_K) instead, as the walk ends (binned walks, scalar trees). */
 static void lumber_walk_block(const lumber_tree *tr, const lumber_wv *W, int m, int has_nan, int32_t *leaf,
@@ -237,16 +255,18 @@ static void lumber_walk_block(const lumber_tree *tr, const lumber_wv *W, int m, 
      * and what it stores lands in padding that nothing reads. Rows walked one at a time instead
      * cost several times a grouped row (a 128-row block, 8 rows alone: 20% more CPU). */
     L_WN_DECL
+    const int64_t col0 = wn_[root].f.col, child0 = wn_[root].f.child;
+    const lumber_wv thr0 = (lumber_wv)wn_[root].f.thr;
     (void)has_nan;
 #if LUMBER_HAS_SCALAR
     if (acc != NULL) {
         LUMBER_ACC_T *a = acc + tr->output;
-        L_WALK_GROUPS_TO(L_GROUP, L_REP10, L_PLAIN, L_WXS, L_ADD, m)
+        L_WALK_BINNED(L_ADD, m)
         return;
     }
 #endif
     (void)acc;
-    L_WALK_GROUPS_TO(L_GROUP, L_REP10, L_PLAIN, L_WXS, L_STORE, m)
+    L_WALK_BINNED(L_STORE, m)
 #else
     (void)acc;
     if (!has_nan) {
@@ -337,6 +357,31 @@ static void lumber_bin(const LUMBER_IN_T *X, int m, lumber_wv *W)
 }
 #endif
 
+#if LUMBER_GLOBAL_DEC
+/* Shared decisions (binned walks): the directions of rows X[0..m) at every distinct special test of the
+ * model (L_DEC_SLOT: one special node per test, L_DEC_Q its index among the special nodes), into column
+ * 2 * n_features + d of W. Special nodes with the same test (a small category set's direction mask on
+ * one feature, or a zero-as-missing threshold) read one column, and a block decides each test once. */
+static void lumber_decide_all(const LUMBER_IN_T *X, int m, const uint8_t *codes, lumber_wv *W)
+{
+    for (int32_t d = 0; d < LUMBER_N_DEC; ++d) {
+        const int32_t s = L_DEC_SLOT[d], q = L_DEC_Q[d];
+        const int64_t f = L_SPECIAL_FEAT[q];
+        lumber_wv *col = W + L_DEC0 + d;
+#if LUMBER_HAS_FASTCAT
+        if (L_FLAGS[s] & L_FLAG_FASTCAT) {
+            const uint32_t mask = L_CATMASK[s];
+            for (int i = 0; i < m; ++i) col[i * L_WXS] = (lumber_wv)((mask >> codes[i * L_F + f]) & 1u);
+            continue;
+        }
+#else
+        (void)codes;
+#endif
+        for (int i = 0; i < m; ++i) col[i * L_WXS] = (lumber_wv)!lumber_go_left_special(s, q, X[i * L_F + f]);
+    }
+}
+#endif
+
 /* Start a block: codes (binned walks), or the NaN scan and, with special nodes, the row copy
  * the decisions are added to. */
 static void lumber_begin(lumber_scratch *w, const LUMBER_IN_T *X, int m)
@@ -356,12 +401,20 @@ static void lumber_begin(lumber_scratch *w, const LUMBER_IN_T *X, int m)
 #if LUMBER_HAS_FASTCAT
     lumber_codes(X, m, w->codes);
 #endif
+#if LUMBER_GLOBAL_DEC
+#if LUMBER_HAS_FASTCAT
+    lumber_decide_all(X, m, w->codes, w->ext);
+#else
+    lumber_decide_all(X, m, NULL, w->ext);
+#endif
+#endif
 }
 
-/* Directions of tree t's special nodes for the block's rows, into their decision columns. */
+/* Directions of tree t's special nodes for the block's rows, into their decision columns (shared
+ * decisions are made once per block instead, as the block starts). */
 static void lumber_decide(lumber_scratch *w, const LUMBER_IN_T *X, int32_t t, int m)
 {
-#if LUMBER_HAS_SPECIAL
+#if LUMBER_HAS_SPECIAL && !LUMBER_GLOBAL_DEC
     for (int32_t q = L_SPECIAL_OFF[t]; q < L_SPECIAL_OFF[t + 1]; ++q) {
         const int32_t s = L_SPECIAL_SLOTS[q];
         lumber_wv *col = w->ext + L_DEC0 + (q - L_SPECIAL_OFF[t]);
@@ -571,7 +624,60 @@ int32_t LUMBER_FN(predict_rows)(const void *rows, int32_t rows_double, int64_t n
     return lumber_blocks(rows, rows_double != 0, n, out, threads, options & (L_OPT_TRANSFORM | L_OPT_CHECK));
 }
 
-#if LUMBER_WALK_CODE
+#if LUMBER_ROW_WALK
+/* Single rows (binned models): the row's codes and its shared decisions (LUMBER_GLOBAL_DEC), then
+ * L_ROW_G trees walked together on the node table, branch-free, their first steps from the roots'
+ * copies in L_WROOT (one small table, instead of a root slot and its node per tree); each group of
+ * trees takes its precomputed steps (L_ROW_GROUP: steps, plus bit 16 when a tree of the group may
+ * need more), and leaf values are added in tree order. */
+#define L_ROW_G 16
+#define L_RDECL(j) const lumber_wnode r##j = L_WROOT[t + j]; \
+    int64_t n##j = (int64_t)r##j.f.child + (wx[r##j.f.col] > r##j.f.thr);
+#define L_RSTEP(j) L_WSTEP(n##j, wx);
+#define L_RNOTLEAF(j) wn_[n##j].f.child != n##j ||
+#if !LUMBER_HAS_VECTOR && LUMBER_N_OUTPUTS == 1
+#define L_RADD(j) s0 += L_LEAF_VALUE[n##j];
+#else
+#define L_RADD(j) { const int32_t leaf_ = (int32_t)n##j; lumber_add(L_TREES + t + j, &leaf_, 1, acc); }
+#endif
+
+void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
+{
+    LUMBER_ACC_T acc[L_K];
+    lumber_wv wx[LUMBER_WALK_STRIDE];
+    L_WN_DECL
+    lumber_bin(row, 1, wx);
+#if LUMBER_GLOBAL_DEC
+#if LUMBER_HAS_FASTCAT
+    uint8_t codes[LUMBER_N_FEATURES];
+    lumber_codes(row, 1, codes);
+    lumber_decide_all(row, 1, codes, wx);
+#else
+    lumber_decide_all(row, 1, NULL, wx);
+#endif
+#endif
+    for (int k = 0; k < L_K; ++k) acc[k] = L_BASE[k];
+    LUMBER_ACC_T s0 = acc[0];
+    int32_t t = 0;
+    for (; t + L_ROW_G <= LUMBER_N_TREES; t += L_ROW_G) {
+        const int32_t g = L_ROW_GROUP[t / L_ROW_G];
+        L_REP16(L_RDECL)
+        for (int s = (g & 0xffff) - 1; s > 0; --s) { L_REP16(L_RSTEP) }
+        if (g >> 16) while (L_REP16(L_RNOTLEAF) 0) { L_REP16(L_RSTEP) }
+        L_REP16(L_RADD)
+    }
+    for (; t < LUMBER_N_TREES; ++t) {
+        L_RDECL(0)
+        while (wn_[n0].f.child != n0) { L_RSTEP(0) }
+        L_RADD(0)
+    }
+    (void)s0;
+#if !LUMBER_HAS_VECTOR && LUMBER_N_OUTPUTS == 1
+    acc[0] = s0;
+#endif
+    lumber_finish(acc, out);
+}
+#elif LUMBER_WALK_CODE
 /* Code walks: the row goes through the generated functions, as a block of one row. */
 void LUMBER_FN(predict_row)(const LUMBER_IN_T *row, double *out)
 {
@@ -683,6 +789,84 @@ int32_t LUMBER_FN(apply)(const LUMBER_IN_T *rows, int64_t n, int32_t *out)
     }
     free(w);
     return 0;
+}
+
+/* A CPython door to predict_one, for a Python process that loads this library: py_one(X, out, options)
+ * as a METH_FASTCALL builtin, with no per-call argument conversion. The library does not link against
+ * Python: py_init receives the addresses of the few CPython functions it calls (stable ABI; the
+ * Py_buffer layout below is that of CPython 3.11 and later), and the caller makes the builtin from
+ * py_one's address. X: a (1, n_features) float64 or float32 array (any strides; a float model rounds
+ * doubles as predict_rows does), out: a writable C-contiguous float64 array of n_outputs values,
+ * options: predict_one's bits 1 and 2. Returns the int 0, 2 (a refused value), or -1 when X or out is
+ * not such an array (nothing computed; the caller takes its general path). The GIL is released while
+ * the row is walked. */
+typedef struct {
+    void *buf; void *obj; intptr_t len, itemsize; int readonly, ndim; char *format;
+    intptr_t *shape, *strides, *suboffsets; void *internal;
+} lumber_pybuffer;
+typedef int (*lumber_py_getbuffer_fn)(void *, lumber_pybuffer *, int);
+typedef void (*lumber_py_release_fn)(lumber_pybuffer *);
+typedef void *(*lumber_py_long_fn)(long);
+typedef long (*lumber_py_as_long_fn)(void *);
+typedef void *(*lumber_py_save_fn)(void);
+typedef void (*lumber_py_restore_fn)(void *);
+typedef void (*lumber_py_clear_fn)(void);
+static struct {
+    lumber_py_getbuffer_fn getbuffer; lumber_py_release_fn release; lumber_py_long_fn from_long;
+    lumber_py_as_long_fn as_long; lumber_py_save_fn save; lumber_py_restore_fn restore; lumber_py_clear_fn clear;
+} L_PY;
+
+/* api: PyObject_GetBuffer, PyBuffer_Release, PyLong_FromLong, PyLong_AsLong, PyEval_SaveThread,
+ * PyEval_RestoreThread, PyErr_Clear. Returns sizeof(Py_buffer) as this library sees it, for the caller to compare. */
+int32_t LUMBER_FN(py_init)(void *const *api)
+{
+    L_PY.getbuffer = (lumber_py_getbuffer_fn)api[0];
+    L_PY.release = (lumber_py_release_fn)api[1];
+    L_PY.from_long = (lumber_py_long_fn)api[2];
+    L_PY.as_long = (lumber_py_as_long_fn)api[3];
+    L_PY.save = (lumber_py_save_fn)api[4];
+    L_PY.restore = (lumber_py_restore_fn)api[5];
+    L_PY.clear = (lumber_py_clear_fn)api[6];
+    return (int32_t)sizeof(lumber_pybuffer);
+}
+
+#define L_PYBUF_WRITABLE 0x0001
+#define L_PYBUF_FORMAT 0x0004
+#define L_PYBUF_STRIDES 0x0018
+
+void *LUMBER_FN(py_one)(void *self, void *const *args, intptr_t nargs)
+{
+    lumber_pybuffer x, o;
+    (void)self;
+    if (nargs != 3 || L_PY.getbuffer == NULL) return L_PY.from_long(-1);
+    if (L_PY.getbuffer(args[0], &x, L_PYBUF_STRIDES | L_PYBUF_FORMAT) != 0) {
+        L_PY.clear();
+        return L_PY.from_long(-1);
+    }
+    if (L_PY.getbuffer(args[1], &o, L_PYBUF_WRITABLE | L_PYBUF_FORMAT) != 0) {
+        L_PY.clear();
+        L_PY.release(&x);
+        return L_PY.from_long(-1);
+    }
+    const long options = L_PY.as_long(args[2]) & (L_OPT_TRANSFORM | L_OPT_CHECK);
+    long status = -1;
+    const int dbl = x.format != NULL && x.format[0] == 'd' && x.format[1] == 0 && x.itemsize == 8;
+    const int flt = x.format != NULL && x.format[0] == 'f' && x.format[1] == 0 && x.itemsize == 4;
+    if ((dbl || flt) && x.ndim == 2 && x.shape[0] == 1 && x.shape[1] == LUMBER_N_FEATURES
+        && o.format != NULL && o.format[0] == 'd' && o.format[1] == 0 && o.itemsize == 8
+        && o.len == 8 * LUMBER_N_OUTPUTS && !o.readonly) {
+        LUMBER_IN_T row[LUMBER_N_FEATURES];
+        const char *p = (const char *)x.buf;
+        const intptr_t step = x.strides[1];
+        void *ts = L_PY.save();
+        for (int j = 0; j < LUMBER_N_FEATURES; ++j, p += step)
+            row[j] = dbl ? (LUMBER_IN_T)*(const double *)p : (LUMBER_IN_T)*(const float *)p;
+        status = LUMBER_FN(predict_one)(row, (double *)o.buf, (int32_t)options);
+        L_PY.restore(ts);
+    }
+    L_PY.release(&x);
+    L_PY.release(&o);
+    return L_PY.from_long(status);
 }
 
 int32_t LUMBER_FN(n_features)(void) { return LUMBER_N_FEATURES; }

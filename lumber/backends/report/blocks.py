@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence, Union
 
+from lumber.ir.display import readable
+
 
 @dataclass(frozen=True)
 class Heading:
@@ -99,23 +101,6 @@ class Glossary:
 
 Block = Union[Heading, Para, Table, Grid, Pre, Figure, Rule, Open, Close, Toc, Glossary]
 
-SMALLEST = 1e-4
-"""Below this magnitude a number keeps one significant digit (the exact value is in report.json)."""
-
-
-def readable(v: float, digits: int = 4) -> str:
-    """A float for reading: ``digits`` significant digits in plain decimal notation (never ``1e-08``),
-    thousands grouped from 10,000 up, trailing zeros dropped; magnitudes below ``SMALLEST`` keep one
-    significant digit."""
-    if v == 0:
-        return "0"
-    if abs(v) < SMALLEST:  # one significant digit, still in decimals: 5.989e-08 reads 0.00000006
-        return f"{v:.{-math.floor(math.log10(abs(v)))}f}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
-    text = f"{round(v, decimals):,.{decimals}f}" if abs(v) >= 1e4 else f"{round(v, decimals):.{decimals}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
 
 
 def num(v: Any, digits: int = 4) -> str:

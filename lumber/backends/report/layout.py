@@ -7,6 +7,7 @@ stay pure functions of the document.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from .blocks import (
@@ -44,7 +45,11 @@ GLOSSARY = {
     "trace": "the number of tests on the case's path through the trees",
     "witness": "the changed case that shows how near the decision boundary is",
     "CDP": "the share of sampled changes to a set of features that reach the decision sought",
-    "π": "the share of sampled changes (CDP) a set of features must reach to be proposed",
+    "CRP": "the share of sampled points inside a rule's conditions that reach the decision sought",
+    "π": "the share of sampled changes (CDP) a set of features must reach to be proposed; π_c: the share of "
+         "sampled points inside a rule's conditions that must reach the decision sought for the rule to be kept",
+    "MILP": "a mixed-integer linear program: the exact optimisation that finds, and proves, the smallest "
+            "change or distance",
     "ν(k)": "a feature's average signed contribution over many rows (global attribution): it ranks features "
             "for the model as a whole, never for one case",
     "isolation score": "how typical a point looks among the training rows (an isolation forest); 0 or "
@@ -52,6 +57,24 @@ GLOSSARY = {
     "support": "the share of training rows a rule's conditions hold for",
 }
 """Every technical term the report may print, in plain words (shown where the page uses it)."""
+
+STATUS_WORDS = {"no_rule": "no rule found", "no_solution": "no counterfactual found",
+                "already_target": "already decided so",
+                "time_limit": "time limit reached", "unverified": "not verified"}
+"""Status codes of the explainers, as the page prints them."""
+
+
+def plain_words(text: str) -> str:
+    """An explainer's message for people: status codes in words, ``pi_c=0.9`` as ``π_c 0.9``."""
+    text = re.sub(r"(?<![\w])pi_c=", "π_c ", text)
+    text = re.sub(r"(?<![\w])pi=", "π ", text)
+    return re.sub(r"(?<![\w])(" + "|".join(STATUS_WORDS) + r")(?![\w])", lambda m: STATUS_WORDS[m.group(1)], text)
+
+
+def _summary(message: str) -> str:
+    """A check's message without its per-case details (each case's section gives those)."""
+    head, sep, _ = message.partition("; case ")
+    return plain_words(head) + ("; each case's section says why" if sep else "")
 
 
 def layout(doc: dict[str, Any]) -> list[Block]:
@@ -103,7 +126,7 @@ def _status(doc: dict[str, Any]) -> list[Block]:
     undecided = [c for c in checks if c.get("passed") is None]
     if failed:
         out.append(Para(f"{len(failed)} check(s) FAILED: " + "; ".join(
-            f"{c.get('name')} ({'gates --check' if c.get('gate') else 'not gating'}): {c.get('message', '')}"
+            f"{c.get('name')} ({'gates --check' if c.get('gate') else 'not gating'}): {_summary(c.get('message', ''))}"
             for c in failed) + ".", "warn"))
     elif checks:
         out.append(Para(f"All {len(checks) - len(undecided)} checks passed"
@@ -123,7 +146,7 @@ def model_section(doc: dict[str, Any]) -> list[Block]:
     facts = [
         ("file", m.get("file")), ("sha256", str(m.get("sha256", ""))[:16]),
         ("library", " ".join(x for x in (m.get("library"), m.get("model_type")) if x) or "—"),
-        ("task", m.get("task")), ("classes", ", ".join(map(str, classes)) if classes else "—"),
+        ("task", m.get("task")), ("classes", _classes(classes, m.get("class_names"))),
         ("outputs", m.get("outputs")), ("output transform", m.get("post_transform")),
         ("input type", m.get("input_dtype")), ("trees", count(sh.get("trees"))), ("nodes", count(sh.get("nodes"))),
         ("leaves", count(sh.get("leaves"))), ("max depth", sh.get("max_depth")),
@@ -142,9 +165,20 @@ def model_section(doc: dict[str, Any]) -> list[Block]:
     return out
 
 
+def _classes(classes: list[Any] | None, names: list[str] | None) -> str:
+    """The model's classes, each with its name when the report names them (``0: paid, 1: default``)."""
+    if names:
+        labels = classes or list(range(len(names)))
+        return ", ".join(f"{num(lab)}: {n}" for lab, n in zip(labels, names))
+    return ", ".join(map(str, classes)) if classes else "—"
+
+
 def _categories(f: dict[str, Any]) -> str:
     """A feature's categories by label (the first 8, then how many in all), a 0/1 flag's note, else their count
     or a dash."""
+    words = f.get("words")
+    if words:  # what a flag's values mean: "0: paid on time; 1: payment delayed 1+ month"
+        return "; ".join(f"{num(v)}: {t}" for v, t in words)
     labels = f.get("labels")
     if labels:
         shown = ", ".join(map(str, labels[:8]))
@@ -237,8 +271,9 @@ def cases_section(doc: dict[str, Any]) -> list[Block]:
         return [Para((c or {}).get("note", "No cases."))]
     out: list[Block] = []
     tgt = c.get("target")
+    names = class_names(doc)
     head = (f"{c['count']} case(s) from {c.get('file')}; decision sought: "
-            f"{'another class' if tgt is None else 'class ' + num(tgt)}.")
+            f"{'another class' if tgt is None else _class(tgt, names)}.")
     if c.get("reasons_per_case"):
         head += (f" Each case lists at most {c['reasons_per_case']} principal reasons.")
     if c.get("materiality"):
@@ -266,37 +301,62 @@ def cases_section(doc: dict[str, Any]) -> list[Block]:
                                     chart_id="distances"), title,
                           table(("case", "distance"), [(a, num(b)) for a, b in dist])))
     for it in c["items"]:
-        out.extend(_case(it, c.get("classes")))
+        out.extend(_case(it, c.get("classes"), names))
     return out
 
 
-def _class(v: Any) -> str:
+def class_names(doc: dict[str, Any]) -> dict[str, str]:
+    """``{class label as text: its name}`` when the report names the classes (``cases.class_names``), else {}."""
+    c = doc.get("cases") or {}
+    names = c.get("class_names")
+    if not names:
+        return {}
+    labels = c.get("classes") or [str(i) for i in range(len(names))]
+    return {_key(lab): str(n) for lab, n in zip(labels, names)}
+
+
+def _key(v: Any) -> str:
+    """A class label as text: ``1``, ``1.0`` and ``"1"`` alike."""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _class(v: Any, names: dict[str, str] | None = None) -> str:
+    """A decision for people: the class's name when the report names the classes, else ``class LABEL``."""
+    if names and _key(v) in names:
+        return names[_key(v)]
     return f"class {num(v)}"
 
 
-def _case(it: dict[str, Any], classes: list[str] | None = None) -> list[Block]:
+def _named(v: Any, names: dict[str, str] | None) -> str:
+    """A predicted value: the class's name when the report names the classes, else the value."""
+    return names[_key(v)] if names and _key(v) in names else num(v)
+
+
+def _case(it: dict[str, Any], classes: list[str] | None = None, names: dict[str, str] | None = None) -> list[Block]:
     row = it["row"]
     probs = it.get("probabilities")
     prob = ""
     if isinstance(probs, list) and len(probs) == 2:
-        name = classes[1] if classes else "1"
-        prob = f" (probability of class {name}: {pct(probs[1])})"
+        positive = classes[1] if classes else "1"
+        prob = f" (probability of {_class(positive, names)}: {pct(probs[1])})"
     elif isinstance(it.get("probability"), float):
         prob = f" (probability {pct(it['probability'])})"
     who = f"Case {it['id']} (row {row})" if it.get("id") else f"Case {row}"
     out: list[Block] = [Open(f"case-{row}", "case"),
-                        Heading(3, f"{who}: decided {_class(it.get('prediction'))}{prob}", f"case-{row}")]
+                        Heading(3, f"{who}: decided {_class(it.get('prediction'), names)}{prob}", f"case-{row}")]
     if "reasons" in it:
         out.extend(_reasons(it))
     vals = it.get("values", [])  # [feature, value] pairs in the model's feature order
     out.append(Heading(4, "The case's values"))
     out.append(Grid(tuple((str(k), num(v, 6)) for k, v in vals), "values", ("feature", "value")))
     if "sensitive" in it:
-        out.extend(_sensitive(it["sensitive"]))
+        out.extend(_sensitive(it["sensitive"], names))
     if "counterfactual" in it:
-        out.extend(_counterfactual(it["counterfactual"]))
+        out.extend(_counterfactual(it["counterfactual"], names))
     if "rule" in it:
-        out.extend(_local_rule(it["rule"]))
+        out.extend(_local_rule(it["rule"], names))
     if it.get("plausibility"):
         out.extend(_plausibility(it["plausibility"]))
     out.append(Close())
@@ -321,7 +381,7 @@ def _reasons(it: dict[str, Any]) -> list[Block]:
     return out
 
 
-def _sensitive(s: dict[str, Any]) -> list[Block]:
+def _sensitive(s: dict[str, Any], names: dict[str, str] | None = None) -> list[Block]:
     out: list[Block] = [Heading(4, "How near another decision is (sensitive tests)")]
     if s.get("status") == "error":
         return out + [Para(f"Sensitive tests failed: {s['message']}", "warn")]
@@ -333,7 +393,7 @@ def _sensitive(s: dict[str, Any]) -> list[Block]:
     bound = "" if s.get("exact") else " (an upper bound)"
     ver = "" if s.get("verified") else " — NOT verified on the model"
     out.append(Para(f"Trace: {count(trace)} tests on the decision path; {s.get('n_tests')} of them are sensitive. "
-                    f"Distance {num(s.get('distance'))}{bound} to {_class(s.get('target'))} "
+                    f"Distance {num(s.get('distance'))}{bound} to {_class(s.get('target'), names)} "
                     f"({s.get('method')}){ver}."))
     rows = []
     for t in s.get("tests", []):
@@ -347,7 +407,7 @@ def _sensitive(s: dict[str, Any]) -> list[Block]:
     return out
 
 
-def _counterfactual(cf: dict[str, Any]) -> list[Block]:
+def _counterfactual(cf: dict[str, Any], names: dict[str, str] | None = None) -> list[Block]:
     out: list[Block] = [Heading(4, "Smallest change that changes the decision (counterfactual)")]
     st = cf.get("status")
     if st == "withheld":
@@ -355,14 +415,15 @@ def _counterfactual(cf: dict[str, Any]) -> list[Block]:
     if st == "error" or cf.get("changes") is None:
         return out + [Para(f"Counterfactual failed: {cf.get('message')}", "warn")]
     if st in ("infeasible", "no_solution"):
-        return out + [Para(f"{st}: {cf.get('message') or 'no counterfactual under the constraints'}", "warn")]
+        return out + [Para(plain_words(f"{st}: {cf.get('message') or 'no counterfactual under the constraints'}"),
+                           "warn")]
     changes = cf.get("changes", [])
     if not changes:
-        return out + [Para(f"No change needed: the case is already decided {_class(cf.get('prediction'))}.")]
+        return out + [Para(f"No change needed: the case is already decided {_class(cf.get('prediction'), names)}.")]
     proof = ("proven optimal" if st == "optimal" else
              f"best found before the time limit, not proven smallest ({st}, gap {num(cf.get('gap'), 3)})")
     ver = "verified on the model" if cf.get("verified") else "NOT verified"
-    out.append(Para(f"Decision {_class(cf.get('original_prediction'))} → {_class(cf.get('prediction'))}; cost "
+    out.append(Para(f"Decision {_class(cf.get('original_prediction'), names)} → {_class(cf.get('prediction'), names)}; cost "
                     f"{num(cf.get('cost'))} ({cf.get('norm')} norm); {proof}; {ver}."))
     out.append(table(("feature", "before", "after", "change", "note"),
                      [(ch["feature"], ch.get("before_text") or num(ch.get("before"), 6),
@@ -377,7 +438,7 @@ def _counterfactual(cf: dict[str, Any]) -> list[Block]:
     return out
 
 
-def _local_rule(r: dict[str, Any]) -> list[Block]:
+def _local_rule(r: dict[str, Any], names: dict[str, str] | None = None) -> list[Block]:
     out: list[Block] = [Heading(4, "A rule for changes that reach the decision sought")]
     st = r.get("status")
     if st == "error":
@@ -385,9 +446,9 @@ def _local_rule(r: dict[str, Any]) -> list[Block]:
     if st == "already_target":
         return out + [Para(r.get("message") or "already at the target")]
     if st != "found":
-        return out + [Para(f"{st}: {r.get('message')}", "warn")]
+        return out + [Para(plain_words(f"{st}: {r.get('message')}"), "warn")]
     tgt = r.get("target") or {}
-    concl = _target_text(tgt)
+    concl = _target_text(tgt, names)
     s_text = ", ".join(r.get("features", []))
     out.append(Para(f"Features to change S = {{{s_text}}} (CDP {num(r.get('cdp'), 3)}"
                     + (f" ≥ π {num(r.get('pi'))}" if r.get("reached_pi") else f" < π {num(r.get('pi'))}") + ")."))
@@ -401,9 +462,9 @@ def _local_rule(r: dict[str, Any]) -> list[Block]:
         ch = "; ".join(f"{c['feature']}: {c.get('before_text') or num(c.get('before'), 6)} → "
                        f"{c.get('after_text') or num(c.get('after'), 6)}"
                        for c in smp.get("changes", [])) or "no change"
-        pred = num(smp.get("prediction"))
+        pred = _named(smp.get("prediction"), names)
         if smp.get("original_prediction") is not None:
-            pred = f"{num(smp.get('original_prediction'))} → {pred}"
+            pred = f"{_named(smp.get('original_prediction'), names)} → {pred}"
         out.append(Para(f"Sample from the rule: {ch}; prediction {pred} "
                         f"({'verified' if smp.get('verified') else 'NOT verified'}, isolation score "
                         f"{score(smp.get('inlier_score'))})."))
@@ -416,12 +477,12 @@ def _free(rule: dict[str, Any]) -> str:
     return f"{', '.join(map(str, free))}: any value; " if free else ""
 
 
-def _target_text(t: dict[str, Any]) -> str:
+def _target_text(t: dict[str, Any], names: dict[str, str] | None = None) -> str:
     if "interval" in t:
         lo, hi = t["interval"]
         return f"prediction in [{num(lo)}, {num(hi)}]"
     cl = t.get("classes") or []
-    return f"class {num(cl[0])}" if len(cl) == 1 else f"a class in {{{', '.join(map(num, cl))}}}"
+    return _class(cl[0], names) if len(cl) == 1 else f"a class in {{{', '.join(_class(c, names) for c in cl)}}}"
 
 
 def _plausibility(p: dict[str, Any]) -> list[Block]:
@@ -446,19 +507,20 @@ def regional_section(doc: dict[str, Any]) -> list[Block]:
         return [Para("Not computed (needs counterfactual rules and training rows).")]
     if "error" in r:
         return [Para(f"Not available: {r['error']['message']}", "warn")]
+    names = class_names(doc)
     cov = r.get("coverage", {})
     out: list[Block] = [Para("Coverage (share of rows in a region whose rule was found): "
                              + ", ".join(f"{k} {pct(v)}" for k, v in cov.items()) + ".")]
     for g in r.get("regions", []):
         out.append(Heading(3, f"Region {g.get('name')}"))
         where = " AND ".join(g.get("region") or []) or "every case"
-        info = (f"IF {where}: {count(g.get('training_rows'))} training rows, mostly {num(g.get('majority'))}"
+        info = (f"IF {where}: {count(g.get('training_rows'))} training rows, mostly {_named(g.get('majority'), names)}"
                 + (f"; {g['cases_in_region']} of the cases" if g.get("cases_in_region") is not None else "") + ".")
         out.append(Para(info))
         if g.get("status") != "found":
-            out.append(Para(f"{g.get('status')}: {g.get('message')}", "warn"))
+            out.append(Para(plain_words(f"{g.get('status')}: {g.get('message')}"), "warn"))
             continue
-        concl = _target_text(g.get("target") or {})
+        concl = _target_text(g.get("target") or {}, names)
         for x in g.get("rules", []):
             out.append(Rule(str(x.get("text")), f"{concl} with probability {num(x.get('probability'), 3)}",
                             f"plausibility {num(x.get('plausibility'), 3)}, support {pct(x.get('support'))}; "
@@ -480,7 +542,7 @@ def checks_section(doc: dict[str, Any]) -> list[Block]:
     checks = doc.get("checks") or []
     if not checks:
         return [Para("No checks recorded.")]
-    rows = [(c["name"], verdict(c.get("passed")), "yes" if c.get("gate") else "no", c.get("message", ""))
+    rows = [(c["name"], verdict(c.get("passed")), "yes" if c.get("gate") else "no", plain_words(c.get("message", "")))
             for c in checks]
     failed = [c["name"] for c in checks if c.get("passed") is False]
     lead = Para(f"FAILED: {', '.join(failed)}." if failed else "Every check passed.", "warn" if failed else "")

@@ -32,8 +32,9 @@ from lumber.ir.diagnostics import error
 from ..base import Artifact, EmitOptions, fingerprint
 from ..table import check as check_table
 
-BLOCK = 256
-"""Rows per block (bins of a block stay in L1 for models with up to ~100 columns)."""
+BLOCK = 1024
+"""Rows per block: a group of trees computes its cells for a block, then adds them (a group's byte codes of a
+block stay in L1)."""
 GENERIC_ABI = 6
 ISAS = ("auto", "portable", "avx2", "avx512")
 """Paths of the runtime's kernels (``isa`` options): ``auto`` takes the widest this CPU runs; ``portable``

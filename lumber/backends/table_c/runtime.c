@@ -152,10 +152,17 @@ LT_HOT static void lt_codes(const lt_model *M, const LT_IN_T *xs, int lanes, dou
 #define LT_F(M) ((int64_t)(M)->n_features)
 #endif
 
+typedef struct {
+    LT_IN_T *pad;   /* per counted column: 16 splitters, then its blocks */
+    int64_t *off;   /* per column: its splitters' offset in pad, or -1 (binarized the general way) */
+    int32_t *nblk;  /* per column: its blocks */
+} lt_counts;
+
 /* Step 1: bins of rows X[0..m), m <= lanes <= LT_BLOCK, for every column into bins[c * stride + i]
  * (lanes, a multiple of 32, is how many rows the vector loops cover: m rounded up; lt_super passes a
  * multiple of 64). */
-LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, int lanes, LT_BIN_T *bins, int64_t stride)
+LT_HOT static void lt_binarize(const lt_model *M, const lt_counts *cb, const LT_IN_T *X, int m, int lanes, LT_BIN_T *bins,
+                               int64_t stride)
 {
     LT_IN_T xs[LT_BLOCK];
     int32_t pos[LT_BLOCK];
@@ -163,6 +170,7 @@ LT_HOT static void lt_binarize(const lt_model *M, const LT_IN_T *X, int m, int l
     int32_t code_f = -1;  /* feature whose codes are in code[] */
     const int64_t F = LT_F(M);
     for (int32_t c = 0; c < M->n_cols; ++c) {
+        if (cb && cb->off[c] >= 0) continue;  /* counted by lt_binarize_path */
         const LT_IN_T *b = M->border + M->border_offset[c];
         const int nb = (int)(M->border_offset[c + 1] - M->border_offset[c]);
         const int32_t f = M->col_feature[c];
@@ -501,8 +509,8 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(LT_NO_X86)
 #define LT_X86 1
 #include <immintrin.h>
-#define LT_TARGET_AVX2 __attribute__((target("avx2")))
-#define LT_TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vbmi")))
+#define LT_TARGET_AVX2 __attribute__((target("avx2,popcnt")))
+#define LT_TARGET_AVX512 __attribute__((target("avx2,popcnt,avx512f,avx512bw,avx512vl,avx512vbmi")))
 #endif
 
 /* Whether this CPU runs the given path. */
@@ -793,6 +801,58 @@ static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_index512_c
     }
 }
 
+/* Whether tree t's index is a byte: every term's shift below 8 and at most 255 in all. */
+static inline int lt_low_only(const lt_terms_of *q)
+{
+    for (int j = 0; j < q->n; ++j)
+        if ((q->shift ? q->shift[j] : j) >= 8) return 0;
+    return lt_low_sum(q) <= 255;
+}
+
+/* AVX-512 step 2 for a tree whose index is a byte (lt_low_only), nch (1-16) chunks of 64 rows from row
+ * i0: per term one compare and one masked byte add per chunk, up to 1024 rows' indices in registers
+ * across the terms. Out as lt_index512_chunks: codes to out8 (codes given), the index to out8, or
+ * 16-bit indices to idx. */
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_lo512_chunks(
+    const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int i0, const int nch, const uint8_t *codes,
+    int cells, uint16_t *idx, uint8_t *out8)
+{
+    __m512i lo[16];
+    for (int c = 0; c < nch; ++c) lo[c] = _mm512_setzero_si512();
+    for (int j = 0; j < q->n; ++j) {
+        const LT_BIN_T *bc = bins + (int64_t)q->col[j] * stride + i0;
+        const __m512i k = _mm512_set1_epi8((char)q->kb[j]);
+        const __m512i w = _mm512_set1_epi8((char)(1 << (q->shift ? q->shift[j] : j)));
+        for (int c = 0; c < nch; ++c)
+            lo[c] = _mm512_mask_add_epi8(lo[c], _mm512_cmpgt_epu8_mask(_mm512_loadu_si512((const void *)(bc + 64 * c)), k),
+                                         lo[c], w);
+    }
+    if (codes) {
+        for (int c = 0; c < nch; ++c)
+            _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_codes512(codes, cells, lo[c], _mm512_setzero_si512()));
+    } else if (out8) {
+        for (int c = 0; c < nch; ++c) _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lo[c]);
+    } else {
+        for (int c = 0; c < nch; ++c) {
+            _mm512_storeu_si512((void *)(idx + i0 + 64 * c), _mm512_cvtepu8_epi16(_mm512_castsi512_si256(lo[c])));
+            _mm512_storeu_si512((void *)(idx + i0 + 64 * c + 32), _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(lo[c], 1)));
+        }
+    }
+}
+
+/* lt_lo512_chunks over rows [0, lanes) (a multiple of 64): 16 chunks at a time, then 8, 4, 2, 1. */
+LT_TARGET_AVX512 static void lt_lo512(const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int lanes,
+                                      const uint8_t *codes, int cells, uint16_t *idx, uint8_t *out8)
+{
+    int i = 0;
+    for (; i + 1024 <= lanes; i += 1024) lt_lo512_chunks(q, bins, stride, i, 16, codes, cells, idx, out8);
+    const int r = (lanes - i) >> 6;
+    if (r & 8) { lt_lo512_chunks(q, bins, stride, i, 8, codes, cells, idx, out8); i += 512; }
+    if (r & 4) { lt_lo512_chunks(q, bins, stride, i, 4, codes, cells, idx, out8); i += 256; }
+    if (r & 2) { lt_lo512_chunks(q, bins, stride, i, 2, codes, cells, idx, out8); i += 128; }
+    if (r & 1) lt_lo512_chunks(q, bins, stride, i, 1, codes, cells, idx, out8);
+}
+
 /* Whether the AVX-512 path looks tree t's cell codes up in registers: a dictionary, byte bins, at most
  * 1024 cells and no carry out of the index's low byte. */
 static inline int lt_byte_codes(const lt_model *M, int32_t t, const lt_terms_of *q)
@@ -800,12 +860,12 @@ static inline int lt_byte_codes(const lt_model *M, int32_t t, const lt_terms_of 
     return sizeof(LT_BIN_T) == 1 && LT_DICT(M, t) && M->depth[t] <= 10 && lt_low_sum(q) <= 255;
 }
 
-/* Whether the AVX-512 path reads tree t's table (no dictionary) from registers by its byte index: at
- * most 32 cells (a CatBoost tree of depth <= 5, a small table), byte bins. */
+/* Whether the AVX-512 path reads tree t's table (no dictionary) by its byte index: at most 256 cells (a
+ * CatBoost tree of depth <= 8, a small table; from registers up to 32), byte bins. */
 static inline int lt_byte_direct(const lt_model *M, int32_t t)
 {
     return sizeof(LT_BIN_T) == 1 && !LT_DICT(M, t) && M->tree_output[t] >= 0
-           && M->value_offset[t + 1] - M->value_offset[t] <= 32;
+           && M->value_offset[t + 1] - M->value_offset[t] <= 256;
 }
 
 /* AVX-512 step 2 for a tree with byte codes: the rows' codes of rows [0, lanes) into out8. */
@@ -814,6 +874,10 @@ LT_TARGET_AVX512 static void lt_codes_avx512(const lt_model *M, int32_t t, const
 {
     const uint8_t *codes = LT_DICT(M, t) ? M->cell_code + M->value_offset[t] : NULL;  /* NULL: the index */
     const int cells = (int)(M->value_offset[t + 1] - M->value_offset[t]);
+    if (lt_low_only(q)) {
+        lt_lo512(q, bins, stride, lanes, codes, cells, NULL, out8);
+        return;
+    }
     int i = 0;
     for (; i + 256 <= lanes; i += 256) lt_index512_chunks(q, bins, stride, i, 4, codes, cells, NULL, out8);
     switch ((lanes - i) >> 6) {
@@ -825,11 +889,13 @@ LT_TARGET_AVX512 static void lt_codes_avx512(const lt_model *M, int32_t t, const
 }
 
 /* AVX-512 step 2: tree t's index of rows [0, lanes) (lanes a multiple of 64). */
-LT_TARGET_AVX512 static void lt_index_avx512(const lt_model *M, int32_t t, const LT_BIN_T *bins, int64_t stride,
-                                             int lanes, uint16_t *idx)
+LT_TARGET_AVX512 static void lt_index_avx512(const lt_terms_of *qp, const LT_BIN_T *bins, int64_t stride, int lanes,
+                                             uint16_t *idx)
 {
-    const lt_terms_of q = lt_tree_terms(M, t);
-    if (sizeof(LT_BIN_T) == 1 && lt_low_sum(&q) <= 255) {
+    const lt_terms_of q = *qp;
+    if (sizeof(LT_BIN_T) == 1 && lt_low_only(&q)) {
+        lt_lo512(&q, bins, stride, lanes, NULL, 0, idx, NULL);
+    } else if (sizeof(LT_BIN_T) == 1 && lt_low_sum(&q) <= 255) {
         int i = 0;
         for (; i + 256 <= lanes; i += 256) lt_index512_chunks(&q, bins, stride, i, 4, NULL, 0, idx, NULL);
         switch ((lanes - i) >> 6) {
@@ -877,35 +943,50 @@ static inline __attribute__((always_inline)) LT_TARGET_AVX512 __m512d lt_look8(i
     return _mm512_mask_blend_pd(_mm512_test_epi64_mask(c, _mm512_set1_epi64(16)), v, _mm512_permutex2var_pd(d2, c, d3));
 }
 
-/* AVX-512 step 3 for trees [g0, g0 + ng), 32 rows per step (four registers of sums). Tree j's rows
- * come as byte codes (byte[j]: gcode[j]) or as 16-bit indices (gidx[j]); a tree whose distinct values
- * fit in 8, 16 or 32 doubles looks them up with register permutes (regs 1, 2, 4), any other gathers
- * them (from its dictionary by code, or from its table by index). */
-LT_TARGET_AVX512 static void lt_sums_avx512(const lt_model *M, int32_t g0, int ng, const int *byte,
-                                            uint16_t (*gidx)[LT_BLOCK], uint8_t (*gcode)[LT_BLOCK], double *acc, int m)
-{
-    const double *tabs[LT_GROUP];
-    const uint8_t *codes[LT_GROUP];
-    int regs[LT_GROUP];
+/* What the AVX-512 kernels know of the trees of a group, set up once per group and super-block. */
+typedef struct {
+    lt_terms_of q[LT_GROUP];
+    int byte[LT_GROUP];            /* the rows' byte codes (else 16-bit indices) */
+    const double *tabs[LT_GROUP];  /* the values a code or index reads: the dictionary's or the table's */
+    const uint8_t *codes[LT_GROUP];/* the cells' codes, or NULL */
+    int regs[LT_GROUP];            /* 1, 2, 4: distinct values in registers; 0: gathered */
     __mmask8 dm[LT_GROUP][4];
+} lt_group512;
+
+static void lt_group512_init(const lt_model *M, int32_t g0, int ng, lt_group512 *G)
+{
     for (int j = 0; j < ng; ++j) {
         const int32_t t = g0 + j;
+        G->q[j] = lt_tree_terms(M, t);
+        G->byte[j] = lt_byte_codes(M, t, &G->q[j]) || lt_byte_direct(M, t);
         /* the values a byte reads: the dictionary's, or a small table's own (lt_byte_direct) */
         const int64_t nd = LT_DICT(M, t) ? M->dict_offset[t + 1] - M->dict_offset[t]
-                           : byte[j] ? M->value_offset[t + 1] - M->value_offset[t] : 0;
-        regs[j] = nd == 0 ? 0 : nd <= 8 ? 1 : nd <= 16 ? 2 : nd <= 32 ? 4 : 0;
+                           : G->byte[j] ? M->value_offset[t + 1] - M->value_offset[t] : 0;
+        G->regs[j] = nd == 0 ? 0 : nd <= 8 ? 1 : nd <= 16 ? 2 : nd <= 32 ? 4 : 0;
         for (int r = 0; r < 4; ++r) {
             const int64_t have = nd - 8 * r;
-            dm[j][r] = (__mmask8)(have >= 8 ? 0xff : have <= 0 ? 0 : (1u << have) - 1);
+            G->dm[j][r] = (__mmask8)(have >= 8 ? 0xff : have <= 0 ? 0 : (1u << have) - 1);
         }
         if (LT_DICT(M, t)) {
-            tabs[j] = M->dict_value + M->dict_offset[t];
-            codes[j] = M->cell_code + M->value_offset[t];
+            G->tabs[j] = M->dict_value + M->dict_offset[t];
+            G->codes[j] = M->cell_code + M->value_offset[t];
         } else {
-            tabs[j] = M->value + M->value_offset[t];
-            codes[j] = NULL;
+            G->tabs[j] = M->value + M->value_offset[t];
+            G->codes[j] = NULL;
         }
     }
+}
+
+/* AVX-512 step 3 for the ng trees of group G, 32 rows per step (four registers of sums). Tree j's rows
+ * come as byte codes (G->byte[j]: gcode[j]) or as 16-bit indices (gidx[j]); a tree whose distinct values
+ * fit in 8, 16 or 32 doubles looks them up with register permutes (regs 1, 2, 4), any other gathers
+ * them (from its dictionary by code, or from its table by index). */
+LT_TARGET_AVX512 static void lt_sums_avx512(const lt_group512 *G, int ng, uint16_t (*gidx)[LT_BLOCK],
+                                            uint8_t (*gcode)[LT_BLOCK], double *acc, int m)
+{
+    const int *byte = G->byte, *regs = G->regs;
+    const double *const *tabs = G->tabs;
+    const uint8_t *const *codes = G->codes;
     for (int i = 0; i < m; i += 32) {
         __mmask8 k[4];
         __m512d s[4];
@@ -919,7 +1000,7 @@ LT_TARGET_AVX512 static void lt_sums_avx512(const lt_model *M, int32_t g0, int n
             __m512i c[4];
             const int r = regs[j];
             if (byte[j]) {
-                if (r == 0) {  /* many distinct values: gather them from the dictionary */
+                if (r == 0) {  /* many distinct values: gather them from the dictionary or table */
                     for (int h = 0; h < 2; ++h) {
                         const __m512i g = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gcode[j] + i + 16 * h)));
                         v[2 * h] = _mm512_i32gather_pd(_mm512_castsi512_si256(g), tabs[j], 8);
@@ -951,10 +1032,10 @@ LT_TARGET_AVX512 static void lt_sums_avx512(const lt_model *M, int32_t g0, int n
                 if (r == 0) goto add;
             }
             {
-                const __m512d d0 = _mm512_maskz_loadu_pd(dm[j][0], tabs[j]);
-                const __m512d d1 = r >= 2 ? _mm512_maskz_loadu_pd(dm[j][1], tabs[j] + 8) : d0;
-                const __m512d d2 = r == 4 ? _mm512_maskz_loadu_pd(dm[j][2], tabs[j] + 16) : d0;
-                const __m512d d3 = r == 4 ? _mm512_maskz_loadu_pd(dm[j][3], tabs[j] + 24) : d0;
+                const __m512d d0 = _mm512_maskz_loadu_pd(G->dm[j][0], tabs[j]);
+                const __m512d d1 = r >= 2 ? _mm512_maskz_loadu_pd(G->dm[j][1], tabs[j] + 8) : d0;
+                const __m512d d2 = r == 4 ? _mm512_maskz_loadu_pd(G->dm[j][2], tabs[j] + 16) : d0;
+                const __m512d d3 = r == 4 ? _mm512_maskz_loadu_pd(G->dm[j][3], tabs[j] + 24) : d0;
                 for (int q = 0; q < 4; ++q) v[q] = lt_look8(r, c[q], d0, d1, d2, d3);
             }
         add:
@@ -964,25 +1045,169 @@ LT_TARGET_AVX512 static void lt_sums_avx512(const lt_model *M, int32_t g0, int n
     }
 }
 
+/* Trees [t0, t1) for rows [0, m) of a super-block (bins and acc point at its first row): per group of
+ * trees, its setup once, then block by block its indices or codes and its sums. */
 LT_TARGET_AVX512 static void lt_fused_avx512(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins,
-                                             double *acc, int64_t stride, int m)
+                                             double *acc, int64_t stride, int64_t m)
 {
     uint16_t gidx[LT_GROUP][LT_BLOCK];
     uint8_t gcode[LT_GROUP][LT_BLOCK];
-    int byte[LT_GROUP];
-    const int lanes = (m + 63) & ~63;
+    lt_group512 G;
     for (int32_t g0 = t0, ng; g0 < t1; g0 += ng) {
         ng = (int)(t1 - g0 < LT_GROUP ? t1 - g0 : LT_GROUP);
-        for (int j = 0; j < ng; ++j) {
-            const lt_terms_of q = lt_tree_terms(M, g0 + j);
-            byte[j] = lt_byte_codes(M, g0 + j, &q) || lt_byte_direct(M, g0 + j);
-            if (byte[j]) lt_codes_avx512(M, g0 + j, &q, bins, stride, lanes, gcode[j]);
-            else lt_index_avx512(M, g0 + j, bins, stride, lanes, gidx[j]);
+        lt_group512_init(M, g0, ng, &G);
+        for (int64_t r = 0; r < m; r += LT_BLOCK) {
+            const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
+            const int lanes = (mb + 63) & ~63;
+            for (int j = 0; j < ng; ++j) {
+                if (G.byte[j]) lt_codes_avx512(M, g0 + j, &G.q[j], bins + r, stride, lanes, gcode[j]);
+                else lt_index_avx512(&G.q[j], bins + r, stride, lanes, gidx[j]);
+            }
+            lt_sums_avx512(&G, ng, gidx, gcode, acc + r, mb);
         }
-        lt_sums_avx512(M, g0, ng, byte, gidx, gcode, acc, m);
     }
 }
 #endif
+
+/* -- binarization by counting (the AVX2 and AVX-512 paths) ----------------------------------------
+ *
+ * A border column with 1-255 borders (byte bins) binarizes one row at a time by counting, in at most
+ * two steps of 16 compares: its borders in blocks of 16 (the last padded with +inf, which no value
+ * exceeds), and 16 splitters, the last border of each block but the last (padded with +inf). The
+ * splitters below x are c1 (so every border of blocks 0..c1-1 is below x and none after block c1),
+ * and the bin is 16 c1 plus the borders of block c1 below x: the count bin = #{b : b < x} exactly.
+ * A column of at most 16 borders is one block and one step. Every row reads its value from the row
+ * (no transpose) and no lane waits on a gather. */
+#define LT_COUNT_MAX 255
+static int lt_counts_init(const lt_model *M, lt_counts *cb)
+{
+    const int C = M->n_cols;
+    cb->pad = NULL;
+    cb->off = (int64_t *)malloc((size_t)(C > 0 ? C : 1) * sizeof(int64_t));
+    cb->nblk = (int32_t *)malloc((size_t)(C > 0 ? C : 1) * sizeof(int32_t));
+    if (!cb->off || !cb->nblk) return 0;
+    int64_t total = 0;
+    for (int32_t c = 0; c < C; ++c) {
+        const int nb = (int)(M->border_offset[c + 1] - M->border_offset[c]);
+        const int set = M->col_invalid_bin && M->col_invalid_bin[c] >= 0;
+        if (set || nb < 1 || nb > LT_COUNT_MAX || sizeof(LT_BIN_T) != 1) {
+            cb->off[c] = -1;
+            cb->nblk[c] = 0;
+            continue;
+        }
+        cb->nblk[c] = (nb + 15) / 16;
+        cb->off[c] = total;
+        total += 16 + 16 * (int64_t)cb->nblk[c];
+    }
+    cb->pad = (LT_IN_T *)malloc((size_t)(total > 0 ? total : 1) * sizeof(LT_IN_T));
+    if (!cb->pad) return 0;
+    for (int32_t c = 0; c < C; ++c) {
+        if (cb->off[c] < 0) continue;
+        const LT_IN_T *b = M->border + M->border_offset[c];
+        const int nb = (int)(M->border_offset[c + 1] - M->border_offset[c]), K = cb->nblk[c];
+        LT_IN_T *sp = cb->pad + cb->off[c], *blk = sp + 16;
+        for (int q = 0; q < 16 * K; ++q) blk[q] = q < nb ? b[q] : (LT_IN_T)INFINITY;
+        for (int k = 0; k < 16; ++k) sp[k] = k < K - 1 ? blk[16 * k + 15] : (LT_IN_T)INFINITY;
+    }
+    return 1;
+}
+
+static void lt_counts_free(lt_counts *cb)
+{
+    free(cb->pad);
+    free(cb->off);
+    free(cb->nblk);
+}
+
+/* Rows [0, m) of counted column c into out: CNT16(p, x) counts p[0..16) below x. */
+#define LT_COUNT_ROWS(CNT16)                                                            \
+    {                                                                                         \
+        const LT_IN_T *sp = cb->pad + cb->off[c], *blk = sp + 16;                             \
+        const LT_BIN_T nan_bin = (LT_BIN_T)M->col_nan_bin[c];                                 \
+        const int32_t f = M->col_feature[c];                                                  \
+        if (cb->nblk[c] == 1) {                                                               \
+            for (int i = 0; i < m; ++i) {                                                     \
+                const LT_IN_T x = X[(int64_t)i * F + f];                                      \
+                const unsigned n = CNT16(blk, x);                                       \
+                out[i] = x != x ? nan_bin : (LT_BIN_T)n;                                      \
+            }                                                                                 \
+        } else {                                                                              \
+            for (int i = 0; i < m; ++i) {                                                     \
+                const LT_IN_T x = X[(int64_t)i * F + f];                                      \
+                const unsigned c1 = CNT16(sp, x);                                       \
+                const unsigned n = 16 * c1 + CNT16(blk + 16 * c1, x);                   \
+                out[i] = x != x ? nan_bin : (LT_BIN_T)n;                                      \
+            }                                                                                 \
+        }                                                                                     \
+        for (int i = m; i < lanes; ++i) out[i] = 0;                                           \
+    }
+
+#ifdef LT_X86
+static inline __attribute__((always_inline)) LT_TARGET_AVX2 unsigned lt_cnt16_256ps(const float *p, __m256 xv)
+{
+    const unsigned a = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), xv, _CMP_LT_OQ));
+    const unsigned b = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p + 8), xv, _CMP_LT_OQ));
+    return (unsigned)__builtin_popcount(a | b << 8);
+}
+static inline __attribute__((always_inline)) LT_TARGET_AVX2 unsigned lt_cnt16_256pd(const double *p, __m256d xv)
+{
+    unsigned m = 0;
+    for (int h = 0; h < 4; ++h)
+        m |= (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(p + 4 * h), xv, _CMP_LT_OQ)) << (4 * h);
+    return (unsigned)__builtin_popcount(m);
+}
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 unsigned lt_cnt16_512ps(const float *p, __m512 xv)
+{
+    return (unsigned)__builtin_popcount((unsigned)_mm512_cmp_ps_mask(_mm512_loadu_ps(p), xv, _CMP_LT_OQ));
+}
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 unsigned lt_cnt16_512pd(const double *p, __m512d xv)
+{
+    const unsigned a = (unsigned)_mm512_cmp_pd_mask(_mm512_loadu_pd(p), xv, _CMP_LT_OQ);
+    const unsigned b = (unsigned)_mm512_cmp_pd_mask(_mm512_loadu_pd(p + 8), xv, _CMP_LT_OQ);
+    return (unsigned)__builtin_popcount(a | b << 8);
+}
+/* (sizeof picks the input type's version; the other is dead code) */
+#define LT_CNT16_256(p, x)                                                                   \
+    (sizeof(LT_IN_T) == 4 ? lt_cnt16_256ps((const float *)(const void *)(p), _mm256_set1_ps((float)(x)))        \
+                          : lt_cnt16_256pd((const double *)(const void *)(p), _mm256_set1_pd((double)(x))))
+#define LT_CNT16_512(p, x)                                                                   \
+    (sizeof(LT_IN_T) == 4 ? lt_cnt16_512ps((const float *)(const void *)(p), _mm512_set1_ps((float)(x)))        \
+                          : lt_cnt16_512pd((const double *)(const void *)(p), _mm512_set1_pd((double)(x))))
+LT_TARGET_AVX2 static void lt_count_avx2(const lt_model *M, const lt_counts *cb, int32_t c, const LT_IN_T *X, int m,
+                                         int lanes, LT_BIN_T *out)
+{
+    const int64_t F = LT_F(M);
+    LT_COUNT_ROWS(LT_CNT16_256)
+}
+LT_TARGET_AVX512 static void lt_count_avx512(const lt_model *M, const lt_counts *cb, int32_t c, const LT_IN_T *X,
+                                             int m, int lanes, LT_BIN_T *out)
+{
+    const int64_t F = LT_F(M);
+    LT_COUNT_ROWS(LT_CNT16_512)
+}
+#endif
+
+/* Step 1 on path isa: on AVX2 and AVX-512 the counted columns by counting, the others (and every
+ * column of the portable path) by lt_binarize's searches. */
+static void lt_binarize_path(const lt_model *M, const lt_counts *cb, int isa, const LT_IN_T *X, int m, int lanes,
+                             LT_BIN_T *bins, int64_t stride)
+{
+#ifdef LT_X86
+    if (isa == LT_ISA_AVX2 || isa == LT_ISA_AVX512) {
+        lt_binarize(M, cb, X, m, lanes, bins, stride);
+        for (int32_t c = 0; c < M->n_cols; ++c) {
+            if (cb->off[c] < 0) continue;
+            LT_BIN_T *out = bins + (int64_t)c * stride;
+            if (isa == LT_ISA_AVX512) lt_count_avx512(M, cb, c, X, m, lanes, out);
+            else lt_count_avx2(M, cb, c, X, m, lanes, out);
+        }
+        return;
+    }
+#else
+    (void)cb; (void)isa;
+#endif
+    lt_binarize(M, NULL, X, m, lanes, bins, stride);
+}
 
 /* Bytes tree t's evaluation reads from its table: its cells' codes and distinct values, or its values. */
 static int64_t lt_table_bytes(const lt_model *M, int32_t t)
@@ -1002,8 +1227,8 @@ static int32_t lt_chunk_end(const lt_model *M, int32_t t0)
 }
 
 /* Margins of rows X[0..m), m <= s->rows, into out (row-major m x K); leaf ids into leaf (m x T) if given. */
-static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out, int32_t *leaf, int transform,
-                     int fused, lt_scratch *s)  /* fused: 0, or the fused kernels' LT_ISA_ path */
+static void lt_super(const lt_model *M, const lt_counts *cb, int path, const LT_IN_T *X, int64_t m, double *out,
+                     int32_t *leaf, int transform, int fused, lt_scratch *s)  /* fused: 0, or the fused kernels' path */
 {
     const int K = LT_K(M);
     const int64_t R = s->rows;
@@ -1011,12 +1236,19 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
     double *acc = s->acc;
     for (int64_t r = 0; r < m; r += LT_BLOCK) {
         const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
-        lt_binarize(M, X + r * F, mb, (mb + 63) & ~63, s->bins + r, R);
+        lt_binarize_path(M, cb, path, X + r * F, mb, (mb + 63) & ~63, s->bins + r, R);
     }
     for (int k = 0; k < K; ++k)
         for (int64_t i = 0; i < m; ++i) acc[(int64_t)k * R + i] = M->base[k];
     for (int32_t t0 = 0; t0 < M->n_trees;) {
         const int32_t t1 = lt_chunk_end(M, t0);
+#ifdef LT_X86
+        if (fused == LT_ISA_AVX512) {
+            lt_fused_avx512(M, t0, t1, s->bins, acc, R, m);
+            t0 = t1;
+            continue;
+        }
+#endif
         for (int64_t r = 0; r < m; r += LT_BLOCK) {
             const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
             if (fused == LT_ISA_PORTABLE)
@@ -1024,8 +1256,6 @@ static void lt_super(const lt_model *M, const LT_IN_T *X, int64_t m, double *out
 #ifdef LT_X86
             else if (fused == LT_ISA_AVX2)
                 lt_fused_avx2(M, t0, t1, s->bins + r, acc + r, R, mb);
-            else if (fused == LT_ISA_AVX512)
-                lt_fused_avx512(M, t0, t1, s->bins + r, acc + r, R, mb);
 #endif
             else
                 lt_trees(M, t0, t1, s->bins + r, acc + r, R, mb, leaf ? leaf + r * M->n_trees : NULL, M->n_trees);
@@ -1166,6 +1396,11 @@ static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out
     int fused = K == 1 && leaf == NULL ? path : 0;
     for (int32_t t = 0; t < M->n_trees && fused; ++t)
         if (M->tree_output[t] != 0 || M->depth[t] > 16) fused = 0;
+    lt_counts cb;
+    if (!lt_counts_init(M, &cb)) {
+        lt_counts_free(&cb);
+        return -1;
+    }
     (void)threads;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 1 ? threads : 1) reduction(| : failed)
@@ -1181,11 +1416,12 @@ static int lt_run(const lt_model *M, const LT_IN_T *rows, int64_t n, double *out
             for (int64_t b = 0; b < nsuper; ++b) {
                 const int64_t r0 = b * R;
                 const int64_t m = n - r0 < R ? n - r0 : R;
-                lt_super(M, rows + r0 * F, m, out ? out + r0 * K : NULL, leaf ? leaf + r0 * M->n_trees : NULL,
+                lt_super(M, &cb, path, rows + r0 * F, m, out ? out + r0 * K : NULL, leaf ? leaf + r0 * M->n_trees : NULL,
                          transform, fused, &s);
             }
         }
         lt_scratch_free(&s);
     }
+    lt_counts_free(&cb);
     return failed ? -1 : 0;
 }

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from lumber.backends.base import fingerprint
 from lumber.ir import CompileError, Forest, ModelLike, ObliviousEnsemble
+from lumber.ir.cascade import Cascade
 from lumber.passes.transforms.oblivious_fit import FitOptions
 
 from .. import speed
@@ -25,6 +26,7 @@ from lumber.runtime.predictors import Predictor
 from ..targets import get_target, known_targets, load_artifact
 from ..targets.base import model_ir, project
 from ..targets.c import FastestOptions
+from ..targets.cascade import build_cascade
 
 TARGETS = known_targets()
 
@@ -35,7 +37,8 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
 
     Every IR compiles (:mod:`lumber.passes.deploy`): a Polynomial (pruned or not, object or
     ``.lumber`` file) as its exact oblivious tables, an ObliviousEnsemble for ``onnx``/``numpy``/
-    ``c-source`` as its exact Forest, and for ``c`` as the ``table-c`` library.
+    ``c-source`` as its exact Forest, and for ``c`` as the ``table-c`` library. A Cascade (the ``cascade``
+    pass) compiles for ``c`` only, tables and forest in one library.
 
     Parameters
     ----------
@@ -56,6 +59,11 @@ def compile(model: ModelLike, target: str = "c", *, path: str | Path | None = No
     """
     tgt = get_target(target)
     opts = tgt.options(options)
+    if isinstance(model, Cascade):
+        if tgt.name != "c":
+            raise CompileError(f"a Cascade compiles to target 'c' (one library: tables, then the forest), not "
+                               f"{target!r}", "lumber.compile(cascade, 'c')")
+        return build_cascade(model, opts, path=path, threads=threads)
     src = model_ir(model)
     ir = tgt.lower(src)
     impl = tgt.for_ir(ir)

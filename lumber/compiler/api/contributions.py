@@ -1,7 +1,8 @@
 """``lumber.contributions(model, rows)``: each feature's exact share of each row's margin.
 
 Shapley values of the model's raw margin (log-odds for a binary LightGBM/XGBoost
-classifier), computed exactly from the trees:
+classifier), computed exactly from the trees by the ``contributions`` pass
+(:class:`~lumber.passes.analyses.explainers.RowContributions`);
 :func:`lumber.passes.analyses.contributions.contributions` documents the two games.
 With ``reference`` rows they are *interventional* (the row against each
 reference row, averaged: the base value is the references' mean margin);
@@ -18,7 +19,9 @@ from lumber.compiler.explain import warn_positional
 from lumber.compiler.api.pipeline import as_ir
 from lumber.ir import ArrayLike, CompileError, Feature, Forest, ModelLike
 from lumber.passes.analyses.contributions import Contributions
-from lumber.passes.analyses.contributions import contributions as _contributions
+from lumber.passes.analyses.explainers import RowContributions
+from lumber.passes.base import PassData
+from lumber.passes.manager import run_analysis
 
 
 def contributions(model: ModelLike, rows: ArrayLike, reference: ArrayLike | None = None, *,
@@ -53,7 +56,8 @@ def contributions(model: ModelLike, rows: ArrayLike, reference: ArrayLike | None
     if features is not None:
         forest = forest.replace(schema=refine_schema(forest.schema, features))
     warn_positional(model, forest, rows, "rows")
-    return _contributions(forest, rows, reference)
+    analysis = RowContributions(game="path" if reference is None else "interventional")
+    return run_analysis(analysis, forest, PassData(cases=rows, X_train=reference))  # type: ignore[no-any-return]
 
 
 __all__ = ["Contributions", "contributions"]

@@ -9,7 +9,8 @@ reference rows once for the whole batch
 solves each case (:func:`lumber.passes.analyses.counterfactual.solve_counterfactual`)
 with one :class:`CounterfactualOptions`. Every returned point is verified with
 the source model's own ``predict`` (:class:`~lumber.compiler.explain.SourcePredictor`,
-boosters included) when a model object is given, else with the lowered Forest;
+boosters included) when a model object is given, else with the lowered Forest
+(in a batch: once per chunk for all its cases and points, :meth:`_Job.many`);
 batches run in parallel with joblib, one solver thread per worker. Every case
 gets an answer: a verified point (proven optimal, or at the time limit with a
 proven bound and gap), or a proven ``infeasible`` that names the constraint
@@ -34,6 +35,7 @@ from lumber.passes.analyses.counterfactual import (
     CounterfactualOptions, CounterfactualResult, isolation_threshold, solve_counterfactual,
 )
 from lumber.passes.analyses.counterfactual.reference import DECIDE_FROM, Reference
+from lumber.passes.analyses.counterfactual.solve import default_verifier
 from lumber.ir.decision import class_labels, resolve_target
 
 FloatArray = npt.NDArray[np.float64]
@@ -99,11 +101,15 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
     done = progress or (lambda n: None)
     job = _Job(forest, target, cons, Reference.of(forest, R, decide=len(X) >= DECIDE_FROM), verifier, opts)
 
-    if single or n_jobs == 1 or len(X) < 2:
+    if single or len(X) < 2:
+        results = [job.one(X[i], iso(X[i])) for i in range(len(X))]
+        done(len(results))
+    elif n_jobs == 1:
+        isos = [iso(x) for x in X]
         results = []
-        for i in range(len(X)):
-            results.append(job.one(X[i], iso(X[i])))
-            done(1)
+        for c in np.array_split(np.arange(len(X)), -(-len(X) // CHUNK)):
+            results += job.many(X[c], [isos[i] for i in c])
+            done(len(c))
     else:
         job = replace(job, options=replace(opts, threads=1))
         isos = [iso(x) for x in X]
@@ -114,6 +120,10 @@ def counterfactual(model: ModelLike | ExplanationRequest, x: CasesLike, target: 
             results += part
             done(len(part))
     return results[0] if single else results
+
+
+CHUNK = 16
+"""Cases per call of the source model's ``predict`` in a batch on one worker (:meth:`_Job.many`)."""
 
 
 @dataclass(frozen=True)
@@ -128,12 +138,44 @@ class _Job:
     verifier: Any
     options: CounterfactualOptions
 
-    def one(self, x: FloatArray, isolation: Any) -> CounterfactualResult:
+    def one(self, x: FloatArray, isolation: Any, verifier: Any = None) -> CounterfactualResult:
         return solve_counterfactual(self.forest, x, self.target, self.constraints, options=self.options,
-                                    reference=self.reference, isolation=isolation, verifier=self.verifier)
+                                    reference=self.reference, isolation=isolation,
+                                    verifier=verifier or self.verifier)
 
     def many(self, X: FloatArray, isolations: Sequence[Any]) -> list[CounterfactualResult]:
-        return [self.one(x, iso) for x, iso in zip(X, isolations)]
+        """Every case of a chunk. With a source model (a classifier), each query checks its points on the
+        lowered Forest (the same decisions, bit for bit, at a fraction of a library call), then the source
+        model's own ``predict`` confirms every case and every returned point in one call per chunk; a case
+        where it decides otherwise anywhere is solved again with the source model checking each point."""
+        if self.verifier is None or len(X) < 2 or self.forest.schema.task not in (Task.BINARY, Task.MULTICLASS):
+            return [self.one(x, iso) for x, iso in zip(X, isolations)]
+        fast = default_verifier(self.forest)
+        results = [self.one(x, iso, fast) for x, iso in zip(X, isolations)]
+        answers = [(i, a, a.x) for i, r in enumerate(results) for a in (r, *r.alternatives) if a.x is not None]
+        before: npt.NDArray[Any] = np.asarray(self.verifier(X)).astype(object).reshape(-1)
+        after: npt.NDArray[Any] = (np.asarray(self.verifier(np.stack([x for _, _, x in answers]))).astype(object)
+                                   .reshape(-1) if answers else np.zeros(0, dtype=object))
+        again = {i for i, r in enumerate(results)
+                 if any(not _same(before[i], a.original_prediction) for a in (r, *r.alternatives))}
+        again |= {i for (i, a, _), p in zip(answers, after) if not _same(p, a.prediction)}
+        for i, r in enumerate(results):
+            for a in (r, *r.alternatives):
+                a.original_prediction = _plain_label(before[i])
+        for (_, a, _), p in zip(answers, after):
+            a.prediction = _plain_label(p)
+        for i in sorted(again):
+            results[i] = self.one(X[i], isolations[i])
+        return results
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Two predictions of one case agree (labels compared as values, or as text: ``1`` and ``"1"``)."""
+    return bool(a == b) or str(a) == str(b)
+
+
+def _plain_label(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def _rows(x: Any, forest: Forest) -> tuple[FloatArray, bool]:

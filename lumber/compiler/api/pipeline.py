@@ -18,10 +18,11 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Mapping, Sequence
 
-from lumber.ir import Forest, ModelLike, Polynomial
+from lumber.ir import Forest, ModelLike, Polynomial, load_ir
 from lumber.passes.base import Instrument, Pass, PassContext, PassData
 from lumber.passes.manager import DumpInstrument, VerifyInstrument, format_timings, run_passes
 from lumber.passes.pipeline_text import build_passes
+from lumber.compiler.frontends import load
 
 
 def as_ir(ir_or_model: ModelLike) -> Any:
@@ -36,11 +37,7 @@ def as_ir(ir_or_model: ModelLike) -> Any:
         except OSError:
             head = b""
         if head == b"PK\x03\x04":
-            from lumber.ir import load_ir
-
             return load_ir(p)
-    from lumber.compiler.frontends import load
-
     return load(ir_or_model)
 
 

@@ -27,7 +27,7 @@ from lumber.compiler.explain import (
 )
 from lumber.ir.domains import domains_for
 from lumber.ir import (
-    ArrayLike, CasesLike, Feature, Forest, InputDataError, ModelLike, TargetLike, UnsupportedModelError,
+    ArrayLike, CasesLike, CompileError, Feature, Forest, InputDataError, ModelLike, TargetLike, UnsupportedModelError,
 )
 from lumber.passes.analyses.rules import (
     CounterfactualRule, CounterfactualSample, Region, RuleContext, RuleOptions, RuleSet,
@@ -35,6 +35,9 @@ from lumber.passes.analyses.rules import (
 )
 from lumber.passes.analyses.rules.cells import CellIndex
 from lumber.passes.analyses.rules.targets import is_classifier
+from lumber.backends.c.bitsets import BitsetCounts
+from lumber.compiler.frontends import load
+from .compile import compile as compile_forest
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -100,8 +103,6 @@ class NativeLater:
         return self.native
 
     def _run(self) -> None:
-        from lumber.ir import CompileError
-
         try:
             self._outcome.append(("ok", self.build()))
         except (CompileError, OSError):
@@ -155,8 +156,6 @@ class Margins(_BuiltLater):
         self._native = NativeLater(self._compile, after, background)
 
     def _compile(self) -> Any:
-        from .compile import compile as compile_forest
-
         return compile_forest(self.forest, "c")
 
     def __call__(self, X: FloatArray) -> FloatArray:
@@ -196,8 +195,6 @@ class CellCounts(_BuiltLater):
 
 
 def _bitset_counts() -> Any:
-    from lumber.backends.c.bitsets import BitsetCounts
-
     return BitsetCounts()
 
 
@@ -328,8 +325,6 @@ class RuleExplainer:
 
     def _rule_forest(self, surrogate: Any, X: FloatArray, dec: FloatArray, n_estimators: int,
                      max_depth: int | None, seed: int) -> tuple[Forest, str]:
-        from lumber.compiler.frontends import load
-
         f = self.forest
         is_rf = f.schema.average and f.schema.source.get("model_type", "") in RANDOM_FORESTS
         if surrogate is None or (isinstance(surrogate, str) and surrogate == "auto"):
@@ -424,8 +419,6 @@ def fit_surrogate(forest: Forest, X: FloatArray, dec: FloatArray, *, n_estimator
     """A scikit-learn random forest fitted to the explained model's decisions, lowered to a Forest."""
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
-    from lumber.compiler.frontends import load
-
     if is_classifier(forest):
         rf: Any = RandomForestClassifier(n_estimators=n_estimators, max_depth=max_depth, random_state=seed, n_jobs=1)
         rf.fit(X, dec.astype(np.int64))
@@ -450,8 +443,6 @@ def _fidelity(model: Forest, rule_forest: Forest, X: FloatArray, dec: FloatArray
 
 def _isolation(isolation: Any, forest: Forest, X: FloatArray, seed: int,
                contamination: float | str = 0.1) -> tuple[Forest, FloatArray]:
-    from lumber.compiler.frontends import load
-
     medians = np.nanmedian(np.where(np.isfinite(X), X, np.nan), axis=0)
     medians = np.where(np.isnan(medians), 0.0, medians)
     if isolation is None:

@@ -1,19 +1,19 @@
 """``lumber.sensitive_tests``: where each case sits relative to the model's decision surface.
 
-Loads any supported model, resolves the metric from a constraint file or
-object and a :class:`SensitiveOptions` (the options give defaults, the
-constraints' norm, scale and costs override them), runs the analysis (in
-``n_jobs`` worker processes for many rows) (exact projection for a single tree; for an ensemble the
-counterfactual MILP when available, else a verified upper bound labelled as
-such), and verifies every witness point on the source model itself when a
-model object is given (:class:`~lumber.compiler.explain.SourcePredictor`:
-scikit-learn style estimators and raw LightGBM / XGBoost boosters alike).
+Loads any supported model, resolves the request (constraints from a file or object, the reference rows,
+the target) and a :class:`SensitiveOptions` (the options give defaults, the constraints' norm, scale and
+costs override them), runs the ``sensitive-tests`` pass
+(:class:`~lumber.passes.analyses.explainers.SensitiveTests`: exact projection for a single tree; for an
+ensemble the counterfactual MILP when available, else a verified upper bound labelled as such) over the
+rows, in ``n_jobs`` worker processes for many rows, and verifies every witness point on the source model
+itself when a model object is given (:class:`~lumber.compiler.explain.SourcePredictor`: scikit-learn style
+estimators and raw LightGBM / XGBoost boosters alike).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import fields, replace
+from typing import Sequence
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -21,12 +21,13 @@ from joblib import Parallel, delayed
 from lumber.compiler.explain import (
     ConstraintsLike, ExplanationRequest, SourcePredictor, explainer_options, explanation_request, warn_positional,
 )
-from lumber.ir import ArrayLike, Feature, Forest, InputDataError, ModelLike, Norm, Target, TargetLike, Task
+from lumber.ir import ArrayLike, Feature, InputDataError, ModelLike, Norm, Target, TargetLike, Task
 from lumber.ir.display import Display
-from lumber.passes.analyses.metrics import Metric, build_metric, split_for_sensitive
+from lumber.passes.analyses.explainers import SensitiveTests
 from lumber.passes.analyses.sensitive import SensitiveOptions
-from lumber.passes.analyses.sensitive import sensitive_tests as _analyse
 from lumber.passes.analyses.sensitive_results import SensitiveResult
+from lumber.passes.base import PassData
+from lumber.passes.manager import run_analysis
 
 
 def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constraints: ConstraintsLike = None, *,
@@ -75,43 +76,27 @@ def sensitive_tests(model: ModelLike | ExplanationRequest, X: ArrayLike, constra
     forest = req.forest
     warn_positional(model, forest, X, "X")
     domains = opts.domains or req.domains
-    applied, not_applied = split_for_sensitive(req.rules)
-    metric = build_metric(forest, applied, norm=req.norm_or(Norm.L2), scale=req.scale, reference=req.reference,
-                          weights=opts.weights, domains=domains)
-    job = _Job(forest, metric, _goal(req), opts.method, opts.time_limit, opts.search,
-               domains if forest.n_trees > 1 and opts.method in ("auto", "milp") else None)
+    resolved = replace(opts, norm=req.norm_or(Norm.L2).name.lower(), scale=req.scale, domains=domains)
+    analysis = SensitiveTests(**{f.name: getattr(resolved, f.name) for f in fields(SensitiveOptions)})
+    goal = _goal(req)
+    data = {"constraints": req.constraints, "target": goal, "X_train": req.reference}
     n = len(X)  # type: ignore[arg-type]
     if n_jobs == 1 or n < 2:
-        result = job(X)
+        result = run_analysis(analysis, forest, PassData(cases=X, **data))
     else:  # the rows as given (a float32 model reports the user's own values), in chunks
         rows = X.iloc if hasattr(X, "iloc") else np.asarray(X)
         chunks = [c for c in np.array_split(np.arange(n), min(n, max(1, abs(n_jobs)) * 4)) if c.size]
-        result = SensitiveResult.concat(Parallel(n_jobs=n_jobs)(delayed(job)(rows[c]) for c in chunks))
+        parts = Parallel(n_jobs=n_jobs)(delayed(run_analysis)(analysis, forest, PassData(cases=rows[c], **data))
+                                        for c in chunks)
+        result = SensitiveResult.concat(parts)
+        result.not_applied = parts[0].not_applied
     result.display = Display(forest, domains)
-    result.not_applied = not_applied
     result.rows = np.arange(len(result))
     if forest.schema.task == Task.REGRESSION:
         result.predictions = forest.predict(result.X)
     if req.predictor is not None:
-        _verify_on_source(req.predictor, result, job.goal)
+        _verify_on_source(req.predictor, result, goal)
     return result
-
-
-@dataclass(frozen=True)
-class _Job:
-    """What every chunk of rows shares (picklable, for worker processes)."""
-
-    forest: Forest
-    metric: Metric
-    goal: Target
-    method: str
-    time_limit: float
-    search: Any
-    domains: Any
-
-    def __call__(self, X: Any) -> SensitiveResult:
-        return _analyse(self.forest, X, self.metric, self.goal, method=self.method, time_limit=self.time_limit,
-                        search=self.search, domains=self.domains)
 
 
 def _goal(req: ExplanationRequest) -> Target:

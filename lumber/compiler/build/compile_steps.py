@@ -19,13 +19,19 @@ from typing import Any
 
 import numpy as np
 
-from lumber.ir import LumberError
+from lumber.ir import LumberError, SourceSpan, load_ir, save_ir
 
 from lumber.passes.deploy import deployable
+import lumber
+from lumber.backends.base import fingerprint
+from lumber.ir.diagnostics import error
+from lumber.passes.base import PassContext, describe_ir
+from lumber.passes.quality import make_metric
 
 from ..targets import get_target
 from .cache import Entry, StepCache, digest
 from .inputs import Inputs
+from .validate import locate
 
 EXACT_RTOL = 1e-12
 SPEED_ROWS = 10_000
@@ -63,9 +69,6 @@ class State:
 
 def run_passes(st: State) -> None:
     """The pass pipeline (or none); sets ``st.ir`` to what the targets compile."""
-    from lumber.backends.base import fingerprint
-    from lumber.ir import load_ir
-
     inp = st.inp
     cfg = inp.config
     if not inp.passes:
@@ -76,10 +79,6 @@ def run_passes(st: State) -> None:
     made: dict[str, Any] = {}
 
     def compute(files: Path) -> dict[str, Any]:
-        import lumber
-        from lumber.ir import save_ir
-        from lumber.passes.base import PassContext, describe_ir
-
         data: dict[str, Any] = {}
         train, valid = inp.table("train"), inp.table("validation")
         if train is not None:
@@ -182,11 +181,6 @@ def compile_targets(st: State) -> None:
 def _at_target(st: State, target: str, exc: LumberError) -> LumberError:
     """A backend's refusal, placed at ``[compile] targets`` of the build file and saying what was compiled
     (an ONNX refusal of the pruned polynomial's re-composed trees read ``<model>: error: ...``)."""
-    from lumber.ir import SourceSpan
-    from lumber.ir.diagnostics import error
-
-    from .validate import locate
-
     cfg = st.inp.config
     where = None
     line = None
@@ -210,8 +204,6 @@ def tolerant(st: State, target: str) -> bool:
 
 
 def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, Any]:
-    import lumber
-
     inp = st.inp
     t0 = time.perf_counter()
     lossy = tolerant(st, target)
@@ -252,8 +244,6 @@ def _compile_one(st: State, target: str, files: Path, fname: str) -> dict[str, A
 
 def _validation_loss(st: State, pred: Any) -> dict[str, Any]:
     """The artifact's loss on the validation rows, recomputed from its own margins (what the gate checks)."""
-    from lumber.passes.quality import make_metric
-
     valid = st.inp.table("validation")
     assert valid is not None
     schema = st.inp.forest.schema
@@ -291,8 +281,6 @@ def check_equivalence(st: State) -> None:
     key = digest("equivalence", inp.hashes["model"], st.ir_fingerprint)
 
     def compute(files: Path) -> dict[str, Any]:
-        import lumber
-
         try:
             r = lumber.equivalent(inp.forest, st.ir)
         except LumberError as exc:

@@ -17,11 +17,12 @@ import numpy as np
 from lumber import __version__
 from lumber.runtime.data import case_ids
 from lumber.ir import FeatureKind, Forest, Target
-from lumber.ir.domains import DomainKind
+from lumber.ir.domains import DomainKind, domains_for
 from lumber.passes.analyses.reasons import REASONS_SCHEMA
+from lumber.backends.base import fingerprint
 
 from .compile_steps import State
-from .explain_steps import decision_forest
+from .explain_steps import _target, decision_forest
 
 DOCUMENT_VERSION = 1
 TIMING_KEYS = ("seconds", "solve_seconds", "total_seconds", "build_seconds", "reference_seconds")
@@ -58,6 +59,8 @@ def model_card(st: State) -> dict[str, Any]:
                              "splits": int(splits.get(feat.name, 0))}
         if feat.categories is not None:
             d["labels"] = [str(c) for c in feat.categories]
+        if feat.words:
+            d["words"] = [[v, t] for v, t in feat.words]
         elif doms is not None and doms[i].kind == DomainKind.BINARY and doms[i].labels is None:
             d["values"] = "0/1 (binary, no labels)"  # explanations print 0 and 1: say so
         feats.append(d)
@@ -66,6 +69,7 @@ def model_card(st: State) -> dict[str, Any]:
         "fingerprint": st.ir_fingerprint if st.ir is f else _fp(f),
         "library": s.source.get("library", ""), "model_type": s.source.get("model_type", ""),
         "task": s.task.name.lower(), "classes": list(s.classes) if s.classes is not None else None,
+        **({"class_names": list(s.class_names)} if s.class_names is not None else {}),
         "outputs": s.n_outputs, "post_transform": s.post_transform.name.lower(), "input_dtype": s.input_dtype,
         "shape": {k: summ[k] for k in ("trees", "nodes", "leaves", "max_depth", "mean_leaf_depth", "features",
                                        "features_used", "categorical_splits", "memory_bytes")},
@@ -78,14 +82,10 @@ def _train_domains(st: State) -> Any:
     train = st.inp.table("train")
     if train is None:
         return None
-    from lumber.ir.domains import domains_for
-
     return domains_for(st.inp.forest, st.inp.constraints, train.X)
 
 
 def _fp(f: Forest) -> str:
-    from lumber.backends.base import fingerprint
-
     return fingerprint(f)
 
 
@@ -113,6 +113,8 @@ def _display(schema: Any, j: int, v: float) -> Any:
     f = schema.features[j]
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return None
+    if f.word(v) is not None:
+        return f.word(v)
     if f.categories is not None and float(v).is_integer() and 0 <= int(v) < len(f.categories):
         return f.categories[int(v)]
     return int(v) if float(v).is_integer() and abs(v) < 2 ** 53 else float(v)
@@ -141,6 +143,8 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
             "values": [[n, _display(schema, j, float(cases.X[i, j]))] for j, n in enumerate(schema.feature_names)],
             "prediction": preds[i], "margin": margins[i] if margins.ndim == 1 else list(margins[i]),
         }
+        if schema.class_names is not None:
+            item["decision"] = schema.class_text(int(schema.class_index(margins[i:i + 1])[0]))
         if ids is not None:
             item["id"] = ids[i]
         if proba is not None:
@@ -162,14 +166,14 @@ def cases_section(st: State, max_tests: int) -> dict[str, Any]:
                            "analyses": [a for a in inp.config.explain.analyses if a != "attribution"],
                            "target": _target_text(st), "items": items,
                            "classes": [str(c) for c in schema.classes] if schema.classes is not None else None,
+                           "class_names": list(schema.class_names) if schema.class_names is not None else None,
                            "reasons_per_case": inp.config.explain.reasons,
                            "reasons_method": st.results.get("reasons", {}).get("method"),
                            "reasons_schema": REASONS_SCHEMA, "id_column": inp.config.data.id,
                            "materiality": material, "materiality_share": MATERIALITY_SHARE,
                            "materiality_rows": "train" if inp.table("train") is not None else "cases"}
     if schema.cutoff is not None:
-        out["decision_rule"] = {**schema.cutoff.to_dict(), "text": schema.cutoff.describe(
-            schema.classes[1] if schema.classes is not None else 1)}
+        out["decision_rule"] = {**schema.cutoff.to_dict(), "text": schema.cutoff.describe(schema.class_text(1))}
     sens = [r for r in st.results.get("sensitive", []) if r["status"] == "ok"]
     if sens:
         out["metric"] = {k: sens[0]["result"]["metric"][k] for k in ("norm", "scale", "immutable", "increase_only",
@@ -231,8 +235,6 @@ def _offered(st: State, cf: dict[str, Any], material: dict[str, float]) -> dict[
 
 
 def _target_text(st: State) -> Any:
-    from .explain_steps import _target
-
     t = _target(st)
     if isinstance(t, Target):
         t = t.interval if t.interval is not None else t.label

@@ -20,6 +20,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable
+from lumber.backends.report import write_report
+from lumber.ir import atomic_write_bytes
+from lumber.ir.atomic import existing_parent
+
 
 from .cache import StepCache, digest
 from .compile_steps import State, check_equivalence, compile_targets, run_passes
@@ -92,10 +96,6 @@ def build_config(cfg: BuildConfig, *, output: str | Path | None = None, force: b
 
 def publish(st: State, checks: list[Check], doc: dict[str, Any], key: str, t0: float) -> dict[str, Any]:
     """Write everything into a hidden sibling of the output folder, then swap it into place."""
-    from lumber.backends.report import write_report
-    from lumber.ir import atomic_write_bytes
-    from lumber.ir.atomic import existing_parent
-
     inp: Inputs = st.inp
     out = inp.output
     existing_parent(out, "an output folder")  # checked by prepare(); the folder may have gone since

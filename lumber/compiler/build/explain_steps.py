@@ -23,6 +23,9 @@ from lumber.ir.display import Display
 from lumber.ir.domains import domains_for
 from lumber.passes.analyses.contributions import contributions as _contributions
 from lumber.passes.analyses.reasons import principal_reasons
+import lumber
+from lumber.compiler.api.batch import Task as BatchTask, run_task
+from lumber.passes.analyses.rules import coverage
 
 from .cache import digest
 from .compile_steps import State, _plain
@@ -105,8 +108,6 @@ def attribution(st: State) -> None:
         return
 
     def compute(files: Path) -> dict[str, Any]:
-        import lumber
-
         try:
             res = lumber.attribution(inp.forest, rows.X)
         except LumberError as exc:
@@ -123,9 +124,6 @@ def attribution(st: State) -> None:
 
 def per_case(st: State) -> None:
     """Sensitive tests, counterfactuals and local rules of every case (each a cached step)."""
-    from lumber.compiler.api.batch import Task as BatchTask
-    from lumber.compiler.api.batch import run_task
-
     inp, cfg = st.inp, st.inp.config
     cases = inp.table("cases")
     if cases is None:
@@ -205,9 +203,6 @@ def regional(st: State) -> None:
         return
 
     def compute(files: Path) -> dict[str, Any]:
-        import lumber
-        from lumber.passes.analyses.rules import coverage
-
         bounds = [{f: ab for f, ab in b} for _, b in regions]
         try:
             rs = lumber.counterfactual_rules(_request(st), train.X, bounds,

@@ -22,12 +22,20 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from lumber.ir import (Constraints, Diagnostic, Forest, LumberError, ObliviousEnsemble, Polynomial, Severity,
-                       SourceSpan)
+from lumber.ir import (
+    Constraints, Diagnostic, Forest, LumberError, ObliviousEnsemble, Polynomial, Severity, SourceSpan, Task,
+)
 from lumber.ir.binding import bind_frame, label_notes, suggest
+from lumber.compiler.dsl import parse_constraints
+from lumber.compiler.frontends import load
+from lumber.compiler.targets import get_target, known_targets
+from lumber.passes.manager import check_pipeline
+from lumber.passes.pipeline_text import build_passes
+from lumber.runtime.data import read_frame
 
 from .spec import BuildConfig
 from .validate import BuildFileError, locate
+from .cache import digest
 
 ROLE_KEYS = {"model": ("model", "path"), "train": ("data", "train"), "validation": ("data", "validation"),
              "cases": ("data", "cases"), "constraints": ("constraints", "path")}
@@ -72,8 +80,6 @@ def _settings_hash(cfg: BuildConfig) -> str:
     Without them a report re-run into the same folder with another --norm, --time-limit or --target was
     "up to date" and kept the earlier results. The cache folder (a fresh temporary one per report) is left out."""
     from dataclasses import replace
-
-    from .cache import digest
 
     return digest("settings", repr(replace(cfg, output=replace(cfg.output, cache=Path()), text="")))
 
@@ -187,8 +193,6 @@ def prepare(cfg: BuildConfig, output: Path | None = None) -> Inputs:
 
 def _check_goal(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
     """A regressor's cases can only be explained relative to a target interval."""
-    from lumber.ir import Task
-
     per_case = {"sensitive", "counterfactual", "rules"} & set(cfg.explain.analyses)
     cons_target = inp.constraints is not None and inp.constraints.target is not None
     if inp.forest.schema.task == Task.REGRESSION and per_case and cfg.data.cases is not None and not cons_target:
@@ -238,8 +242,6 @@ def _check_settings(cfg: BuildConfig, err: _Errors) -> None:
 
 
 def _load_model(cfg: BuildConfig, err: _Errors) -> Forest:
-    from lumber.compiler.frontends import load
-
     try:
         return load(cfg.model.path)
     except LumberError as exc:
@@ -249,8 +251,6 @@ def _load_model(cfg: BuildConfig, err: _Errors) -> Forest:
 
 
 def _read_table(cfg: BuildConfig, role: str, path: Path, forest: Forest, err: _Errors) -> Table | None:
-    from lumber.runtime.data import read_frame
-
     section, name = ROLE_KEYS[role]
     try:
         frame = read_frame(path, header=cfg.data.header, names=forest.schema.feature_names)
@@ -289,11 +289,10 @@ def _read_table(cfg: BuildConfig, role: str, path: Path, forest: Forest, err: _E
 
 
 def _load_constraints(cfg: BuildConfig, inp: Inputs, path: Path, err: _Errors) -> None:
-    from lumber.compiler.dsl import parse_constraints
-
     try:
         inp.constraints_text = path.read_text(encoding="utf-8")
         inp.constraints = parse_constraints(path, schema=inp.forest.schema)
+        inp.forest = inp.forest.replace(schema=inp.constraints.named(inp.forest.schema))  # names, for people
     except UnicodeDecodeError:
         err.add(f"constraint file '{path.name}' is not UTF-8 text", "constraints", "path")
     except LumberError as exc:
@@ -304,9 +303,6 @@ def _check_pipeline(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
     text = cfg.compile.passes.strip()
     if not text:
         return
-    from lumber.passes.manager import check_pipeline
-    from lumber.passes.pipeline_text import build_passes
-
     try:
         inp.passes = build_passes(text)
         inp.final_type = check_pipeline(inp.passes, Forest)
@@ -332,8 +328,6 @@ def _holds(final: type, accepts: tuple[type, ...]) -> bool:
 
 
 def _check_targets(cfg: BuildConfig, inp: Inputs, err: _Errors) -> None:
-    from lumber.compiler.targets import get_target, known_targets
-
     targets = known_targets()
     ok = []
     final = inp.final_type

@@ -67,9 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "keep the faster and print both")
     g.add_argument("--max-depth", metavar="N",
                    help="deepest table when re-composing a forest into oblivious trees "
-                        "(default: auto, 8 or the polynomial's largest degree)")
+                        "(default: auto: with grow, the depth whose cover costs least by the measured table costs)")
     g.add_argument("--strategy", choices=STRATEGIES,
-                   help="how re-composition covers the polynomial with trees (default: pack)")
+                   help="how re-composition covers the polynomial with trees (default: grow)")
     g.add_argument("--sample", metavar="CSV",
                    help="your rows to time on: with --optimize speed the forms (default: the --train rows), "
                         "with --emit c the C walk (binned or code)")
@@ -150,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
     from lumber.compiler.speed import describe_choice
     from lumber.compiler.targets import get_target
     from lumber.ir import CompileError, ObliviousEnsemble
+    from lumber.ir.cascade import Cascade
 
     emit = args.emit or (IR_FILE if args.passes else "c")
     output = Path(args.output) if args.output else Path(Path(args.model).stem + suffixes()[emit])
@@ -161,6 +162,13 @@ def run(args: argparse.Namespace) -> int:
         ir = run_pipeline(ir, args.passes, data=_data(args, ir), time_passes=args.time_passes)
     elif args.time_passes and emit not in TABLE_TARGETS:
         raise CompileError("--time-passes needs --passes (or --emit table)")
+    if isinstance(ir, Cascade):  # tables and forest link into one C library; a cascade has no .lumber form
+        if emit != "c" or args.optimize is not None or args.tolerance is not None:
+            raise CompileError("a pipeline ending in 'cascade' compiles to a C library", "use --emit c")
+        pred = compile_model(ir, target="c", path=output, options=target_options(args, "c", output.stem))
+        print(f"wrote {output} (C shared library, cascade: {ir.tables.n_trees - 1} fitted tables before "
+              f"{ir.forest.n_trees} trees, fingerprint {pred.fingerprint[:16]}) in {time.perf_counter() - t0:.2f} s")
+        return 0
     if emit == IR_FILE:
         ir.save(output)
         print(f"wrote {output} ({type(ir).__name__} IR)")
@@ -210,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
         raise CompileError("--agreement applies with --tolerance (the lossy forms' decision agreement)")
     elif args.optimize is not None:
         pred = compile_fastest(ir, sample=sample, path=output, options=options)
+        if "timed_on" in pred.report:  # the report names the file the rows came from
+            pred.report["timed_on"]["source"] = f"{timing_rows} ({'--sample' if args.sample else '--train'})"
     else:
         pred = compile_model(ir, target=emit, path=output, sample=sample, options=options)
     took = f"in {time.perf_counter() - t0:.2f} s"
@@ -226,7 +236,6 @@ def run(args: argparse.Namespace) -> int:
 
             print(describe_tolerance(pred.report))
         elif "forms" in pred.report:
-            print(f"  timing rows: {timing_rows}")
             print(describe_choice(pred.report))
     else:
         extra = f", header {output.with_suffix('.h')}" if emit == "c-source" else ""

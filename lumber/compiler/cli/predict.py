@@ -41,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _options.add_threshold(p)
     _options.add_id(p)
+    p.add_argument("--class-names", metavar="NAMES", default=None,
+                   help="what the classes mean, in output order (e.g. paid,default): a 'decision' column names "
+                        "each row's class")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +52,12 @@ def run(args: argparse.Namespace) -> int:
 
     options = StreamOptions(chunk_rows=args.chunk_rows, threads=args.threads, header=not args.no_header,
                             raw=args.raw, output_format=args.format, progress=False if args.quiet else None,
-                            cutoff=_options.cutoff_of(args), id_column=args.id)
+                            cutoff=_options.cutoff_of(args), id_column=args.id,
+                            class_names=_class_names(args.class_names))
     output_format(args.output, options)  # a parquet output without -o fails before the model loads
     predict_file(model_or_artifact(args.model), args.data, args.output, options=options)
     return 0
+
+
+def _class_names(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(s.strip() for s in text.split(","))

@@ -84,7 +84,8 @@ def parse_constraints(path_or_text: str | Path, schema: Schema | Forest | None =
 
 def refine_schema(schema: Schema, features: Sequence[Feature]) -> Schema:
     """``schema`` with kinds and category labels taken from ``features`` (e.g. a typed training CSV)
-    where the model records none: a numerical feature without categories, or categories without labels.
+    where the model records none: a numerical feature without categories, or categories without labels;
+    and the features' value words (``Feature.words``).
 
     Models from libraries that see only numbers (scikit-learn) cannot know that a column
     holds categories; the data can say so.
@@ -94,7 +95,9 @@ def refine_schema(schema: Schema, features: Sequence[Feature]) -> Schema:
     for f in schema.features:
         d = by_name.get(f.name)
         if d is not None and f.categories is None and (f.kind == FeatureKind.NUMERICAL or d.kind == f.kind):
-            f = Feature(f.name, d.kind, d.categories)
+            f = Feature(f.name, d.kind, d.categories, f.words)
+        if d is not None and d.words:  # what values mean to people (display only)
+            f = dataclasses.replace(f, words=d.words)
         out.append(f)
     return dataclasses.replace(schema, features=tuple(out))
 

@@ -161,7 +161,16 @@ class CStep:
     span: SourceSpan
 
 
-Clause = Union[CImmutable, CDirection, CBetween, CCompare, CIn, COrder, CCost, CKind, CStep]
+@dataclass(frozen=True)
+class CMeans:
+    """``1 means "payment delayed 1+ month"``: what a value of the feature means to people (display only)."""
+
+    value: Label
+    words: Label
+    span: SourceSpan
+
+
+Clause = Union[CImmutable, CDirection, CBetween, CCompare, CIn, COrder, CCost, CKind, CStep, CMeans]
 
 # -- conditions --------------------------------------------------------------------------
 
@@ -272,6 +281,14 @@ class OneHotStmt:
 
 
 @dataclass(frozen=True)
+class ClassNames:
+    """``class 0 means paid, 1 means default``: what each class means to people (display only)."""
+
+    names: tuple[tuple[Label, Label], ...]
+    span: SourceSpan
+
+
+@dataclass(frozen=True)
 class TargetClass:
     label: Label
     span: SourceSpan
@@ -303,7 +320,7 @@ class TargetThreshold:
 
 
 Statement = Union[Include, NameList, FeatureStmt, RelationStmt, ImplicationStmt, ChangesStmt, Setting,
-                  PlausibleStmt, TargetClass, TargetRange, TargetThreshold, OneHotStmt]
+                  PlausibleStmt, TargetClass, TargetRange, TargetThreshold, OneHotStmt, ClassNames]
 
 
 @dataclass(frozen=True)

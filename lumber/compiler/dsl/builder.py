@@ -243,6 +243,21 @@ class Builder(Transformer):  # type: ignore[type-arg]
         sp = _span_of(ch)
         return A.CKind(str(ch[0]), sp)
 
+    def c_means(self, ch: list[Any]) -> A.CMeans:
+        sp = _span_of(ch)
+        return A.CMeans(ch[0], ch[2], sp)
+
+    def word_value(self, ch: list[Any]) -> A.Label:
+        return self.label(ch)
+
+    def meaning(self, ch: list[Any]) -> tuple[A.Label, A.Label]:
+        return (ch[0], ch[2])
+
+    def class_names(self, ch: list[Any]) -> A.ClassNames:
+        pairs = tuple(c for c in ch if isinstance(c, tuple))
+        sp = _span_of([ch[0], *(lab for p in pairs for lab in p)])
+        return A.ClassNames(pairs, sp)
+
     def c_step(self, ch: list[Any]) -> A.CStep:
         sp = _span_of(ch)
         return A.CStep(A.Num(ch[1].value, self.tsp(ch[1])), sp)

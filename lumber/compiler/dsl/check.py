@@ -26,9 +26,10 @@ from lumber.ir.constraints import NORM_WORDS, SCALE_NAMES
 
 from . import ast as A
 from .labels import as_float, is_number, lookup_code, param_value, plain, short_list, shown
-from .names import DELTA, ORIG, VALUE, Resolver
+from .names import DELTA, ORIG, Resolver, VALUE, quote_name
 from .parse import ConstraintError, parse_file
 from .plausibility import PLAUSIBILITY
+from .printer import expr
 
 SETTINGS: dict[str, tuple[Callable[[str], Norm | Scale], tuple[str, ...]]] = {
     "norm": (Norm.parse, NORM_WORDS), "scale": (Scale.parse, tuple(SCALE_NAMES))}
@@ -88,6 +89,9 @@ class _Checker:
         self.relations: list[LinearRelation] = []
         self.implications: list[Implication] = []
         self.onehot: list[OneHotGroup] = []
+        self.class_names: dict[str, tuple[str, SourceSpan]] = {}
+        self._class_labels: dict[str, Any] = {}
+        self.words: dict[tuple[str, float], tuple[str, SourceSpan]] = {}
         self._grouped: dict[str, SourceSpan] = {}
         self.settings: dict[str, tuple[Any, SourceSpan]] = {}
         self.statements = 0
@@ -374,9 +378,14 @@ class _Checker:
             f = self.feature(st.name)
             if f is None:
                 return
-            rs = self.rule(f.name, st.span)
             for cl in st.clauses:
-                self.clause(rs, f, cl)
+                if isinstance(cl, A.CMeans):
+                    self.means(f, cl)
+            acts = [cl for cl in st.clauses if not isinstance(cl, A.CMeans)]
+            if acts:  # words alone are display: they make no rule
+                rs = self.rule(f.name, st.span)
+                for cl in acts:
+                    self.clause(rs, f, cl)
         elif isinstance(st, A.RelationStmt):
             rel = self.relation(st.relation, "statement")
             if rel is not None:
@@ -404,6 +413,45 @@ class _Checker:
             self.target(st)
         elif isinstance(st, A.OneHotStmt):
             self.onehot_group(st)
+        elif isinstance(st, A.ClassNames):
+            self.name_classes(st)
+
+    def means(self, f: Feature, cl: A.CMeans) -> None:
+        """``1 means "payment delayed 1+ month"``: words for one value of a feature."""
+        text = cl.words.text.strip()
+        if not text:
+            self.err("empty words", cl.words.span, 'write what the value means, e.g. `1 means "delayed 1+ month"`')
+            return
+        code = self.code(f.name, cl.value)
+        if code is None:
+            return
+        prev = self.words.get((f.name, code))
+        if prev is not None:
+            self.err(f"'{f.name}' = {cl.value.text} already has words", cl.span, f"first given at {prev[1]}")
+            return
+        self.words[(f.name, code)] = (text, cl.span)
+
+    def name_classes(self, st: A.ClassNames) -> None:
+        """``class 0 means paid, 1 means default``: what the classes mean to people."""
+        task = self.schema.task if self.schema is not None else None
+        if task is not None and task not in (Task.BINARY, Task.MULTICLASS):
+            self.err(f"class names need a classifier; this model's task is {task.name.lower()}", st.span)
+            return
+        for label, name in st.names:
+            cls = self.class_label(label)
+            if cls is None:
+                continue
+            text = name.text.strip()
+            key = str(cls)
+            if not text:
+                self.err("empty class name", name.span, "write what the class means, e.g. `class 1 means default`")
+            elif key in self.class_names:
+                self.err(f"class {label.text} is named twice", label.span, f"first named at {self.class_names[key][1]}")
+            elif any(text == t for t, _ in self.class_names.values()):
+                self.err(f"two classes are named '{text}'", name.span, "give each class its own name")
+            else:
+                self.class_names[key] = (text, label.span)
+                self._class_labels[key] = cls
 
     def onehot_group(self, st: A.OneHotStmt) -> None:
         members: list[str] = []
@@ -544,8 +592,6 @@ class _Checker:
             return Bound(lin[1])
         if terms == {(feat, ORIG): 1.0}:
             return Bound(lin[1], relative=True)
-        from .printer import expr
-
         orig = self.resolver.spell(feat, ORIG)
         self.err(f"a bound on '{feat}' must be a number or {orig} plus or minus a number", e.span,
                  f"to relate it to other values, write a linear relation on its own line: "
@@ -843,7 +889,9 @@ class _Checker:
         c = Constraints(
             rules=rules, norm=get("norm"), scale=get("scale"), max_changes=get("changes"),
             relations=tuple(self.relations), implications=tuple(self.implications),
-            plausibility=get("plausible"), target=get("target"), onehot=tuple(self.onehot), source=program.file)
+            plausibility=get("plausible"), target=get("target"), onehot=tuple(self.onehot),
+            class_names=tuple((self._class_labels[k], t) for k, (t, _) in self.class_names.items()),
+            words=tuple((feat, v, t) for (feat, v), (t, _) in self.words.items()), source=program.file)
         return CheckResult(c, list(self.sink.items), self.statements, list(self.files))
 
 
@@ -863,8 +911,6 @@ def _declared(statements: Sequence[A.Statement]) -> set[str]:
 
 
 def _qn(feat: str) -> str:
-    from .names import quote_name
-
     return quote_name(feat)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from lumber.ir import Feature, FeatureKind
 
 from . import ast as A
+from .names import quote_string
 
 
 def param_value(label: A.Label) -> Any:
@@ -63,8 +64,6 @@ def lookup_code(f: Feature | None, kind: str, text: str) -> float | None:
 
 
 def shown(label: A.Label) -> str:
-    from .names import quote_string
-
     return quote_string(label.text) if label.kind == "string" else label.text
 
 

@@ -79,6 +79,9 @@ def clause(c: A.Clause) -> str:
         return c.kind
     if isinstance(c, A.CStep):
         return f"step {c.amount.text}"
+    if isinstance(c, A.CMeans):
+        value = c.value.text if c.value.kind == "number" else quote_string(c.value.text)  # a bare word is no value here
+        return f"{value} means {_label(c.words)}"
     side = f"{c.side} " if c.side else ""
     per = f" per {c.per.text}" if c.per is not None else ""
     return f"cost {side}{c.amount.text}{per}"
@@ -116,6 +119,8 @@ def statement(st: A.Statement) -> str:
         return f"target {st.score} {st.of_word} class {_label(st.label)} {_op(st.op)} {_label(st.value)}"
     if isinstance(st, A.OneHotStmt):
         return f"onehot {_name(st.name)} = {{" + ", ".join(_name(n) for n in st.members) + "}"
+    if isinstance(st, A.ClassNames):
+        return "class " + ", ".join(f"{_label(a)} means {_label(b)}" for a, b in st.names)
     assert isinstance(st, A.TargetRange)
     if st.op is None:
         return f"target between {_label(st.low)} and {_label(st.high)}"  # type: ignore[arg-type]
@@ -401,6 +406,20 @@ def constraints_program(c: Constraints, schema: Schema | None = None) -> A.Progr
             if lab.kind == "name":
                 lab = A.Label("string", lab.text, _NOWHERE)
             out.append(A.TargetClass(lab, _NOWHERE))
+    if c.class_names:
+        pairs = []
+        for lab_v, name in c.class_names:
+            lab = _value_label(lab_v)
+            if lab is None:
+                raise ValueError(f"cannot print class {lab_v!r}")
+            pairs.append((lab, A.Label("string", name, _NOWHERE)))
+        out.append(A.ClassNames(tuple(pairs), _NOWHERE))
+    by_feature: dict[str, list[A.Clause]] = {}
+    for feat, v, text in c.words:
+        by_feature.setdefault(feat, []).append(A.CMeans(labels.label(feat, v), A.Label("string", text, _NOWHERE),
+                                                        _NOWHERE))
+    for feat, means in by_feature.items():
+        out.append(A.FeatureStmt(_feature_name(feat), tuple(means), _NOWHERE))
     return A.Program(None, "", out, [])
 
 

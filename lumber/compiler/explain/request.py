@@ -15,7 +15,6 @@ fields the request leaves unset (``None``) are filled by each call's keywords.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TypeVar
@@ -24,10 +23,14 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import (
-    ArrayLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, Scale, Schema, Target, TargetLike,
+    ArrayLike, Constraints, Feature, Forest, InputDataError, ModelLike, Norm, ObliviousEnsemble, Polynomial, Scale,
+    Schema, Target, TargetLike,
 )
 from lumber.ir.decision import check_cutoff, resolve_target
 from lumber.ir.domains import Domains, domains_for
+from lumber.compiler.dsl import parse_constraints, refine_schema
+from lumber.compiler.frontends import load
+from lumber.ir.binding import warn_if_positional
 
 from .source import SourcePredictor, source_predictor
 
@@ -138,21 +141,13 @@ def explanation_request(model: ModelLike | ExplanationRequest, *, constraints: C
         req = model if verify else replace(model, predictor=None)
         return req.filled(target=target, norm=norm, scale=scale, reference=reference)
     if forest is None:
-        from lumber.compiler.frontends import load
-
         forest = load(model)
     if features is not None:
-        from lumber.compiler.dsl import refine_schema
-
         forest = forest.replace(schema=refine_schema(forest.schema, features))
     cons = resolve_constraints(constraints, forest.schema)
     if cons is not None:
-        if cons.norm is not None:
-            norm = cons.norm
-        if cons.scale is not None:
-            scale = cons.scale
-        if cons.target is not None:
-            target = cons.target
+        forest = forest.replace(schema=cons.named(forest.schema))  # class names and value words, for people
+        norm, scale, target = cons.settings(norm, scale, target)
     forest = with_decision_rule(forest, target)
     warn_positional(model, forest, reference, "reference")
     R = None if reference is None else forest.prepare_input(reference)
@@ -177,9 +172,6 @@ def warn_positional(model: Any, forest: Forest | Any, data: Any, what: str) -> N
 
     Lowered IR (a Forest, a Polynomial) and requests already built take arrays in the model's feature
     order by definition: the CLI, the build and batch workers pass rows they have bound by name."""
-    from lumber.ir import ObliviousEnsemble, Polynomial
-    from lumber.ir.binding import warn_if_positional
-
     if not isinstance(model, (ExplanationRequest, Forest, Polynomial, ObliviousEnsemble)):
         warn_if_positional(forest.schema.feature_names, data, what)
 
@@ -192,17 +184,8 @@ def resolve_constraints(constraints: ConstraintsLike | Any, schema: Schema) -> C
     if constraints is None:
         return None
     if isinstance(constraints, (str, Path)):
-        from lumber.compiler.dsl import parse_constraints
-
         return parse_constraints(constraints, schema=schema)  # checked against the schema already
-    cons = Constraints.coerce(constraints)
-    names = schema.feature_names
-    unknown = [r.feature for r in cons.rules if r.feature not in names]
-    if unknown:
-        near = difflib.get_close_matches(unknown[0], names, n=1)
-        raise InputDataError(f"constraints name unknown feature(s): {', '.join(unknown)}",
-                             f"did you mean '{near[0]}'?" if near else f"features: {', '.join(names[:12])}")
-    return cons
+    return Constraints.coerce(constraints).check_features(schema.feature_names)
 
 
 def parse_scale(scale: ScaleLike) -> Scale | Mapping[str, float] | FloatArray | None:

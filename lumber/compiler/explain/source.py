@@ -103,7 +103,8 @@ def _xgboost_scores(sp: SourcePredictor, X: FloatArray, on: str) -> Any:
 
     m = sp.model
     b = m.get_booster() if hasattr(m, "get_booster") else m
-    dm = xgb.DMatrix(X, feature_names=b.feature_names, feature_types=b.feature_types, enable_categorical=True)
+    dm = xgb.DMatrix(X, feature_names=b.feature_names, feature_types=b.feature_types, enable_categorical=True,
+                     nthread=1)  # (the default starts every core's threads: 3 ms of CPU per call, 0.2 ms with one)
     return b.predict(dm, output_margin=on == "margin")
 
 
@@ -121,7 +122,8 @@ def _xgboost_predict(sp: SourcePredictor, X: FloatArray) -> Any:
 
     m = sp.model
     b = m.get_booster() if hasattr(m, "get_booster") else m
-    dm = xgb.DMatrix(X, feature_names=b.feature_names, feature_types=b.feature_types, enable_categorical=True)
+    dm = xgb.DMatrix(X, feature_names=b.feature_names, feature_types=b.feature_types, enable_categorical=True,
+                     nthread=1)  # (the default starts every core's threads: 3 ms of CPU per call, 0.2 ms with one)
     p = np.asarray(b.predict(dm))
     if sp.schema.task in (Task.BINARY, Task.MULTICLASS) or not hasattr(m, "get_booster"):
         return sp.from_scores(p)

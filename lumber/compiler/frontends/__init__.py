@@ -12,10 +12,14 @@ import importlib
 from pathlib import Path
 from typing import Any, Callable
 
-from lumber.ir import Forest, ModelFormatError, ModelLike, UnsupportedModelError
+from lumber.ir import Forest, ModelFormatError, ModelLike, ObliviousEnsemble, Polynomial, UnsupportedModelError, load_ir
+from lumber.passes.deploy import as_forest
 
 from .files import content_hash as content_hash  # re-exported for callers
 from .files import read_model_bytes
+from . import untrusted
+from .treelite_checkpoint import is_treelite_checkpoint
+from .ydf import is_ydf_dir, load_ydf_dir
 
 ACCEPTED = (
     "scikit-learn DecisionTree*/RandomForest*/ExtraTrees*/GradientBoosting*/HistGradientBoosting*/IsolationForest, "
@@ -94,8 +98,6 @@ def sniff(data: bytes) -> str:
         return "catboost-cbm"
     if is_onnx(head):
         return "onnx"
-    from .treelite_checkpoint import is_treelite_checkpoint
-
     if is_treelite_checkpoint(head):
         return "treelite-checkpoint"
     return "unknown"
@@ -113,11 +115,7 @@ _FILE_FRONTENDS: dict[str, str] = {
 
 
 def load_file(path: Path, *, trust_pickle: bool | None = None, **options: Any) -> Forest:
-    from . import untrusted
-
     if path.is_dir():
-        from .ydf import is_ydf_dir, load_ydf_dir
-
         if is_ydf_dir(path):
             return load_ydf_dir(path, **options)
     data = read_model_bytes(path)
@@ -136,12 +134,8 @@ def load_file(path: Path, *, trust_pickle: bool | None = None, **options: Any) -
         except UnsupportedModelError as exc:
             raise UnsupportedModelError(f"{path}: {exc.diagnostics[0].message}", *exc.diagnostics[0].notes) from None
     if kind == "lumber-ir":
-        from lumber.ir import load_ir
-
         ir = load_ir(path)
         if not isinstance(ir, Forest):  # a Polynomial or ObliviousEnsemble: its exactly equal Forest
-            from lumber.passes.deploy import as_forest
-
             return as_forest(ir)
         return ir
     target = _FILE_FRONTENDS.get(kind)
@@ -157,10 +151,6 @@ def load_any(model: Any, **options: Any) -> Any:
     """A model object or file as IR: ``.lumber`` files give the IR they hold (any kind: Forest,
     Polynomial, ObliviousEnsemble), IR objects are returned as they are, everything else goes
     through :func:`load` (a Forest); :mod:`lumber.passes.deploy` makes any of them deployable."""
-    from lumber.ir import ObliviousEnsemble, Polynomial
-
-    from . import untrusted
-
     if isinstance(model, (Forest, Polynomial, ObliviousEnsemble)):
         return model
     if isinstance(model, (str, Path)):
@@ -168,8 +158,6 @@ def load_any(model: Any, **options: Any) -> Any:
         data = read_model_bytes(path)
         if sniff(data) == "lumber-ir":
             if not untrusted.is_skops(data):
-                from lumber.ir import load_ir
-
                 ir = load_ir(path)
                 if isinstance(ir, (Forest, Polynomial, ObliviousEnsemble)):
                     return ir

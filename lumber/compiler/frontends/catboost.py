@@ -29,6 +29,7 @@ from lumber.ir import (
 from lumber.ir.assemble import TreeArrays, concat_trees
 
 from .jsondoc import JsonDoc, parse_json
+from .files import content_hash, read_model_bytes
 
 REGRESSION_LOSSES = frozenset({
     "RMSE", "MAE", "Quantile", "MAPE", "Huber", "Expectile", "LogLinQuantile", "Lq", "LogCosh", "MultiQuantile",
@@ -101,8 +102,6 @@ def lower_catboost_file(path: str | Path, *, data: bytes | None = None, **option
     """A JSON export or ``.cbm`` file in its natural form."""
     name = str(path)
     if data is None:
-        from .files import read_model_bytes
-
         data = read_model_bytes(path, "a CatBoost JSON export or .cbm file")
     if data[:4] == b"CBM1":
         try:
@@ -148,8 +147,6 @@ def float32_border(b: float) -> float:
 def parse_catboost_json(raw: bytes, name: str, *, feature_names: Sequence[str] | None = None,
                         classes: Sequence[Any] | None = None) -> ObliviousEnsemble | Forest:
     """A CatBoost JSON export (bytes) -> ObliviousEnsemble (symmetric trees) or Forest."""
-    from .files import content_hash
-
     root = parse_json(raw, name, "a CatBoost JSON model",
                       "the file is truncated or garbled; export it again with save_model(f, format='json')")
     doc = _Doc(name)

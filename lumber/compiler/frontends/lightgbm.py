@@ -41,6 +41,7 @@ from lumber.ir import (
 from lumber.ir.forest import ZERO_THRESHOLD
 
 from .lightgbm_text import LightGBMText, parse_lightgbm_text
+from .files import content_hash, read_model_bytes
 
 MISSING_NONE, MISSING_ZERO, MISSING_NAN = 0, 1, 2
 
@@ -61,11 +62,7 @@ def load_lightgbm_text(path: str | Path, *, data: bytes | None = None, **options
     """
     name = str(path)
     if data is None:
-        from .files import read_model_bytes
-
         data = read_model_bytes(path, "a LightGBM model text file")
-    from .files import content_hash
-
     parsed = parse_lightgbm_text(data, name)
     return lower_lightgbm(parsed, content_hash=content_hash(data), **options)
 
@@ -88,8 +85,6 @@ def from_lightgbm(model: Any, **options: Any) -> Forest:
     else:
         raise UnsupportedModelError(f"cannot load an object of type lightgbm {type(model).__name__}",
                                     "accepted: lightgbm.Booster, LGBMClassifier, LGBMRegressor, LGBMRanker, LGBMModel")
-    from .files import content_hash
-
     text = booster.model_to_string()
     data = text.encode("utf-8")
     parsed = parse_lightgbm_text(text, name)

@@ -54,6 +54,8 @@ from lumber.ir import (
     UnsupportedModelError,
 )
 from lumber.ir.assemble import TreeArrays, concat_trees
+from lumber.ir.interp import trees_per_output
+from .files import content_hash, read_model_bytes
 
 ML_DOMAIN = "ai.onnx.ml"
 TREE_OPS = ("TreeEnsembleRegressor", "TreeEnsembleClassifier", "TreeEnsemble")
@@ -74,8 +76,6 @@ _FLOAT, _DOUBLE = 1, 11
 
 def load_onnx_file(path: str | Path, *, data: bytes | None = None, **options: Any) -> Forest:
     """An ``.onnx`` file -> Forest (``data``: its bytes when already read)."""
-    from .files import read_model_bytes
-
     blob = data if data is not None else read_model_bytes(path, "an ONNX model file")
     return from_onnx(blob, name=str(path), **options)
 
@@ -913,8 +913,6 @@ def _lower(r: _Reader, a: _Attrs, e: _Ensemble, inp: _Input, own: Schema | None,
         else:  # added after the trees: a last one-leaf tree rounds the same way
             trees.append(_constant_tree(base, K))
     if div is not None:
-        from lumber.ir.interp import trees_per_output
-
         probe = concat_trees(_plain_schema(max(n_raw, 1), K), trees, validate=False)
         counts = trees_per_output(probe)
         if div.reshape(-1).shape[0] not in (1, K) or not np.array_equal(np.broadcast_to(div.reshape(-1), (K,)),
@@ -925,8 +923,6 @@ def _lower(r: _Reader, a: _Attrs, e: _Ensemble, inp: _Input, own: Schema | None,
     if add is not None:
         extra = np.broadcast_to(add.reshape(-1), (K,)).astype(np.float64)
         if average:
-            from lumber.ir.interp import trees_per_output
-
             probe = concat_trees(_plain_schema(max(n_raw, 1), K), trees, validate=False)
             base_score = base_score + extra * trees_per_output(probe)
         else:
@@ -953,8 +949,6 @@ def _constant_tree(values: npt.NDArray[np.float64], K: int) -> TreeArrays:
 def _schema(r: _Reader, e: _Ensemble, inp: _Input, own: Schema | None, out: _Out, n_raw: int,
             cat_feature: npt.NDArray[np.bool_], rule: CategoryRule | None, base_score: npt.NDArray[np.float64],
             average: bool, feature_names: Sequence[str] | None) -> Schema:
-    from .files import content_hash
-
     input_dtype = "float32" if inp.rounds_to_float32 else "float64"
     accumulate = inp.tree_dtype
     cat_used = cat_feature.copy()

@@ -39,6 +39,7 @@ from lumber.ir import (
 from lumber.ir.assemble import TreeArrays, bfs_order, concat_trees, renumber_bfs
 
 from .jsondoc import JsonDoc, parse_json
+from .files import content_hash
 
 _TASKS = {"kBinaryClf": Task.BINARY, "kRegressor": Task.REGRESSION, "kMultiClf": Task.MULTICLASS,
           "kLearningToRank": Task.REGRESSION, "kIsolationForest": Task.ANOMALY}
@@ -437,8 +438,6 @@ def _lower(doc: _Doc, top: dict[str, Any], raw_trees: list[_RawTree], blob: byte
         outs = np.array([a.output for a in tree_arrays])
         counts = np.bincount(outs[outs >= 0], minlength=K).astype(np.float64) + float((outs < 0).sum())
         base = base * np.maximum(counts, 1.0)
-    from .files import content_hash
-
     schema = Schema(
         features=features, task=h.task, n_outputs=K, base_score=tuple(float(b) for b in base),
         post_transform=h.post, average=h.average, input_dtype=h.dtype, accumulate_dtype=h.dtype,

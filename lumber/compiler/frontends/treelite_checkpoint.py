@@ -23,7 +23,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from lumber.ir import Forest, LumberError, ModelFormatError, UnsupportedModelError
+from lumber.ir import Forest, LumberError, ModelFormatError, UnsupportedModelError, load_ir
+from .files import read_model_bytes
+from .treelite import from_treelite
 
 SUPPORTED_MAJOR = 4
 MEMORY_LIMIT = 3 << 30
@@ -49,8 +51,6 @@ def load_treelite_checkpoint(path: str | Path, *, data: bytes | None = None, **o
     Options as :func:`~lumber.compiler.frontends.treelite.from_treelite`
     (``feature_names``, ``raw_output``).
     """
-    from .files import read_model_bytes
-
     blob = data if data is not None else read_model_bytes(path, "a treelite checkpoint")
     if len(blob) < 22:
         raise ModelFormatError(f"{path}: truncated treelite checkpoint ({len(blob)} bytes, the header needs 22)")
@@ -81,8 +81,6 @@ def load_treelite_checkpoint(path: str | Path, *, data: bytes | None = None, **o
                                    "the file is truncated or edited; serialize the model again") from None
         if proc.returncode != 0:
             raise _child_error(str(path), proc.stdout, proc.stderr)
-        from lumber.ir import load_ir
-
         forest = load_ir(out, Forest)
     return forest  # type: ignore[no-any-return]
 
@@ -108,8 +106,6 @@ def _child_error(path: str, stdout: bytes, stderr: bytes) -> LumberError:
 def _child(out: str, options: str) -> int:
     """In the child: bytes on stdin -> ``.lumber`` file at ``out``; errors as one JSON line on stdout."""
     import treelite
-
-    from .treelite import from_treelite
 
     data = sys.stdin.buffer.read()
     try:

@@ -46,6 +46,7 @@ from lumber.ir.assemble import TreeArrays, bfs_order, concat_trees
 
 from .jsondoc import JsonDoc, describe, parse_json
 from .ubjson import UBJSONError, loads as ubjson_loads
+from .files import content_hash, read_model_bytes
 
 DELETED_NODE = 2147483647
 """XGBoost's ``kDeletedNodeMarker`` in ``split_indices`` of nodes removed by pruning."""
@@ -151,8 +152,6 @@ def _from_file(path: str | Path, *, data: bytes | None = None,
                **options: Any) -> tuple[Forest, list[npt.NDArray[np.int64]]]:
     name = str(path)
     if data is None:
-        from .files import read_model_bytes
-
         data = read_model_bytes(path, "an XGBoost model file")
     head = data.lstrip()[:1]
     if head == b"{" and data.lstrip()[1:2] in (b"L", b"l", b"i", b"U", b"I", b"$", b"#", b"}", b"N"):
@@ -413,8 +412,6 @@ def _lower(root: Any, raw: bytes, name: str, fmt: str, *, feature_names: Sequenc
         classes = (0, 1)
     elif classes is None and task == Task.MULTICLASS:
         classes = tuple(range(K))
-    from .files import content_hash
-
     schema = Schema(
         features=feats, task=task, n_outputs=K, base_score=tuple(float(v) for v in margin),
         post_transform=post, input_dtype="float32", accumulate_dtype="float32",

@@ -36,6 +36,7 @@ from lumber.ir import (
     UnsupportedModelError,
 )
 from lumber.ir.assemble import TreeArrays, concat_trees
+from .files import content_hash
 
 LAYOUT = ("header.pb", "data_spec.pb")
 """Files every YDF saved-model directory holds (``model.save(path)``)."""
@@ -118,8 +119,6 @@ def from_ydf(model: Any, *, name: str = "<ydf model>", feature_names: Sequence[s
     wta = bool(getattr(model, "winner_takes_all", lambda: False)()) if not gbt else False
     trees = [_lower_tree(model.get_tree(t), t, column, features, name, K=K, gbt=gbt, classes=classes,
                          output=(t % K) if gbt else -1, wta=wta) for t in range(n_trees)]
-    from .files import content_hash
-
     cat_used = np.zeros(len(features), dtype=bool)
     for tr in trees:
         if tr.is_categorical is not None:

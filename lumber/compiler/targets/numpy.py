@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lumber.ir import Forest, ModelFormatError
+from lumber.ir import Forest, ModelFormatError, load_ir
 
 from lumber.runtime.predictors import NumpyPredictor, Predictor
 from .base import Target
@@ -35,8 +35,6 @@ class NumpyTarget(Target):
         return pred
 
     def load(self, path: Path, *, threads: int = 1, prefix: str = "lumber") -> Predictor:
-        from lumber.ir import load_ir
-
         ir = load_ir(path)
         if not isinstance(ir, Forest):
             raise ModelFormatError(f"{path}: holds a {type(ir).__name__}, not a Forest the reference evaluator runs",

@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from lumber.backends.onnx import OnnxOptions
+from lumber.backends.onnx import OnnxOptions, emit_onnx
 from lumber.ir import Forest, ModelFormatError, Schema
 
 from lumber.runtime.predictors import OnnxPredictor, Predictor
@@ -23,8 +23,6 @@ class OnnxTarget(Target):
 
     def compile(self, ir: Forest, options: OnnxOptions, *, path: str | Path | None = None, threads: int = 1,
                 fingerprint: str | None = None) -> Predictor:
-        from lumber.backends.onnx import emit_onnx
-
         if fingerprint is not None:
             options = replace(options, source_fingerprint=fingerprint)
         art = emit_onnx(ir, options)

@@ -31,8 +31,8 @@ class RecomposeOptions:
     """How a forest becomes oblivious tables."""
 
     max_depth: int | str = "auto"
-    """Deepest table when re-composing (``auto``: 8, or the polynomial's largest degree)."""
-    strategy: str = "pack"
+    """Deepest table when re-composing (``auto``: the cheapest cover's depth by the measured table costs)."""
+    strategy: str = "grow"
     """Re-composition strategy (``oblivious`` pass option ``strategy``)."""
     exact: bool = True
     """Refuse a model its library sums in float32 (tables sum in float64)."""

@@ -23,6 +23,9 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Forest, Polynomial, Task
+from lumber.ir.display import Display
+from lumber.ir.domains import infer_domains
+from lumber.ir.polynomial import ConditionKind
 
 from ..base import Analysis, PassContext
 
@@ -87,10 +90,6 @@ def output_names(model: Polynomial | Forest) -> tuple[str, ...]:
 def condition_texts(poly: Polynomial, rows: npt.NDArray[np.float64]) -> tuple[str, ...]:
     """Each condition for people: thresholds as the shortest decimal splitting the rows' domains alike
     (``EducationNumber > 8.5``, not ``8.500000000000002``); other conditions as the polynomial says."""
-    from lumber.ir.display import Display
-    from lumber.ir.domains import infer_domains
-    from lumber.ir.polynomial import ConditionKind
-
     shown = Display(poly, infer_domains(poly.schema, None, rows if rows.shape[0] else None))  # type: ignore[arg-type]
     out = []
     for c in range(poly.n_conditions):

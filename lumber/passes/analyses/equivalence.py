@@ -30,12 +30,16 @@ only under one category rule.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import UnsupportedModelError
+from lumber.ir import CompileError, Forest, UnsupportedModelError
 from lumber.ir.polynomial import ConditionKind, Polynomial, expand_products, from_terms
+
+from ..base import Analysis, PassContext
+from ..transforms.polynomial import DEFAULT_MAX_MONOMIALS, forest_to_polynomial
 
 
 @dataclass(frozen=True, eq=False)
@@ -213,5 +217,73 @@ def counterexample_row(diff: Polynomial, atol: float = 0.0) -> npt.NDArray[np.fl
     return x
 
 
-__all__ = ["EquivalenceResult", "counterexample_row", "polynomial_difference", "to_explicit_missing",
-           "widen_to_float64"]
+def model_scale(ir: Any) -> float:
+    """A bound on |margin| used to scale the tolerance: base score + sum over trees of max |leaf|."""
+    if isinstance(ir, Polynomial):
+        return float(np.abs(ir.bias).max(initial=0.0) + np.abs(ir.weight).max(axis=1, initial=0.0).sum())
+    if isinstance(ir, Forest):
+        leaf = ir.value[ir.is_leaf]
+        per_tree = np.zeros(ir.n_trees)
+        np.maximum.at(per_tree, ir.node_tree[ir.is_leaf], np.abs(leaf).max(axis=1, initial=0.0))
+        return float(np.abs(ir.schema.base_score).max(initial=0.0) + per_tree.sum())
+    raise CompileError(f"cannot compare objects of type {type(ir).__name__}", "pass models, Forests or Polynomials")
+
+
+def _polynomial(ir: Any, max_monomials: int) -> Polynomial:
+    if isinstance(ir, Polynomial):
+        return ir
+    if isinstance(ir, Forest):
+        return forest_to_polynomial(ir, max_monomials=max_monomials)
+    raise CompileError(f"cannot compare a {type(ir).__name__}", "pass models, Forests or Polynomials")
+
+
+def _outputs(ir: Any, x: np.ndarray) -> np.ndarray:
+    return np.asarray(ir.evaluate(x[None, :]), dtype=np.float64).reshape(-1)
+
+
+def compare(A: Any, B: Any, *, rtol: float = 1e-9, max_monomials: int = DEFAULT_MAX_MONOMIALS) -> EquivalenceResult:
+    """Whether Forests or Polynomials ``A`` and ``B`` give the same raw margins on every input, up to ``rtol``
+    times the larger model's scale per monomial weight; a verified counterexample row when they do not."""
+    sa, sb = A.schema, B.schema
+    if sa.n_features != sb.n_features:
+        return EquivalenceResult(False, reason=f"the models read {sa.n_features} and {sb.n_features} features")
+    if sa.n_outputs != sb.n_outputs:
+        return EquivalenceResult(False, reason=f"the models have {sa.n_outputs} and {sb.n_outputs} outputs")
+    atol = rtol * max(model_scale(A), model_scale(B), 1e-300)
+    diff = polynomial_difference(_polynomial(A, max_monomials), _polynomial(B, max_monomials), atol=atol)
+    x = counterexample_row(diff, atol)
+    margins_equal = diff.n_monomials == 0 and bool(np.all(np.abs(diff.bias) <= atol))
+    same_transform = (sa.post_transform, sa.sigmoid_alpha) == (sb.post_transform, sb.sigmoid_alpha)
+    if margins_equal and same_transform:
+        return EquivalenceResult(True, tolerance=atol, reason="same canonical polynomial")
+    ya, yb = _outputs(A, x), _outputs(B, x)
+    if margins_equal:
+        pa, pb = sa.transform(ya), sb.transform(yb)
+        d = float(np.abs(pa - pb).max())
+        return EquivalenceResult(False, x, pa, pb, d, d > 0, 0, atol,
+                                 f"same raw margins but different post-transforms "
+                                 f"({sa.post_transform.name.lower()} vs {sb.post_transform.name.lower()})")
+    d = float(np.abs(ya - yb).max())
+    return EquivalenceResult(False, x, ya, yb, d, d > atol / 2, diff.n_monomials + int(np.any(np.abs(diff.bias) > atol)),
+                             atol, f"{diff.n_monomials} monomial weight(s) differ")
+
+@dataclass(frozen=True)
+class Equivalence(Analysis[object, EquivalenceResult]):
+    """``equivalence``: does the IR here compute the pipeline's input (``polynomial,prune,equivalence``: what
+    pruning changed)? The result, with a counterexample row when not, is ``ctx.results["equivalence"]``."""
+
+    name: ClassVar[str] = "equivalence"
+    rtol: float = 1e-9
+    """Monomial weights may differ by this times the larger model's scale (float sums differ in the last bits)."""
+    max_monomials: int = DEFAULT_MAX_MONOMIALS
+    """A Forest's polynomial may have at most this many monomials."""
+
+    def compute(self, ir: object, ctx: PassContext) -> EquivalenceResult:
+        if ctx.source is None:
+            raise CompileError("pass 'equivalence' compares the IR with the pipeline's input, and there is none",
+                               "run it in a pipeline (lumber.run), or call lumber.equivalent(a, b)")
+        return compare(ctx.source, ir, rtol=self.rtol, max_monomials=self.max_monomials)
+
+
+__all__ = ["Equivalence", "EquivalenceResult", "compare", "counterexample_row", "model_scale", "polynomial_difference",
+           "to_explicit_missing", "widen_to_float64"]

@@ -294,8 +294,9 @@ def build_metric(forest: Forest, constraints: Any = None, *, norm: Any = "l2", s
         if r.feature not in names:
             raise _unknown(names, r.feature, "a constraint rule")
 
-    the_norm = _norm(cons.norm if cons.norm is not None else norm)
-    scale_kind, spreads = _resolve_scale(cons.scale if cons.scale is not None else scale, names)
+    norm, scale, _ = cons.settings(norm, scale, None)
+    the_norm = _norm(norm)
+    scale_kind, spreads = _resolve_scale(scale, names)
 
     # kinds and domains
     cat_split = np.zeros(d, dtype=bool)

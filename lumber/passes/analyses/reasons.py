@@ -31,9 +31,11 @@ from lumber.ir.display import Display
 
 from .contributions import Contributions
 
-REASONS_SCHEMA = "lumber.reasons/1"
-"""Version of the reasons JSON: ``{"schema", "per_case", "cases": [{"row", "id", "decision", "reasons":
-[{"feature", "contribution", "value", "value_text"}], "reversal"}]}``."""
+REASONS_SCHEMA = "lumber.reasons/2"
+"""Version of the reasons JSON: ``{"schema", "per_case", "cases": [{"row", "id", "decision", "decision_text",
+"reasons": [{"feature", "contribution", "value", "value_text"}], "reversal"}]}``; ``decision`` is the label
+``predict`` returns, ``decision_text`` the decision as people read it (the class's name, ``default``, when the
+schema names the classes; else ``class 1``; a regressor's prediction)."""
 
 
 @dataclass(frozen=True)
@@ -63,14 +65,16 @@ class CaseReasons:
     reversal: list[dict[str, Any]] | None = None
     """Changes (``feature``, ``before_text``, ``after_text``) of a proven counterfactual; None without one."""
     extra: dict[str, Any] = field(default_factory=dict)
+    decision_name: str | None = None
+    """The decision as people read it (``default``, ``class 1``); None: the decision itself."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"row": self.row, "id": self.id, "decision": plain(self.decision),
+        return {"row": self.row, "id": self.id, "decision": plain(self.decision), "decision_text": self.decision_text(),
                 "reasons": [r.to_dict() for r in self.reasons], "reversal": self.reversal}
 
     def lines(self) -> list[str]:
         who = f"row {self.row}" + (f" ({self.id})" if self.id else "")
-        out = [f"{who}: {self.decision_text()}; principal reasons:"]
+        out = [f"{who}: decided {self.decision_text()}; principal reasons:"]
         out += [f"  {k}. {r.value_text}" for k, r in enumerate(self.reasons, 1)] or ["  (no feature pushed toward it)"]
         if self.reversal:
             out.append("  would change with: " + "; ".join(
@@ -78,14 +82,21 @@ class CaseReasons:
         return out
 
     def decision_text(self) -> str:
-        return f"decided {self.decision}"
+        if self.decision_name is not None:
+            return self.decision_name
+        d = plain(self.decision)
+        return format(d, ".6g") if isinstance(d, float) else str(d)
 
 
 def value_words(schema: Schema, shown: Display, i: int, v: float) -> str:
-    """``name: value`` in words: a category label, yes/no for a 0/1 feature, ``missing`` for NaN."""
+    """``name: value`` in words: the value's words (``Feature.words``), a category label, yes/no for a 0/1
+    feature, ``missing`` for NaN."""
     f = schema.features[i]
     if math.isnan(v):
         return f"{f.name}: missing"
+    word = f.word(v)
+    if word is not None:
+        return f"{f.name}: {word}"
     label = shown.label(i, v)
     if label is not None:
         return f"{f.name}: {label}"
@@ -96,30 +107,33 @@ def value_words(schema: Schema, shown: Display, i: int, v: float) -> str:
 
 
 def toward(contrib: Contributions, schema: Schema, decision: npt.NDArray[np.float64]
-           ) -> tuple[npt.NDArray[np.float64], list[Any]]:
-    """``[n, features]`` contributions signed toward each case's outcome, and each outcome's label."""
+           ) -> tuple[npt.NDArray[np.float64], list[Any], list[str | None]]:
+    """``[n, features]`` contributions signed toward each case's outcome, each outcome's label, and its
+    text for people (a classifier's ``Schema.class_text``; None for a regressor)."""
     n = contrib.n_rows
     if schema.task == Task.MULTICLASS:
         k = decision.astype(np.int64)
         vals = contrib.values[np.arange(n), :, k] if contrib.values.ndim == 3 else contrib.values
         labels = class_labels(schema)
-        return vals, [labels[int(c)] for c in k]
+        return vals, [labels[int(c)] for c in k], [schema.class_text(int(c)) for c in k]
     if schema.task == Task.BINARY:
         v = contrib.output_values(contrib.values.shape[2] - 1 if contrib.values.ndim == 3 else 0)
-        sign = np.where(decision.astype(np.int64) == 1, 1.0, -1.0)
+        k = decision.astype(np.int64)
+        sign = np.where(k == 1, 1.0, -1.0)
         labels = class_labels(schema)
-        return v * sign[:, None], [labels[int(c)] for c in decision]
+        return v * sign[:, None], [labels[int(c)] for c in k], [schema.class_text(int(c)) for c in k]
     m = contrib.margin if contrib.margin.ndim == 1 else contrib.margin[:, 0]
     base = contrib.output_base(0)
     sign = np.sign(m - base)
-    return contrib.output_values(0) * sign[:, None], [float(schema.transform(np.array([x]))[0]) for x in m]
+    return (contrib.output_values(0) * sign[:, None], [float(schema.transform(np.array([x]))[0]) for x in m],
+            [None] * n)
 
 
 def principal_reasons(contrib: Contributions, X: npt.NDArray[np.float64], decision: npt.NDArray[np.float64],
                       schema: Schema, shown: Display, n: int = 4, rows: Sequence[int] | None = None,
                       ids: Sequence[str] | None = None) -> list[CaseReasons]:
     """At most ``n`` reasons per case, strongest first (ties in column order)."""
-    pushed, outcome = toward(contrib, schema, decision)
+    pushed, outcome, names = toward(contrib, schema, decision)
     out = []
     for i in range(contrib.n_rows):
         col = pushed[i]
@@ -128,7 +142,7 @@ def principal_reasons(contrib: Contributions, X: npt.NDArray[np.float64], decisi
                                                                                                 float(X[i, j])))
                    for j in order]
         out.append(CaseReasons(int(rows[i]) if rows is not None else i, outcome[i], reasons,
-                               ids[i] if ids is not None else None))
+                               ids[i] if ids is not None else None, decision_name=names[i]))
     return out
 
 

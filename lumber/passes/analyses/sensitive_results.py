@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Forest
+from lumber.ir.display import readable
 
 from .metrics import Metric
 
@@ -62,8 +63,8 @@ class SensitiveTest:
         thr, a, b = self.texts()
         if self.categories is not None:
             cats = self.categories_text if self.categories_text is not None else tuple(map(str, self.categories))
-            return f"{self.feature} not in {{{', '.join(cats)}}} ({a} -> {b}, margin {self.margin:.4g})"
-        return f"{self.feature} {self.op} {thr} ({a} -> {b}, margin {self.margin:.4g})"
+            return f"{self.feature} not in {{{', '.join(cats)}}} ({a} -> {b}, margin {readable(self.margin)})"
+        return f"{self.feature} {self.op} {thr} ({a} -> {b}, margin {readable(self.margin)})"
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

@@ -34,12 +34,12 @@ needs about a quarter fewer trees than ``pack`` (``bench/oblivious.py --recompos
 (:func:`polish_sets`) then trims every tree to the monomials only it covers and removes (or shrinks)
 the trees whose monomials fit into the others.
 
-Depth (``max-depth=auto``, the default, with ``grow``): deeper tables hold more
-monomials each, so a cover needs fewer of them, but each costs more per row once
-its index outgrows a byte. :func:`choose_depth` prices an unpolished ``grow`` cover
-at 8, 10, 12, ... levels by the table runtime's measured cost per table and depth
-(:class:`CostModel`) and keeps the cheapest (depth 10 on the LightGBM 500 x 63
-credit and synthetic models); a runtime measured on other rows passes its own costs.
+Depth (``max-depth=auto``, the default, with ``grow``): deeper tables hold more monomials each, so a cover
+needs fewer of them, but each costs more per row once its index outgrows a byte. :func:`choose_depth`
+prices unpolished ``grow`` covers by the measured cost of one table per row at its depth
+(:data:`COST_FILE`, with the command that measured it) from depth 10 deeper while cheaper, then shallower,
+gives up a cover as soon as it costs more than the cheapest, and keeps the cheapest whose tables fit
+``table-mb``; a runtime measured on other rows passes its own costs (:class:`CostModel`).
 
 Covering non-maximal monomials needs no search: a monomial one condition
 short of an already placed monomial goes to that monomial's tree (one
@@ -65,10 +65,12 @@ these levels.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -95,11 +97,30 @@ DEFAULT_MAX_DEPTH = 8
 index width (one byte) and L1-sized tables."""
 
 
-TABLE_NS = (0.62,) * 9 + (0.70, 0.80, 1.6, 2.5, 2.2, 2.0, 2.1, 2.2)
-"""Nanoseconds per row of one table by its depth (index 0-16): the C table runtime's CPU time per row and
-tree on the LightGBM 500 x 63 credit and synthetic covers of depth 8, 10, 12 and 14 (real test rows,
-``-march=native``), odd depths and 15-16 interpolated: flat up to 8 levels, 1.3x at 10,
-about 3x and more from 12."""
+COST_FILE = Path(__file__).with_name("table_cost.json")
+"""The measured cost of one table per row by its depth, with the command that measured it
+(``bench/oblivious.py --table-cost --save-costs``), where it ran and on what."""
+
+
+def measured_table_ns(path: Path = COST_FILE) -> tuple[float, ...]:
+    """Nanoseconds per row of one table by its depth (index 0-:data:`MAX_DEPTH`) from ``path``'s
+    ``ns_by_depth``: a depth below the shallowest measured one costs as much as it, one between two
+    measured depths is interpolated linearly, one past the deepest adds the last measured step per level."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    measured = sorted((int(d), float(v)) for d, v in doc["ns_by_depth"].items())
+    if not measured:
+        raise CompileError(f"{path.name} holds no table costs", "rerun bench/oblivious.py --table-cost --save-costs")
+    d, v = np.array([x[0] for x in measured], dtype=np.float64), np.array([x[1] for x in measured])
+    depths = np.arange(MAX_DEPTH + 1, dtype=np.float64)
+    ns = np.interp(depths, d, v)
+    if d.shape[0] > 1:
+        step = (v[-1] - v[-2]) / (d[-1] - d[-2])
+        ns = np.where(depths > d[-1], v[-1] + step * (depths - d[-1]), ns)
+    return tuple(float(x) for x in ns)
+
+
+TABLE_NS = measured_table_ns()
+"""Nanoseconds per row of one table by its depth (index 0-16), from :data:`COST_FILE`."""
 AUTO_DEPTHS = (8, 10, 12, 14, 16)
 """The depths ``max-depth=auto`` weighs (:func:`choose_depth`), with the polynomial's degree when deeper."""
 
@@ -125,6 +146,9 @@ class CostModel:
     A table runtime measured on the user's rows can pass its own."""
     depths: tuple[int, ...] = AUTO_DEPTHS
     """Candidate depths of ``max-depth=auto``."""
+    first: int = 10
+    """The depth ``max-depth=auto`` prices first (:func:`choose_depth`): the search goes deeper from there,
+    then shallower."""
 
     def tree(self, depth: int) -> float:
         return self.lookup + self.level * depth
@@ -140,6 +164,14 @@ class CostModel:
     def cover(self, levels: list[int]) -> float:
         """Cost of a cover per row: its trees' tables summed."""
         return sum(self.table(d) for d in levels)
+
+
+class OverBudget(Exception):
+    """A ``grow`` cover given up once its trees cost more than a limit (:func:`grow_sets` ``give_up``)."""
+
+    def __init__(self, trees: int, cost: float) -> None:
+        super().__init__(f"{trees} trees cost {cost:.1f} ns/row, over the limit")
+        self.trees, self.cost = trees, cost
 
 
 @dataclass
@@ -369,7 +401,7 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
     merge: bool = True
     """Merge trees whose condition sets nest (pack only)."""
     table_mb: int = 64
-    """Total table size (MiB) past which no tree grows (``pack``)."""
+    """Total table size (MiB): no tree grows past it (``pack``), no cover over it is chosen (``max-depth=auto``)."""
     bins: bool = True
     """Let several thresholds of one feature share a tree's levels as a bin code (bin levels)."""
     polish: int = POLISH_ROUNDS
@@ -398,8 +430,11 @@ class RecomposeOblivious(Transform[Polynomial, ObliviousEnsemble]):
         depth = stats["max_depth_cap"]
         chosen = ""
         if stats["depth_choice"]:
-            tried = ", ".join(f"{d}: {int(v['trees']):,} trees, {v['cost']:,.0f} ns/row"
-                              for d, v in stats["depth_choice"].items())
+            tried = ", ".join(
+                f"{d}: over {v['cost']:,.0f} ns/row at {int(v['trees']):,} trees, given up" if v.get("given_up")
+                else f"{d}: {int(v['trees']):,} trees, {v['table_bytes'] / 2**20:,.0f} MiB, over table-mb"
+                if v.get("over_budget") else f"{d}: {int(v['trees']):,} trees, {v['cost']:,.0f} ns/row"
+                for d, v in sorted(stats["depth_choice"].items()))
             chosen = f", chosen among unpolished covers ({tried})"
         ctx.report(PassReport(self.name, (
             f"{ir.n_monomials:,} monomials -> {ens.n_trees:,} oblivious trees ({by_depth}); "
@@ -420,12 +455,16 @@ def _output_groups(poly: Polynomial) -> npt.NDArray[np.int64]:
 
 def choose_depth(poly: Polynomial, cost: CostModel | None = None, bins: bool = True) -> tuple[
         int, dict[int, dict[str, float]], dict[int, list[list[int]]]]:
-    """The depth of the cheapest cover (``max-depth=auto``): for each of ``cost.depths`` (and the
-    polynomial's degree when that is deeper), shallowest first, a ``grow`` cover without polishing, priced
-    by ``cost.cover`` (the tables' cost per row by their depths); the search stops at the first depth
-    whose cover costs more than the cheapest so far. Deeper tables hold more monomials each (fewer trees)
-    but cost more each; where the balance lies depends on the model. Returns the depth, each tried
-    depth's ``{"trees", "cost"}`` and the chosen depth's unpolished condition sets per output group."""
+    """The depth of the cheapest cover (``max-depth=auto``): ``grow`` covers without polishing, priced by
+    ``cost.cover`` (the tables' cost per row by their depths), at the candidate depths (``cost.depths``,
+    and the polynomial's degree when that is deeper). The search starts at ``cost.first`` (or the nearest
+    candidate above it), goes deeper while the covers get cheaper, then shallower while they do; a cover
+    is given up as soon as its trees so far cost more than the cheapest cover found (it cannot win), so
+    the shallow covers of many trees are rarely built in full. Deeper tables hold more monomials each
+    (fewer trees) but cost more each; where the balance lies depends on the model. Returns the depth,
+    each tried depth's ``{"trees", "cost"}`` (``"given_up": 1.0`` with the trees and cost when it was
+    dropped; ``"over_budget": 1.0`` when its tables, at 8 bytes a cell, exceed ``cost.budget_bytes``: it is
+    never chosen) and the chosen depth's unpolished condition sets per output group."""
     cost = cost or CostModel()
     ids = np.asarray(poly.padded_ids, dtype=np.int64)
     deg = poly.degree.astype(np.int64)
@@ -435,18 +474,46 @@ def choose_depth(poly: Polynomial, cost: CostModel | None = None, bins: bool = T
     cands = sorted({d for d in cost.depths if d >= lo} | ({lo} if lo > max(cost.depths) else set()))
     tried: dict[int, dict[str, float]] = {}
     best: tuple[float, int, dict[int, list[list[int]]]] | None = None
-    for d in cands:
-        sets = {g: grow_sets(ids[group == g], deg[group == g], poly.n_conditions, d, groups, polish=0)
-                for g in sorted(set(group.tolist()))}
-        levels = [_levels(s, groups) for ss in sets.values() for s in ss]
-        price = cost.cover(levels)
-        tried[d] = {"trees": float(len(levels)), "cost": price}
-        if best is not None and price > best[0]:
-            break
-        if best is None or price < best[0]:
-            best = (price, d, sets)
-    if best is None:  # no monomials
+    if poly.n_monomials == 0:
         return lo, tried, {}
+
+    def price(d: int) -> bool:
+        """Build and price the cover at depth ``d``; whether it is the cheapest so far."""
+        nonlocal best
+        sets: dict[int, list[list[int]]] = {}
+        spent = 0.0
+        try:
+            for g in sorted(set(group.tolist())):
+                limit = (cost, best[0], spent) if best is not None else None
+                sets[g] = grow_sets(ids[group == g], deg[group == g], poly.n_conditions, d, groups, polish=0,
+                                    give_up=limit)
+                spent += cost.cover([_levels(s, groups) for s in sets[g]])
+        except OverBudget as over:
+            tried[d] = {"trees": float(sum(len(v) for v in sets.values()) + over.trees), "cost": over.cost,
+                        "given_up": 1.0}
+            return False
+        levels = [_levels(s, groups) for ss in sets.values() for s in ss]
+        tried[d] = {"trees": float(len(levels)), "cost": cost.cover(levels),
+                    "table_bytes": float(sum(8 << lv for lv in levels))}
+        if tried[d]["table_bytes"] > cost.budget_bytes:  # tables too large to keep, however fast
+            tried[d]["over_budget"] = 1.0
+            return False
+        if best is None or tried[d]["cost"] < best[0]:
+            best = (tried[d]["cost"], d, sets)
+            return True
+        return False
+
+    start = next((i for i, d in enumerate(cands) if d >= cost.first), len(cands) - 1)
+    price(cands[start])
+    for d in cands[start + 1:]:  # deeper while cheaper
+        if not price(d):
+            break
+    for d in reversed(cands[:start]):  # then shallower while cheaper
+        if not price(d):
+            break
+    if best is None:  # every cover over the table budget: the shallowest candidate, built in full
+        d = cands[0]
+        return d, tried, {}
     return best[1], tried, best[2]
 
 
@@ -638,7 +705,7 @@ def _incompatible(P: npt.NDArray[np.int64], dg: npt.NDArray[np.int64], nc: int,
 
 def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditions: int,
               max_depth: int, groups: npt.NDArray[np.int64] | None = None,
-              polish: int = POLISH_ROUNDS) -> list[list[int]]:
+              polish: int = POLISH_ROUNDS, give_up: tuple[CostModel, float, float] | None = None) -> list[list[int]]:
     """Condition sets covering every maximal monomial, built one tree at a time (strategy ``grow``).
 
     A tree starts from one of the maximal monomials that need a tree each (:func:`_incompatible`), then
@@ -651,8 +718,12 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
     With ``groups`` (:func:`category_groups`) a category code costs the levels its group grows by,
     often none (the third code of a group rides on the two levels of the first two).
     Then up to ``polish`` rounds of :func:`polish_sets` remove the trees the others can absorb.
+    ``give_up`` ``(cost, limit, spent)``: raise :class:`OverBudget` as soon as ``spent`` plus the trees so
+    far by ``cost.table`` exceed ``limit`` (:func:`choose_depth` drops a depth that cannot win without
+    finishing it).
     """
     nc = n_conditions
+    spent = give_up[2] if give_up is not None else 0.0
     grp = np.full(nc + 1, -1, dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
     top = np.flatnonzero(maximal_monomials(ids, deg))
     P, dg = ids[top], deg[top]
@@ -728,6 +799,7 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
         seed = int(order[ptr])
         S = [int(c) for c in P[seed, :dg[seed]]]
         touched = take(S)
+        every = [touched]  # every monomial the tree touches; ``touched``: those it does not hold yet
         n_plain = int((grp[S] < 0).sum())
         while True:
             room = max_depth - n_plain - int(bitlen[gcount].sum())
@@ -735,11 +807,14 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
             cc = cond_cost()
             free = np.flatnonzero(bitlen[gcount[group_ids] + 1] == bitlen[gcount[group_ids]])
             short = dg[touched] - hits[touched]
-            ok = (short > 0) & (short <= room + free.shape[0])
+            held = short == 0  # held monomials stay held: the tree only grows
+            if held.any():
+                touched, short = touched[~held], short[~held]
+            ok = short <= room + free.shape[0]
             cand, miss = touched[ok], short[ok]
             add = miss
             if free.size:  # missing codes of groups that have room for one more code cost nothing
-                codes = code_of[cand][:, free]
+                codes = code_of[cand[:, None], free[None, :]]
                 add = miss - (~in_s[codes]).sum(axis=1)
             fit = add <= room
             cand, miss, add = cand[fit], miss[fit], add[fit]
@@ -755,7 +830,8 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
                     break
                 S.extend(extra)
                 n_plain += int((grp[extra] < 0).sum())
-                touched = np.concatenate([touched, take(extra)])
+                every.append(take(extra))
+                touched = np.concatenate([touched, every[-1]])
                 continue
             per_level = cc + np.where(cc == 0, 1e-3, 0.0)  # a free condition scores 1000x
             best: list[int] = []
@@ -786,15 +862,21 @@ def grow_sets(ids: npt.NDArray[np.int64], deg: npt.NDArray[np.int64], n_conditio
                 best = [int(c) for c in P[cand[j]] if not in_s[c]]
             S.extend(best)
             n_plain += int((grp[best] < 0).sum())
-            touched = np.concatenate([touched, take(best)])
+            every.append(take(best))
+            touched = np.concatenate([touched, every[-1]])
+        touched = np.concatenate(every)
         alive[touched[hits[touched] == dg[touched]]] = False
         alive[seed] = False
         hits[touched] = 0
         seen[touched] = False
         in_s[S] = False
         in_s[nc] = True
+        if give_up is not None:
+            spent += give_up[0].table(n_plain + int(bitlen[gcount].sum()))
         gcount[:] = 0
         sets.append(sorted(S))
+        if give_up is not None and spent > give_up[1]:
+            raise OverBudget(len(sets), spent)
     if polish > 0:
         sets = polish_sets(sets, P, dg, nc, grp, max_depth, polish)
     return sets
@@ -830,6 +912,7 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
     member[nc] = True
     gcount = np.zeros((max(int(gids.shape[0]), 1), T), dtype=np.int64)  # group x tree: codes held
     levels = np.zeros(T, dtype=np.int64)
+    levels8 = np.zeros(T, dtype=np.int8)  # ``levels`` for the int8 sums of the moves' scores
     cost = np.ones((nc + 1, T), dtype=np.int8)  # condition x tree: levels it would add (0: held, or a free code)
     cost[nc] = 0
     step = np.ones_like(gcount)  # group x tree: levels one more code of the group adds
@@ -853,6 +936,7 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
         np.add.at(gcount[:, t], g_came[g_came >= 0], 1)
         n_plain[t] += int((g_came < 0).sum()) - int((g_gone < 0).sum())
         levels[t] = n_plain[t] + int(bitlen[gcount[:, t]].sum())
+        levels8[t] = levels[t]
         old_step = step[:, t].copy()
         step[:, t] = bitlen[gcount[:, t] + 1] - bitlen[gcount[:, t]]
         moved = np.flatnonzero(step[:, t] != old_step)
@@ -897,31 +981,34 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
                 continue
             alive[t] = False
             before: dict[int, set[int]] = {}
-            stay: list[int] = []  # conditions of the monomials that fit nowhere else
+            stay: set[int] = set()  # conditions of the monomials that fit nowhere else
+            old_levels = int(levels[t])
+            gain = True
             for q in own[np.argsort(-dg[own], kind="stable")].tolist():
                 cs = P[q, :dg[q]]
                 if any(member[cs, u].all() for u in before):  # an earlier move already covers it
                     continue
-                grown = levels + cost[cs].sum(axis=0)  # a canonical monomial holds one code per group at most
+                grown = np.add.reduce(cost[cs], axis=0, dtype=np.int8)  # one code per group at most (canonical)
+                grown += levels8
                 fit = np.flatnonzero(alive & (grown <= max_depth))
                 if fit.size == 0:
-                    stay.extend(cs.tolist())
+                    stay.update(cs.tolist())
+                    if _levels(stay, grp) >= old_levels:  # t cannot shrink: stop trying
+                        gain = False
+                        break
                     continue
                 u = int(fit[np.lexsort((grown[fit], grown[fit] - levels[fit]))[0]])
                 before.setdefault(u, set(trees[u]))
                 trees[u] |= set(cs.tolist())
                 store(u)
-            old_levels = int(levels[t])
-            trees[t] = set(stay)
-            store(t)
-            if stay and levels[t] >= old_levels:  # no gain: t stays, the others are restored
-                trees[t] = set(P[own][P[own] < nc].tolist())
-                store(t)
+            if not gain:  # no gain: t stays, the others are restored
                 for u, old in before.items():
                     trees[u] = old
                     store(u)
                 alive[t] = True
                 continue
+            trees[t] = stay
+            store(t)
             # t goes (or shrinks to the monomials that fit nowhere else); the grown trees cover more
             alive[t] = bool(stay)
             keep = member[P[cov[t]], t].all(axis=1)

@@ -31,10 +31,13 @@
 #define LUMBER_BLOCK 256
 #define LUMBER_BINNED 1
 #define LUMBER_WALK_T uint8_t
-#define LUMBER_WALK_STRIDE 6
+#define LUMBER_WALK_STRIDE 7
 #define LUMBER_WALK_BYTES 1
 #define LUMBER_WALK_CODE 0
 #define LUMBER_N_CODE_BLOCKS 0
+#define LUMBER_GLOBAL_DEC 1
+#define LUMBER_N_DEC 3
+#define LUMBER_ROW_WALK 1
 #define LUMBER_FN(name) lumber_##name
 
 /* Public interface of a lumber-compiled tree ensemble (generated; do not edit).
@@ -69,6 +72,10 @@ void lumber_predict_row(const double *row, double *out);
 /* One row with the options of predict_rows (1 post-transform, 2 check refused values): predict_row
    plus the check, for callers that validate nothing themselves. Returns 0, or 2 (a refused value). */
 int32_t lumber_predict_one(const double *row, double *out, int32_t options);
+/* For a Python process that loads the library (see lumber/backends/c/loader.py): py_init takes the
+   addresses of the CPython functions py_one calls; py_one is a METH_FASTCALL builtin's body. */
+int32_t lumber_py_init(void *const *api);
+void *lumber_py_one(void *self, void *const *args, intptr_t nargs);
 /* Leaf reached in every tree, as a node id local to its tree: n x n_trees int32 (returns 0). */
 int32_t lumber_apply(const double *rows, int64_t n, int32_t *out);
 
@@ -140,9 +147,6 @@ static const uint32_t L_CAT_WORDS[3] = {
 static const int32_t L_SPECIAL_OFF[3] = {
   0, 2, 3
 };
-static const int32_t L_SPECIAL_SLOTS[3] = {
-  0, 2, 8
-};
 static const int32_t L_SPECIAL_FEAT[3] = {
   1, 1, 1
 };
@@ -160,7 +164,7 @@ static const char L_FINGERPRINT[] = "8abd7f31c5bf08aac3e27c6d7841a344d392de84196
 static const char L_METADATA[] = "{\"abi_version\": 1, \"fingerprint\": \"8abd7f31c5bf08aac3e27c6d7841a344d392de841960cf6b4e10d1d5a76f05a1\", \"generator\": \"lumber\", \"input_dtype\": \"float64\", \"lumber_version\": \"VERSION\", \"n_trees\": 2, \"prefix\": \"lumber\", \"schema\": {\"accumulate_dtype\": \"float64\", \"allow_inf\": true, \"allow_nan\": true, \"average\": false, \"base_score\": [0.0], \"category_rule\": \"lightgbm\", \"classes\": null, \"decision\": \"proba\", \"features\": [{\"kind\": \"numerical\", \"name\": \"x0\"}, {\"categories\": [0, 1, 2, 3, 4, 5], \"kind\": \"categorical\", \"name\": \"c\"}], \"input_dtype\": \"float64\", \"isolation_c\": 1.0, \"isolation_offset\": 0.0, \"n_outputs\": 1, \"post_transform\": \"identity\", \"sigmoid_alpha\": 1.0, \"source\": {}, \"task\": \"regression\"}, \"walk\": \"binned8\"}";
 static const lumber_wnode L_WNODES[13] = {
   {{0, 4, 1}}, {{0, 2, 3}}, {{0, 5, 5}}, {{255, 0, 3}}, {{255, 0, 4}}, {{255, 0, 5}},
-  {{255, 0, 6}}, {{1, 2, 8}}, {{0, 4, 10}}, {{255, 0, 9}}, {{255, 0, 10}}, {{255, 0, 11}},
+  {{255, 0, 6}}, {{1, 2, 8}}, {{0, 6, 10}}, {{255, 0, 9}}, {{255, 0, 10}}, {{255, 0, 11}},
   {{255, 0, 12}}
 };
 static const int32_t L_BIN_OFF[2] = {
@@ -174,5 +178,17 @@ static const int32_t L_BIN_HALF[2] = {
 };
 static const LUMBER_IN_T L_BIN_VAL[4] = {
   0x1p-1, 0x1p+0, INFINITY, INFINITY
+};
+static const int32_t L_DEC_SLOT[3] = {
+  0, 2, 8
+};
+static const int32_t L_DEC_Q[3] = {
+  0, 1, 2
+};
+static const int32_t L_ROW_GROUP[1] = {
+  0
+};
+static const lumber_wnode L_WROOT[2] = {
+  {{0, 4, 1}}, {{1, 2, 8}}
 };
 

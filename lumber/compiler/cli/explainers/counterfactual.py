@@ -45,7 +45,7 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
         counts[r.status] = counts.get(r.status, 0) + 1
     js = {"norm": results[0].norm if results else (args.norm or "l1"), "scale": scale or "none",
           "reference": ref_name, "time_limit": args.time_limit, "status_counts": counts, "cases": cases}
-    return js, format_text(ctx.rows, results, ref_name)
+    return js, format_text(ctx.rows, results, ref_name, ctx.forest.schema)
 
 
 def _typed(forest: Any, data: str) -> Any:
@@ -63,14 +63,14 @@ def _typed(forest: Any, data: str) -> Any:
     return forest.replace(schema=refine_schema(forest.schema, table.features))
 
 
-def format_text(rows: Any, results: list[CounterfactualResult], reference: str) -> str:
+def format_text(rows: Any, results: list[CounterfactualResult], reference: str, schema: Any = None) -> str:
     if not results:
         return "counterfactuals: no rows selected"
     r0 = results[0]
     head = f"counterfactuals (norm {r0.norm}, target {r0.target}; statistics from {reference} rows)"
     lines = [head]
     for row, r in zip(rows, results):
-        lines.append(f"row {int(row)}: " + r.summary().replace("\n", "\n    "))
+        lines.append(f"row {int(row)}: " + r.summary(schema).replace("\n", "\n    "))
     return "\n".join(lines)
 
 

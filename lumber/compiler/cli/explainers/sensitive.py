@@ -17,7 +17,9 @@ import numpy as np
 
 from lumber.compiler.api.sensitive import SensitiveOptions, sensitive_tests
 from lumber.compiler.cli.explainers import parse_target
-from lumber.ir import InputDataError
+from lumber.ir import InputDataError, Schema
+from lumber.ir.decision import class_index, class_labels
+from lumber.ir.display import readable
 from lumber.passes.analyses.sensitive_results import CaseSensitivity, SensitiveResult
 
 
@@ -36,26 +38,37 @@ def explain(ctx: Any) -> tuple[dict[str, Any], str]:
     result.rows = np.asarray(ctx.rows)
     js = result.to_json()
     js["reference"] = ref_name
-    return js, format_text(result, ref_name)
+    return js, format_text(result, ref_name, ctx.forest.schema)
 
 
-def format_text(result: SensitiveResult, reference: str | None) -> str:
+def format_text(result: SensitiveResult, reference: str | None, schema: Schema | None = None) -> str:
     m = result.metric
     head = (f"sensitive tests ({result.method}{'' if result.exact else ', upper bound'}; norm "
             f"{m.norm.name.lower()}, scale {'none' if m.scale is None else m.scale.name.lower()}"
             + (f" from {reference} rows" if reference and m.scale is not None else "") + ")")
-    return "\n".join([head] + [_case_text(c) for c in result])
+    return "\n".join([head] + [_case_text(c, schema) for c in result])
 
 
-def _case_text(c: CaseSensitivity) -> str:
-    lines = [f"row {c.row}: predicted {c.prediction}, trace {c.trace} tests"]
+def _decision(label: Any, schema: Schema | None) -> str:
+    """A class label as people read it: its name when the schema names the classes."""
+    if schema is not None and schema.class_names is not None:
+        try:
+            return schema.class_text(class_index(class_labels(schema), label))
+        except InputDataError:
+            pass
+    return str(label)
+
+
+def _case_text(c: CaseSensitivity, schema: Schema | None = None) -> str:
+    lines = [f"row {c.row}: predicted {_decision(c.prediction, schema)}, trace {c.trace} tests"]
     if not c.reachable or c.point is None:
         lines[0] += f"; {c.message}"
         return "\n".join(lines)
     if c.distance == 0:
         lines[0] += f"; {c.message or 'already at the target'}"
         return "\n".join(lines)
-    lines[0] += f", distance {c.distance:.4g} to {c.target}{'' if c.exact else ' (upper bound)'}"
+    lines[0] += (f", distance {readable(c.distance)} to {_decision(c.target, schema)}"
+                 f"{'' if c.exact else ' (upper bound)'}")
     if not c.verified:
         lines[0] += " [NOT VERIFIED]"
     for t in c.tests:
@@ -63,7 +76,7 @@ def _case_text(c: CaseSensitivity) -> str:
     for label, ch in c.per_class.items():
         if ch.label == c.target:
             continue
-        lines.append(f"  to {label}: " + (f"distance {ch.distance:.4g}, " + "; ".join(
+        lines.append(f"  to {_decision(label, schema)}: " + (f"distance {readable(ch.distance)}, " + "; ".join(
             f"{t.feature} {t.op} {'' if t.threshold is None else t.texts()[0]}".strip() for t in ch.tests)
             if ch.reachable else "unreachable"))
     return "\n".join(lines)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Forest
+from lumber.ir import Forest, Norm
 
 from .deadline import Deadline
 from .domain import CategoricalDomain, Domain, NumericDomain
@@ -152,8 +152,6 @@ def prune_reach(forest: Forest, ch: NodeChoices, reach: npt.NDArray[np.bool_], d
     several features moved, each affordable but not all together. No point cheaper than the
     bound lies in such a leaf, so the optimum never routes there.
     """
-    from lumber.ir import Norm
-
     features = [d.index for d in domains if isinstance(d, (NumericDomain, CategoricalDomain))]
     if not features:
         return reach

@@ -61,6 +61,9 @@ class CounterfactualOptions:
     warm_start: bool = True
     """Start from a heuristic point (reference rows repaired to the constraints, a greedy walk), which also
     bounds the domains; False: the MILP alone."""
+    fast_path: bool = True
+    """Before building a MILP, try to prove the warm start optimal by the per-tree bound
+    (``fastpath.leaf_bound_proves``, about a millisecond); False: every query goes to the MILP."""
     relaxation_share: float = 0.25
     """Share of the time left that a plausible query's relaxation (the isolation forest without the
     explained model) may use."""

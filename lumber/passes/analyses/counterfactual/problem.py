@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +62,13 @@ class Query:
     """The encoding and search options (``integer_flows``, ``interval_rows``, ``compact_levels``, ...)."""
     reference: Reference | None = None
     """The reference rows, prepared once for every case of a batch."""
+    _memo: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def memo(self, key: str, make: Callable[[], Any]) -> Any:
+        """What ``make()`` gives, computed once per query (the source model's prediction on the case)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     @cached_property
     def isolation_encoded(self) -> Forest | None:

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import FeatureKind, Schema
+from lumber.ir import FeatureKind, InputDataError, Schema
+from lumber.ir.decision import class_index, class_labels
+from lumber.ir.display import readable
 
 from .solver import INFEASIBLE, NO_SOLUTION, OPTIMAL, TIME_LIMIT
 
@@ -161,14 +163,26 @@ class CounterfactualResult:
             d["alternatives"] = [a.to_dict() for a in self.alternatives]
         return d
 
-    def summary(self) -> str:
-        """One line per change, for the CLI."""
+    @staticmethod
+    def _decision(label: Any, schema: Schema | None) -> str:
+        """A predicted label as people read it: the class's name when the schema names the classes."""
+        if schema is not None and schema.class_names is not None and label is not None:
+            try:
+                return schema.class_text(class_index(class_labels(schema), _plain(label)))
+            except InputDataError:
+                pass
+        return repr(_plain(label))
+
+    def summary(self, schema: Schema | None = None) -> str:
+        """One line per change, for the CLI; ``schema``: decisions by class name (``Schema.class_text``)."""
         if self.x is None:
             return f"{self.status}: {self.message or 'no counterfactual'}"
         if not self.changes and self.verified:
-            return f"no change needed: the case already gets {self.target} (prediction {self.prediction!r})"
-        head = (f"{self.status}{'' if self.verified else ' (NOT verified)'}: cost {self.cost:.6g} ({self.norm}), "
-                f"prediction {self.original_prediction!r} -> {self.prediction!r}")
+            return (f"no change needed: the case already gets {self.target} "
+                    f"(prediction {self._decision(self.prediction, schema)})")
+        head = (f"{self.status}{'' if self.verified else ' (NOT verified)'}: cost {readable(self.cost)} "
+                f"({self.norm}), prediction {self._decision(self.original_prediction, schema)} -> "
+                f"{self._decision(self.prediction, schema)}")
         lines = [head] + [f"  {c.feature}: {c.before_text or _text(c.before)} -> {c.after_text or _text(c.after)}"
                           for c in self.changes]
         return "\n".join(lines)

@@ -12,10 +12,11 @@ is built; at the deadline the best verified point so far comes back as
 ``time_limit`` with its proven bound and gap, or ``no_solution`` if there is none.
 
 One query runs: the bound (a plausible query's relaxation: the isolation forest
-without the explained model), the warm start, the best-first box search where
-``options.box_search`` asks for it (``bestfirst.py``: a proven answer ends the
-query; otherwise its best point and bound carry over), the MILP, and the search
-strategy of ``options.strategy`` (:class:`Whole` or :class:`Cases`).
+without the explained model), the warm start, the fast path (the warm start
+proven optimal by the per-tree bound of ``fastpath``: no MILP), the best-first
+box search where ``options.box_search`` asks for it (``bestfirst.py``: a proven
+answer ends the query; otherwise its best point and bound carry over), else the
+MILP with the search strategy of ``options.strategy`` (:class:`Whole` or :class:`Cases`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, Callable, Sequence, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
-from lumber.ir import Constraints, Direction, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Task
+from lumber.ir import Constraints, Direction, FeatureKind, Forest, InputDataError, LinearRelation, Norm, Scale, Task
 from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
 from lumber.ir.decision import resolve_target
@@ -35,6 +36,7 @@ from lumber.ir.decision import resolve_target
 from . import actionability, bestfirst
 from .deadline import Clock, Deadline
 from .heuristic import Candidates, improve, warm_start
+from .fastpath import SPLIT_DEPTH, FastPathRecord, LeafBoxes, plain_boxes, split_bound_proves
 from lumber.ir.constraints import parse_weights
 
 from ..change_cost import ChangeCost
@@ -111,23 +113,19 @@ def make_query(forest: Forest, x: Any, target: Any = None, constraints: Constrai
     x0 = x0[0]
     cons = constraints
     if cons is not None:
-        unknown = [r.feature for r in cons.rules if r.feature not in schema.feature_names]
-        if unknown:
-            raise InputDataError(f"constraints name unknown features: {', '.join(unknown)}",
-                                 f"features: {', '.join(schema.feature_names[:12])}")
-        if cons.norm is not None:
-            norm = cons.norm
-        if cons.scale is not None:
-            scale = cons.scale
-        if cons.target is not None:
-            target = cons.target
+        norm, scale, target = cons.check_features(schema.feature_names).settings(norm, scale, target)
     ref = Reference.of(forest, reference)
     R = None if ref is None else ref.rows
     forests = [forest] + ([isolation[0]] if isolation is not None else [])
     cat = categorical_features(forests)
     names = schema.feature_names
     down, up = _weights(weights, cons, names)
-    scales = feature_scales(scale, R, names, cat, _used(forests))
+    used = _used(forests)
+    if ref is not None and (scale is None or isinstance(scale, (str, Scale))):  # once per batch
+        scales = ref.memo(forest, ("scales", str(scale), cat.tobytes(), used.tobytes()),
+                          lambda: feature_scales(scale, R, names, cat, used))
+    else:
+        scales = feature_scales(scale, R, names, cat, used)
     cost = CaseCost(ChangeCost(Norm.parse(norm), down, up, scales, cat), x0)
     if cons is not None:
         lo, hi = cons.bounds(names, x0)
@@ -272,7 +270,7 @@ def _better(a: CounterfactualResult, b: CounterfactualResult) -> bool:
 
 
 def _base(q: Query, status: str, verify: Verifier, message: str = "") -> CounterfactualResult:
-    orig = verify(q.x0[None, :])
+    orig = q.memo("original", lambda: verify(q.x0[None, :]))
     return CounterfactualResult(status=status, schema=q.forest.schema, x0=q.x0.copy(), x=None,
                                 target=q.spec.describe(), norm=q.cost.norm.name.lower(),
                                 original_prediction=_first(orig), message=message)
@@ -334,6 +332,10 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
     x_h = warm_start(q, meets, reference, nogoods=nogoods, deadline=deadline.share(0.5),
                      starts=starts) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
+    if q.options.fast_path and x_h is not None and c_h is not None and c_h > 0 and not deadline.expired():
+        proven = _proven_without_solver(q, x_h, c_h, verify, opts)
+        if proven is not None:
+            return proven
     search = strategy(q.options)
     found = bestfirst.answer(q, x_h, c_h, deadline, opts.mip_rel_gap) if bestfirst.first(q, nogoods) else None
     if found is not None:
@@ -409,6 +411,32 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
         res.message = "the model does not give the target at the solver's point, even with the largest margin"
     elif res.status == OPTIMAL and res.found:
         res.message = ""
+    return res
+
+
+def _proven_without_solver(q: Query, x: FloatArray, cost: float, verify: Verifier, opts: SolverOptions
+                           ) -> CounterfactualResult | None:
+    """The warm start's point as the proven optimum, when the per-tree bound (:func:`fastpath.leaf_bound_proves`)
+    shows that nothing within the MIP gap below its cost reaches the target; None otherwise (or when the
+    model's own ``predict`` does not confirm the point)."""
+    below = cost * (1.0 - float(opts.mip_rel_gap))
+    changed = np.flatnonzero(~((x == q.x0) | (np.isnan(x) & np.isnan(q.x0))))
+    boxes, record = None, FastPathRecord()
+    if q.reference is not None and plain_boxes(q.forest):  # a batch: built once, and the record of its proofs
+        boxes = q.reference.memo(q.forest, "leaf boxes", lambda: LeafBoxes.of(q.forest))
+        record = q.reference.memo(q.forest, ("fast path", q.spec.key, q.cost.norm), FastPathRecord)
+    others = [i for i in range(q.x0.shape[0]) if i not in set(changed.tolist())]  # (changed ones first)
+    proven = split_bound_proves(q, below, [int(i) for i in changed] + others, boxes=boxes,
+                                depth=SPLIT_DEPTH if record.splits_pay() else 0)
+    record.add(proven)
+    if not proven:
+        return None
+    res = _finish(q, _base(q, OPTIMAL, verify), x, verify)
+    if not (res.verified and not res.violations):
+        return None
+    res.objective = q.cost.to_objective(res.cost)
+    res.bound = below
+    res.gap = (res.cost - below) / res.cost  # (attempts stays 0: no MILP was built)
     return res
 
 

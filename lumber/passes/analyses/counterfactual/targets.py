@@ -20,7 +20,7 @@ import numpy.typing as npt
 from lumber.ir import Forest, PostTransform, Schema, Target, UnsupportedModelError
 from lumber.ir.interp import trees_per_output
 
-from .model import MilpModel
+from .model import LinExpr, MilpModel
 from .trees import ForestEncoding
 
 FloatArray = npt.NDArray[np.float64]
@@ -134,8 +134,6 @@ def scaled_row(model: MilpModel, cols: npt.NDArray[np.int64], coef: FloatArray, 
     A row no choice of leaves can meet (one leaf per tree) marks the model infeasible
     instead of reaching the solver with bounds it would read as infinite.
     """
-    from .model import LinExpr
-
     S = float(np.abs(coef).max()) if coef.size else 0.0
     m = eps * max(S, MARGIN_FLOOR)
     lo2 = lo + m if np.isfinite(lo) else -np.inf

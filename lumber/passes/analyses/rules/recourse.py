@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Target
+from lumber.passes.analyses.counterfactual.actionability import violations
 
 from .actionable import allowed_values
 from .boxes import unique_rows
@@ -401,8 +402,6 @@ def _sample(ctx: RuleContext, x0: FloatArray, x: FloatArray, score: float, valid
     dec = ctx.decide(x[None, :])[0]
     viol: tuple[str, ...] = ()
     if ctx.constraints is not None:
-        from lumber.passes.analyses.counterfactual.actionability import violations
-
         viol = tuple(violations(ctx.constraints, names, x0, x))
     if ctx.domains is not None:
         viol += tuple(p for p in ctx.domains.problems(x0, x) if p not in viol)

@@ -177,13 +177,16 @@ class CounterfactualSample:
                 "violations": list(self.violations),
                 "robustness": [{"sigma2": float(a), "share": float(b)} for a, b in self.robustness]}
 
-    def to_text(self, features: Sequence[Feature], before: Any = None) -> str:
+    def to_text(self, features: Sequence[Feature], before: Any = None, target: Target | None = None) -> str:
         """``sample: F: a -> b; ...; prediction p -> q [flags]``; the prediction is its own clause (it is
         not a third value of the last feature), from ``before`` (the case's prediction) when known."""
         by = {f.name: f for f in features}
         ch = "; ".join(f"{c.feature}: {value_text(by[c.feature], c.before)} -> {value_text(by[c.feature], c.after)}"
                        for c in self.changes) or "no change"
         pred = _show(self.prediction) if before is None else f"{_show(before)} -> {_show(self.prediction)}"
+        if target is not None:  # decisions by class name when the classes are named
+            pred = target.decision_text(self.prediction) if before is None else (
+                f"{target.decision_text(before)} -> {target.decision_text(self.prediction)}")
         flags = ["verified" if self.verified else "NOT VERIFIED", "inlier" if self.inlier else "outlier"]
         flags.append(f"score {self.inlier_score:.3f}")
         if self.robustness:
@@ -282,7 +285,8 @@ class CounterfactualRule:
             lines.append(f"region IF {reg} ({self.region_rows} training rows, mostly {self.prediction}); "
                          f"target {self.target.describe()}")
         else:
-            lines.append(f"{who}: predicted {_show(self.prediction)}; target {self.target.describe()}")
+            lines.append(f"{who}: predicted {self.target.decision_text(self.prediction)}; "
+                         f"target {self.target.describe()}")
         if not self.found:
             lines.append(f"  {self.status}: {self.message}")
             return "\n".join(lines)
@@ -298,7 +302,7 @@ class CounterfactualRule:
             lines.append(f"          THEN {self.target.describe()} with probability {r.probability:.3f} "
                          f"(plausibility {r.plausibility:.3f}{inl}, support {100 * r.support:.1f}% of training rows)")
         for s in self.samples:
-            lines.append(f"  {s.to_text(self.schema_features, None if self.is_regional else self.prediction)}")
+            lines.append(f"  {s.to_text(self.schema_features, None if self.is_regional else self.prediction, self.target)}")
         return "\n".join(lines)
 
 

@@ -154,9 +154,11 @@ def _label(labels: tuple[Any, ...] | None, code: int) -> str:
 
 
 def value_text(feature: Feature, v: float) -> str:
-    """One value of a feature (category label when known)."""
+    """One value of a feature (its words, ``Feature.words``, or its category label when known)."""
     if np.isnan(v):
         return "NaN"
+    if feature.word(float(v)) is not None:
+        return str(feature.word(float(v)))
     if feature.kind == FeatureKind.CATEGORICAL and feature.categories is not None and v == int(v):
         return _label(feature.categories, int(v))
     return num(v)  # sample values are training values: print them exactly (".6g" rounded 123456789)

@@ -55,7 +55,8 @@ def test_deadline_share_and_expiry() -> None:
 
 
 def test_solver_gets_what_is_left(rf_case, monkeypatch) -> None:
-    """With a clock that does not move, HiGHS is given exactly the whole time_limit."""
+    """With a clock that does not move, HiGHS is given exactly the whole time_limit (the fast path, which
+    would prove this case without HiGHS, is off)."""
     f, X, x = rf_case
     seen = []
     real = solve_mod.solve
@@ -65,7 +66,8 @@ def test_solver_gets_what_is_left(rf_case, monkeypatch) -> None:
         return real(model, opts, start)
 
     monkeypatch.setattr(solve_mod, "solve", spy)
-    res = solve_counterfactual(f, x, target=1, reference=X, clock=FakeClock(), options=CounterfactualOptions(time_limit=7.0))
+    res = solve_counterfactual(f, x, target=1, reference=X, clock=FakeClock(),
+                               options=CounterfactualOptions(time_limit=7.0, fast_path=False))
     assert res.status == "optimal" and res.verified
     assert seen and seen[0] == 7.0
 

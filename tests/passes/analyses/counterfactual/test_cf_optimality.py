@@ -44,8 +44,10 @@ def cat_codes(forest: Forest, x0: np.ndarray) -> dict[int, list[float]]:
     return out
 
 
-def check_against_brute(forest: Forest, x0: np.ndarray, target, norm: str, wd: np.ndarray, wu: np.ndarray) -> str:
-    res = solve_counterfactual(forest, x0, target=target, options=CounterfactualOptions(norm=norm, weights=(wd, wu), time_limit=30))
+def check_against_brute(forest: Forest, x0: np.ndarray, target, norm: str, wd: np.ndarray, wu: np.ndarray,
+                        fast_path: bool = True) -> str:
+    res = solve_counterfactual(forest, x0, target=target, options=CounterfactualOptions(
+        norm=norm, weights=(wd, wu), time_limit=30, fast_path=fast_path))
     codes = cat_codes(forest, x0)
     if task_is_class(forest):
         def meets(X: np.ndarray, d: float = 0.0) -> np.ndarray:
@@ -79,11 +81,12 @@ def check_against_brute(forest: Forest, x0: np.ndarray, target, norm: str, wd: n
     return "equal" if abs(res.cost - exact) <= tol else "bracketed"
 
 
+@pytest.mark.parametrize("fast_path", [True, False], ids=["fast-path", "milp"])
 @pytest.mark.parametrize("norm", NORMS)
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(forest=forests(max_trees=3, max_depth=3, max_features=3), data=st.data())
-def test_optimal_equals_exhaustive(norm: str, forest: Forest, data: st.DataObject) -> None:
+def test_optimal_equals_exhaustive(norm: str, fast_path: bool, forest: Forest, data: st.DataObject) -> None:
     x0 = draw_case(data, forest)
     n = forest.n_features
     wd = np.array(data.draw(st.lists(st.floats(0.5, 2.0), min_size=n, max_size=n)))
@@ -97,4 +100,4 @@ def test_optimal_equals_exhaustive(norm: str, forest: Forest, data: st.DataObjec
         side = data.draw(st.sampled_from(["above", "below", "band"]))
         delta = data.draw(st.floats(0.1, 6.0))
         target = {"above": (p + delta, np.inf), "below": (-np.inf, p - delta), "band": (p + delta, p + 2 * delta)}[side]
-    check_against_brute(forest, x0, target, norm, wd, wu)
+    check_against_brute(forest, x0, target, norm, wd, wu, fast_path)

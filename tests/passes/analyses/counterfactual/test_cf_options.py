@@ -62,7 +62,8 @@ def test_reference_prepared_once_gives_the_same_answers() -> None:
     f, fi = lumber.load(rf), lumber.load(iso)
     delta = isolation_threshold(fi, X[y == 1], 0.1)
     ref = Reference.of(f, X, decide=True)
-    assert ref is not None and ref.decisions is not None and np.array_equal(ref.decisions, rf.predict(X))
+    assert ref is not None and ref.batch and np.array_equal(ref.decisions(f), rf.predict(X))
+    assert ref.decisions(f) is ref.decisions(f)  # evaluated once
     assert ref.encoded(fi) is ref.encoded(fi)  # collapsed once
     opts = CounterfactualOptions(norm="l1", scale="minmax")
     for x0 in X[np.flatnonzero(rf.predict(X) == 0)[:4]]:
