@@ -56,7 +56,8 @@ class CounterfactualOptions:
     """The best-first box search (``bestfirst.py``) before the MILP, on the queries it takes (no isolation
     forest, relations or implications): ``"auto"``: when the constraints limit the number of changes
     (``changes <= k``, where the MILP's relaxation is weakest); ``"first"``: always; ``"off"``: never.
-    It may use the whole time limit; the MILP gets what is left when it has not proven the answer."""
+    It may use the whole time limit; the MILP gets what is left when it has not proven the answer. A query
+    that goes to it skips the fast path (its first box proves what the fast path would)."""
     """More combinations than this below the warm start's cost: ``"cases"`` splits on one flag only."""
     warm_start: bool = True
     """Start from a heuristic point (reference rows repaired to the constraints, a greedy walk), which also

@@ -332,12 +332,14 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
     x_h = warm_start(q, meets, reference, nogoods=nogoods, deadline=deadline.share(0.5),
                      starts=starts) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
-    if q.options.fast_path and x_h is not None and c_h is not None and c_h > 0 and not deadline.expired():
+    box_first = bestfirst.first(q, nogoods)  # (its first box proves what the fast path would, and more)
+    if q.options.fast_path and not box_first and x_h is not None and c_h is not None and c_h > 0 \
+            and not deadline.expired():
         proven = _proven_without_solver(q, x_h, c_h, verify, opts)
         if proven is not None:
             return proven
     search = strategy(q.options)
-    found = bestfirst.answer(q, x_h, c_h, deadline, opts.mip_rel_gap) if bestfirst.first(q, nogoods) else None
+    found = bestfirst.answer(q, x_h, c_h, deadline, opts.mip_rel_gap) if box_first else None
     if found is not None:
         proven = _searched(q, found, verify)
         if proven is not None:
