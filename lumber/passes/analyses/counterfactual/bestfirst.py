@@ -4,7 +4,8 @@ A *box* gives every numeric feature an interval of cells (the cells between the 
 ``domain.py``) and every categorical feature a set of codes; the search starts from the box of the
 feature domains and splits boxes at the model's own splits. Each box carries
 
-- its *alive* leaves: per tree, the leaves some point of the box reaches;
+- its *alive* leaves: per tree, the leaves some point of the box reaches with at most ``k`` changes and
+  (once a verified point is known) at a lower cost than it;
 - its cheapest point ``x*`` (every feature at the value of its cells nearest the case);
 - an admissible lower bound on the cost of every point of the box that meets the target.
 
