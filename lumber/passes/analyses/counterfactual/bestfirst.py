@@ -13,7 +13,10 @@ The bound (the leaf-cost relaxation of Veritas-style search, Devos et al. 2021, 
 point of cost ``C`` reaches, in each tree, a leaf whose cheapest point within the box costs at most
 ``C``; so the target row ``sum_t v_t >= theta`` can only hold at cost ``C`` when the per-tree maxima of
 ``v`` over such leaves reach ``theta``. The smallest such ``C`` bounds the box. With ``changes <= k``
-a leaf that needs more than ``k`` changed features within the box is never reached. A box whose bound
+a leaf that needs more than ``k`` changed features within the box is never reached, and the search
+starts from one box per set of ``k`` features allowed to change (the per-case enumeration over changed
+features): within such a box every leaf that needs another feature changed is dead, which makes the
+bound far stronger than over the whole domain. A box whose bound
 reaches the best verified cost, or whose target rows cannot be met, is closed; a box whose cheapest
 point meets the target (checked with ``Forest.evaluate``) gives a verified point and is closed.
 
@@ -33,6 +36,7 @@ no-good cuts and zero-as-missing splits that are not a single threshold: those g
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -66,6 +70,9 @@ ROW_TOLERANCE = 1e-9
 ties and float sums are settled by ``Forest.evaluate`` on the box's cheapest point."""
 
 CHECK_EVERY = 64
+
+MAX_SUBSETS = 5000
+"""With ``changes <= k``: at most this many sets of ``k`` changing features start the search (more: one root)."""
 
 MAX_OPEN = 50_000
 """Open boxes at most (about 4 kB each on a forest of 100 x depth 5): past it the search stops with its
@@ -367,6 +374,74 @@ class BoxSearch:
         box.keep(chg <= self.max_changes)
         return box
 
+    def _roots(self) -> list[_Box]:
+        """The root box, or with ``changes <= k`` one box per set ``S`` of ``k`` features that may change
+        (the others keep the case's cell or code, and leaves that need a change outside ``S`` are dead),
+        keeping only the sets whose per-tree maxima can still reach the target. Every point with at most
+        ``k`` changes lies in some set's box, so the boxes cover the query (they overlap; the search is
+        exact all the same). Needs the case's own value in every changeable feature's domain."""
+        root = self._root()
+        k = self.max_changes - self.fixed_changes
+        Fn, Fc = len(self.num), len(self.cat)
+        if not math.isfinite(k) or k < 0:
+            return [root]
+        mut = [("n", p) for p in range(Fn) if self.ncell[p] > 1] + [("c", p) for p in range(Fc)]
+        if len(mut) <= k or len(mut) > 64:
+            return [root]
+        if any(kind == "n" and self.CH[self.off[p] + self.c0[p]] for kind, p in mut):
+            return [root]
+        if any(kind == "c" and self.cat_x0bit[p] >= 64 for kind, p in mut):
+            return [root]
+        if math.comb(len(mut), int(k)) > MAX_SUBSETS:
+            return [root]
+        combos = list(itertools.combinations(range(len(mut)), int(k)))
+        if not combos:
+            return [root]
+        idx = root.idx
+        lm = np.zeros(idx.shape[0], dtype=np.uint64)
+        for b, (kind, p) in enumerate(mut):
+            if kind == "n":
+                out = (self.LLO[idx, p] > self.c0[p]) | (self.LHI[idx, p] < self.c0[p])
+            else:
+                out = ((self.LM[idx, p] >> self.cat_x0bit[p]) & np.uint64(1)) == 0
+            lm |= out.astype(np.uint64) << np.uint64(b)
+        sm = np.array([sum(1 << b for b in c) for c in combos], dtype=np.uint64)
+        usable = (lm[None, :] & ~sm[:, None]) == 0
+        tree = self.ltree[idx]
+        new = np.empty(tree.shape[0], dtype=bool)
+        new[0] = True
+        np.not_equal(tree[1:], tree[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
+        ok = np.ones(len(combos), dtype=bool)
+        for r in range(self.R.shape[0]):
+            v = np.where(usable, self.R[r, idx][None, :], -np.inf)
+            top = np.maximum.reduceat(v, starts, axis=1).sum(axis=1)
+            ok &= top >= self.Rlo[r] - ROW_TOLERANCE
+        out_boxes = []
+        for s_i in np.flatnonzero(ok):
+            chosen = {mut[b] for b in combos[s_i]}
+            blo, bhi, bm = root.blo.copy(), root.bhi.copy(), root.bm.copy()
+            for kind, p in mut:
+                if (kind, p) in chosen:
+                    continue
+                if kind == "n":
+                    blo[p] = bhi[p] = self.c0[p]
+                else:
+                    bm[p] = np.uint64(1) << self.cat_x0bit[p]
+            sel = usable[s_i]
+            bidx = idx[sel]
+            lc, chg = self._leaf_costs(blo, bhi, bm, bidx)
+            c, bits = self._star(blo, bhi, bm)
+            miss = np.zeros(bidx.shape[0], dtype=np.int16)
+            for p in range(Fn):
+                miss += self._misses(p, False, bidx, int(c[p]))
+            for p in range(Fc):
+                miss += self._misses(p, True, bidx, bits[p])
+            box = _Box(blo, bhi, bm, bidx, lc, chg, miss)
+            box.keep(chg <= self.max_changes)
+            out_boxes.append(box)
+        return out_boxes
+
     def _cheapest(self, box: _Box) -> tuple[FloatArray, float, int]:
         """The box's cheapest point ``x*``, its objective-unit cost and number of changes."""
         c = np.clip(self.c0, box.blo, box.bhi)
@@ -444,12 +519,14 @@ class BoxSearch:
         def closed(bound: float) -> bool:
             return bound >= best - rel_gap * abs(best) - 1e-12
 
-        root = self._root()
         heap: list[tuple[float, int, _Box]] = []
         counter = 0
-        lb = self._bound(root)
-        if lb < math.inf:
-            heap.append((lb, counter, root))
+        for root in self._roots():
+            lb = self._bound(root)
+            if lb < math.inf:
+                counter += 1
+                heap.append((lb, counter, root))
+        heapq.heapify(heap)
         nodes = 0
         while heap:
             lb, _, box = heap[0]
