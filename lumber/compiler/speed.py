@@ -14,17 +14,17 @@ with the forest is never shipped.
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Forest, LumberError
-
 from lumber.runtime.predictors import CPredictor, Predictor
+
 from .targets import get_target
 from .targets.c import CLibraryTarget, FastestOptions
 
