@@ -17,6 +17,9 @@ loop asks the query's :class:`Deadline` and stops with its best point so far.
 
 from __future__ import annotations
 
+import itertools
+import math
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -519,10 +522,51 @@ def _walk(cands: Candidates, pool: list[FloatArray], deadline: Deadline) -> None
     limit on features that do not reach the target)."""
     q = cands.q
     g = greedy(cands, max_steps=40, deadline=deadline)
-    if g is None and q.constraints is not None and q.constraints.max_changes is not None:
+    limit = q.constraints.max_changes if q.constraints is not None else None
+    if g is None and limit is not None:
         g = greedy(cands, max_steps=40, deadline=deadline, by_gain=True)
     if g is not None:
         pool.append(g)
+    if limit is not None and limit > 0:
+        pool += _projected_walks(cands, limit, deadline)
+
+
+PROJECTED_WALKS = 3
+"""Walks from the best-scoring ``k``-subsets of the walk without the change limit (:func:`_projected_walks`)."""
+
+
+def _projected_walks(cands: Candidates, limit: int, deadline: Deadline) -> list[FloatArray]:
+    """Under ``changes <= k``: the walk without the limit, kept on ``k`` of the features it changes.
+
+    The walk under the limit spends it on the first cheap moves, which need not reach the target cheaply.
+    The walk without it changes ``m`` features; the ``k``-subsets of them that keep most of its target
+    score (one evaluation of every subset) start walks that move only those features (the walk at its
+    limit), up to :data:`PROJECTED_WALKS` of them."""
+    q = cands.q
+    assert q.constraints is not None
+    free = Candidates(replace(q, constraints=replace(q.constraints, max_changes=None), _memo={}),
+                      cands.exact_meets, cands.nogoods)
+    u = greedy(free, max_steps=40, deadline=deadline)
+    if u is None or deadline.expired():
+        return []
+    changed = np.flatnonzero(~((u == q.x0) | (np.isnan(u) & np.isnan(q.x0))))
+    if changed.shape[0] <= limit or math.comb(int(changed.shape[0]), limit) > 256:
+        return []  # (within the limit the walk under it finds the same moves)
+    subsets = [list(c) for c in itertools.combinations(changed.tolist(), limit)]
+    S = np.tile(q.x0, (len(subsets), 1))
+    for r, c in enumerate(subsets):
+        S[r, c] = u[c]
+    score = target_score(q, fast_margins(q.forest, S))
+    out: list[FloatArray] = []
+    for r in np.argsort(-score)[:PROJECTED_WALKS]:
+        if deadline.expired():
+            break
+        if cands.feasible(S[r:r + 1], cands.meets(S[r:r + 1]))[0]:
+            out.append(S[r])
+        g = greedy(cands, max_steps=40, deadline=deadline, start=S[r])
+        if g is not None:
+            out.append(g)
+    return out
 
 
 def _reference_rows(cands: Candidates, reference: Reference | FloatArray | None, n_refine: int,

@@ -140,3 +140,38 @@ def test_a_change_limit_spent_on_cheap_moves_still_finds_a_point() -> None:
     assert x is not None and x[0] == 0.0 and x[1] > 0.5 and x[2] > 0.5
     r = solve_counterfactual(f, x0, 1, Constraints(max_changes=2), options=opts)
     assert r.optimal and r.cost == pytest.approx(float(q.cost.total(x[None, :])[0]))
+
+
+def test_a_change_limit_keeps_the_best_features_of_the_walk_without_it() -> None:
+    """``changes <= 2`` on a boosted model: the walk under the limit spends it on its first cheap moves; the
+    walks from the best 2-subsets of the walk without the limit find cheaper points (within the limit, at
+    the target), and the warm start keeps the cheapest, never below the proven optimum."""
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    from lumber.ir import Constraints
+    from lumber.passes.analyses.counterfactual import solve_counterfactual
+    from lumber.passes.analyses.counterfactual.solve import make_query
+    from lumber.passes.analyses.counterfactual.targets import forest_meets
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 6)).round(1)
+    y = (X.sum(axis=1) + 0.5 * X[:, 0] * X[:, 1] > 2).astype(int)
+    m = GradientBoostingClassifier(n_estimators=30, max_depth=3, random_state=0).fit(X, y)
+    f = lumber.load(m)
+    cons = Constraints(max_changes=2)
+    cheaper = 0
+    for r in (4, 17, 18, 23, 24):
+        q = make_query(f, X[r], 1, cons)[0]
+        meets = lambda Z: forest_meets(f, q.spec, Z)  # noqa: E731
+        cands = heuristic.Candidates(q, meets)
+        g = heuristic.greedy(cands)
+        walked = float(q.cost.total(g[None, :])[0]) if g is not None else np.inf
+        for p in heuristic._projected_walks(cands, 2, Deadline.never()):
+            assert int(np.sum(p != q.x0)) <= 2 and meets(p[None, :])[0]
+        x = heuristic.warm_start(q, meets, None)
+        assert x is not None and int(np.sum(x != q.x0)) <= 2 and meets(x[None, :])[0]
+        c = float(q.cost.total(x[None, :])[0])
+        cheaper += g is not None and c < 0.9 * walked  # (on rows 4 and 17 the walk under the limit finds none)
+        res = solve_counterfactual(f, X[r], 1, cons)
+        assert res.optimal and len(res.changes) <= 2 and res.cost <= c * (1 + 1e-9)
+    assert cheaper == 3
