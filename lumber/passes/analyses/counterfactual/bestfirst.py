@@ -374,13 +374,12 @@ class BoxSearch:
         box.keep(chg <= self.max_changes)
         return box
 
-    def _roots(self) -> list[_Box]:
+    def _roots(self, root: _Box) -> list[_Box]:
         """The root box, or with ``changes <= k`` one box per set ``S`` of ``k`` features that may change
         (the others keep the case's cell or code, and leaves that need a change outside ``S`` are dead),
         keeping only the sets whose per-tree maxima can still reach the target. Every point with at most
         ``k`` changes lies in some set's box, so the boxes cover the query (they overlap; the search is
         exact all the same). Needs the case's own value in every changeable feature's domain."""
-        root = self._root()
         k = self.max_changes - self.fixed_changes
         Fn, Fc = len(self.num), len(self.cat)
         if not math.isfinite(k) or k < 0:
@@ -521,11 +520,14 @@ class BoxSearch:
 
         heap: list[tuple[float, int, _Box]] = []
         counter = 0
-        for root in self._roots():
-            lb = self._bound(root)
-            if lb < math.inf:
-                counter += 1
-                heap.append((lb, counter, root))
+        root = self._root()
+        lb = self._bound(root)
+        if lb < math.inf and not closed(lb):  # (the whole domain's bound often proves the incumbent at once)
+            for box in self._roots(root):
+                blb = self._bound(box) if box is not root else lb
+                if blb < math.inf:
+                    counter += 1
+                    heap.append((blb, counter, box))
         heapq.heapify(heap)
         nodes = 0
         while heap:
