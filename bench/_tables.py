@@ -213,6 +213,15 @@ def real_rows(name: str, command: str) -> list[Claim]:
     return out
 
 
+def build_result() -> str:
+    d = load("oblivious-build.json")
+    m = get(d, "machine")
+    parts = [f"{k} {num(float(get(v, 'build_cpu_s')))} s ({int(get(v, 'tables')):,} tables)"
+             for k, v in get(d, "models").items()]
+    return "; ".join(parts) + (f" (process CPU seconds; load average {float(m['loadavg_start'][0]):.2f} -> "
+                               f"{float(m['loadavg_end'][0]):.2f})")
+
+
 def table_cost_result() -> str:
     d = load("oblivious-table-cost.json")
     m = get(d, "machine")
@@ -409,6 +418,8 @@ def claims() -> list[tuple[str, list[Claim]]]:
         ]),
         ("Oblivious tables", [
             *real_rows("oblivious-real.json", "bench/oblivious.py --real"),
+            Claim("the default tables' build (re-composition CPU seconds)", "bench/oblivious.py --real --build-only",
+                  build_result, "<= 120 s for 500 x 63"),
             Claim("the cost of one table per row by its depth (the re-composition's depth choice)",
                   "bench/oblivious.py --table-cost --save-costs", table_cost_result),
             *forms_rows("oblivious-recompose.json", "bench/oblivious.py --recompose --forms grow:10 --reps 3",

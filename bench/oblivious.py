@@ -53,6 +53,14 @@ and after each model. Writes ``bench/results/oblivious-real{,-quick}.{json,md}``
     .venv/bin/python bench/oblivious.py --real                 # the idle-machine run (~20 min; trains and caches the models first)
     .venv/bin/python bench/oblivious.py --real --quick         # 100-tree models, 20k rows, ~1-2 min
     .venv/bin/python bench/oblivious.py --real --models lightgbm-credit catboost-credit
+    .venv/bin/python bench/oblivious.py --real --build-only    # the default tables' build CPU seconds only
+
+``--table-cost`` times one table per row by its depth in the C table runtime on the credit and adult rows
+(the re-composition prices its covers by these; ``--save-costs`` writes them to
+``lumber/passes/transforms/table_cost.json`` with the command, date, kernel path and load); writes
+``bench/results/oblivious-table-cost{,-quick}.{json,md}``:
+
+    .venv/bin/python bench/oblivious.py --table-cost --reps 5 --save-costs   # ~10 min idle
 
 The fit stops once longer prefixes cannot beat the fastest form within the tolerance found
 (``lumber.compiler.tolerance.PrefixStop``, as ``lumber.compile`` does: checkpoints at 64, 128, 256, ...
@@ -751,6 +759,54 @@ def real_markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def build_run(quick: bool, names: list[str] | None = None) -> dict[str, Any]:
+    """The real-row models' default tables (``lumber.compile(model, "table")``'s re-composition) built one after
+    another: process CPU seconds of the build (what the 120 s budget is about; load-independent enough to
+    run on a busy machine), tables, depth choice and max |diff| from the source's margins on the test rows."""
+    import lumber
+    from lumber.compiler.tables import to_tables
+
+    load0 = os.getloadavg()
+    res: dict[str, Any] = {"mode": "quick" if quick else "full", "models": {}}
+    for case in real_models(quick, names):
+        src = lumber.load(case["model"] if case["library"] != "catboost" else str(case["path"]))
+        st: dict[str, Any] = {}
+        l0, c0 = os.getloadavg(), time.process_time()
+        ens = to_tables(src, stats=st, exact=case["library"] != "xgboost")
+        cpu = time.process_time() - c0
+        ref = np.asarray(_source_predict(case, "raw")(case["test"]), dtype=np.float64).reshape(-1)
+        got = ens.evaluate(case["test"]).reshape(-1)
+        rc = st.get("recompose", {})
+        res["models"][case["name"]] = {
+            "notes": case["notes"], "build_cpu_s": cpu, "method": st["method"], "tables": ens.n_trees,
+            "trees_by_depth": st["trees_by_depth"], "table_bytes": st["table_bytes"],
+            "depth_choice": {str(k): v for k, v in rc.get("depth_choice", {}).items()},
+            "max_abs_diff": float(np.abs(got - ref).max()), "margin_scale": float(np.abs(ref).max()),
+            "loadavg_before": l0, "loadavg_after": os.getloadavg()}
+        print(f"[build] {case['name']}: {ens.n_trees:,} tables in {cpu:.1f} s CPU", flush=True)
+    res["machine"] = {"cpus": os.cpu_count(), "loadavg_start": load0, "loadavg_end": os.getloadavg(),
+                      "python": sys.version.split()[0]}
+    return res
+
+
+def build_markdown(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    lines = ["# Exact oblivious tables: the default build", "",
+             "`lumber.compile(model, \"table\")`'s tables (default options) for the real-row models, built one "
+             f"after another; process CPU seconds of the build; load average {m['loadavg_start'][0]:.1f} -> "
+             f"{m['loadavg_end'][0]:.1f} on {m['cpus']} CPUs. diff: max |margin - source margin| on the test rows.",
+             "", "| model | build s CPU | tables | by depth | depths priced (trees, ns/row) | diff | scale |",
+             "|---|---|---|---|---|---|---|"]
+    for name, e in res["models"].items():
+        by = ", ".join(f"{c:,} x d{d}" for d, c in sorted(e["trees_by_depth"].items(), key=lambda x: int(x[0])))
+        ch = ", ".join(f"d{d}: {int(v['trees']):,}" + (" given up" if v.get("given_up") else
+                                                       " over table-mb" if v.get("over_budget") else
+                                                       f", {v['cost']:,.0f}") for d, v in e["depth_choice"].items())
+        lines.append(f"| {name} | {e['build_cpu_s']:.1f} | {e['tables']:,} | {by} | {ch or e['method']} | "
+                     f"{e['max_abs_diff']:.2g} | {e['margin_scale']:.3g} |")
+    return "\n".join(lines + [""])
+
+
 # -- the cost of one table by its depth ------------------------------------------------------------------
 
 COST_DEPTHS = (8, 10, 12, 14)
@@ -886,6 +942,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real", action="store_true",
                     help="the real-row protocol: LightGBM, XGBoost and CatBoost models on credit and adult "
                          "rows, lumber's tables and forest C beside pylignum, lleaves, oneDAL and the source library")
+    ap.add_argument("--build-only", action="store_true",
+                    help="with --real: only build each model's default tables and record the build's CPU seconds, "
+                         "tables and depth choice (writes oblivious-build{,-quick}.*)")
     ap.add_argument("--table-cost", action="store_true",
                     help="the cost of one table per row by its depth on real rows (the re-composition's depth "
                          "choice); with --save-costs also written to lumber/passes/transforms/table_cost.json")
@@ -901,7 +960,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     forms = parse_forms(args.forms)
     kind = ("oblivious-tolerance" + ("-budget" if args.fit_to_budget else "") if args.tolerance
-            else "oblivious-recompose" if args.recompose else "oblivious-real" if args.real
+            else "oblivious-recompose" if args.recompose
+            else ("oblivious-build" if args.build_only else "oblivious-real") if args.real
             else "oblivious-table-cost" if args.table_cost else "oblivious")
     stem = args.stem or _outputs.stem(kind, args.quick)
     if _outputs.dry_run(args, args.out / f"{stem}.json", args.out / f"{stem}.md",
@@ -916,6 +976,12 @@ def main(argv: list[str] | None = None) -> int:
             cmd = "python bench/oblivious.py --table-cost" + (" --quick" if args.quick else "") + (
                 f" --reps {args.reps}" if args.reps else "") + (f" --models {' '.join(args.models)}" if args.models else "")
             save_costs(res, COSTS_FILE, cmd)
+        print(md)
+        return 0
+    if args.real and args.build_only:
+        res = build_run(args.quick, args.models)
+        md = build_markdown(res)
+        inf.write_results(args.out, stem, res, md)
         print(md)
         return 0
     if args.real:

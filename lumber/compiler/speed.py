@@ -14,19 +14,19 @@ with the forest is never shipped.
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from lumber.ir import Forest, LumberError
-
 from lumber.runtime.predictors import CPredictor, Predictor
+
 from .targets import get_target
-from .targets.c import FastestOptions
+from .targets.c import CLibraryTarget, FastestOptions
 
 SAMPLE_ROWS = 20_000
 TIMED_ROWS = 20_000
@@ -91,8 +91,9 @@ def compile_fastest(forest: Forest, options: FastestOptions, *, path: str | Path
     forms = {"forest": get_target("c"), "oblivious": get_target("table-c")}
     t0 = time.perf_counter()
     c_options = options.forest_options()
-    candidates["forest"] = forms["forest"].compile(forest, c_options, threads=threads, fingerprint=fp,
-                                                   sample=X)  # its walk chosen on the same rows
+    forest_target = cast(CLibraryTarget, forms["forest"])
+    candidates["forest"] = forest_target.compile(forest, c_options, threads=threads, fingerprint=fp,
+                                                 sample=X)  # its walk chosen on the same rows
     report["forms"]["forest"] = {"compile_seconds": time.perf_counter() - t0,
                                  "walk": cast(CPredictor, candidates["forest"]).library.metadata.get("walk", "values"),
                                  "walk_choice": candidates["forest"].report.get("walk")}

@@ -177,7 +177,8 @@ class Target:
         names = [self.class_text(c) for c in self.classes]
         if not names:
             return "no target"
-        text = names[0] if len(names) == 1 else f"a class in {{{', '.join(names)}}}"
+        listed = names if self.names is not None else [str(plain(self.labels[c])) for c in self.classes]
+        text = names[0] if len(names) == 1 else f"a class in {{{', '.join(listed)}}}"
         return text + (f" ({self._rule()})" if self.cutoff is not None else "")
 
     def class_text(self, index: int) -> str:

@@ -8,6 +8,7 @@ model read and what does it return", never "how is it computed".
 from __future__ import annotations
 
 import enum
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
@@ -284,14 +285,17 @@ class Schema:
 
     # -- transforms of raw margins --------------------------------------------------------
 
-    def transform(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """Apply the post-transform to raw margins (same shape in, same shape out)."""
-        m = np.asarray(margin, dtype=np.float64)
+    def transform(self, margin: npt.NDArray[np.float64] | float) -> Any:
+        """Apply the post-transform to raw margins (same shape in, same shape out; one margin of a
+        single-output link may be a Python float, giving a numpy float64 equal bit for bit to the
+        array's element)."""
+        m: Any = margin if type(margin) is float else np.asarray(margin, dtype=np.float64)
         pt = self.post_transform
         if pt == PostTransform.IDENTITY:
             return m
         if pt == PostTransform.SIGMOID:
-            with np.errstate(over="ignore"):
+            finite = type(m) is float and -self.sigmoid_alpha * m < 709.0  # exp is finite: nothing to silence
+            with nullcontext() if finite else np.errstate(over="ignore"):
                 return 1.0 / (1.0 + np.exp(-self.sigmoid_alpha * m))
         if pt == PostTransform.SOFTMAX:
             z = m - m.max(axis=-1, keepdims=True)
@@ -305,10 +309,13 @@ class Schema:
 
     def proba(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """Class probabilities ``(n, n_classes)`` from raw margins, as ``predict_proba`` returns."""
-        p = self.transform(margin)
         if self.task == Task.BINARY and self.n_outputs == 1:
-            p = p.reshape(-1)
+            if type(margin) is np.ndarray and margin.shape == (1,):  # one row: scalars, no stacking
+                q = self.transform(float(margin[0]))
+                return np.array([[1.0 - q, q]])
+            p = self.transform(margin).reshape(-1)
             return np.column_stack([1.0 - p, p])
+        p = self.transform(margin)
         return p if p.ndim == 2 else p.reshape(-1, 1)
 
     def class_index(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
@@ -323,7 +330,7 @@ class Schema:
             return (m1 >= 0 if self.decision == "margin_ge" else m1 > 0).astype(np.int64)
         if self.decision != "proba":
             return np.argmax(m if m.ndim == 2 else m.reshape(-1, 1), axis=1)
-        return np.argmax(self.proba(margin), axis=1)
+        return self.proba(margin).argmax(axis=1)  # type: ignore[no-any-return]
 
     def decide(self, margin: npt.NDArray[np.float64]) -> npt.NDArray[Any]:
         """What ``predict`` returns: class labels, regression values or anomaly labels."""

@@ -188,6 +188,12 @@ class Pass(ABC):
             return {}
         return {f.name.replace("_", "-"): f for f in dataclasses.fields(cls) if f.init}
 
+    def options_as(self, cls: type[O]) -> O:
+        """This pass's fields that ``cls`` declares, as a ``cls``: the options dataclass a pass
+        extends (``FitOptions``, ``CounterfactualOptions``, ``SensitiveOptions``), for the functions that take it."""
+        return cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                      if f.init})
+
     def pipeline_text(self) -> str:
         """This pass as pipeline text, options that differ from their default only."""
         parts = []
@@ -223,12 +229,6 @@ class Analysis(Pass, Generic[In, R]):
 
     @abstractmethod
     def compute(self, ir: In, ctx: PassContext) -> R: ...
-
-    def options_as(self, cls: type[O]) -> O:
-        """This pass's fields that ``cls`` declares, as a ``cls``: the options dataclass an analysis pass
-        extends (``CounterfactualOptions``, ``SensitiveOptions``), for the functions that take it."""
-        return cls(**{f.name: getattr(self, f.name) for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-                      if f.init})
 
     def apply(self, ir: Any, ctx: PassContext) -> Any:
         ctx.results[self.name] = ctx.analysis(self, ir)

@@ -192,6 +192,7 @@ class Predictor:
         self.path: Path | None = None
         self.report: dict[str, Any] = {}
         """How the artifact was made (``tables`` statistics; ``lumber.compile_fastest``'s measured forms)."""
+        self._last_cutoff: tuple[Schema, type, float | Cutoff, Schema] | None = None
 
     def _margins(self, X: Any) -> npt.NDArray[np.float64]:  # (n, n_outputs)
         raise NotImplementedError
@@ -207,7 +208,19 @@ class Predictor:
     def predict(self, X: Any, threshold: float | Cutoff | None = None) -> npt.NDArray[Any]:
         """What the source model's ``predict`` returns; ``threshold`` (binary classifiers): class 1 iff
         P(class 1) is above it (a :class:`~lumber.ir.Cutoff` may compare the raw margin instead)."""
-        return with_cutoff(self.schema, threshold).decide(self.predict_raw(X))
+        if threshold is None:
+            return self.schema.decide(self.predict_raw(X))
+        return self._cutoff_schema(threshold).decide(self.predict_raw(X))
+
+    def _cutoff_schema(self, threshold: float | Cutoff) -> Schema:
+        """``with_cutoff(self.schema, threshold)``, kept for the last float or Cutoff threshold asked for."""
+        last = self._last_cutoff
+        if last is not None and last[0] is self.schema and type(threshold) is last[1] and threshold == last[2]:
+            return last[3]
+        schema = with_cutoff(self.schema, threshold)
+        if type(threshold) is float or type(threshold) is Cutoff:
+            self._last_cutoff = (self.schema, type(threshold), threshold, schema)
+        return schema
 
     def save(self, path: str | Path) -> Path:
         """Write the artifact atomically; returns the path written."""
@@ -313,7 +326,7 @@ class CPredictor(Predictor):
         self._binder = RowBinder(self.schema)
         # predict_raw's door for a (1, n_features) float64/float32 array: the library's CPython builtin
         # (refused values checked in C); anything it does not take goes the general way
-        self._py_one = library.py_one if self._one_row else None
+        self._py_one: Any = library.py_one if self._one_row else None
         self._one_shape = (1, self._n_features) if self._py_one is not None else None
         self._one_options = 2 if self._check_rows else 0
         self._one_k = self.schema.n_outputs
@@ -493,9 +506,18 @@ class TablePredictor(Predictor):
 
             self._numpy = TableEvaluator(ens)
         self.engine = "c" if self._runtime is not None else "numpy"
+        self._one_row = self.schema.allow_nan and self.schema.allow_inf
+        self._n_features = self.schema.n_features
 
     def _margins(self, X: Any, threads: int | None = None) -> npt.NDArray[np.float64]:
         if self._runtime is not None:
+            if (self._one_row and type(X) is np.ndarray and X.ndim == 2 and X.shape[0] == 1
+                    and X.shape[1] == self._n_features and X.dtype.kind == "f"):
+                # one float row that needs no value check: the runtime's one-row kernel directly
+                if X.dtype != self._runtime.dtype or not X.flags.c_contiguous:
+                    with np.errstate(over="ignore"):  # float32 models round as as_rows does
+                        X = np.ascontiguousarray(X, dtype=self._runtime.dtype)
+                return self._runtime.predict_one(X)  # type: ignore[no-any-return]
             rows = as_rows(self.schema, X, self._runtime.dtype)
             return self._runtime.predict_raw(rows, threads or self.threads)  # type: ignore[no-any-return]
         return np.asarray(self._numpy.predict_raw(X)).reshape(-1, self.schema.n_outputs)

@@ -206,7 +206,8 @@ def test_python_door_takes_only_one_float_row(models: dict[str, Any]) -> None:
         assert door(x, out, 0) == 0
         assert out[0] == want[2]
     out = np.full(1, 7.0)
-    for bad in (X[:2], X[:1, :-1], X[:1].astype(np.float16), X[:1].astype(">f8"), rows.iloc[:1], [1.0]):
+    half = np.zeros((1, X.shape[1]), dtype=np.float16)
+    for bad in (X[:2], X[:1, :-1], half, X[:1].astype(">f8"), rows.iloc[:1], [1.0]):
         assert door(bad, out, 0) == -1
     assert door(X[:1], np.empty(2), 0) == door(X[:1], np.empty(1, dtype=np.float32), 0) == -1
     assert out[0] == 7.0

@@ -200,3 +200,104 @@ def test_unknown_paths_are_refused() -> None:
         TableCTarget().compile(e, TableCOptions(isa="neon"))
     with pytest.raises(CompileError, match="engine='numpy' has none"):
         TableTarget().compile(e, TableOptions(isa="portable", engine="numpy"))
+
+
+def borders_ensemble(input_dtype: str, counts: tuple[int, ...] = (1, 16, 17, 200, 255), trees: int = 330,
+                     depth: int = 6) -> ObliviousEnsemble:
+    """Trees whose levels cycle over the features, feature f taking ``counts[f]`` distinct thresholds,
+    among them -0.0, 0.0 and +inf (the defaults quantize to columns of 1, 16 and over 128 borders: a
+    counted column of one step of 16 compares, a full step, and two steps)."""
+    rng = np.random.default_rng(5)
+    F = len(counts)
+    pools = []
+    for n in counts:
+        p = np.sort(rng.normal(size=n) * 2).astype(input_dtype).astype(np.float64)
+        if n >= 17:
+            p[n // 2], p[n // 2 + 1], p[-1] = -0.0, 0.0, np.inf
+        pools.append(p)
+    at = [0] * F
+    feats: list[int] = []
+    thr: list[float] = []
+    for i in range(trees * depth):
+        f = i % F
+        feats.append(f)
+        thr.append(float(pools[f][at[f] % len(pools[f])]))
+        at[f] += 1
+    L = trees * depth
+    schema = Schema(features=tuple(Feature(f"x{i}") for i in range(F)), task=Task.REGRESSION, n_outputs=1,
+                    base_score=(0.5,), input_dtype=input_dtype)
+    return ObliviousEnsemble(
+        schema=schema, depth=np.full(trees, depth, dtype=np.int32), level_feature=np.array(feats),
+        level_threshold=np.array(thr), level_nan_true=rng.random(L) < 0.5,
+        tree_output=np.zeros(trees, dtype=np.int32), value=rng.normal(size=trees << depth)).validate()
+
+
+def borders_rows(e: ObliviousEnsemble, n: int, seed: int = 0) -> np.ndarray:
+    """Rows on and next to the thresholds (exact values, one float step either side), NaN, +-inf, +-0.0."""
+    rng = np.random.default_rng(seed)
+    F = e.n_features
+    X = rng.normal(size=(n, F)) * 2
+    dt = np.float32 if e.schema.input_dtype == "float32" else np.float64
+    for f in range(F):
+        th = np.unique(e.level_threshold[e.level_feature == f])
+        th = th[np.isfinite(th)]
+        pick = th[rng.integers(0, len(th), n)].astype(dt)
+        step = rng.integers(-1, 2, n)
+        near = np.where(step < 0, np.nextafter(pick, dt(-np.inf)), np.where(step > 0, np.nextafter(pick, dt(np.inf)), pick))
+        use = rng.random(n) < 0.5
+        X[use, f] = near[use]
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0])
+    hit = rng.random(X.shape) < 0.08
+    X[hit] = special[rng.integers(0, len(special), int(hit.sum()))]
+    return X
+
+
+@needs_cc
+@pytest.mark.parametrize("input_dtype", ["float64", "float32"])
+def test_binarization_by_counting_on_every_path(isa: str, input_dtype: str) -> None:
+    """Columns of 1, 16 and over 128 borders (the counted columns' one and two steps), rows on, just below
+    and just above every border, NaN, infinities and signed zeros; odd row counts and 2 threads."""
+    from lumber.backends.table_c import bin_type
+
+    e = borders_ensemble(input_dtype)
+    q = quantize_ensemble(e).validate()
+    assert bin_type(q) == "uint8_t"
+    assert q.border_offset is not None
+    widths = np.diff(q.border_offset)
+    assert widths.max() > 128 and (widths == 16).any() and (widths == 1).any()  # two steps, one full step, one
+    check_paths(e, borders_rows(e, 8300), isa, (1, 63, 64, 65, 1023, 1025, 8193))
+
+
+@needs_cc
+def test_one_row_kernel_with_many_columns(isa: str) -> None:
+    """More than 128 binarized columns: no one-row layout (the row's bins do not fit two registers), and
+    the one-row path still equals numpy row by row."""
+    from lumber.backends.table_c import row_arrays
+
+    e = borders_ensemble("float64", counts=(2,) * 130, trees=80, depth=5)
+    q = quantize_ensemble(e).validate()
+    assert q.col_feature is not None and q.col_feature.shape[0] > 128 and row_arrays(q) is None
+    assert row_arrays(quantize_ensemble(borders_ensemble("float64")).validate()) is not None
+    from lumber.backends.table_c import TableRuntime
+
+    rt = TableRuntime(q, isa=isa)
+    X = borders_rows(e, 40, seed=1)
+    want = q.evaluate(X).reshape(-1, 1)
+    for i in range(len(X)):
+        same(rt.predict_raw(np.ascontiguousarray(X[i:i + 1])), want[i:i + 1])
+
+
+@needs_cc
+def test_predictor_one_row_route() -> None:
+    """``predict_raw`` on a 1-row 2-D float array (float64 for a float32 model, a non-contiguous view)
+    takes the runtime's one-row kernel and equals the batch and numpy bit for bit."""
+    e = borders_ensemble("float32")
+    pred = TableTarget().compile(e, TableOptions())
+    X = borders_rows(e, 300, seed=2)
+    want = pred.ensemble.evaluate(X)
+    batch = pred.predict_raw(X)
+    same(batch, want)
+    Xf = np.asfortranarray(X)
+    for i in range(0, 300, 7):
+        same(pred.predict_raw(X[i:i + 1]), want[i:i + 1])
+        same(pred.predict_raw(Xf[i:i + 1]), want[i:i + 1])

@@ -5,7 +5,9 @@
  * in super-blocks (a few thousand rows, so their bins fit in L2):
  *   1. binarize: every column once per row, bin = #{borders b : x > b} (NaN: the
  *      column's NaN bin), stored column-major as LT_BIN_T so step 2 reads
- *      contiguous small integers; a set column (category level) gets 1 when the
+ *      contiguous small integers (AVX2 and AVX-512 count a column of up to 255
+ *      borders in two steps of 16 compares per row; see "binarization by
+ *      counting"); a set column (category level) gets 1 when the
  *      value's category code (the model's category rule) is one of its borders,
  *      0 for another valid code and col_invalid_bin for an invalid value;
  *   2. per tree: leaf index = OR over levels of (bin > level_bin) << level, for
@@ -21,7 +23,8 @@
  * score, so results equal the numpy evaluator bit for bit. Super-blocks are
  * independent: OpenMP threads take them (when built with -fopenmp).
  * Single-output models of depth <= 16 take the fused kernels (portable C, AVX2 or
- * AVX-512, chosen per call: see "the fused kernels" below); one row takes lt_row.
+ * AVX-512, chosen per call: see "the fused kernels" below); one row takes lt_row (on AVX-512 with the
+ * one-row layout: 64 trees' indices per step, the row's bins in two registers).
  *
  * Configuration macros (set by the includer):
  *   LT_IN_T   float or double: the model's input type (borders are values of it)
@@ -98,6 +101,8 @@ typedef struct {
     const int64_t *dict_offset;     /* NULL, or per tree: its distinct cell values dict_value[dict_offset[t]..[t+1]) */
     const double *dict_value;       /* (none: the tree reads value[]) ... */
     const uint8_t *cell_code;       /* ... and cell i of tree t holds dict_value[dict_offset[t] + cell_code[value_offset[t] + i]] */
+    const int64_t *row_off;         /* NULL, or the one-row kernel's layout: per group of 64 trees its slots */
+    const uint8_t *row_vec;         /* row_off[g]..[g + 1], each 4 x 64 bytes: the trees' term column, bin, low and high weight */
 } lt_model;
 #define LT_DICT(M, t) ((M)->dict_offset != NULL && (M)->dict_offset[(t) + 1] > (M)->dict_offset[t])
 
@@ -497,10 +502,12 @@ static void lt_trees(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *
  * Three paths, chosen per call (lt_run's isa; ISA_AUTO: the best this CPU runs):
  *   portable  plain C: the compiler vectorizes the index loops for the build's baseline; scalar sums;
  *   avx2      32 rows per byte compare; scalar sums, eight rows' chains at a time;
- *   avx512    64 rows per byte compare (a mask), the index accumulated under the mask in 16-bit lanes;
- *             the sums 16 rows per step: a tree whose distinct values fit in 8, 16 or 32 doubles looks
- *             its cells' byte codes up with one gather and its values with register permutes; any other
- *             tree gathers its values from its table directly. */
+ *   avx512    a group's setup once per super-block, then block by block: 64 rows per byte compare (a
+ *             mask) and masked byte adds, a byte index of up to 1024 rows in registers across a tree's
+ *             terms; a tree of at most 256 cells or with a dictionary gets byte codes (its cells' codes
+ *             by byte permutes), else 16-bit indices; the sums: a tree whose distinct values fit in 8,
+ *             16 or 32 doubles looks them up with register permutes, its codes spread (lt_spread8) so a
+ *             64-bit shift, not a widening shuffle, feeds each permute; any other tree gathers its values. */
 #define LT_GROUP 16
 #define LT_ISA_AUTO 0
 #define LT_ISA_PORTABLE 1
@@ -755,6 +762,22 @@ static inline __attribute__((always_inline)) LT_TARGET_AVX512 __m512i lt_codes51
     return r[0];
 }
 
+/* The byte codes of 64 rows as the AVX-512 sums read them: byte 8q + j holds row 8j + q, so each 64-bit
+ * lane q holds rows q, 8 + q, ..., 56 + q and a shift right by 8j brings row 8j + q to the lane's low
+ * byte (the eight rows 8j..8j+7 in the eight lanes, in order): a shift instead of a widening shuffle. */
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 __m512i lt_spread8(__m512i codes)
+{
+    const __m512i t = _mm512_set_epi8(63, 55, 47, 39, 31, 23, 15, 7, 62, 54, 46, 38, 30, 22, 14, 6,
+                                      61, 53, 45, 37, 29, 21, 13, 5, 60, 52, 44, 36, 28, 20, 12, 4,
+                                      59, 51, 43, 35, 27, 19, 11, 3, 58, 50, 42, 34, 26, 18, 10, 2,
+                                      57, 49, 41, 33, 25, 17, 9, 1, 56, 48, 40, 32, 24, 16, 8, 0);
+    return _mm512_permutexvar_epi8(t, codes);
+}
+static inline __attribute__((always_inline)) LT_TARGET_AVX512 __m512i lt_spread_if(int spread, __m512i codes)
+{
+    return spread ? lt_spread8(codes) : codes;
+}
+
 /* AVX-512 step 2 for nch (1-4) chunks of 64 rows from row i0, byte bins: each term is one compare (a
  * mask of 64 rows) and one masked byte add; index bits 0-7 sum in one byte per row, bits 8-15 in
  * another. Only for trees whose low-byte terms add up to at most 255 (no carry out of a byte; a bin
@@ -762,7 +785,7 @@ static inline __attribute__((always_inline)) LT_TARGET_AVX512 __m512i lt_codes51
  * go to out8; else the 16-bit indices to idx. */
 static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_index512_chunks(
     const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int i0, const int nch, const uint8_t *codes,
-    int cells, uint16_t *idx, uint8_t *out8)
+    int cells, uint16_t *idx, uint8_t *out8, int spread)
 {
     __m512i lo[4], hi[4];
     for (int c = 0; c < nch; ++c) lo[c] = hi[c] = _mm512_setzero_si512();
@@ -784,11 +807,11 @@ static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_index512_c
     }
     if (codes) {
         for (int c = 0; c < nch; ++c)
-            _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_codes512(codes, cells, lo[c], hi[c]));
+            _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_spread_if(spread, lt_codes512(codes, cells, lo[c], hi[c])));
         return;
     }
     if (out8) {  /* a table of at most 256 cells read directly: the index is its low byte */
-        for (int c = 0; c < nch; ++c) _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lo[c]);
+        for (int c = 0; c < nch; ++c) _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_spread_if(spread, lo[c]));
         return;
     }
     /* in each 128-bit lane, unpack interleaves its first (then last) 8 rows; the permutes restore row order */
@@ -815,7 +838,7 @@ static inline int lt_low_only(const lt_terms_of *q)
  * 16-bit indices to idx. */
 static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_lo512_chunks(
     const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int i0, const int nch, const uint8_t *codes,
-    int cells, uint16_t *idx, uint8_t *out8)
+    int cells, uint16_t *idx, uint8_t *out8, int spread)
 {
     __m512i lo[16];
     for (int c = 0; c < nch; ++c) lo[c] = _mm512_setzero_si512();
@@ -829,9 +852,9 @@ static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_lo512_chun
     }
     if (codes) {
         for (int c = 0; c < nch; ++c)
-            _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_codes512(codes, cells, lo[c], _mm512_setzero_si512()));
+            _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_spread_if(spread, lt_codes512(codes, cells, lo[c], _mm512_setzero_si512())));
     } else if (out8) {
-        for (int c = 0; c < nch; ++c) _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lo[c]);
+        for (int c = 0; c < nch; ++c) _mm512_storeu_si512((void *)(out8 + i0 + 64 * c), lt_spread_if(spread, lo[c]));
     } else {
         for (int c = 0; c < nch; ++c) {
             _mm512_storeu_si512((void *)(idx + i0 + 64 * c), _mm512_cvtepu8_epi16(_mm512_castsi512_si256(lo[c])));
@@ -842,15 +865,15 @@ static inline __attribute__((always_inline)) LT_TARGET_AVX512 void lt_lo512_chun
 
 /* lt_lo512_chunks over rows [0, lanes) (a multiple of 64): 16 chunks at a time, then 8, 4, 2, 1. */
 LT_TARGET_AVX512 static void lt_lo512(const lt_terms_of *q, const LT_BIN_T *bins, int64_t stride, int lanes,
-                                      const uint8_t *codes, int cells, uint16_t *idx, uint8_t *out8)
+                                      const uint8_t *codes, int cells, uint16_t *idx, uint8_t *out8, int spread)
 {
     int i = 0;
-    for (; i + 1024 <= lanes; i += 1024) lt_lo512_chunks(q, bins, stride, i, 16, codes, cells, idx, out8);
+    for (; i + 1024 <= lanes; i += 1024) lt_lo512_chunks(q, bins, stride, i, 16, codes, cells, idx, out8, spread);
     const int r = (lanes - i) >> 6;
-    if (r & 8) { lt_lo512_chunks(q, bins, stride, i, 8, codes, cells, idx, out8); i += 512; }
-    if (r & 4) { lt_lo512_chunks(q, bins, stride, i, 4, codes, cells, idx, out8); i += 256; }
-    if (r & 2) { lt_lo512_chunks(q, bins, stride, i, 2, codes, cells, idx, out8); i += 128; }
-    if (r & 1) lt_lo512_chunks(q, bins, stride, i, 1, codes, cells, idx, out8);
+    if (r & 8) { lt_lo512_chunks(q, bins, stride, i, 8, codes, cells, idx, out8, spread); i += 512; }
+    if (r & 4) { lt_lo512_chunks(q, bins, stride, i, 4, codes, cells, idx, out8, spread); i += 256; }
+    if (r & 2) { lt_lo512_chunks(q, bins, stride, i, 2, codes, cells, idx, out8, spread); i += 128; }
+    if (r & 1) lt_lo512_chunks(q, bins, stride, i, 1, codes, cells, idx, out8, spread);
 }
 
 /* Whether the AVX-512 path looks tree t's cell codes up in registers: a dictionary, byte bins, at most
@@ -870,20 +893,20 @@ static inline int lt_byte_direct(const lt_model *M, int32_t t)
 
 /* AVX-512 step 2 for a tree with byte codes: the rows' codes of rows [0, lanes) into out8. */
 LT_TARGET_AVX512 static void lt_codes_avx512(const lt_model *M, int32_t t, const lt_terms_of *q, const LT_BIN_T *bins,
-                                             int64_t stride, int lanes, uint8_t *out8)
+                                             int64_t stride, int lanes, uint8_t *out8, int spread)
 {
     const uint8_t *codes = LT_DICT(M, t) ? M->cell_code + M->value_offset[t] : NULL;  /* NULL: the index */
     const int cells = (int)(M->value_offset[t + 1] - M->value_offset[t]);
     if (lt_low_only(q)) {
-        lt_lo512(q, bins, stride, lanes, codes, cells, NULL, out8);
+        lt_lo512(q, bins, stride, lanes, codes, cells, NULL, out8, spread);
         return;
     }
     int i = 0;
-    for (; i + 256 <= lanes; i += 256) lt_index512_chunks(q, bins, stride, i, 4, codes, cells, NULL, out8);
+    for (; i + 256 <= lanes; i += 256) lt_index512_chunks(q, bins, stride, i, 4, codes, cells, NULL, out8, spread);
     switch ((lanes - i) >> 6) {
-    case 3: lt_index512_chunks(q, bins, stride, i, 3, codes, cells, NULL, out8); break;
-    case 2: lt_index512_chunks(q, bins, stride, i, 2, codes, cells, NULL, out8); break;
-    case 1: lt_index512_chunks(q, bins, stride, i, 1, codes, cells, NULL, out8); break;
+    case 3: lt_index512_chunks(q, bins, stride, i, 3, codes, cells, NULL, out8, spread); break;
+    case 2: lt_index512_chunks(q, bins, stride, i, 2, codes, cells, NULL, out8, spread); break;
+    case 1: lt_index512_chunks(q, bins, stride, i, 1, codes, cells, NULL, out8, spread); break;
     default: break;
     }
 }
@@ -894,14 +917,14 @@ LT_TARGET_AVX512 static void lt_index_avx512(const lt_terms_of *qp, const LT_BIN
 {
     const lt_terms_of q = *qp;
     if (sizeof(LT_BIN_T) == 1 && lt_low_only(&q)) {
-        lt_lo512(&q, bins, stride, lanes, NULL, 0, idx, NULL);
+        lt_lo512(&q, bins, stride, lanes, NULL, 0, idx, NULL, 0);
     } else if (sizeof(LT_BIN_T) == 1 && lt_low_sum(&q) <= 255) {
         int i = 0;
-        for (; i + 256 <= lanes; i += 256) lt_index512_chunks(&q, bins, stride, i, 4, NULL, 0, idx, NULL);
+        for (; i + 256 <= lanes; i += 256) lt_index512_chunks(&q, bins, stride, i, 4, NULL, 0, idx, NULL, 0);
         switch ((lanes - i) >> 6) {
-        case 3: lt_index512_chunks(&q, bins, stride, i, 3, NULL, 0, idx, NULL); break;
-        case 2: lt_index512_chunks(&q, bins, stride, i, 2, NULL, 0, idx, NULL); break;
-        case 1: lt_index512_chunks(&q, bins, stride, i, 1, NULL, 0, idx, NULL); break;
+        case 3: lt_index512_chunks(&q, bins, stride, i, 3, NULL, 0, idx, NULL, 0); break;
+        case 2: lt_index512_chunks(&q, bins, stride, i, 2, NULL, 0, idx, NULL, 0); break;
+        case 1: lt_index512_chunks(&q, bins, stride, i, 1, NULL, 0, idx, NULL, 0); break;
         default: break;
         }
     } else if (sizeof(LT_BIN_T) == 1) {
@@ -951,10 +974,12 @@ typedef struct {
     const uint8_t *codes[LT_GROUP];/* the cells' codes, or NULL */
     int regs[LT_GROUP];            /* 1, 2, 4: distinct values in registers; 0: gathered */
     __mmask8 dm[LT_GROUP][4];
+    int spread;                    /* some tree's byte codes are spread (lt_spread8): the 64-row sums */
 } lt_group512;
 
 static void lt_group512_init(const lt_model *M, int32_t g0, int ng, lt_group512 *G)
 {
+    G->spread = 0;
     for (int j = 0; j < ng; ++j) {
         const int32_t t = g0 + j;
         G->q[j] = lt_tree_terms(M, t);
@@ -963,6 +988,7 @@ static void lt_group512_init(const lt_model *M, int32_t g0, int ng, lt_group512 
         const int64_t nd = LT_DICT(M, t) ? M->dict_offset[t + 1] - M->dict_offset[t]
                            : G->byte[j] ? M->value_offset[t + 1] - M->value_offset[t] : 0;
         G->regs[j] = nd == 0 ? 0 : nd <= 8 ? 1 : nd <= 16 ? 2 : nd <= 32 ? 4 : 0;
+        G->spread |= G->byte[j] && G->regs[j] != 0;
         for (int r = 0; r < 4; ++r) {
             const int64_t have = nd - 8 * r;
             G->dm[j][r] = (__mmask8)(have >= 8 ? 0xff : have <= 0 ? 0 : (1u << have) - 1);
@@ -981,7 +1007,7 @@ static void lt_group512_init(const lt_model *M, int32_t g0, int ng, lt_group512 
  * come as byte codes (G->byte[j]: gcode[j]) or as 16-bit indices (gidx[j]); a tree whose distinct values
  * fit in 8, 16 or 32 doubles looks them up with register permutes (regs 1, 2, 4), any other gathers
  * them (from its dictionary by code, or from its table by index). */
-LT_TARGET_AVX512 static void lt_sums_avx512(const lt_group512 *G, int ng, uint16_t (*gidx)[LT_BLOCK],
+LT_TARGET_AVX512 static void lt_sums32_avx512(const lt_group512 *G, int ng, uint16_t (*gidx)[LT_BLOCK],
                                             uint8_t (*gcode)[LT_BLOCK], double *acc, int m)
 {
     const int *byte = G->byte, *regs = G->regs;
@@ -1045,6 +1071,75 @@ LT_TARGET_AVX512 static void lt_sums_avx512(const lt_group512 *G, int ng, uint16
     }
 }
 
+LT_TARGET_AVX512 static void lt_sums_avx512(const lt_group512 *G, int ng, uint16_t (*gidx)[LT_BLOCK],
+                                            uint8_t (*gcode)[LT_BLOCK], double *acc, int m)
+{
+    const int *byte = G->byte, *regs = G->regs;
+    const double *const *tabs = G->tabs;
+    const uint8_t *const *codes = G->codes;
+    for (int i = 0; i < m; i += 64) {
+        __mmask8 k[8];
+        __m512d s[8];
+        for (int q = 0; q < 8; ++q) {
+            const int left = m - i - 8 * q;
+            k[q] = left >= 8 ? 0xff : left <= 0 ? 0 : (__mmask8)((1u << left) - 1);
+            s[q] = _mm512_maskz_loadu_pd(k[q], acc + i + 8 * q);
+        }
+        for (int j = 0; j < ng; ++j) {
+            const int r = regs[j];
+            if (byte[j]) {  /* codes spread by lt_spread8: rows 8q..8q+7 are the low bytes after a shift by 8q */
+                if (r == 0) {  /* many distinct values, codes in row order: gathered from the dictionary or table */
+                    for (int h = 0; h < 4; ++h) {
+                        const __m512i g = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(gcode[j] + i + 16 * h)));
+                        s[2 * h] = _mm512_add_pd(s[2 * h], _mm512_i32gather_pd(_mm512_castsi512_si256(g), tabs[j], 8));
+                        s[2 * h + 1] = _mm512_add_pd(s[2 * h + 1],
+                                                     _mm512_i32gather_pd(_mm512_extracti64x4_epi64(g, 1), tabs[j], 8));
+                    }
+                    continue;
+                }
+                const __m512i cs = _mm512_loadu_si512((const void *)(gcode[j] + i));
+                const __m512d d0 = _mm512_maskz_loadu_pd(G->dm[j][0], tabs[j]);
+                const __m512d d1 = r >= 2 ? _mm512_maskz_loadu_pd(G->dm[j][1], tabs[j] + 8) : d0;
+                const __m512d d2 = r == 4 ? _mm512_maskz_loadu_pd(G->dm[j][2], tabs[j] + 16) : d0;
+                const __m512d d3 = r == 4 ? _mm512_maskz_loadu_pd(G->dm[j][3], tabs[j] + 24) : d0;
+                /* lt_look8 reads only the low 3, 4 or 5 bits of a lane */
+                for (int q = 0; q < 8; ++q)
+                    s[q] = _mm512_add_pd(s[q], lt_look8(r, _mm512_srli_epi64(cs, 8 * q), d0, d1, d2, d3));
+                continue;
+            }
+            for (int h = 0; h < 4; ++h) {  /* 16-bit indices, in row order */
+                __m512d v[2];
+                __m512i c[2];
+                const __m512i g = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(gidx[j] + i + 16 * h)));
+                if (r == 0 && codes[j] == NULL) {  /* no dictionary: gather from the table */
+                    v[0] = _mm512_i32gather_pd(_mm512_castsi512_si256(g), tabs[j], 8);
+                    v[1] = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(g, 1), tabs[j], 8);
+                } else {
+                    /* each lane reads the 4 bytes at its cell's code: the code is the low byte (cell_code is padded) */
+                    const __m512i cc = _mm512_and_si512(_mm512_i32gather_epi32(g, (const void *)codes[j], 1),
+                                                        _mm512_set1_epi32(0xff));
+                    if (r == 0) {
+                        v[0] = _mm512_i32gather_pd(_mm512_castsi512_si256(cc), tabs[j], 8);
+                        v[1] = _mm512_i32gather_pd(_mm512_extracti64x4_epi64(cc, 1), tabs[j], 8);
+                    } else {
+                        c[0] = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(cc));
+                        c[1] = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(cc, 1));
+                        const __m512d d0 = _mm512_maskz_loadu_pd(G->dm[j][0], tabs[j]);
+                        const __m512d d1 = r >= 2 ? _mm512_maskz_loadu_pd(G->dm[j][1], tabs[j] + 8) : d0;
+                        const __m512d d2 = r == 4 ? _mm512_maskz_loadu_pd(G->dm[j][2], tabs[j] + 16) : d0;
+                        const __m512d d3 = r == 4 ? _mm512_maskz_loadu_pd(G->dm[j][3], tabs[j] + 24) : d0;
+                        v[0] = lt_look8(r, c[0], d0, d1, d2, d3);
+                        v[1] = lt_look8(r, c[1], d0, d1, d2, d3);
+                    }
+                }
+                s[2 * h] = _mm512_add_pd(s[2 * h], v[0]);
+                s[2 * h + 1] = _mm512_add_pd(s[2 * h + 1], v[1]);
+            }
+        }
+        for (int q = 0; q < 8; ++q) _mm512_mask_storeu_pd(acc + i + 8 * q, k[q], s[q]);
+    }
+}
+
 /* Trees [t0, t1) for rows [0, m) of a super-block (bins and acc point at its first row): per group of
  * trees, its setup once, then block by block its indices or codes and its sums. */
 LT_TARGET_AVX512 static void lt_fused_avx512(const lt_model *M, int32_t t0, int32_t t1, const LT_BIN_T *bins,
@@ -1060,10 +1155,11 @@ LT_TARGET_AVX512 static void lt_fused_avx512(const lt_model *M, int32_t t0, int3
             const int mb = (int)(m - r < LT_BLOCK ? m - r : LT_BLOCK);
             const int lanes = (mb + 63) & ~63;
             for (int j = 0; j < ng; ++j) {
-                if (G.byte[j]) lt_codes_avx512(M, g0 + j, &G.q[j], bins + r, stride, lanes, gcode[j]);
+                if (G.byte[j]) lt_codes_avx512(M, g0 + j, &G.q[j], bins + r, stride, lanes, gcode[j], G.regs[j] != 0);
                 else lt_index_avx512(&G.q[j], bins + r, stride, lanes, gidx[j]);
             }
-            lt_sums_avx512(&G, ng, gidx, gcode, acc + r, mb);
+            if (G.spread) lt_sums_avx512(&G, ng, gidx, gcode, acc + r, mb);
+            else lt_sums32_avx512(&G, ng, gidx, gcode, acc + r, mb);
         }
     }
 }
@@ -1302,6 +1398,30 @@ LT_TARGET_AVX512 static void lt_row_index_avx512(const lt_model *M, int32_t t0, 
 }
 #endif
 
+#ifdef LT_X86
+/* AVX-512: the indices of the (up to) 64 trees of group g of the one-row layout (row_off, row_vec) for
+ * one row whose byte bins are in bins (padded to 128): per slot one byte permute picks every
+ * tree's column's bin, one compare with the trees' bins, and two masked byte adds of their weights to
+ * the indices' low and high bytes. */
+LT_TARGET_AVX512 static void lt_row_group_avx512(const lt_model *M, int64_t g, const uint8_t *bins, uint32_t *idx)
+{
+    const __m512i b0 = _mm512_loadu_si512((const void *)bins), b1 = _mm512_loadu_si512((const void *)(bins + 64));
+    __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+    const uint8_t *v = M->row_vec + M->row_off[g] * 256;
+    for (int64_t j = M->row_off[g]; j < M->row_off[g + 1]; ++j, v += 256) {
+        const __m512i got = _mm512_permutex2var_epi8(b0, _mm512_loadu_si512((const void *)v), b1);
+        const __mmask64 gt = _mm512_cmpgt_epu8_mask(got, _mm512_loadu_si512((const void *)(v + 64)));
+        lo = _mm512_mask_add_epi8(lo, gt, lo, _mm512_loadu_si512((const void *)(v + 128)));
+        hi = _mm512_mask_add_epi8(hi, gt, hi, _mm512_loadu_si512((const void *)(v + 192)));
+    }
+    for (int q = 0; q < 4; ++q) {
+        const __m512i l = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(lo, q));
+        const __m512i h = _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(hi, q));
+        _mm512_storeu_si512((void *)(idx + 16 * q), _mm512_or_si512(l, _mm512_slli_epi32(h, 8)));
+    }
+}
+#endif
+
 /* One row, no vector lanes and no threads: the low-latency path (same sums in the same order). */
 static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *leaf, int transform, int path)
 {
@@ -1343,7 +1463,9 @@ static int lt_row(const lt_model *M, const LT_IN_T *x, double *out, int32_t *lea
     for (int32_t t0 = 0; t0 < M->n_trees; t0 += 256) {
         const int32_t nt = M->n_trees - t0 < 256 ? M->n_trees - t0 : 256;
 #ifdef LT_X86
-        if (vec) lt_row_index_avx512(M, t0, nt, bins128, idx);
+        if (vec && M->row_off)
+            for (int32_t u = 0; u < nt; u += 64) lt_row_group_avx512(M, (t0 + u) / 64, bins128, idx + u);
+        else if (vec) lt_row_index_avx512(M, t0, nt, bins128, idx);
         else
 #endif
         for (int32_t u = 0; u < nt; ++u) {

@@ -49,7 +49,9 @@ def run(ir_or_model: ModelLike, pipeline_text: str | Sequence[Pass | str],
     """Run ``pipeline_text`` over a model; returns the final IR.
 
     data : PassData, or a mapping ``{"train": (X, y), "valid": (X, y)}`` (or ``X_train=...`` keys)
-        Rows for passes that need them (``prune``, ``attribution``).
+        Rows for passes that need them (``prune``, ``attribution``, ``cascade``); the explainer passes
+        (``counterfactual``, ``sensitive-tests``, ``contributions``) also read ``cases``, ``constraints``
+        (a ``lumber.Constraints``) and ``target``.
     time_passes : print the per-pass timing table and the passes' reports to ``stream`` (stderr).
     verify : validate the IR after every pass (a broken invariant names the pass).
     dump : write the IR after every pass into this directory (``NN-<pass>.lumber``).

@@ -6,14 +6,14 @@ margins; their decisions can differ only where the table margin ``a`` is close t
 (times :data:`BAND_SAFETY`), and every row with ``lo <= a <= hi`` is recomputed by the exact forest
 (:class:`lumber.ir.cascade.Cascade`). So on the validation rows the cascade decides exactly as the source
 does, and most rows never touch the forest. An ``agreement`` below 1 leaves the few disagreements
-farthest from the decision outside the band (the widest one alone set the band for every row: 57% of
-Adult's rows). ``lumber.compile_within`` searches prefixes of one fit with the same band
+farthest from the decision outside the band (the widest one alone would set the band for every row: 57%
+of Adult's rows). ``lumber.compile_within`` searches prefixes of one fit with the same band
 (:mod:`lumber.compiler.tolerance`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -105,8 +105,7 @@ class MakeCascade(FitOptions, Transform[Forest, Cascade]):
         if schema.n_outputs != 1 or schema.task not in (Task.BINARY, Task.REGRESSION):
             raise CompileError(f"a cascade covers binary classifiers and regressors; this model is "
                                f"{schema.task.name.lower()} with {schema.n_outputs} outputs")
-        fit = fit_oblivious(ir, ir.prepare_input(data.X_train),
-                            FitOptions(**{f.name: getattr(self, f.name) for f in fields(FitOptions)}))
+        fit = fit_oblivious(ir, ir.prepare_input(data.X_train), self.options_as(FitOptions))
         ens = quantize_ensemble(fit.ensemble(None if self.trees == "auto" else self.trees))
         Xv = ir.prepare_input(data.X_valid)
         exact = np.asarray(ir.evaluate(Xv)).reshape(-1)

@@ -509,8 +509,7 @@ class FitOblivious(FitOptions, Transform[Forest, ObliviousEnsemble]):
 
     def run(self, ir: Forest, ctx: PassContext) -> ObliviousEnsemble:
         data = ctx.require(self.pipeline_text(), "X_train", why="the fit reads the source's margins on training rows")
-        opts = FitOptions(**{f: getattr(self, f) for f in FitOptions.__dataclass_fields__})
-        fr = fit_oblivious(ir, data.X_train, opts)
+        fr = fit_oblivious(ir, data.X_train, self.options_as(FitOptions))
         ens = fr.ensemble()
         r = fr.report
         text = (f"{ir.n_trees:,} trees -> {ens.n_trees - 1:,} fitted oblivious trees of depth <= {r['depth']} "

@@ -916,7 +916,8 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
     cost = np.ones((nc + 1, T), dtype=np.int8)  # condition x tree: levels it would add (0: held, or a free code)
     cost[nc] = 0
     step = np.ones_like(gcount)  # group x tree: levels one more code of the group adds
-    n_plain = np.zeros(T, dtype=np.int64)
+    group_of = cgroup.tolist()
+    bit_len = bitlen.tolist()
     by_group = np.argsort(cgroup[:nc], kind="stable")
     group_cut = np.searchsorted(cgroup[:nc][by_group], np.arange(gcount.shape[0] + 1))
     alive = np.ones(T, dtype=bool)
@@ -927,22 +928,38 @@ def polish_sets(sets: list[list[int]], P: npt.NDArray[np.int64], dg: npt.NDArray
         """The tables' column ``t`` from ``trees[t]``: only the changed conditions' rows, and the rows of the
         groups whose next code now costs another number of levels."""
         new, old = trees[t], stored[t]
-        gone = np.fromiter(old - new, dtype=np.int64)
-        came = np.fromiter(new - old, dtype=np.int64)
-        member[gone, t] = False
-        member[came, t] = True
-        g_gone, g_came = cgroup[gone], cgroup[came]
-        np.add.at(gcount[:, t], g_gone[g_gone >= 0], -1)
-        np.add.at(gcount[:, t], g_came[g_came >= 0], 1)
-        n_plain[t] += int((g_came < 0).sum()) - int((g_gone < 0).sum())
-        levels[t] = n_plain[t] + int(bitlen[gcount[:, t]].sum())
+        gone, came = old - new, new - old
+        if not gone and not came:
+            return
+        counts: dict[int, int] = {}  # the changed groups' code counts in tree t, before
+        delta = 0
+        for c in gone | came:
+            g = group_of[c]
+            if g < 0:
+                delta += 1 if c in came else -1
+            elif g not in counts:
+                counts[g] = int(gcount[g, t])
+        now = dict(counts)
+        for c in gone:
+            if group_of[c] >= 0:
+                now[group_of[c]] -= 1
+        for c in came:
+            if group_of[c] >= 0:
+                now[group_of[c]] += 1
+        moved = []
+        for g, n in now.items():
+            gcount[g, t] = n
+            delta += bit_len[n] - bit_len[counts[g]]
+            if bit_len[n + 1] - bit_len[n] != bit_len[counts[g] + 1] - bit_len[counts[g]]:
+                moved.append(g)
+                step[g, t] = bit_len[n + 1] - bit_len[n]
+        levels[t] += delta
         levels8[t] = levels[t]
-        old_step = step[:, t].copy()
-        step[:, t] = bitlen[gcount[:, t] + 1] - bitlen[gcount[:, t]]
-        moved = np.flatnonzero(step[:, t] != old_step)
-        rows = np.concatenate([gone, came] + [by_group[group_cut[g]:group_cut[g + 1]] for g in moved.tolist()])
-        g = cgroup[rows]
-        cost[rows, t] = np.where(member[rows, t], 0, np.where(g < 0, 1, step[np.maximum(g, 0), t]))
+        ch = np.fromiter(gone | came, dtype=np.int64, count=len(gone) + len(came))
+        member[ch, t] = np.fromiter((c in came for c in ch.tolist()), dtype=bool, count=ch.shape[0])
+        rows = np.concatenate([ch] + [by_group[group_cut[g]:group_cut[g + 1]] for g in moved]) if moved else ch
+        g_rows = cgroup[rows]
+        cost[rows, t] = np.where(member[rows, t], 0, np.where(g_rows < 0, 1, step[np.maximum(g_rows, 0), t]))
         stored[t] = set(new)
 
     for t in range(T):

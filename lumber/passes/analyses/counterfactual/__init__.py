@@ -41,8 +41,9 @@ Layout: ``options`` (what a query may use), ``domain`` (feature grids, levels, m
 ``trees`` (branch choice, flows, consistency rows), ``objective``, ``targets``, ``actionability``,
 ``plausibility``, ``leafcuts`` (leaf-cost rows and pruning), ``problem`` (one MILP), ``heuristic``
 (warm start), ``fastpath`` (the per-tree bound that proves a warm start optimal without a MILP),
-``solver`` (the HiGHS adapter), ``solve`` (driver and search strategies), ``reference`` (what a batch
-builds once), ``result``.
+``bestfirst`` (the best-first box search, before the MILP where the constraints limit the number of
+changes: ``options.box_search``), ``solver`` (the HiGHS adapter), ``solve`` (driver and search
+strategies), ``reference`` (what a batch builds once), ``result``.
 """
 
 from .options import CounterfactualOptions

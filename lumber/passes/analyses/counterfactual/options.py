@@ -15,6 +15,7 @@ from lumber.ir import InputDataError, Norm
 from lumber.ir.domains import Domains
 
 STRATEGIES = ("whole", "cases")
+BOX_SEARCH = ("auto", "first", "off")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +52,12 @@ class CounterfactualOptions:
     (when there are at most :attr:`max_cases` combinations below the warm start's cost; else over the one
     flag the plausible relaxation flips); ``"whole"``: one MILP."""
     max_cases: int = 64
+    box_search: str = "auto"
+    """The best-first box search (``bestfirst.py``) before the MILP, on the queries it takes (no isolation
+    forest, relations or implications): ``"auto"``: when the constraints limit the number of changes
+    (``changes <= k``, where the MILP's relaxation is weakest); ``"first"``: always; ``"off"``: never.
+    It may use the whole time limit; the MILP gets what is left when it has not proven the answer. A query
+    that goes to it skips the fast path (its first box proves what the fast path would)."""
     """More combinations than this below the warm start's cost: ``"cases"`` splits on one flag only."""
     warm_start: bool = True
     """Start from a heuristic point (reference rows repaired to the constraints, a greedy walk), which also
@@ -96,6 +103,8 @@ class CounterfactualOptions:
                 raise InputDataError(f"{name} must be a whole number of at least 1, got {v!r}")
         if not (isinstance(self.mip_gap, numbers.Real) and 0 <= self.mip_gap < 1):
             raise InputDataError(f"mip_gap must lie in [0, 1), got {self.mip_gap!r}")
+        if self.box_search not in BOX_SEARCH:
+            raise InputDataError(f"unknown box_search {self.box_search!r}", f"accepted: {', '.join(BOX_SEARCH)}")
         if not (isinstance(self.relaxation_share, numbers.Real) and 0 < self.relaxation_share < 1):
             raise InputDataError(f"relaxation_share must lie in (0, 1), got {self.relaxation_share!r}")
         if self.window is not None and (not isinstance(self.window, numbers.Integral) or self.window < 1):

@@ -13,8 +13,10 @@ is built; at the deadline the best verified point so far comes back as
 
 One query runs: the bound (a plausible query's relaxation: the isolation forest
 without the explained model), the warm start, the fast path (the warm start
-proven optimal by the per-tree bound of ``fastpath``: no MILP), else the MILP
-with the search strategy of ``options.strategy`` (:class:`Whole` or :class:`Cases`).
+proven optimal by the per-tree bound of ``fastpath``: no MILP), the best-first
+box search where ``options.box_search`` asks for it (``bestfirst.py``: a proven
+answer ends the query; otherwise its best point and bound carry over), else the
+MILP with the search strategy of ``options.strategy`` (:class:`Whole` or :class:`Cases`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from lumber.ir.display import Display
 from lumber.ir.domains import DomainKind, Domains, case_bounds, infer_domains
 from lumber.ir.decision import resolve_target
 
-from . import actionability
+from . import actionability, bestfirst
 from .deadline import Clock, Deadline
 from .heuristic import Candidates, improve, warm_start
 from .fastpath import SPLIT_DEPTH, FastPathRecord, LeafBoxes, plain_boxes, split_bound_proves
@@ -294,6 +296,20 @@ def _finish(q: Query, res: CounterfactualResult, x: FloatArray, verify: Verifier
     return res
 
 
+def _searched(q: Query, found: bestfirst.SearchOutcome, verify: Verifier) -> CounterfactualResult | None:
+    """The box search's proven answer as the query's result; None when it proved nothing (or the model's
+    own ``predict`` does not confirm its point)."""
+    if found.status == INFEASIBLE:
+        return _base(q, INFEASIBLE, verify, f"no point reaches {q.spec.describe()} under the constraints")
+    if found.status != OPTIMAL or found.x is None:
+        return None
+    res = _finish(q, _base(q, OPTIMAL, verify), found.x, verify)
+    if not (res.verified and not res.violations):
+        return None
+    res.objective, res.bound, res.gap = found.objective, res.cost, 0.0
+    return res
+
+
 def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Reference | None,
                  deadline: Deadline, nogoods: Sequence[FloatArray] = ()) -> CounterfactualResult:
     meets: Callable[[FloatArray], npt.NDArray[np.bool_]] = lambda X: forest_meets(q.forest, q.spec, X)
@@ -316,11 +332,21 @@ def _solve_query(q: Query, opts: SolverOptions, verify: Verifier, reference: Ref
     x_h = warm_start(q, meets, reference, nogoods=nogoods, deadline=deadline.share(0.5),
                      starts=starts) if use_heuristic else None
     c_h = float(q.cost.total(x_h[None, :])[0]) if x_h is not None else None
-    if q.options.fast_path and x_h is not None and c_h is not None and c_h > 0 and not deadline.expired():
+    box_first = bestfirst.first(q, nogoods)  # (its first box proves what the fast path would, and more)
+    if q.options.fast_path and not box_first and x_h is not None and c_h is not None and c_h > 0 \
+            and not deadline.expired():
         proven = _proven_without_solver(q, x_h, c_h, verify, opts)
         if proven is not None:
             return proven
     search = strategy(q.options)
+    found = bestfirst.answer(q, x_h, c_h, deadline, opts.mip_rel_gap) if box_first else None
+    if found is not None:
+        proven = _searched(q, found, verify)
+        if proven is not None:
+            return proven
+        if found.x is not None and (c_h is None or q.cost.from_objective(found.objective) < c_h):
+            x_h, c_h = found.x, q.cost.from_objective(found.objective)
+        lb_rel = max(lb_rel, q.cost.from_objective(found.bound) if math.isfinite(found.bound) else 0.0)
     res = _base(q, INFEASIBLE, verify)
     solve_secs = 0.0
     for attempt, eps in enumerate(MARGINS):
