@@ -238,3 +238,14 @@ def test_batch_command_resumes(project_src: Path, tmp_path: Path, capsys: pytest
     assert lines[0]["result"]["metric"]["scale"] == "std"
     assert main([*args, "--norm", "l1", "--rows", "0:3"]) == 2  # other options: refused, not mixed
     assert "written by a batch with a different model, options or reference rows" in capsys.readouterr().err
+
+
+def test_rule_chunks_stay_small_enough_for_progress() -> None:
+    """Local rules build their explainer once per chunk: few chunks, but never more than RULE_CHUNK rows each
+    (a report over 1,000 cases moves its progress every RULE_CHUNK rows); counterfactuals: 4 per worker."""
+    from lumber.compiler.api.batch import RULE_CHUNK, Task
+
+    rules = Task("rules", None)  # type: ignore[arg-type]
+    assert rules.chunk_size(1000, 2) == RULE_CHUNK
+    assert rules.chunk_size(50, 2) == 25
+    assert Task("counterfactual", None).chunk_size(1000, 2) == 125  # type: ignore[arg-type]

@@ -206,6 +206,8 @@ class Candidates:
         c = q.constraints
         self.coupled = c is not None and bool(c.relations or c.implications or c.max_changes is not None)
         self.checker = actionability.Checker(c, q.names, q.x0) if c is not None and self.coupled else None
+        self.limit_reached = False
+        """Did a walk (:func:`greedy`) reach the change limit (``changes <= k``) and keep to the changed features?"""
 
     def _codes(self, i: int) -> FloatArray:
         q = self.q
@@ -425,6 +427,7 @@ def greedy(cands: Candidates, max_steps: int = 40, deadline: Deadline | None = N
             changed = (x != q.x0) & ~(np.isnan(x) & np.isnan(q.x0))
             if int(changed.sum()) >= limit:
                 keep &= changed[cc]
+                cands.limit_reached = True
         if not keep.any():
             break
         X, c, moved = X[keep], c[keep], cc[keep]
@@ -527,7 +530,7 @@ def _walk(cands: Candidates, pool: list[FloatArray], deadline: Deadline) -> None
         g = greedy(cands, max_steps=40, deadline=deadline, by_gain=True)
     if g is not None:
         pool.append(g)
-    if limit is not None and limit > 0:
+    if limit is not None and limit > 0 and cands.limit_reached:  # (else the walk without the limit is this one)
         pool += _projected_walks(cands, limit, deadline)
 
 

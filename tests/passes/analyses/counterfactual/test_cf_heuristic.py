@@ -162,7 +162,7 @@ def test_a_change_limit_keeps_the_best_features_of_the_walk_without_it() -> None
     cheaper = 0
     for r in (4, 17, 18, 23, 24):
         q = make_query(f, X[r], 1, cons)[0]
-        meets = lambda Z: forest_meets(f, q.spec, Z)  # noqa: E731
+        meets = lambda Z, q=q: forest_meets(f, q.spec, Z)
         cands = heuristic.Candidates(q, meets)
         g = heuristic.greedy(cands)
         walked = float(q.cost.total(g[None, :])[0]) if g is not None else np.inf
