@@ -230,9 +230,11 @@ class Predictor:
         """(digest of the artifact, the arguments its opener in ``OPENERS`` takes): what a pickle carries."""
         raise NotImplementedError
 
-    def __dask_tokenize__(self) -> tuple[str, str, str, int]:
-        """Dask's deterministic token: the same model compiled for the same target is the same predictor."""
-        return type(self).__name__, self.target, self.fingerprint, int(getattr(self, "threads", 1))
+    def __dask_tokenize__(self) -> tuple[str, str, str, str, int]:
+        """Dask's deterministic token: the same artifact (its digest: a forest's library and the same model's
+        tables differ) with the same threads is the same predictor."""
+        digest, _ = self._payload()
+        return type(self).__name__, self.target, self.fingerprint, digest, int(getattr(self, "threads", 1))
 
     def __copy__(self) -> Predictor:
         """A copy sharing the opened artifact (pickling, not copying, goes through ``reopen``)."""

@@ -118,6 +118,19 @@ def test_c_entry_points_from_many_threads(compiled: dict[str, Any], model_and_ro
         assert all(pool.map(work, range(8)))
 
 
+@needs_cc
+def test_dask_tokens_tell_artifacts_apart(compiled: dict[str, Any], model_and_rows: tuple[Any, pd.DataFrame]) -> None:
+    """The forest's library and the same model's tables are one target ('c' libraries) with one fingerprint:
+    Dask must still hash them apart, or a graph returns one's answers for the other."""
+    from dask.base import tokenize
+
+    model, _ = model_and_rows
+    tokens = {t: tokenize(compiled[t]) for t in TARGETS}
+    assert len(set(tokens.values())) == len(TARGETS)
+    assert tokenize(lumber.compile(model, target="c")) == tokens["c"]  # the same artifact, the same token
+    assert tokenize(pickle.loads(pickle.dumps(compiled["table-c"]))) == tokens["table-c"]
+
+
 def test_unknown_pickled_target_is_a_clear_error() -> None:
     from lumber.ir import ModelFormatError
 
